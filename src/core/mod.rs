@@ -1,0 +1,7 @@
+//! The pure outbox state machine: records, stages, leases, attempts, evidence,
+//! policies and the retry schedule. It performs no I/O, reads no clock and draws no
+//! randomness: callers pass `now_ms` and random inputs as arguments.
+
+pub mod outcome;
+
+pub use outcome::{Outcome, RejectReason};
