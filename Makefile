@@ -1,0 +1,33 @@
+# nostr-outbox — the two commands a new user runs:
+#   make demo   build the package and serve the demo page (local relay + page)
+#   make test   install what is missing, then run every test tier
+SHELL := /bin/bash
+.SHELLFLAGS := -eo pipefail -c
+ENV := . scripts/env.sh &&
+DEMO_PORT ?= 8080
+
+.PHONY: all setup build test demo clean fmt lint
+
+all: test
+
+## setup: install the wasm toolchain, wasm-bindgen-cli, wasm-pack, wasm-opt, Chromium (idempotent)
+setup:
+	@bash scripts/setup.sh
+
+## build: wasm-pack build into pkg/ (web target) and print the .wasm size raw and gzipped
+build: setup
+	@bash scripts/build.sh
+
+## test: run every tier; exit 0 only if all pass
+test: setup
+	@bash scripts/test.sh
+
+## demo: build the package and serve www/ (prints the URL)
+demo: build
+	@bash scripts/demo.sh $(DEMO_PORT)
+
+fmt:
+	cargo fmt
+
+clean:
+	rm -rf pkg target

@@ -1,0 +1,30 @@
+# Sourced by every script and Makefile recipe: puts the project's tools on PATH.
+# - The wasm32 standard library: rustup's (when `rustup target add` worked) or the
+#   offline Debian toolchain in /usr/bin (rustc-web + a sysroot built by setup.sh).
+# - Tools installed by setup.sh: ~/.cargo/bin (wasm-bindgen, wasm-pack, geckodriver,
+#   nostr-rs-relay) and the npm-installed binaryen (wasm-opt).
+TOOLS_DIR="${NOSTR_OUTBOX_TOOLS:-$HOME/.cache/nostr-outbox-tools}"
+export NOSTR_OUTBOX_TOOLS="$TOOLS_DIR"
+case ":$PATH:" in *":$HOME/.cargo/bin:"*) ;; *) PATH="$HOME/.cargo/bin:$PATH" ;; esac
+PATH="$TOOLS_DIR/node_modules/.bin:$PATH"
+_rustup_wasm=0
+if command -v rustc >/dev/null 2>&1; then
+  _sysroot="$(rustc --print sysroot 2>/dev/null)"
+  if ls "$_sysroot"/lib/rustlib/wasm32-unknown-unknown/lib/libstd-*.rlib >/dev/null 2>&1; then
+    _rustup_wasm=1
+  fi
+fi
+if [ "$_rustup_wasm" = 0 ] && ls /usr/lib/rustlib/wasm32-unknown-unknown/lib/libstd-*.rlib >/dev/null 2>&1; then
+  # Offline route: Debian's rustc-web owns the wasm32 sysroot; it must come first.
+  PATH="/usr/bin:$PATH"
+  export NOSTR_OUTBOX_WASM_TOOLCHAIN=debian
+else
+  export NOSTR_OUTBOX_WASM_TOOLCHAIN=rustup
+fi
+export PATH
+export CHROMEDRIVER="${CHROMEDRIVER:-/usr/bin/chromedriver}"
+if [ -z "${GECKODRIVER:-}" ] && [ -x "$HOME/.cargo/bin/geckodriver" ]; then
+  export GECKODRIVER="$HOME/.cargo/bin/geckodriver"
+fi
+export WASM_BINDGEN_TEST_TIMEOUT="${WASM_BINDGEN_TEST_TIMEOUT:-180}"
+unset _rustup_wasm _sysroot

@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# Installs everything `make test` and `make demo` need, idempotently: each step is
+# skipped when its result is already present. Prints what it installed and what it
+# found. Works offline except for the package registries (crates, npm, Debian).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT="$PWD"
+. scripts/env.sh
+
+installed=()
+found=()
+note_found() { found+=("$1"); printf '  found      %s\n' "$1"; }
+note_installed() { installed+=("$1"); printf '  installed  %s\n' "$1"; }
+step() { printf '\n== %s\n' "$1"; }
+
+SUDO=""
+if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+APT_UPDATED=0
+apt_install() {
+  local missing=()
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  if [ ${#missing[@]} -eq 0 ]; then return 0; fi
+  if [ "$APT_UPDATED" = 0 ]; then
+    $SUDO apt-get update -qq
+    APT_UPDATED=1
+  fi
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
+  note_installed "apt: ${missing[*]}"
+}
+
+# The wasm-bindgen version pinned in Cargo.toml (`=x.y.z`), which the CLI must match.
+WB_VERSION="$(sed -n 's/^wasm-bindgen = "=\(.*\)"/\1/p' Cargo.toml)"
+[ -n "$WB_VERSION" ] || { echo "setup: cannot read the pinned wasm-bindgen version from Cargo.toml" >&2; exit 1; }
+
+step "Rust wasm32 target"
+have_wasm_std() {
+  ls "$(rustc --print sysroot)"/lib/rustlib/wasm32-unknown-unknown/lib/libstd-*.rlib >/dev/null 2>&1
+}
+if have_wasm_std; then
+  note_found "wasm32-unknown-unknown std ($NOSTR_OUTBOX_WASM_TOOLCHAIN: $(rustc --version))"
+elif timeout 60 rustup target add wasm32-unknown-unknown >/dev/null 2>&1 && have_wasm_std; then
+  note_installed "wasm32-unknown-unknown via rustup"
+else
+  echo "  rustup cannot download the wasm32 std here; building it from Debian's rust-web-src"
+  apt_install rustc-web cargo-web rust-web-src rust-web-clippy lld-22
+  SYSROOT_LIB="$(/usr/bin/rustc --print sysroot)/lib/rustlib/wasm32-unknown-unknown/lib"
+  if ! ls "$SYSROOT_LIB"/libstd-*.rlib >/dev/null 2>&1; then
+    scratch="$(mktemp -d)"
+    (
+      cd "$scratch"
+      PATH="/usr/bin:$PATH" /usr/bin/cargo init -q --lib --name sysroot_scratch .
+      PATH="/usr/bin:$PATH" RUSTC_BOOTSTRAP=1 /usr/bin/cargo build -q --release \
+        --target wasm32-unknown-unknown -Z build-std=std,panic_abort,test,proc_macro
+    )
+    $SUDO mkdir -p "$SYSROOT_LIB"
+    find "$scratch/target/wasm32-unknown-unknown/release/deps" -name 'lib*.rlib' \
+      ! -name 'libsysroot_scratch*' -exec $SUDO cp {} "$SYSROOT_LIB/" \;
+    rm -rf "$scratch"
+    note_installed "wasm32 sysroot built from rust-web-src into $SYSROOT_LIB"
+  else
+    note_found "wasm32 sysroot in $SYSROOT_LIB"
+  fi
+  . scripts/env.sh
+fi
+
+step "wasm-bindgen-cli $WB_VERSION"
+if command -v wasm-bindgen >/dev/null && [ "$(wasm-bindgen --version | awk '{print $2}')" = "$WB_VERSION" ] \
+   && command -v wasm-bindgen-test-runner >/dev/null; then
+  note_found "wasm-bindgen $WB_VERSION"
+else
+  # --locked is tried first; the registry may lack a locked transitive version.
+  cargo install -q wasm-bindgen-cli --version "$WB_VERSION" --locked 2>/dev/null \
+    || cargo install -q wasm-bindgen-cli --version "$WB_VERSION"
+  note_installed "wasm-bindgen-cli $WB_VERSION"
+fi
+
+step "wasm-pack"
+if command -v wasm-pack >/dev/null; then
+  note_found "$(wasm-pack --version)"
+else
+  cargo install -q wasm-pack --locked 2>/dev/null || cargo install -q wasm-pack
+  note_installed "$(wasm-pack --version)"
+fi
+
+step "wasm-opt (npm binaryen)"
+if command -v wasm-opt >/dev/null && wasm-opt --version | grep -qE 'version (1[2-9][0-9])'; then
+  note_found "$(wasm-opt --version)"
+else
+  mkdir -p "$NOSTR_OUTBOX_TOOLS"
+  npm install --silent --no-audit --no-fund --prefix "$NOSTR_OUTBOX_TOOLS" binaryen@132 >/dev/null
+  note_installed "$(wasm-opt --version)"
+fi
+
+step "Browsers and drivers"
+apt_install chromium chromium-driver
+note_found "$(chromium --version 2>/dev/null | head -1) / $(chromedriver --version | head -1)"
+
+step "Node packages for JS tests"
+if [ -f tests/js/package.json ]; then
+  if [ ! -d tests/js/node_modules ] || [ tests/js/package-lock.json -nt tests/js/node_modules/.package-lock.json ]; then
+    (cd tests/js && npm ci --silent --no-audit --no-fund >/dev/null)
+    note_installed "tests/js node_modules"
+  else
+    note_found "tests/js node_modules"
+  fi
+fi
+
+printf '\nsetup: %d installed, %d found already\n' "${#installed[@]}" "${#found[@]}"

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Runs every test tier, keeps going after a failure, prints a table of tiers and ends
+# with one summary line: "summary: N passed, M failed" where N and M count tests
+# (lint tiers count as one check each). Exit 0 only if every tier passed.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+. scripts/env.sh
+LOG_DIR="${TEST_LOG_DIR:-target/test-logs}"
+mkdir -p "$LOG_DIR"
+
+declare -a TIER_NAMES TIER_STATUS TIER_DETAIL
+total_passed=0
+total_failed=0
+
+# run_tier NAME CMD...: runs CMD, logs to $LOG_DIR/NAME.log, counts libtest results.
+run_tier() {
+  local name="$1"; shift
+  local log="$LOG_DIR/$name.log"
+  local start end rc passed failed
+  printf '\n=== %s: %s\n' "$name" "$*"
+  start=$(date +%s)
+  "$@" > >(tee "$log") 2>&1
+  rc=$?
+  wait
+  end=$(date +%s)
+  passed=$(grep -aoE 'test result: [A-Za-z]+\. [0-9]+ passed' "$log" | awk '{s+=$4} END {print s+0}')
+  failed=$(grep -aoE 'test result: [A-Za-z]+\. [0-9]+ passed; [0-9]+ failed' "$log" | awk '{s+=$6} END {print s+0}')
+  if [ "$passed" = 0 ] && [ "$failed" = 0 ]; then
+    # A check without a test count (fmt, clippy, docs): one check.
+    if [ $rc = 0 ]; then passed=1; else failed=1; fi
+  elif [ $rc != 0 ] && [ "$failed" = 0 ]; then
+    failed=1
+  fi
+  total_passed=$((total_passed + passed))
+  total_failed=$((total_failed + failed))
+  TIER_NAMES+=("$name")
+  if [ $rc = 0 ]; then TIER_STATUS+=("ok"); else TIER_STATUS+=("FAILED"); fi
+  TIER_DETAIL+=("$passed passed, $failed failed, $((end - start)) s")
+}
+
+# Test targets that carry browser tests (they use wasm_bindgen_test).
+browser_tests=()
+for f in tests/*.rs; do
+  if grep -q 'wasm_bindgen_test' "$f"; then browser_tests+=(--test "$(basename "$f" .rs)"); fi
+done
+
+run_tier fmt cargo fmt --all -- --check
+run_tier clippy-native cargo clippy --all-targets --locked -- -D warnings
+run_tier clippy-wasm32 cargo clippy --target wasm32-unknown-unknown --lib --tests --locked -- -D warnings
+run_tier rustdoc env RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --lib --locked -q
+run_tier native cargo test --locked
+run_tier browser-chrome wasm-pack test --headless --chrome -- "${browser_tests[@]}"
+if [ -x tests/js/run.sh ]; then
+  run_tier js bash tests/js/run.sh
+fi
+
+printf '\n%-16s %-7s %s\n' tier status detail
+for i in "${!TIER_NAMES[@]}"; do
+  printf '%-16s %-7s %s\n' "${TIER_NAMES[$i]}" "${TIER_STATUS[$i]}" "${TIER_DETAIL[$i]}"
+done
+failed_tiers=0
+for s in "${TIER_STATUS[@]}"; do [ "$s" = ok ] || failed_tiers=$((failed_tiers + 1)); done
+printf '\n'
+if [ $failed_tiers = 0 ]; then
+  echo "make test: all ${#TIER_NAMES[@]} tiers passed"
+else
+  echo "make test: $failed_tiers of ${#TIER_NAMES[@]} tiers FAILED (logs in $LOG_DIR)"
+fi
+echo "summary: $total_passed passed, $total_failed failed"
+[ $failed_tiers = 0 ]
