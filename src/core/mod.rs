@@ -1,9 +1,29 @@
 //! The pure outbox state machine: records, stages, leases, attempts, evidence,
 //! policies and the retry schedule. It performs no I/O, reads no clock and draws no
-//! randomness: callers pass `now_ms` and random inputs as arguments.
+//! randomness: callers pass `now_ms` and random inputs as arguments. Stores persist
+//! what these functions return; they never decide a transition themselves.
+//!
+//! See `docs/CORE.md` for the record model, the transition table and the claim-order
+//! contract that every store must keep.
 
 pub mod envelope;
+pub mod error;
+pub mod machine;
 pub mod outcome;
+pub mod plan;
+pub mod policy;
+pub mod record;
+pub mod retry;
 
 pub use envelope::EventEnvelope;
+pub use error::CoreError;
+pub use machine::{
+    cancel, check_lease, claim, complete_attempt, decide_enqueue, is_purgeable, new_record,
+    release, retry, ClaimRequest, Claimed, Completion, EnqueueDecision, EnqueueOutcome, Enqueued,
+    ListQuery, StageCounts, TargetResult,
+};
 pub use outcome::{Outcome, RejectReason};
+pub use plan::Plan;
+pub use policy::{Policy, Satisfaction, TargetState};
+pub use record::{Evidence, Lease, Record, Stage, StopReason};
+pub use retry::RetryConfig;

@@ -1,2 +1,133 @@
-//! Persistence of outbox records: the `Store` trait, a memory store and, on wasm32,
-//! the IndexedDB store.
+//! Persistence of outbox records: the [`Store`] trait, the [`memory::MemoryStore`]
+//! and the [`conformance`] suite every store must pass (and, on wasm32, the
+//! IndexedDB store). A store only loads and writes records atomically; every
+//! decision (replay or conflict, readiness, the next stage) comes from
+//! [`crate::core`]'s pure functions.
+
+use thiserror::Error;
+
+use crate::core::{
+    ClaimRequest, Completion, CoreError, Enqueued, ListQuery, Plan, Record, RetryConfig,
+    StageCounts,
+};
+
+pub mod conformance;
+pub mod memory;
+
+pub use memory::MemoryStore;
+
+/// Why a store operation failed. Nothing was written when one of these is returned.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum StoreError {
+    /// The state machine refused the operation.
+    #[error(transparent)]
+    Core(#[from] CoreError),
+    /// The browser's storage quota is exhausted.
+    #[error("storage quota exceeded: {0}")]
+    QuotaExceeded(String),
+    /// The database is blocked (e.g. another tab holds an old connection).
+    #[error("storage blocked: {0}")]
+    Blocked(String),
+    /// The database was written by a newer version of this library.
+    #[error("storage schema version {found} is newer than the supported {supported}")]
+    VersionTooNew {
+        /// The version found on disk.
+        found: u32,
+        /// The highest version this build understands.
+        supported: u32,
+    },
+    /// A stored record could not be read back.
+    #[error("stored record `{id}` is corrupt: {message}")]
+    Corrupt {
+        /// The item id (or key) of the record.
+        id: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// Any other backend failure.
+    #[error("storage error: {0}")]
+    Backend(String),
+}
+
+impl StoreError {
+    /// The stable snake_case code used in JSON and JavaScript.
+    pub fn code(&self) -> &'static str {
+        match self {
+            StoreError::Core(e) => e.code(),
+            StoreError::QuotaExceeded(_) => "quota_exceeded",
+            StoreError::Blocked(_) => "storage_blocked",
+            StoreError::VersionTooNew { .. } => "storage_version_too_new",
+            StoreError::Corrupt { .. } => "corrupt_record",
+            StoreError::Backend(_) => "storage",
+        }
+    }
+
+    /// True for a lost claim (see [`CoreError::is_lost_claim`]).
+    pub fn is_lost_claim(&self) -> bool {
+        matches!(self, StoreError::Core(e) if e.is_lost_claim())
+    }
+}
+
+/// Durable storage of outbox records. Every method is atomic: it writes all of its
+/// changes or none. Futures need not be `Send` (IndexedDB futures are not).
+///
+/// Implementations load records, call the pure functions of [`crate::core`] and write
+/// what they return. Claim order is ascending `(due_ms, created_ms, id)` over
+/// records with `due_ms <= now_ms`, taking those that are ready
+/// ([`Record::is_ready`]); list order is ascending `(created_ms, id)`.
+#[allow(async_fn_in_trait)]
+pub trait Store {
+    /// Enqueues one plan: creates its record, replays an identical plan, or fails
+    /// with `plan_conflict`.
+    async fn enqueue(&self, plan: Plan, now_ms: u64) -> Result<Enqueued, StoreError>;
+
+    /// Enqueues many plans all-or-nothing: any invalid plan or conflict (with a
+    /// stored record or within the batch) writes nothing. Answers in input order.
+    async fn enqueue_many(&self, plans: Vec<Plan>, now_ms: u64)
+        -> Result<Vec<Enqueued>, StoreError>;
+
+    /// The record with this id.
+    async fn get(&self, id: &str) -> Result<Option<Record>, StoreError>;
+
+    /// Leases up to `request.limit` ready records in claim order. Records whose
+    /// deadline has passed are exhausted as `expired` instead and returned too (with
+    /// stage `exhausted`), so the caller can report them; they count toward the limit.
+    async fn claim(&self, request: &ClaimRequest, now_ms: u64) -> Result<Vec<Record>, StoreError>;
+
+    /// Records an attempt and releases its lease with the next stage
+    /// ([`crate::core::complete_attempt`]). A lost claim changes nothing.
+    async fn complete_attempt(
+        &self,
+        completion: &Completion,
+        retry: &RetryConfig,
+        now_ms: u64,
+    ) -> Result<Record, StoreError>;
+
+    /// Hands a lease back without recording an attempt ([`crate::core::release`]).
+    async fn release(
+        &self,
+        id: &str,
+        lease_id: &str,
+        revision: u64,
+        now_ms: u64,
+    ) -> Result<Record, StoreError>;
+
+    /// Re-arms an exhausted record ([`crate::core::retry`]).
+    async fn retry(&self, id: &str, now_ms: u64) -> Result<Record, StoreError>;
+
+    /// Cancels a non-terminal record ([`crate::core::cancel`]).
+    async fn cancel(&self, id: &str, now_ms: u64) -> Result<Record, StoreError>;
+
+    /// Deletes terminal records last changed before `before_ms`; returns how many.
+    async fn purge(&self, before_ms: u64) -> Result<u32, StoreError>;
+
+    /// A page of records in `(created_ms, id)` order.
+    async fn list(&self, query: &ListQuery) -> Result<Vec<Record>, StoreError>;
+
+    /// How many records are in each stage.
+    async fn status(&self) -> Result<StageCounts, StoreError>;
+
+    /// The smallest `due_ms` of any non-terminal record: when the next claim can
+    /// succeed (a leased record is due when its lease expires).
+    async fn next_due(&self) -> Result<Option<u64>, StoreError>;
+}

@@ -1,2 +1,41 @@
-//! Publishing events to relays: the `Transport` trait and, on wasm32, the browser
-//! WebSocket relay transport.
+//! Publishing events to relays: the [`Transport`] trait, the deterministic
+//! [`scripted::ScriptedTransport`] for tests and, on wasm32, the browser WebSocket
+//! relay transport. A transport sends the event's exact bytes and classifies the
+//! answer; it never retries and never touches a store.
+
+use serde::{Deserialize, Serialize};
+
+use crate::core::{EventEnvelope, Outcome};
+
+pub mod scripted;
+
+pub use scripted::ScriptedTransport;
+
+/// What one publish of one event to one relay produced.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PublishReport {
+    /// The typed outcome.
+    pub outcome: Outcome,
+    /// The relay's `OK` message, or a description of the transport failure.
+    pub message: String,
+}
+
+impl PublishReport {
+    /// A report with this outcome and message.
+    pub fn new(outcome: Outcome, message: impl Into<String>) -> PublishReport {
+        PublishReport {
+            outcome,
+            message: message.into(),
+        }
+    }
+}
+
+/// Sends a signed event to a relay and reports its answer. Implementations must
+/// resolve (with `Timeout` or `Unreachable` when the relay does not answer) and must
+/// send `event.raw` unchanged. Futures need not be `Send`.
+#[allow(async_fn_in_trait)]
+pub trait Transport {
+    /// Publishes `event` to `relay` once and reports the outcome.
+    async fn publish(&self, relay: &str, event: &EventEnvelope) -> PublishReport;
+}

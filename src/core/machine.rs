@@ -1,0 +1,541 @@
+//! Every transition of a record, as pure functions from (record, input, now) to a
+//! new record or a typed error: enqueue decisions, claim, complete an attempt,
+//! release, retry, cancel, purge. Stores call these inside one transaction and
+//! write the result; no function here reads a clock, draws randomness or does I/O.
+
+use serde::{Deserialize, Serialize};
+
+use super::error::CoreError;
+use super::outcome::Outcome;
+use super::plan::Plan;
+use super::policy::Satisfaction;
+use super::record::{Evidence, Lease, Record, Stage, StopReason};
+use super::retry::RetryConfig;
+
+/// The longest relay message kept in evidence, in bytes.
+pub const MAX_MESSAGE_LEN: usize = 512;
+/// The longest `last_error` summary, in bytes.
+pub const MAX_ERROR_LEN: usize = 1_024;
+/// The most records one claim may take.
+pub const MAX_CLAIM: u32 = 256;
+/// The longest lease, in ms (one day).
+pub const MAX_LEASE_MS: u64 = 86_400_000;
+/// The longest lease owner or lease id, in bytes.
+pub const MAX_LEASE_FIELD_LEN: usize = 128;
+/// The most records one `list` returns.
+pub const MAX_LIST: u32 = 1_000;
+
+/// What [`decide_enqueue`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EnqueueDecision {
+    /// No record had the id: write this new record.
+    Create(Record),
+    /// A record with the same id and the same plan exists: write nothing.
+    Replay(Record),
+}
+
+/// Whether an enqueue created a record or replayed an existing one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EnqueueOutcome {
+    /// A new record was written.
+    Created,
+    /// The same plan was already stored; nothing was written.
+    Replay,
+}
+
+/// The answer to an enqueue: what happened, and the stored record.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Enqueued {
+    /// Created or replayed.
+    pub outcome: EnqueueOutcome,
+    /// The record as stored.
+    pub record: Record,
+}
+
+impl EnqueueDecision {
+    /// The record to report (new or existing).
+    pub fn record(&self) -> &Record {
+        match self {
+            EnqueueDecision::Create(r) | EnqueueDecision::Replay(r) => r,
+        }
+    }
+
+    /// Turns the decision into the caller-facing answer.
+    pub fn into_enqueued(self) -> Enqueued {
+        match self {
+            EnqueueDecision::Create(record) => Enqueued {
+                outcome: EnqueueOutcome::Created,
+                record,
+            },
+            EnqueueDecision::Replay(record) => Enqueued {
+                outcome: EnqueueOutcome::Replay,
+                record,
+            },
+        }
+    }
+}
+
+/// A request to lease a batch of ready records.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClaimRequest {
+    /// Who claims (1..=128 bytes, no control characters).
+    pub owner: String,
+    /// A fresh random lease id for this claim (1..=128 bytes, no control characters).
+    pub lease_id: String,
+    /// How many records at most (1..=256).
+    pub limit: u32,
+    /// How long the lease lasts (1..=86 400 000 ms).
+    pub lease_ms: u64,
+}
+
+impl ClaimRequest {
+    /// Checks every field.
+    pub fn validate(&self) -> Result<(), CoreError> {
+        validate_lease_field("owner", &self.owner)?;
+        validate_lease_field("leaseId", &self.lease_id)?;
+        if self.limit == 0 || self.limit > MAX_CLAIM {
+            return Err(CoreError::arg("limit", format!("must be 1..={MAX_CLAIM}")));
+        }
+        if self.lease_ms == 0 || self.lease_ms > MAX_LEASE_MS {
+            return Err(CoreError::arg(
+                "leaseMs",
+                format!("must be 1..={MAX_LEASE_MS}"),
+            ));
+        }
+        Ok(())
+    }
+}
+
+fn validate_lease_field(field: &'static str, value: &str) -> Result<(), CoreError> {
+    if value.is_empty() || value.len() > MAX_LEASE_FIELD_LEN {
+        return Err(CoreError::arg(
+            field,
+            format!("must be 1..={MAX_LEASE_FIELD_LEN} bytes"),
+        ));
+    }
+    if value.chars().any(char::is_control) {
+        return Err(CoreError::arg(field, "must not contain control characters"));
+    }
+    Ok(())
+}
+
+/// What a claim did to one ready record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Claimed {
+    /// The record is now leased to the caller for its next attempt.
+    Leased(Record),
+    /// Its deadline had passed: it is now exhausted with reason `expired` and must
+    /// not be attempted. Stores write it and hand it back so the caller can report it.
+    Expired(Record),
+}
+
+impl Claimed {
+    /// The new record to write.
+    pub fn into_record(self) -> Record {
+        match self {
+            Claimed::Leased(r) | Claimed::Expired(r) => r,
+        }
+    }
+}
+
+/// What one target answered in one attempt, as reported by a flusher.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TargetResult {
+    /// The relay URL (one of the attempt's unsettled targets).
+    pub target: String,
+    /// The typed outcome.
+    pub outcome: Outcome,
+    /// The relay's message or a transport description.
+    pub message: String,
+}
+
+/// The result of one attempt, to record under the lease that made it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Completion {
+    /// The item id.
+    pub id: String,
+    /// The lease id the attempt was made under.
+    pub lease_id: String,
+    /// The record revision returned by the claim.
+    pub revision: u64,
+    /// One result per attempted target; unsettled targets not listed are recorded as
+    /// `notAttempted`.
+    pub results: Vec<TargetResult>,
+    /// Uniform random input for the retry jitter.
+    pub jitter: u32,
+}
+
+/// A page request for `list`.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListQuery {
+    /// Only records in this stage, when set.
+    pub stage: Option<Stage>,
+    /// How many records at most (1..=1000).
+    pub limit: u32,
+    /// Start after this item id (a cursor: the last id of the previous page).
+    pub after: Option<String>,
+}
+
+impl ListQuery {
+    /// Checks the limit and cursor.
+    pub fn validate(&self) -> Result<(), CoreError> {
+        if self.limit == 0 || self.limit > MAX_LIST {
+            return Err(CoreError::arg("limit", format!("must be 1..={MAX_LIST}")));
+        }
+        if let Some(after) = &self.after {
+            super::plan::validate_item_id(after)?;
+        }
+        Ok(())
+    }
+}
+
+/// How many records are in each stage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StageCounts {
+    /// Records in `pending`.
+    pub pending: u32,
+    /// Records in `leased` (including expired leases not yet re-claimed).
+    pub leased: u32,
+    /// Records in `retryable`.
+    pub retryable: u32,
+    /// Records in `satisfied`.
+    pub satisfied: u32,
+    /// Records in `exhausted`.
+    pub exhausted: u32,
+    /// Records in `cancelled`.
+    pub cancelled: u32,
+}
+
+impl StageCounts {
+    /// Counts one more record in `stage`.
+    pub fn add(&mut self, stage: Stage) {
+        let slot = match stage {
+            Stage::Pending => &mut self.pending,
+            Stage::Leased => &mut self.leased,
+            Stage::Retryable => &mut self.retryable,
+            Stage::Satisfied => &mut self.satisfied,
+            Stage::Exhausted => &mut self.exhausted,
+            Stage::Cancelled => &mut self.cancelled,
+        };
+        *slot = slot.saturating_add(1);
+    }
+
+    /// The count for `stage`.
+    pub fn get(&self, stage: Stage) -> u32 {
+        match stage {
+            Stage::Pending => self.pending,
+            Stage::Leased => self.leased,
+            Stage::Retryable => self.retryable,
+            Stage::Satisfied => self.satisfied,
+            Stage::Exhausted => self.exhausted,
+            Stage::Cancelled => self.cancelled,
+        }
+    }
+
+    /// All records.
+    pub fn total(&self) -> u32 {
+        Stage::ALL.iter().map(|s| self.get(*s)).sum()
+    }
+}
+
+/// Builds the first record of a normalized plan, due at once.
+pub fn new_record(plan: Plan, digest: String, now_ms: u64) -> Record {
+    let mut record = Record {
+        id: plan.id,
+        event: plan.event,
+        targets: plan.targets,
+        policy: plan.policy,
+        max_attempts: plan.max_attempts,
+        deadline_ms: plan.deadline_ms,
+        plan_digest: digest,
+        revision: 1,
+        stage: Stage::Pending,
+        lease: None,
+        attempts: 0,
+        attempt_limit: plan.max_attempts,
+        rearmed_after_attempt: 0,
+        last_attempt_ms: None,
+        evidence: Vec::new(),
+        satisfaction: Satisfaction::Pending,
+        retry_not_before_ms: None,
+        due_ms: Some(now_ms),
+        created_ms: now_ms,
+        updated_ms: now_ms,
+        reason: None,
+        last_error: None,
+    };
+    record.satisfaction = record.evaluate();
+    record
+}
+
+/// Decides an enqueue: validates and normalizes `plan`, then compares it with the
+/// record already stored under its id. Same digest → `Replay`; different →
+/// [`CoreError::PlanConflict`]; none → `Create`.
+pub fn decide_enqueue(
+    existing: Option<&Record>,
+    plan: Plan,
+    now_ms: u64,
+) -> Result<EnqueueDecision, CoreError> {
+    let plan = plan.normalize()?;
+    let digest = plan.digest();
+    match existing {
+        Some(r) if r.id != plan.id => Err(CoreError::arg(
+            "existing",
+            "the existing record has another id",
+        )),
+        Some(r) if r.plan_digest == digest => Ok(EnqueueDecision::Replay(r.clone())),
+        Some(r) => Err(CoreError::PlanConflict { id: r.id.clone() }),
+        None => Ok(EnqueueDecision::Create(new_record(plan, digest, now_ms))),
+    }
+}
+
+fn bump(record: &mut Record, now_ms: u64) {
+    record.revision += 1;
+    record.updated_ms = record.updated_ms.max(now_ms);
+}
+
+fn finish(record: &mut Record, stage: Stage, reason: Option<StopReason>) {
+    record.stage = stage;
+    record.reason = reason;
+    record.lease = None;
+    record.due_ms = None;
+    record.retry_not_before_ms = None;
+}
+
+/// Leases a ready record for its next attempt (`attempts + 1`), or exhausts it as
+/// `expired` when its deadline has passed. The request must be valid
+/// ([`ClaimRequest::validate`]).
+pub fn claim(record: &Record, request: &ClaimRequest, now_ms: u64) -> Result<Claimed, CoreError> {
+    request.validate()?;
+    if !record.is_ready(now_ms) {
+        return Err(CoreError::NotReady {
+            id: record.id.clone(),
+        });
+    }
+    let mut next = record.clone();
+    bump(&mut next, now_ms);
+    if record.is_expired_at(now_ms) {
+        finish(&mut next, Stage::Exhausted, Some(StopReason::Expired));
+        return Ok(Claimed::Expired(next));
+    }
+    let expires_ms = now_ms.saturating_add(request.lease_ms);
+    next.lease = Some(Lease {
+        id: request.lease_id.clone(),
+        owner: request.owner.clone(),
+        acquired_ms: now_ms,
+        expires_ms,
+        attempt: record.attempts + 1,
+    });
+    next.stage = Stage::Leased;
+    next.due_ms = Some(expires_ms);
+    Ok(Claimed::Leased(next))
+}
+
+/// Checks that `lease_id` is the record's active lease at `now_ms` and that the
+/// record is at `revision`; returns the lease.
+pub fn check_lease<'r>(
+    record: &'r Record,
+    lease_id: &str,
+    revision: u64,
+    now_ms: u64,
+) -> Result<&'r Lease, CoreError> {
+    let lost = || CoreError::LeaseExpired {
+        id: record.id.clone(),
+    };
+    let lease = match (&record.stage, &record.lease) {
+        (Stage::Leased, Some(l)) if l.id == lease_id && l.is_active(now_ms) => l,
+        _ => return Err(lost()),
+    };
+    if record.revision != revision {
+        return Err(CoreError::RevisionConflict {
+            id: record.id.clone(),
+            expected: revision,
+            actual: record.revision,
+        });
+    }
+    Ok(lease)
+}
+
+fn truncate(mut s: String, max: usize) -> String {
+    if s.len() > max {
+        let mut cut = max;
+        while !s.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        s.truncate(cut);
+    }
+    s
+}
+
+/// Records one attempt under its lease and releases the lease with the next stage:
+/// appends one evidence entry per unsettled target (unreported ones as
+/// `notAttempted`), re-evaluates the policy, then ends as `satisfied`, `exhausted`
+/// (rejected, attempt budget spent, or the next retry would fall past the deadline)
+/// or `retryable` at `now + delay` from the retry schedule.
+///
+/// A stale lease or revision is a lost claim ([`CoreError::LeaseExpired`] /
+/// [`CoreError::RevisionConflict`]) and nothing changes.
+pub fn complete_attempt(
+    record: &Record,
+    completion: &Completion,
+    now_ms: u64,
+    retry: &RetryConfig,
+) -> Result<Record, CoreError> {
+    retry.validate()?;
+    if completion.id != record.id {
+        return Err(CoreError::arg("id", "completion is for another record"));
+    }
+    let lease = check_lease(record, &completion.lease_id, completion.revision, now_ms)?;
+    let attempt = lease.attempt;
+    let open = record.unsettled_targets();
+    for (i, r) in completion.results.iter().enumerate() {
+        if !open.iter().any(|t| *t == r.target) {
+            return Err(CoreError::arg(
+                "results",
+                format!("`{}` is not an unsettled target of this record", r.target),
+            ));
+        }
+        if completion.results[..i].iter().any(|p| p.target == r.target) {
+            return Err(CoreError::arg(
+                "results",
+                format!("`{}` is reported twice", r.target),
+            ));
+        }
+    }
+    let mut next = record.clone();
+    let mut failures = Vec::new();
+    let mut rate_limited = false;
+    for target in &open {
+        let (outcome, message) = match completion.results.iter().find(|r| r.target == *target) {
+            Some(r) => (r.outcome, r.message.clone()),
+            None => (Outcome::NotAttempted, String::new()),
+        };
+        rate_limited |= outcome == Outcome::RateLimited;
+        if !outcome.is_accepted() {
+            if message.is_empty() {
+                failures.push(format!("{target}: {}", outcome.as_str()));
+            } else {
+                failures.push(format!("{target}: {} ({message})", outcome.as_str()));
+            }
+        }
+        next.evidence.push(Evidence {
+            target: target.clone(),
+            attempt,
+            outcome,
+            message: truncate(message, MAX_MESSAGE_LEN),
+            at_ms: now_ms,
+        });
+    }
+    next.attempts = attempt;
+    next.last_attempt_ms = Some(now_ms);
+    next.last_error = if failures.is_empty() {
+        None
+    } else {
+        Some(truncate(failures.join("; "), MAX_ERROR_LEN))
+    };
+    next.satisfaction = next.evaluate();
+    bump(&mut next, now_ms);
+    match next.satisfaction {
+        Satisfaction::Satisfied => finish(&mut next, Stage::Satisfied, None),
+        Satisfaction::Exhausted => {
+            finish(&mut next, Stage::Exhausted, Some(StopReason::Rejected));
+        }
+        Satisfaction::Pending if attempt >= next.attempt_limit => {
+            finish(&mut next, Stage::Exhausted, Some(StopReason::MaxAttempts));
+        }
+        Satisfaction::Pending => {
+            let at = now_ms.saturating_add(retry.delay_ms(attempt, completion.jitter, rate_limited));
+            if next.effective_deadline_ms().is_some_and(|d| at >= d) {
+                finish(&mut next, Stage::Exhausted, Some(StopReason::Expired));
+            } else {
+                next.stage = Stage::Retryable;
+                next.lease = None;
+                next.reason = None;
+                next.retry_not_before_ms = Some(at);
+                next.due_ms = Some(at);
+            }
+        }
+    }
+    Ok(next)
+}
+
+/// Hands a lease back without recording an attempt: the record is claimable again
+/// at once (its previous retry time, if later). A stale lease is a lost claim.
+pub fn release(
+    record: &Record,
+    lease_id: &str,
+    revision: u64,
+    now_ms: u64,
+) -> Result<Record, CoreError> {
+    check_lease(record, lease_id, revision, now_ms)?;
+    let mut next = record.clone();
+    bump(&mut next, now_ms);
+    next.lease = None;
+    next.stage = if next.attempts == 0 {
+        Stage::Pending
+    } else {
+        Stage::Retryable
+    };
+    next.due_ms = Some(next.retry_not_before_ms.unwrap_or(now_ms).max(now_ms));
+    Ok(next)
+}
+
+/// Re-arms an exhausted record: keeps all evidence, continues the attempt numbering,
+/// grants a fresh attempt budget (`attempts + max_attempts`), re-opens targets that
+/// rejected terminally, and makes it due at once. Fails with
+/// [`CoreError::NotRetryable`] for any other stage or when the deadline has passed.
+pub fn retry(record: &Record, now_ms: u64) -> Result<Record, CoreError> {
+    let not = |reason: String| CoreError::NotRetryable {
+        id: record.id.clone(),
+        reason,
+    };
+    if record.stage != Stage::Exhausted {
+        return Err(not(format!("it is {}, not exhausted", record.stage)));
+    }
+    if record.is_expired_at(now_ms) {
+        return Err(not("its deadline has passed".into()));
+    }
+    let mut next = record.clone();
+    bump(&mut next, now_ms);
+    next.rearmed_after_attempt = next.attempts;
+    next.attempt_limit = next.attempts.saturating_add(next.max_attempts);
+    next.stage = if next.attempts == 0 {
+        Stage::Pending
+    } else {
+        Stage::Retryable
+    };
+    next.reason = None;
+    next.lease = None;
+    next.retry_not_before_ms = None;
+    next.due_ms = Some(now_ms);
+    next.satisfaction = next.evaluate();
+    Ok(next)
+}
+
+/// Cancels a non-terminal record (a lease held on it becomes a lost claim).
+/// Fails with [`CoreError::AlreadyTerminal`] when it is already terminal.
+pub fn cancel(record: &Record, now_ms: u64) -> Result<Record, CoreError> {
+    if record.is_terminal() {
+        return Err(CoreError::AlreadyTerminal {
+            id: record.id.clone(),
+            stage: record.stage,
+        });
+    }
+    let mut next = record.clone();
+    bump(&mut next, now_ms);
+    finish(&mut next, Stage::Cancelled, Some(StopReason::Cancelled));
+    Ok(next)
+}
+
+/// True when `purge(before_ms)` deletes the record: terminal, last changed before
+/// `before_ms`.
+pub fn is_purgeable(record: &Record, before_ms: u64) -> bool {
+    record.is_terminal() && record.updated_ms < before_ms
+}

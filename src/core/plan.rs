@@ -1,0 +1,318 @@
+//! The delivery plan: what the application asked for (item id, event, targets,
+//! policy, attempt budget, deadline), its validation and normalization, and its
+//! digest, the idempotency fingerprint. It never looks at stored state.
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use super::envelope::EventEnvelope;
+use super::error::CoreError;
+use super::policy::Policy;
+
+/// The longest item id, in characters.
+pub const MAX_ITEM_ID_LEN: usize = 128;
+/// The most targets one record may have.
+pub const MAX_TARGETS: usize = 64;
+/// The longest target (relay URL), in bytes.
+pub const MAX_TARGET_LEN: usize = 2_048;
+/// The default attempt budget of a plan.
+pub const DEFAULT_MAX_ATTEMPTS: u32 = 10;
+/// The largest attempt budget of a plan.
+pub const MAX_ATTEMPTS_LIMIT: u32 = 1_000;
+
+/// One delivery request: an event, where to send it, and when it counts as delivered.
+///
+/// Build it with [`Plan::new`] (item id = the event id) and the `with_*` methods;
+/// [`Plan::normalize`] validates it and puts targets in canonical order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Plan {
+    /// The item id: 1..=128 characters of `[A-Za-z0-9._:-]`. Defaults to the event id.
+    pub id: String,
+    /// The signed event, sent exactly as given.
+    pub event: EventEnvelope,
+    /// The target relay URLs, already normalized by the Nostr layer.
+    pub targets: Vec<String>,
+    /// When the record counts as delivered.
+    pub policy: Policy,
+    /// How many attempts before the record is exhausted (1..=1000).
+    pub max_attempts: u32,
+    /// An optional absolute deadline (unix ms) after which the record is exhausted as
+    /// `expired`. The event's NIP-40 `expiration` also bounds it.
+    pub deadline_ms: Option<u64>,
+}
+
+impl Plan {
+    /// A plan whose item id is the event id, with the default attempt budget and no
+    /// deadline.
+    pub fn new(event: EventEnvelope, targets: Vec<String>, policy: Policy) -> Plan {
+        Plan {
+            id: event.id.clone(),
+            event,
+            targets,
+            policy,
+            max_attempts: DEFAULT_MAX_ATTEMPTS,
+            deadline_ms: None,
+        }
+    }
+
+    /// Replaces the item id.
+    pub fn with_id(mut self, id: impl Into<String>) -> Plan {
+        self.id = id.into();
+        self
+    }
+
+    /// Replaces the attempt budget.
+    pub fn with_max_attempts(mut self, max_attempts: u32) -> Plan {
+        self.max_attempts = max_attempts;
+        self
+    }
+
+    /// Sets an absolute deadline in unix milliseconds.
+    pub fn with_deadline_ms(mut self, deadline_ms: Option<u64>) -> Plan {
+        self.deadline_ms = deadline_ms;
+        self
+    }
+
+    /// Validates every field and returns the canonical plan: targets sorted and
+    /// de-duplicated, the policy normalized against them.
+    pub fn normalize(mut self) -> Result<Plan, CoreError> {
+        validate_item_id(&self.id)?;
+        validate_envelope(&self.event)?;
+        self.targets = normalize_targets(self.targets)?;
+        self.policy = self.policy.normalized(&self.targets)?;
+        if self.max_attempts == 0 || self.max_attempts > MAX_ATTEMPTS_LIMIT {
+            return Err(CoreError::arg(
+                "maxAttempts",
+                format!("must be 1..={MAX_ATTEMPTS_LIMIT}"),
+            ));
+        }
+        Ok(self)
+    }
+
+    /// The last moment (unix ms) the record may still be attempted: the earlier of the
+    /// plan's deadline and the event's NIP-40 expiration.
+    pub fn effective_deadline_ms(&self) -> Option<u64> {
+        effective_deadline(self.deadline_ms, &self.event)
+    }
+
+    /// The sha256 (lowercase hex) of the plan's canonical encoding. Two plans are the
+    /// same delivery request exactly when their digests are equal. Call it on a
+    /// normalized plan.
+    pub fn digest(&self) -> String {
+        let mut h = Sha256::new();
+        let mut field = |bytes: &[u8]| {
+            h.update((bytes.len() as u64).to_be_bytes());
+            h.update(bytes);
+        };
+        field(b"nostr-outbox/plan/v1");
+        field(self.id.as_bytes());
+        field(self.event.id.as_bytes());
+        field(self.event.raw.as_bytes());
+        field(&opt_u64(self.event.expiration));
+        field(&(self.targets.len() as u64).to_be_bytes());
+        for t in &self.targets {
+            field(t.as_bytes());
+        }
+        field(self.policy.kind().as_bytes());
+        match &self.policy {
+            Policy::All | Policy::Any => {}
+            Policy::AtLeast { k } => field(&k.to_be_bytes()),
+            Policy::Required { relays } => {
+                field(&(relays.len() as u64).to_be_bytes());
+                for r in relays {
+                    field(r.as_bytes());
+                }
+            }
+        }
+        field(&self.max_attempts.to_be_bytes());
+        field(&opt_u64(self.deadline_ms));
+        hex(&h.finalize())
+    }
+}
+
+fn opt_u64(v: Option<u64>) -> Vec<u8> {
+    match v {
+        None => vec![0],
+        Some(v) => {
+            let mut out = vec![1];
+            out.extend_from_slice(&v.to_be_bytes());
+            out
+        }
+    }
+}
+
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        s.push(DIGITS[(b >> 4) as usize] as char);
+        s.push(DIGITS[(b & 15) as usize] as char);
+    }
+    s
+}
+
+pub(crate) fn effective_deadline(deadline_ms: Option<u64>, event: &EventEnvelope) -> Option<u64> {
+    let expiry = event.expiration.map(|s| s.saturating_mul(1_000));
+    match (deadline_ms, expiry) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// Checks an item id: 1..=128 characters of `[A-Za-z0-9._:-]`.
+pub fn validate_item_id(id: &str) -> Result<(), CoreError> {
+    let invalid = |reason: &str| CoreError::InvalidItemId {
+        reason: reason.to_string(),
+    };
+    if id.is_empty() {
+        return Err(invalid("must not be empty"));
+    }
+    if id.len() > MAX_ITEM_ID_LEN {
+        return Err(invalid("must be at most 128 characters"));
+    }
+    if !id
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b':' | b'-'))
+    {
+        return Err(invalid("may only contain A-Z a-z 0-9 . _ : -"));
+    }
+    Ok(())
+}
+
+/// Checks an envelope: a 64-character lowercase hex id and non-empty raw text.
+pub fn validate_envelope(event: &EventEnvelope) -> Result<(), CoreError> {
+    let invalid = |reason: &str| CoreError::InvalidEvent {
+        reason: reason.to_string(),
+    };
+    if event.id.len() != 64
+        || !event
+            .id
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    {
+        return Err(invalid("id must be 64 lowercase hex characters"));
+    }
+    if event.raw.trim().is_empty() {
+        return Err(invalid("raw event text must not be empty"));
+    }
+    Ok(())
+}
+
+/// Sorts and de-duplicates targets, checking each is non-empty, at most
+/// [`MAX_TARGET_LEN`] bytes without control characters, and that there are
+/// 1..=[`MAX_TARGETS`] of them.
+pub fn normalize_targets(mut targets: Vec<String>) -> Result<Vec<String>, CoreError> {
+    let invalid = |reason: String| CoreError::InvalidTargets { reason };
+    for t in &targets {
+        if t.is_empty() {
+            return Err(invalid("a target must not be empty".into()));
+        }
+        if t.len() > MAX_TARGET_LEN {
+            return Err(invalid(format!(
+                "a target must be at most {MAX_TARGET_LEN} bytes"
+            )));
+        }
+        if t.chars().any(char::is_control) {
+            return Err(invalid("a target must not contain control characters".into()));
+        }
+    }
+    targets.sort();
+    targets.dedup();
+    if targets.is_empty() {
+        return Err(invalid("at least one target is required".into()));
+    }
+    if targets.len() > MAX_TARGETS {
+        return Err(invalid(format!("at most {MAX_TARGETS} targets")));
+    }
+    Ok(targets)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env() -> EventEnvelope {
+        EventEnvelope {
+            id: "ab".repeat(32),
+            raw: "{}".into(),
+            expiration: None,
+        }
+    }
+
+    #[test]
+    fn item_ids() {
+        assert!(validate_item_id("a.b_c:d-E9").is_ok());
+        for bad in ["", "a b", "é", "a/b", &"x".repeat(129)] {
+            assert_eq!(validate_item_id(bad).unwrap_err().code(), "invalid_item_id");
+        }
+        assert!(validate_item_id(&"x".repeat(128)).is_ok());
+    }
+
+    #[test]
+    fn envelopes() {
+        let mut e = env();
+        assert!(validate_envelope(&e).is_ok());
+        e.id = "AB".repeat(32);
+        assert_eq!(validate_envelope(&e).unwrap_err().code(), "invalid_event");
+        let mut e = env();
+        e.raw = " ".into();
+        assert!(validate_envelope(&e).is_err());
+    }
+
+    #[test]
+    fn targets_sorted_deduped_bounded() {
+        let t = normalize_targets(vec!["b".into(), "a".into(), "b".into()]).unwrap();
+        assert_eq!(t, vec!["a", "b"]);
+        assert_eq!(
+            normalize_targets(vec![]).unwrap_err().code(),
+            "invalid_targets"
+        );
+        assert!(normalize_targets(vec!["".into()]).is_err());
+        assert!(normalize_targets(vec!["a\n".into()]).is_err());
+        let many: Vec<String> = (0..65).map(|i| format!("wss://r{i}")).collect();
+        assert!(normalize_targets(many).is_err());
+    }
+
+    #[test]
+    fn digest_is_canonical_and_sensitive() {
+        let a = Plan::new(env(), vec!["b".into(), "a".into()], Policy::All)
+            .normalize()
+            .unwrap();
+        let b = Plan::new(env(), vec!["a".into(), "b".into(), "a".into()], Policy::All)
+            .normalize()
+            .unwrap();
+        assert_eq!(a.digest(), b.digest());
+        assert_eq!(a.digest().len(), 64);
+        let c = a.clone().with_max_attempts(3);
+        assert_ne!(a.digest(), c.digest());
+        let d = a.clone().with_deadline_ms(Some(5));
+        assert_ne!(a.digest(), d.digest());
+        let e = Plan::new(env(), vec!["a".into(), "b".into()], Policy::Any);
+        assert_ne!(a.digest(), e.digest());
+    }
+
+    #[test]
+    fn deadline_is_earliest_of_deadline_and_expiration() {
+        let mut e = env();
+        e.expiration = Some(10);
+        let p = Plan::new(e, vec!["a".into()], Policy::All);
+        assert_eq!(p.effective_deadline_ms(), Some(10_000));
+        assert_eq!(
+            p.clone().with_deadline_ms(Some(500)).effective_deadline_ms(),
+            Some(500)
+        );
+        assert_eq!(
+            p.with_deadline_ms(Some(50_000)).effective_deadline_ms(),
+            Some(10_000)
+        );
+    }
+
+    #[test]
+    fn max_attempts_bounds() {
+        let p = Plan::new(env(), vec!["a".into()], Policy::All);
+        assert!(p.clone().with_max_attempts(0).normalize().is_err());
+        assert!(p.clone().with_max_attempts(1001).normalize().is_err());
+        assert!(p.with_max_attempts(1).normalize().is_ok());
+    }
+}

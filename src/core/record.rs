@@ -1,0 +1,273 @@
+//! The stored shape of an outbox item: [`Record`], its [`Stage`], [`Lease`],
+//! append-only [`Evidence`] and terminal [`StopReason`], plus read-only derivations
+//! (latest evidence per target, settled state, readiness, claim order). Transitions
+//! live in [`super::machine`]; nothing here mutates a record.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use super::envelope::EventEnvelope;
+use super::outcome::Outcome;
+use super::plan::effective_deadline;
+use super::policy::{Policy, Satisfaction, TargetState};
+
+/// Where a record is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Stage {
+    /// Enqueued, never attempted (or re-armed before any attempt): claimable when due.
+    Pending,
+    /// A flusher holds a lease. Claimable again once the lease expires.
+    Leased,
+    /// At least one attempt made; claimable again from its retry time.
+    Retryable,
+    /// Terminal: the policy is met.
+    Satisfied,
+    /// Terminal: rejections, the attempt budget or the deadline ended it. `retry`
+    /// re-arms it.
+    Exhausted,
+    /// Terminal: the application cancelled it.
+    Cancelled,
+}
+
+impl Stage {
+    /// Every stage, in declaration order.
+    pub const ALL: [Stage; 6] = [
+        Stage::Pending,
+        Stage::Leased,
+        Stage::Retryable,
+        Stage::Satisfied,
+        Stage::Exhausted,
+        Stage::Cancelled,
+    ];
+
+    /// True for `satisfied`, `exhausted` and `cancelled`.
+    pub fn is_terminal(self) -> bool {
+        matches!(self, Stage::Satisfied | Stage::Exhausted | Stage::Cancelled)
+    }
+
+    /// The stable lowercase name used in JSON and JavaScript.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Stage::Pending => "pending",
+            Stage::Leased => "leased",
+            Stage::Retryable => "retryable",
+            Stage::Satisfied => "satisfied",
+            Stage::Exhausted => "exhausted",
+            Stage::Cancelled => "cancelled",
+        }
+    }
+}
+
+impl fmt::Display for Stage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Why a record stopped without being satisfied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum StopReason {
+    /// Terminal rejections made the policy impossible to meet.
+    Rejected,
+    /// The attempt budget ran out with the policy still unmet.
+    MaxAttempts,
+    /// The deadline or the event's NIP-40 expiration passed.
+    Expired,
+    /// The application cancelled the record.
+    Cancelled,
+}
+
+impl StopReason {
+    /// The stable name used in JSON and JavaScript.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StopReason::Rejected => "rejected",
+            StopReason::MaxAttempts => "maxAttempts",
+            StopReason::Expired => "expired",
+            StopReason::Cancelled => "cancelled",
+        }
+    }
+}
+
+/// An exclusive, expiring right of one flusher to make one attempt of a record.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Lease {
+    /// The caller-chosen lease id (random, unique per claim).
+    pub id: String,
+    /// Who holds it (redacted in `Debug`).
+    pub owner: String,
+    /// When it was taken (unix ms).
+    pub acquired_ms: u64,
+    /// When it stops being active (unix ms, exclusive).
+    pub expires_ms: u64,
+    /// The attempt number this lease is for.
+    pub attempt: u32,
+}
+
+impl Lease {
+    /// True while the lease is held: `now_ms < expires_ms`.
+    pub fn is_active(&self, now_ms: u64) -> bool {
+        now_ms < self.expires_ms
+    }
+}
+
+impl fmt::Debug for Lease {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Lease")
+            .field("id", &self.id)
+            .field("owner", &"<redacted>")
+            .field("acquired_ms", &self.acquired_ms)
+            .field("expires_ms", &self.expires_ms)
+            .field("attempt", &self.attempt)
+            .finish()
+    }
+}
+
+/// What one target answered in one attempt. Appended, never changed or removed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Evidence {
+    /// The relay URL.
+    pub target: String,
+    /// The attempt number (1-based).
+    pub attempt: u32,
+    /// The typed outcome.
+    pub outcome: Outcome,
+    /// The relay's message (the `OK` message text, or a transport description),
+    /// truncated to [`super::machine::MAX_MESSAGE_LEN`] bytes.
+    pub message: String,
+    /// When the attempt was recorded (unix ms).
+    pub at_ms: u64,
+}
+
+/// One outbox item: its plan, its stage and its whole delivery history.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Record {
+    /// The item id.
+    pub id: String,
+    /// The signed event, exactly as enqueued.
+    pub event: EventEnvelope,
+    /// The target relays, sorted and de-duplicated.
+    pub targets: Vec<String>,
+    /// The satisfaction policy (normalized).
+    pub policy: Policy,
+    /// The plan's attempt budget.
+    pub max_attempts: u32,
+    /// The plan's deadline (unix ms), if any.
+    pub deadline_ms: Option<u64>,
+    /// The plan digest (sha256 hex): the idempotency fingerprint.
+    pub plan_digest: String,
+    /// Starts at 1 and grows by one on every change.
+    pub revision: u64,
+    /// The current stage.
+    pub stage: Stage,
+    /// The current (possibly expired) lease, when stage is `leased`.
+    pub lease: Option<Lease>,
+    /// The number of the last recorded attempt (0 before the first).
+    pub attempts: u32,
+    /// The highest attempt number allowed before exhaustion (`retry` raises it).
+    pub attempt_limit: u32,
+    /// Terminal rejections recorded at or before this attempt no longer settle their
+    /// target (set by `retry`, so a re-armed record may try them again).
+    pub rearmed_after_attempt: u32,
+    /// When the last attempt was recorded (unix ms).
+    pub last_attempt_ms: Option<u64>,
+    /// Every answer of every target in every attempt, in order.
+    pub evidence: Vec<Evidence>,
+    /// The policy evaluated over the latest evidence per target.
+    pub satisfaction: Satisfaction,
+    /// The earliest time of the next attempt (unix ms), when deferred.
+    pub retry_not_before_ms: Option<u64>,
+    /// When the record can next be claimed: retry time (or creation) when pending or
+    /// retryable, the lease expiry when leased, none when terminal. Stores index it.
+    pub due_ms: Option<u64>,
+    /// When it was enqueued (unix ms).
+    pub created_ms: u64,
+    /// When it last changed (unix ms).
+    pub updated_ms: u64,
+    /// Why it stopped, when exhausted or cancelled.
+    pub reason: Option<StopReason>,
+    /// A summary of the failures of the last attempt, if any.
+    pub last_error: Option<String>,
+}
+
+impl Record {
+    /// True for a terminal stage.
+    pub fn is_terminal(&self) -> bool {
+        self.stage.is_terminal()
+    }
+
+    /// The latest evidence recorded for `target`.
+    pub fn latest_evidence(&self, target: &str) -> Option<&Evidence> {
+        self.evidence.iter().rev().find(|e| e.target == target)
+    }
+
+    /// The settled state of `target` derived from its latest evidence.
+    pub fn target_state(&self, target: &str) -> TargetState {
+        match self.latest_evidence(target) {
+            None => TargetState::Open,
+            Some(e) if e.outcome.is_accepted() => TargetState::Accepted,
+            Some(e)
+                if e.outcome.is_terminal_rejection() && e.attempt > self.rearmed_after_attempt =>
+            {
+                TargetState::Rejected
+            }
+            Some(_) => TargetState::Open,
+        }
+    }
+
+    /// The targets still open: the ones an attempt sends the event to.
+    pub fn unsettled_targets(&self) -> Vec<String> {
+        self.targets
+            .iter()
+            .filter(|t| self.target_state(t) == TargetState::Open)
+            .cloned()
+            .collect()
+    }
+
+    /// The policy evaluated over the current evidence.
+    pub fn evaluate(&self) -> Satisfaction {
+        self.policy.evaluate(
+            self.targets
+                .iter()
+                .map(|t| (t.as_str(), self.target_state(t))),
+        )
+    }
+
+    /// True while a lease is held at `now_ms`.
+    pub fn has_active_lease(&self, now_ms: u64) -> bool {
+        self.lease.as_ref().is_some_and(|l| l.is_active(now_ms))
+    }
+
+    /// True when a claim at `now_ms` may take it: not terminal, due, no active lease.
+    pub fn is_ready(&self, now_ms: u64) -> bool {
+        !self.is_terminal()
+            && self.due_ms.is_some_and(|d| d <= now_ms)
+            && !self.has_active_lease(now_ms)
+    }
+
+    /// The claim-order key `(due_ms, created_ms, id)`; `None` for terminal records.
+    pub fn claim_key(&self) -> Option<(u64, u64, &str)> {
+        self.due_ms.map(|d| (d, self.created_ms, self.id.as_str()))
+    }
+
+    /// The list-order key `(created_ms, id)`.
+    pub fn list_key(&self) -> (u64, &str) {
+        (self.created_ms, self.id.as_str())
+    }
+
+    /// The earlier of the plan deadline and the event's NIP-40 expiration (unix ms).
+    pub fn effective_deadline_ms(&self) -> Option<u64> {
+        effective_deadline(self.deadline_ms, &self.event)
+    }
+
+    /// True when the deadline has passed at `now_ms`.
+    pub fn is_expired_at(&self, now_ms: u64) -> bool {
+        self.effective_deadline_ms().is_some_and(|d| now_ms >= d)
+    }
+}

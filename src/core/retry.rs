@@ -1,0 +1,116 @@
+//! The retry schedule: capped exponential backoff with jitter, and the minimum
+//! deferral after a `rate-limited` answer. Pure arithmetic; the random input is an
+//! argument.
+
+use serde::{Deserialize, Serialize};
+
+use super::error::CoreError;
+
+/// How long to wait before the next attempt of a record.
+///
+/// `delay(n) = cap - cap * jitter_permille / 1000 * jitter / 2^32`, where
+/// `cap = min(max_delay_ms, base_delay_ms * 2^(n-1))` and `n` is the attempt just made.
+/// When any target answered `rate-limited`, the delay is at least `rate_limit_min_ms`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RetryConfig {
+    /// The delay after the first attempt, before jitter (>= 1 ms).
+    pub base_delay_ms: u64,
+    /// The largest delay (>= `base_delay_ms`).
+    pub max_delay_ms: u64,
+    /// How much of the delay jitter may remove, in thousandths (0..=1000).
+    pub jitter_permille: u32,
+    /// The least delay after any `rate-limited` answer.
+    pub rate_limit_min_ms: u64,
+}
+
+impl Default for RetryConfig {
+    fn default() -> Self {
+        RetryConfig {
+            base_delay_ms: 1_000,
+            max_delay_ms: 300_000,
+            jitter_permille: 200,
+            rate_limit_min_ms: 30_000,
+        }
+    }
+}
+
+/// The largest delay a configuration may ask for: 30 days.
+pub const MAX_DELAY_MS: u64 = 30 * 24 * 3_600 * 1_000;
+
+impl RetryConfig {
+    /// Checks the configuration.
+    pub fn validate(&self) -> Result<(), CoreError> {
+        if self.base_delay_ms == 0 {
+            return Err(CoreError::config("baseDelayMs", "must be at least 1"));
+        }
+        if self.max_delay_ms < self.base_delay_ms {
+            return Err(CoreError::config(
+                "maxDelayMs",
+                "must be at least baseDelayMs",
+            ));
+        }
+        if self.max_delay_ms > MAX_DELAY_MS || self.rate_limit_min_ms > MAX_DELAY_MS {
+            return Err(CoreError::config(
+                "maxDelayMs",
+                format!("delays are capped at {MAX_DELAY_MS} ms"),
+            ));
+        }
+        if self.jitter_permille > 1000 {
+            return Err(CoreError::config("jitterPermille", "must be 0..=1000"));
+        }
+        Ok(())
+    }
+
+    /// The delay after attempt `attempt` (1-based), given a uniform random `jitter`.
+    pub fn delay_ms(&self, attempt: u32, jitter: u32, rate_limited: bool) -> u64 {
+        let shift = attempt.saturating_sub(1).min(63);
+        let exp = self.base_delay_ms.saturating_mul(1u64 << shift);
+        let cap = exp.min(self.max_delay_ms);
+        let cut = (u128::from(cap) * u128::from(self.jitter_permille) * u128::from(jitter))
+            / (1000u128 << 32);
+        let delay = cap - cut as u64;
+        if rate_limited {
+            delay.max(self.rate_limit_min_ms)
+        } else {
+            delay
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exponential_capped_and_jittered() {
+        let c = RetryConfig {
+            base_delay_ms: 100,
+            max_delay_ms: 1_000,
+            jitter_permille: 500,
+            rate_limit_min_ms: 5_000,
+        };
+        assert_eq!(c.delay_ms(1, 0, false), 100);
+        assert_eq!(c.delay_ms(2, 0, false), 200);
+        assert_eq!(c.delay_ms(4, 0, false), 800);
+        assert_eq!(c.delay_ms(5, 0, false), 1_000);
+        assert_eq!(c.delay_ms(200, 0, false), 1_000);
+        assert_eq!(c.delay_ms(1, u32::MAX, false), 51);
+        assert!(c.delay_ms(3, u32::MAX / 2, false) >= 300);
+        assert_eq!(c.delay_ms(1, 0, true), 5_000);
+    }
+
+    #[test]
+    fn validation() {
+        assert!(RetryConfig::default().validate().is_ok());
+        let mut c = RetryConfig::default();
+        c.base_delay_ms = 0;
+        assert_eq!(c.validate().unwrap_err().code(), "invalid_config");
+        let mut c = RetryConfig::default();
+        c.max_delay_ms = 1;
+        assert!(c.validate().is_err());
+        let mut c = RetryConfig::default();
+        c.jitter_permille = 1001;
+        assert!(c.validate().is_err());
+    }
+}

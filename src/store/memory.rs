@@ -1,0 +1,198 @@
+//! An in-memory [`Store`]: a `BTreeMap` behind a `RefCell`, for tests, edge runtimes
+//! and pages without IndexedDB. Not durable across reloads. It holds no business
+//! rule: every transition is a call into [`crate::core`].
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+
+use crate::core::{
+    self, ClaimRequest, Completion, CoreError, EnqueueDecision, Enqueued, ListQuery, Plan, Record,
+    RetryConfig, StageCounts,
+};
+
+use super::{Store, StoreError};
+
+/// A non-durable store keeping records in memory, keyed by item id.
+#[derive(Debug, Default)]
+pub struct MemoryStore {
+    records: RefCell<BTreeMap<String, Record>>,
+}
+
+impl MemoryStore {
+    /// An empty store.
+    pub fn new() -> MemoryStore {
+        MemoryStore::default()
+    }
+
+    /// How many records it holds.
+    pub fn len(&self) -> usize {
+        self.records.borrow().len()
+    }
+
+    /// True when it holds no record.
+    pub fn is_empty(&self) -> bool {
+        self.records.borrow().is_empty()
+    }
+
+    /// A copy of every record, in id order.
+    pub fn snapshot(&self) -> Vec<Record> {
+        self.records.borrow().values().cloned().collect()
+    }
+
+    fn update(
+        &self,
+        id: &str,
+        f: impl FnOnce(&Record) -> Result<Record, CoreError>,
+    ) -> Result<Record, StoreError> {
+        let mut map = self.records.borrow_mut();
+        let current = map
+            .get(id)
+            .ok_or_else(|| CoreError::NotFound { id: id.to_string() })?;
+        let next = f(current)?;
+        map.insert(id.to_string(), next.clone());
+        Ok(next)
+    }
+}
+
+impl Store for MemoryStore {
+    async fn enqueue(&self, plan: Plan, now_ms: u64) -> Result<Enqueued, StoreError> {
+        let mut map = self.records.borrow_mut();
+        let decision = core::decide_enqueue(map.get(&plan.id), plan, now_ms)?;
+        if let EnqueueDecision::Create(record) = &decision {
+            map.insert(record.id.clone(), record.clone());
+        }
+        Ok(decision.into_enqueued())
+    }
+
+    async fn enqueue_many(
+        &self,
+        plans: Vec<Plan>,
+        now_ms: u64,
+    ) -> Result<Vec<Enqueued>, StoreError> {
+        let mut map = self.records.borrow_mut();
+        let mut created: BTreeMap<String, Record> = BTreeMap::new();
+        let mut answers = Vec::with_capacity(plans.len());
+        for plan in plans {
+            let existing = created.get(&plan.id).or_else(|| map.get(&plan.id));
+            let decision = core::decide_enqueue(existing, plan, now_ms)?;
+            if let EnqueueDecision::Create(record) = &decision {
+                created.insert(record.id.clone(), record.clone());
+            }
+            answers.push(decision.into_enqueued());
+        }
+        map.extend(created);
+        Ok(answers)
+    }
+
+    async fn get(&self, id: &str) -> Result<Option<Record>, StoreError> {
+        Ok(self.records.borrow().get(id).cloned())
+    }
+
+    async fn claim(&self, request: &ClaimRequest, now_ms: u64) -> Result<Vec<Record>, StoreError> {
+        request.validate()?;
+        let mut map = self.records.borrow_mut();
+        let mut due: Vec<(u64, u64, String)> = map
+            .values()
+            .filter_map(|r| r.claim_key())
+            .filter(|(d, _, _)| *d <= now_ms)
+            .map(|(d, c, id)| (d, c, id.to_string()))
+            .collect();
+        due.sort();
+        let mut out = Vec::new();
+        for (_, _, id) in due {
+            if out.len() >= request.limit as usize {
+                break;
+            }
+            let Some(record) = map.get(&id) else { continue };
+            if !record.is_ready(now_ms) {
+                continue;
+            }
+            let next = core::claim(record, request, now_ms)?.into_record();
+            map.insert(id, next.clone());
+            out.push(next);
+        }
+        Ok(out)
+    }
+
+    async fn complete_attempt(
+        &self,
+        completion: &Completion,
+        retry: &RetryConfig,
+        now_ms: u64,
+    ) -> Result<Record, StoreError> {
+        self.update(&completion.id, |r| {
+            core::complete_attempt(r, completion, now_ms, retry)
+        })
+    }
+
+    async fn release(
+        &self,
+        id: &str,
+        lease_id: &str,
+        revision: u64,
+        now_ms: u64,
+    ) -> Result<Record, StoreError> {
+        self.update(id, |r| core::release(r, lease_id, revision, now_ms))
+    }
+
+    async fn retry(&self, id: &str, now_ms: u64) -> Result<Record, StoreError> {
+        self.update(id, |r| core::retry(r, now_ms))
+    }
+
+    async fn cancel(&self, id: &str, now_ms: u64) -> Result<Record, StoreError> {
+        self.update(id, |r| core::cancel(r, now_ms))
+    }
+
+    async fn purge(&self, before_ms: u64) -> Result<u32, StoreError> {
+        let mut map = self.records.borrow_mut();
+        let before = map.len();
+        map.retain(|_, r| !core::is_purgeable(r, before_ms));
+        Ok(u32::try_from(before - map.len()).unwrap_or(u32::MAX))
+    }
+
+    async fn list(&self, query: &ListQuery) -> Result<Vec<Record>, StoreError> {
+        query.validate()?;
+        let map = self.records.borrow();
+        let cursor = match &query.after {
+            None => None,
+            Some(id) => {
+                let r = map
+                    .get(id)
+                    .ok_or_else(|| CoreError::NotFound { id: id.clone() })?;
+                Some((r.created_ms, r.id.clone()))
+            }
+        };
+        let mut rows: Vec<&Record> = map
+            .values()
+            .filter(|r| query.stage.is_none_or(|s| r.stage == s))
+            .filter(|r| {
+                cursor
+                    .as_ref()
+                    .is_none_or(|(c, id)| r.list_key() > (*c, id.as_str()))
+            })
+            .collect();
+        rows.sort_by(|a, b| a.list_key().cmp(&b.list_key()));
+        Ok(rows
+            .into_iter()
+            .take(query.limit as usize)
+            .cloned()
+            .collect())
+    }
+
+    async fn status(&self) -> Result<StageCounts, StoreError> {
+        let mut counts = StageCounts::default();
+        for r in self.records.borrow().values() {
+            counts.add(r.stage);
+        }
+        Ok(counts)
+    }
+
+    async fn next_due(&self) -> Result<Option<u64>, StoreError> {
+        Ok(self
+            .records
+            .borrow()
+            .values()
+            .filter_map(|r| r.due_ms)
+            .min())
+    }
+}
