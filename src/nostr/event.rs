@@ -1,0 +1,707 @@
+//! NIP-01 events: strict parsing from JSON text or a JSON value, the canonical
+//! serialization and id, BIP-340 signature verification, and the NIP-40 expiration.
+//!
+//! An [`Event`] keeps the JSON text it was given ([`Event::raw`]); that text, never a
+//! re-serialization, is what the outbox resends. Its fields are read-only so the text and
+//! the checked fields cannot drift apart. This module performs no I/O and never panics on
+//! any input.
+
+use core::fmt;
+
+use k256::schnorr::{Signature, VerifyingKey};
+use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
+
+use super::error::EventError;
+use super::hex;
+use crate::core::EventEnvelope;
+
+/// The largest `created_at` accepted: 2^53 − 1, the largest integer JavaScript numbers
+/// hold exactly. Larger values would serialize differently in JavaScript clients and
+/// relays, so their ids could not agree.
+pub const MAX_CREATED_AT: u64 = 9_007_199_254_740_991;
+
+/// A parsed, shape-checked NIP-01 event together with its original JSON text.
+///
+/// Construction ([`Event::parse_json`], [`Event::from_value`], [`Event::from_parts`])
+/// checks the shape only; call [`Event::verify`] to check the id and the signature.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Event {
+    id: String,
+    pubkey: String,
+    created_at: u64,
+    kind: u16,
+    tags: Vec<Vec<String>>,
+    content: String,
+    sig: String,
+    raw: String,
+}
+
+impl Event {
+    /// Parses an event from its JSON text, strictly (see `docs/NOSTR.md`): the seven
+    /// NIP-01 fields are required, typed and formatted exactly; a field given twice is
+    /// refused; unknown extra fields are tolerated (they are not part of the id, and
+    /// they stay in [`Event::raw`]). The text is kept verbatim as [`Event::raw`].
+    pub fn parse_json(text: &str) -> Result<Event, EventError> {
+        let top: Top = serde_json::from_str(text).map_err(|e| EventError::NotJson {
+            detail: e.to_string(),
+        })?;
+        match top {
+            Top::Object(fields) => fields.into_event(RawSource::Given(text)),
+            Top::Other(found) => Err(EventError::NotObject { found }),
+        }
+    }
+
+    /// Builds an event from a JSON value (the JavaScript layer's path for event
+    /// objects), with the same checks as [`Event::parse_json`]. Unknown fields are
+    /// dropped; [`Event::raw`] is a compact serialization of the seven NIP-01 fields.
+    pub fn from_value(value: Value) -> Result<Event, EventError> {
+        match value {
+            Value::Object(map) => Fields::from_map(map).into_event(RawSource::Canonical),
+            other => Err(EventError::NotObject {
+                found: type_name(&other),
+            }),
+        }
+    }
+
+    /// Builds an event from its fields, with the same format checks as
+    /// [`Event::parse_json`]. [`Event::raw`] is a compact serialization of the fields.
+    pub fn from_parts(
+        id: String,
+        pubkey: String,
+        created_at: u64,
+        kind: u16,
+        tags: Vec<Vec<String>>,
+        content: String,
+        sig: String,
+    ) -> Result<Event, EventError> {
+        check_hex("id", &id, 64)?;
+        check_hex("pubkey", &pubkey, 64)?;
+        check_hex("sig", &sig, 128)?;
+        check_created_at_range(created_at)?;
+        let mut event = Event {
+            id,
+            pubkey,
+            created_at,
+            kind,
+            tags,
+            content,
+            sig,
+            raw: String::new(),
+        };
+        event.raw = event.compact_json();
+        Ok(event)
+    }
+
+    /// The event id as given: 64 lowercase hex characters.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The author's x-only public key: 64 lowercase hex characters.
+    pub fn pubkey(&self) -> &str {
+        &self.pubkey
+    }
+
+    /// Creation time in unix seconds (at most [`MAX_CREATED_AT`]).
+    pub fn created_at(&self) -> u64 {
+        self.created_at
+    }
+
+    /// The event kind (0..=65535).
+    pub fn kind(&self) -> u16 {
+        self.kind
+    }
+
+    /// The tags: arrays of strings.
+    pub fn tags(&self) -> &[Vec<String>] {
+        &self.tags
+    }
+
+    /// The content.
+    pub fn content(&self) -> &str {
+        &self.content
+    }
+
+    /// The BIP-340 signature as given: 128 lowercase hex characters.
+    pub fn sig(&self) -> &str {
+        &self.sig
+    }
+
+    /// The JSON text exactly as given to [`Event::parse_json`] (or the compact
+    /// serialization made by [`Event::from_value`] / [`Event::from_parts`]). This is
+    /// what is sent in `["EVENT", <raw>]`, on every attempt.
+    pub fn raw(&self) -> &str {
+        &self.raw
+    }
+
+    /// The NIP-01 serialization `[0,pubkey,created_at,kind,tags,content]` whose sha256
+    /// is the id: no whitespace, and strings escaped exactly as JavaScript's
+    /// `JSON.stringify` does.
+    pub fn canonical_json(&self) -> String {
+        let bytes = self.canonical_bytes();
+        // Only valid UTF-8 is ever written; the fallback cannot happen.
+        String::from_utf8(bytes).unwrap_or_default()
+    }
+
+    /// The id computed from the event's fields: sha256 of [`Event::canonical_json`],
+    /// as 64 lowercase hex characters.
+    pub fn compute_id(&self) -> String {
+        hex::encode(&self.compute_id_bytes())
+    }
+
+    /// Checks that the given id is the computed one.
+    pub fn verify_id(&self) -> Result<(), EventError> {
+        let computed = self.compute_id_bytes();
+        match hex::decode::<32>(&self.id) {
+            Some(given) if given == computed => Ok(()),
+            _ => Err(EventError::IdMismatch {
+                computed: hex::encode(&computed),
+            }),
+        }
+    }
+
+    /// Checks the BIP-340 Schnorr signature of the given id by the pubkey. It does not
+    /// check that the id matches the fields: use [`Event::verify`] for both.
+    pub fn verify_signature(&self) -> Result<(), EventError> {
+        let bad = |reason| EventError::BadSignature { reason };
+        let id = hex::decode::<32>(&self.id).ok_or(bad("cannot be checked: `id` is not hex"))?;
+        let pubkey =
+            hex::decode::<32>(&self.pubkey).ok_or(bad("cannot be checked: `pubkey` is not hex"))?;
+        let sig = hex::decode::<64>(&self.sig).ok_or(bad("is not 128 lowercase hex characters"))?;
+        let key = VerifyingKey::from_bytes(&pubkey)
+            .map_err(|_| bad("cannot be checked: `pubkey` is not a point on secp256k1"))?;
+        let sig = Signature::try_from(&sig[..])
+            .map_err(|_| bad("is not a valid BIP-340 signature encoding"))?;
+        key.verify_raw(&id, &sig)
+            .map_err(|_| bad("does not verify for this id and pubkey"))
+    }
+
+    /// Checks the id, then the signature. Enqueue refuses events that fail this.
+    pub fn verify(&self) -> Result<(), EventError> {
+        self.verify_id()?;
+        self.verify_signature()
+    }
+
+    /// The NIP-40 expiration in unix seconds: the second element of the first tag named
+    /// `expiration`, when it is a plain decimal integer (ASCII digits only, fits in
+    /// u64). A missing or malformed expiration tag gives `None` (the event never
+    /// expires).
+    pub fn expiration(&self) -> Option<u64> {
+        let tag = self
+            .tags
+            .iter()
+            .find(|t| t.first().map(String::as_str) == Some("expiration"))?;
+        parse_decimal(tag.get(1)?)
+    }
+
+    /// True when the event has a NIP-40 expiration at or before `now_secs`.
+    pub fn is_expired(&self, now_secs: u64) -> bool {
+        self.expiration().is_some_and(|exp| exp <= now_secs)
+    }
+
+    /// The first value of the first tag named `name` (e.g. `relay`, `challenge`).
+    pub fn tag_value(&self, name: &str) -> Option<&str> {
+        self.tags
+            .iter()
+            .find(|t| t.first().map(String::as_str) == Some(name))
+            .and_then(|t| t.get(1))
+            .map(String::as_str)
+    }
+
+    /// The envelope the outbox core stores: id, raw text and expiration.
+    pub fn to_envelope(&self) -> EventEnvelope {
+        EventEnvelope {
+            id: self.id.clone(),
+            raw: self.raw.clone(),
+            expiration: self.expiration(),
+        }
+    }
+
+    fn compute_id_bytes(&self) -> [u8; 32] {
+        Sha256::digest(self.canonical_bytes()).into()
+    }
+
+    fn canonical_bytes(&self) -> Vec<u8> {
+        let tags_len: usize = self
+            .tags
+            .iter()
+            .map(|t| 3 + t.iter().map(|s| s.len() + 3).sum::<usize>())
+            .sum();
+        let mut buf = Vec::with_capacity(100 + tags_len + self.content.len() + 16);
+        buf.extend_from_slice(b"[0,\"");
+        buf.extend_from_slice(self.pubkey.as_bytes());
+        buf.extend_from_slice(b"\",");
+        write_u64(&mut buf, self.created_at);
+        buf.push(b',');
+        write_u64(&mut buf, u64::from(self.kind));
+        buf.push(b',');
+        write_tags(&mut buf, &self.tags);
+        buf.push(b',');
+        write_json_str(&mut buf, &self.content);
+        buf.push(b']');
+        buf
+    }
+
+    /// `{"id":..,"pubkey":..,"created_at":..,"kind":..,"tags":..,"content":..,"sig":..}`
+    fn compact_json(&self) -> String {
+        let mut buf = Vec::with_capacity(self.content.len() + 256);
+        buf.extend_from_slice(b"{\"id\":\"");
+        buf.extend_from_slice(self.id.as_bytes());
+        buf.extend_from_slice(b"\",\"pubkey\":\"");
+        buf.extend_from_slice(self.pubkey.as_bytes());
+        buf.extend_from_slice(b"\",\"created_at\":");
+        write_u64(&mut buf, self.created_at);
+        buf.extend_from_slice(b",\"kind\":");
+        write_u64(&mut buf, u64::from(self.kind));
+        buf.extend_from_slice(b",\"tags\":");
+        write_tags(&mut buf, &self.tags);
+        buf.extend_from_slice(b",\"content\":");
+        write_json_str(&mut buf, &self.content);
+        buf.extend_from_slice(b",\"sig\":\"");
+        buf.extend_from_slice(self.sig.as_bytes());
+        buf.extend_from_slice(b"\"}");
+        String::from_utf8(buf).unwrap_or_default()
+    }
+}
+
+/// Parses `text` as an event and checks its id and signature: a one-call entry for the
+/// JavaScript layer and benchmarks. `false` on any problem.
+pub fn verify_event_json(text: &str) -> bool {
+    Event::parse_json(text).is_ok_and(|e| e.verify().is_ok())
+}
+
+// ---------------------------------------------------------------------------
+// Canonical serialization helpers
+// ---------------------------------------------------------------------------
+
+fn write_u64(buf: &mut Vec<u8>, mut n: u64) {
+    let mut tmp = [0u8; 20];
+    let mut i = tmp.len();
+    loop {
+        i -= 1;
+        tmp[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    buf.extend_from_slice(&tmp[i..]);
+}
+
+fn write_tags(buf: &mut Vec<u8>, tags: &[Vec<String>]) {
+    buf.push(b'[');
+    for (i, tag) in tags.iter().enumerate() {
+        if i > 0 {
+            buf.push(b',');
+        }
+        buf.push(b'[');
+        for (j, s) in tag.iter().enumerate() {
+            if j > 0 {
+                buf.push(b',');
+            }
+            write_json_str(buf, s);
+        }
+        buf.push(b']');
+    }
+    buf.push(b']');
+}
+
+/// Writes `s` as a JSON string exactly as `JSON.stringify` does (NIP-01): `\"`, `\\`,
+/// `\b`, `\t`, `\n`, `\f`, `\r` as two-character escapes, other characters below
+/// U+0020 as `\u00xx` (lowercase hex), everything else as raw UTF-8.
+pub(crate) fn write_json_str(buf: &mut Vec<u8>, s: &str) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let bytes = s.as_bytes();
+    buf.push(b'"');
+    let mut start = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        let short: &[u8] = match b {
+            b'"' => b"\\\"",
+            b'\\' => b"\\\\",
+            b'\n' => b"\\n",
+            b'\r' => b"\\r",
+            b'\t' => b"\\t",
+            0x08 => b"\\b",
+            0x0c => b"\\f",
+            0x00..=0x1f => b"",
+            _ => continue,
+        };
+        buf.extend_from_slice(&bytes[start..i]);
+        if short.is_empty() {
+            buf.extend_from_slice(b"\\u00");
+            buf.push(HEX[(b >> 4) as usize]);
+            buf.push(HEX[(b & 0x0f) as usize]);
+        } else {
+            buf.extend_from_slice(short);
+        }
+        start = i + 1;
+    }
+    buf.extend_from_slice(&bytes[start..]);
+    buf.push(b'"');
+}
+
+/// Plain decimal digits only (no sign, no spaces), fitting in u64.
+fn parse_decimal(s: &str) -> Option<u64> {
+    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    s.parse().ok()
+}
+
+// ---------------------------------------------------------------------------
+// Strict field extraction
+// ---------------------------------------------------------------------------
+
+enum RawSource<'a> {
+    /// Keep this text verbatim.
+    Given(&'a str),
+    /// Serialize the checked fields compactly.
+    Canonical,
+}
+
+/// The seven NIP-01 fields as JSON values, before type checks.
+#[derive(Default)]
+struct Fields {
+    id: Option<Value>,
+    pubkey: Option<Value>,
+    created_at: Option<Value>,
+    kind: Option<Value>,
+    tags: Option<Value>,
+    content: Option<Value>,
+    sig: Option<Value>,
+    duplicate: Option<&'static str>,
+}
+
+impl Fields {
+    fn slot(&mut self, key: Key) -> Option<(&'static str, &mut Option<Value>)> {
+        Some(match key {
+            Key::Id => ("id", &mut self.id),
+            Key::Pubkey => ("pubkey", &mut self.pubkey),
+            Key::CreatedAt => ("created_at", &mut self.created_at),
+            Key::Kind => ("kind", &mut self.kind),
+            Key::Tags => ("tags", &mut self.tags),
+            Key::Content => ("content", &mut self.content),
+            Key::Sig => ("sig", &mut self.sig),
+            Key::Other => return None,
+        })
+    }
+
+    fn from_map(mut map: Map<String, Value>) -> Fields {
+        Fields {
+            id: map.remove("id"),
+            pubkey: map.remove("pubkey"),
+            created_at: map.remove("created_at"),
+            kind: map.remove("kind"),
+            tags: map.remove("tags"),
+            content: map.remove("content"),
+            sig: map.remove("sig"),
+            duplicate: None,
+        }
+    }
+
+    fn into_event(self, raw: RawSource<'_>) -> Result<Event, EventError> {
+        if let Some(field) = self.duplicate {
+            return Err(EventError::Duplicate { field });
+        }
+        let id = take_hex("id", self.id, 64)?;
+        let pubkey = take_hex("pubkey", self.pubkey, 64)?;
+        let created_at = take_created_at(self.created_at)?;
+        let kind = take_kind(self.kind)?;
+        let tags = take_tags(self.tags)?;
+        let content = take_string("content", self.content)?;
+        let sig = take_hex("sig", self.sig, 128)?;
+        let mut event = Event {
+            id,
+            pubkey,
+            created_at,
+            kind,
+            tags,
+            content,
+            sig,
+            raw: String::new(),
+        };
+        event.raw = match raw {
+            RawSource::Given(text) => text.to_owned(),
+            RawSource::Canonical => event.compact_json(),
+        };
+        Ok(event)
+    }
+}
+
+fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+fn take_string(field: &'static str, v: Option<Value>) -> Result<String, EventError> {
+    match v {
+        None => Err(EventError::Missing { field }),
+        Some(Value::String(s)) => Ok(s),
+        Some(other) => Err(EventError::WrongType {
+            field,
+            at: String::new(),
+            expected: "a string",
+            found: type_name(&other),
+        }),
+    }
+}
+
+fn check_hex(field: &'static str, s: &str, len: usize) -> Result<(), EventError> {
+    if hex::is_lower_hex(s, len) {
+        Ok(())
+    } else {
+        let why = if s.len() != len {
+            format!("has {} characters", s.chars().count())
+        } else {
+            "has a character that is not 0-9 or a-f".to_owned()
+        };
+        Err(EventError::BadValue {
+            field,
+            reason: format!("must be {len} lowercase hex characters ({why})"),
+        })
+    }
+}
+
+fn take_hex(field: &'static str, v: Option<Value>, len: usize) -> Result<String, EventError> {
+    let s = take_string(field, v)?;
+    check_hex(field, &s, len)?;
+    Ok(s)
+}
+
+fn check_created_at_range(n: u64) -> Result<(), EventError> {
+    if n <= MAX_CREATED_AT {
+        Ok(())
+    } else {
+        Err(EventError::BadValue {
+            field: "created_at",
+            reason: format!("must be at most 2^53-1 (got {n})"),
+        })
+    }
+}
+
+fn take_created_at(v: Option<Value>) -> Result<u64, EventError> {
+    const FIELD: &str = "created_at";
+    match v {
+        None => Err(EventError::Missing { field: FIELD }),
+        Some(Value::Number(n)) => match n.as_u64() {
+            Some(u) => {
+                check_created_at_range(u)?;
+                Ok(u)
+            }
+            None => Err(EventError::BadValue {
+                field: FIELD,
+                reason: format!("must be a non-negative integer (got {n})"),
+            }),
+        },
+        Some(other) => Err(EventError::WrongType {
+            field: FIELD,
+            at: String::new(),
+            expected: "an integer",
+            found: type_name(&other),
+        }),
+    }
+}
+
+fn take_kind(v: Option<Value>) -> Result<u16, EventError> {
+    const FIELD: &str = "kind";
+    match v {
+        None => Err(EventError::Missing { field: FIELD }),
+        Some(Value::Number(n)) => n
+            .as_u64()
+            .and_then(|u| u16::try_from(u).ok())
+            .ok_or_else(|| EventError::BadValue {
+                field: FIELD,
+                reason: format!("must be an integer in 0..=65535 (got {n})"),
+            }),
+        Some(other) => Err(EventError::WrongType {
+            field: FIELD,
+            at: String::new(),
+            expected: "an integer",
+            found: type_name(&other),
+        }),
+    }
+}
+
+fn take_tags(v: Option<Value>) -> Result<Vec<Vec<String>>, EventError> {
+    const FIELD: &str = "tags";
+    let wrong = |at: String, expected, found| EventError::WrongType {
+        field: FIELD,
+        at,
+        expected,
+        found,
+    };
+    let outer = match v {
+        None => return Err(EventError::Missing { field: FIELD }),
+        Some(Value::Array(a)) => a,
+        Some(other) => return Err(wrong(String::new(), "an array", type_name(&other))),
+    };
+    let mut tags = Vec::with_capacity(outer.len());
+    for (i, tag) in outer.into_iter().enumerate() {
+        let inner = match tag {
+            Value::Array(a) => a,
+            other => return Err(wrong(format!("[{i}]"), "an array", type_name(&other))),
+        };
+        let mut strings = Vec::with_capacity(inner.len());
+        for (j, item) in inner.into_iter().enumerate() {
+            match item {
+                Value::String(s) => strings.push(s),
+                other => {
+                    return Err(wrong(format!("[{i}][{j}]"), "a string", type_name(&other)));
+                }
+            }
+        }
+        tags.push(strings);
+    }
+    Ok(tags)
+}
+
+// ---------------------------------------------------------------------------
+// Deserialization that sees duplicate keys (serde_json::Value would keep the last)
+// ---------------------------------------------------------------------------
+
+enum Key {
+    Id,
+    Pubkey,
+    CreatedAt,
+    Kind,
+    Tags,
+    Content,
+    Sig,
+    Other,
+}
+
+impl<'de> Deserialize<'de> for Key {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct KeyVisitor;
+        impl Visitor<'_> for KeyVisitor {
+            type Value = Key;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a field name")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Key, E> {
+                Ok(match v {
+                    "id" => Key::Id,
+                    "pubkey" => Key::Pubkey,
+                    "created_at" => Key::CreatedAt,
+                    "kind" => Key::Kind,
+                    "tags" => Key::Tags,
+                    "content" => Key::Content,
+                    "sig" => Key::Sig,
+                    _ => Key::Other,
+                })
+            }
+        }
+        d.deserialize_str(KeyVisitor)
+    }
+}
+
+/// The top-level JSON value: an object's fields, or the name of another type.
+enum Top {
+    Object(Box<Fields>),
+    Other(&'static str),
+}
+
+impl<'de> Deserialize<'de> for Top {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct TopVisitor;
+        impl<'de> Visitor<'de> for TopVisitor {
+            type Value = Top;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a JSON value")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Top, A::Error> {
+                let mut fields = Fields::default();
+                while let Some(key) = map.next_key::<Key>()? {
+                    let repeated = match fields.slot(key) {
+                        Some((name, slot)) => {
+                            let value: Value = map.next_value()?;
+                            if slot.is_some() {
+                                Some(name)
+                            } else {
+                                *slot = Some(value);
+                                None
+                            }
+                        }
+                        None => {
+                            map.next_value::<IgnoredAny>()?;
+                            None
+                        }
+                    };
+                    if let Some(name) = repeated {
+                        fields.duplicate.get_or_insert(name);
+                    }
+                }
+                Ok(Top::Object(Box::new(fields)))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Top, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(Top::Other("an array"))
+            }
+            fn visit_bool<E: de::Error>(self, _: bool) -> Result<Top, E> {
+                Ok(Top::Other("a boolean"))
+            }
+            fn visit_i64<E: de::Error>(self, _: i64) -> Result<Top, E> {
+                Ok(Top::Other("a number"))
+            }
+            fn visit_u64<E: de::Error>(self, _: u64) -> Result<Top, E> {
+                Ok(Top::Other("a number"))
+            }
+            fn visit_f64<E: de::Error>(self, _: f64) -> Result<Top, E> {
+                Ok(Top::Other("a number"))
+            }
+            fn visit_str<E: de::Error>(self, _: &str) -> Result<Top, E> {
+                Ok(Top::Other("a string"))
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Top, E> {
+                Ok(Top::Other("null"))
+            }
+        }
+        d.deserialize_any(TopVisitor)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn esc(s: &str) -> String {
+        let mut b = Vec::new();
+        write_json_str(&mut b, s);
+        String::from_utf8(b).unwrap()
+    }
+
+    #[test]
+    fn escaping_matches_json_stringify() {
+        assert_eq!(esc("a\"b\\c"), r#""a\"b\\c""#);
+        assert_eq!(esc("\n\r\t\u{8}\u{c}"), r#""\n\r\t\b\f""#);
+        assert_eq!(esc("\u{0}\u{1}\u{1f}"), r#""\u0000\u0001\u001f""#);
+        assert_eq!(esc("\u{7f}\u{2028}é😀/"), "\"\u{7f}\u{2028}é😀/\"");
+        assert_eq!(esc(""), "\"\"");
+    }
+
+    #[test]
+    fn integers() {
+        for n in [0u64, 1, 9, 10, 65535, 1_700_000_000, u64::MAX] {
+            let mut b = Vec::new();
+            write_u64(&mut b, n);
+            assert_eq!(String::from_utf8(b).unwrap(), n.to_string());
+        }
+    }
+
+    #[test]
+    fn decimal_expiration() {
+        assert_eq!(parse_decimal("1700000000"), Some(1_700_000_000));
+        assert_eq!(parse_decimal("+1"), None);
+        assert_eq!(parse_decimal(" 1"), None);
+        assert_eq!(parse_decimal(""), None);
+        assert_eq!(parse_decimal("99999999999999999999999"), None);
+    }
+}
