@@ -396,7 +396,7 @@ pub fn complete_attempt(
     let attempt = lease.attempt;
     let open = record.unsettled_targets();
     for (i, r) in completion.results.iter().enumerate() {
-        if !open.iter().any(|t| *t == r.target) {
+        if !open.contains(&r.target) {
             return Err(CoreError::arg(
                 "results",
                 format!("`{}` is not an unsettled target of this record", r.target),
@@ -451,7 +451,8 @@ pub fn complete_attempt(
             finish(&mut next, Stage::Exhausted, Some(StopReason::MaxAttempts));
         }
         Satisfaction::Pending => {
-            let at = now_ms.saturating_add(retry.delay_ms(attempt, completion.jitter, rate_limited));
+            let at =
+                now_ms.saturating_add(retry.delay_ms(attempt, completion.jitter, rate_limited));
             if next.effective_deadline_ms().is_some_and(|d| at >= d) {
                 finish(&mut next, Stage::Exhausted, Some(StopReason::Expired));
             } else {

@@ -214,7 +214,9 @@ pub fn normalize_targets(mut targets: Vec<String>) -> Result<Vec<String>, CoreEr
             )));
         }
         if t.chars().any(char::is_control) {
-            return Err(invalid("a target must not contain control characters".into()));
+            return Err(invalid(
+                "a target must not contain control characters".into(),
+            ));
         }
     }
     targets.sort();
@@ -299,7 +301,9 @@ mod tests {
         let p = Plan::new(e, vec!["a".into()], Policy::All);
         assert_eq!(p.effective_deadline_ms(), Some(10_000));
         assert_eq!(
-            p.clone().with_deadline_ms(Some(500)).effective_deadline_ms(),
+            p.clone()
+                .with_deadline_ms(Some(500))
+                .effective_deadline_ms(),
             Some(500)
         );
         assert_eq!(

@@ -76,10 +76,7 @@ impl Policy {
                 let mut sorted = relays.clone();
                 sorted.sort();
                 sorted.dedup();
-                if let Some(missing) = sorted
-                    .iter()
-                    .find(|r| targets.binary_search(r).is_err())
-                {
+                if let Some(missing) = sorted.iter().find(|r| targets.binary_search(r).is_err()) {
                     return Err(invalid(format!(
                         "required relay `{missing}` is not one of the targets"
                     )));
@@ -189,7 +186,10 @@ mod tests {
             eval(&p, &[("a", Accepted), ("b", Rejected)]),
             Satisfaction::Satisfied
         );
-        assert_eq!(eval(&p, &[("a", Open), ("b", Accepted)]), Satisfaction::Pending);
+        assert_eq!(
+            eval(&p, &[("a", Open), ("b", Accepted)]),
+            Satisfaction::Pending
+        );
         assert_eq!(
             eval(&p, &[("a", Rejected), ("b", Accepted)]),
             Satisfaction::Exhausted

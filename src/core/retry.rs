@@ -103,14 +103,20 @@ mod tests {
     #[test]
     fn validation() {
         assert!(RetryConfig::default().validate().is_ok());
-        let mut c = RetryConfig::default();
-        c.base_delay_ms = 0;
+        let c = RetryConfig {
+            base_delay_ms: 0,
+            ..RetryConfig::default()
+        };
         assert_eq!(c.validate().unwrap_err().code(), "invalid_config");
-        let mut c = RetryConfig::default();
-        c.max_delay_ms = 1;
+        let c = RetryConfig {
+            max_delay_ms: 1,
+            ..RetryConfig::default()
+        };
         assert!(c.validate().is_err());
-        let mut c = RetryConfig::default();
-        c.jitter_permille = 1001;
+        let c = RetryConfig {
+            jitter_permille: 1001,
+            ..RetryConfig::default()
+        };
         assert!(c.validate().is_err());
     }
 }

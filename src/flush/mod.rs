@@ -8,9 +8,7 @@ use futures_util::stream::{self, StreamExt};
 use serde::{Deserialize, Serialize};
 
 use crate::core::machine::{MAX_CLAIM, MAX_LEASE_FIELD_LEN, MAX_LEASE_MS};
-use crate::core::{
-    ClaimRequest, Completion, CoreError, Record, RetryConfig, Stage, TargetResult,
-};
+use crate::core::{ClaimRequest, Completion, CoreError, Record, RetryConfig, Stage, TargetResult};
 use crate::store::{Store, StoreError};
 use crate::transport::{PublishReport, Transport};
 
@@ -192,7 +190,10 @@ pub async fn tick<S: Store, T: Transport>(
     for record in &claimed {
         if record.stage == Stage::Leased {
             let targets = record.unsettled_targets();
-            let attempt = record.lease.as_ref().map_or(record.attempts + 1, |l| l.attempt);
+            let attempt = record
+                .lease
+                .as_ref()
+                .map_or(record.attempts + 1, |l| l.attempt);
             observer(FlushEvent::AttemptStarted {
                 record,
                 attempt,

@@ -1,1 +1,1410 @@
-//! placeholder
+//! The store conformance suite: generic async checks that every [`Store`] must pass,
+//! run natively against [`super::MemoryStore`] and in a browser against IndexedDB.
+//! It uses no threads, sleeps or clock (every time is an explicit `now_ms`), so it
+//! runs unchanged under wasm-bindgen-test. A failure panics naming its case.
+
+use std::fmt::Debug;
+use std::future::Future;
+
+use crate::core::{
+    ClaimRequest, Completion, EnqueueOutcome, EventEnvelope, ListQuery, Outcome, Plan, Policy,
+    Record, RejectReason, RetryConfig, Satisfaction, Stage, StopReason, TargetResult,
+};
+
+use super::{Store, StoreError};
+
+/// Relay URLs used by the suite's fixtures.
+pub const RELAYS: [&str; 3] = ["wss://a.example", "wss://b.example", "wss://c.example"];
+
+/// A fixture envelope: id = `n` as 64 hex digits.
+pub fn fixture_event(n: u32) -> EventEnvelope {
+    let id = format!("{n:064x}");
+    EventEnvelope {
+        raw: format!(r#"{{"id":"{id}","kind":1,"content":"{n}"}}"#),
+        id,
+        expiration: None,
+    }
+}
+
+/// A fixture plan for [`fixture_event`]`(n)` to `targets` under `policy`.
+pub fn fixture_plan(n: u32, targets: &[&str], policy: Policy) -> Plan {
+    Plan::new(
+        fixture_event(n),
+        targets.iter().map(|t| t.to_string()).collect(),
+        policy,
+    )
+}
+
+/// The retry schedule the suite uses: 1 s doubling to 60 s, no jitter, 30 s after
+/// `rate-limited`.
+pub fn fixture_retry() -> RetryConfig {
+    RetryConfig {
+        base_delay_ms: 1_000,
+        max_delay_ms: 60_000,
+        jitter_permille: 0,
+        rate_limit_min_ms: 30_000,
+    }
+}
+
+/// A claim request for `owner` with lease id `lease`.
+pub fn fixture_claim(owner: &str, lease: &str, limit: u32, lease_ms: u64) -> ClaimRequest {
+    ClaimRequest {
+        owner: owner.into(),
+        lease_id: lease.into(),
+        limit,
+        lease_ms,
+    }
+}
+
+fn ok<T, E: Debug>(case: &str, what: &str, r: Result<T, E>) -> T {
+    match r {
+        Ok(v) => v,
+        Err(e) => panic!("store conformance case `{case}`: {what} failed: {e:?}"),
+    }
+}
+
+fn err_code<T: Debug>(case: &str, what: &str, r: Result<T, StoreError>, code: &str) {
+    match r {
+        Ok(v) => {
+            panic!("store conformance case `{case}`: {what} should fail with `{code}`, got {v:?}")
+        }
+        Err(e) => assert_eq!(
+            e.code(),
+            code,
+            "store conformance case `{case}`: {what} failed with the wrong error: {e:?}"
+        ),
+    }
+}
+
+macro_rules! check {
+    ($case:expr, $cond:expr, $($msg:tt)+) => {
+        assert!($cond, "store conformance case `{}`: {}", $case, format_args!($($msg)+))
+    };
+}
+
+macro_rules! check_eq {
+    ($case:expr, $a:expr, $b:expr, $($msg:tt)+) => {
+        assert_eq!($a, $b, "store conformance case `{}`: {}", $case, format_args!($($msg)+))
+    };
+}
+
+async fn must_get<S: Store>(case: &str, s: &S, id: &str) -> Record {
+    match ok(case, "get", s.get(id).await) {
+        Some(r) => r,
+        None => panic!("store conformance case `{case}`: record `{id}` is missing"),
+    }
+}
+
+fn answer(target: &str, outcome: Outcome) -> TargetResult {
+    TargetResult {
+        target: target.into(),
+        outcome,
+        message: String::new(),
+    }
+}
+
+fn completion(r: &Record, lease: &str, results: Vec<TargetResult>) -> Completion {
+    Completion {
+        id: r.id.clone(),
+        lease_id: lease.into(),
+        revision: r.revision,
+        results,
+        jitter: 0,
+    }
+}
+
+/// Claims exactly one record (`id`) and returns it.
+async fn claim_one<S: Store>(case: &str, s: &S, lease: &str, now: u64, id: &str) -> Record {
+    let got = ok(
+        case,
+        "claim",
+        s.claim(&fixture_claim("owner", lease, 256, 10_000), now)
+            .await,
+    );
+    match got.into_iter().find(|r| r.id == id) {
+        Some(r) => r,
+        None => panic!("store conformance case `{case}`: `{id}` was not claimed at {now}"),
+    }
+}
+
+/// Runs every case, each on a fresh store from `factory`.
+pub async fn run_all<S, F, Fut>(mut factory: F)
+where
+    S: Store,
+    F: FnMut() -> Fut,
+    Fut: Future<Output = S>,
+{
+    enqueue_create_replay_conflict(&factory().await).await;
+    enqueue_rejects_invalid_input(&factory().await).await;
+    enqueue_many_all_or_nothing(&factory().await).await;
+    get_list_status(&factory().await).await;
+    claim_order_and_bound(&factory().await).await;
+    claim_readiness_and_exclusivity(&factory().await).await;
+    lease_expiry_allows_reclaim(&factory().await).await;
+    lost_claim_changes_nothing(&factory().await).await;
+    attempt_records_evidence(&factory().await).await;
+    policies(&factory().await).await;
+    exhaustion(&factory().await).await;
+    expiration(&factory().await).await;
+    retry_and_cancel(&factory().await).await;
+    release_hands_back(&factory().await).await;
+    purge_terminal_only(&factory().await).await;
+    next_due(&factory().await).await;
+}
+
+/// Same plan replays without writing; another plan under the same id conflicts.
+pub async fn enqueue_create_replay_conflict<S: Store>(s: &S) {
+    const C: &str = "enqueue_create_replay_conflict";
+    let plan = fixture_plan(1, &RELAYS, Policy::All);
+    let first = ok(C, "enqueue", s.enqueue(plan.clone(), 100).await);
+    check_eq!(C, first.outcome, EnqueueOutcome::Created, "first enqueue");
+    check_eq!(
+        C,
+        first.record.id,
+        fixture_event(1).id,
+        "default id is the event id"
+    );
+    check_eq!(C, first.record.stage, Stage::Pending, "new stage");
+    check_eq!(C, first.record.revision, 1, "new revision");
+    check_eq!(
+        C,
+        first.record.due_ms,
+        Some(100),
+        "new record is due at creation"
+    );
+    check_eq!(
+        C,
+        first.record.event,
+        fixture_event(1),
+        "event kept exactly"
+    );
+    // Same plan, targets in another order and repeated: still the same plan.
+    let again = fixture_plan(
+        1,
+        &[RELAYS[2], RELAYS[0], RELAYS[1], RELAYS[0]],
+        Policy::All,
+    );
+    let replay = ok(C, "replay", s.enqueue(again, 999).await);
+    check_eq!(C, replay.outcome, EnqueueOutcome::Replay, "second enqueue");
+    check_eq!(
+        C,
+        replay.record,
+        first.record,
+        "replay returns the stored record"
+    );
+    check_eq!(
+        C,
+        must_get(C, s, &first.record.id).await,
+        first.record,
+        "nothing written"
+    );
+    let other = fixture_plan(1, &RELAYS, Policy::Any);
+    err_code(
+        C,
+        "conflicting enqueue",
+        s.enqueue(other, 1_000).await,
+        "plan_conflict",
+    );
+    let other_event = fixture_plan(2, &RELAYS, Policy::All).with_id(first.record.id.clone());
+    err_code(
+        C,
+        "other event, same id",
+        s.enqueue(other_event, 1_000).await,
+        "plan_conflict",
+    );
+    check_eq!(
+        C,
+        must_get(C, s, &first.record.id).await,
+        first.record,
+        "conflict wrote nothing"
+    );
+    let counts = ok(C, "status", s.status().await);
+    check_eq!(C, counts.total(), 1, "one record");
+}
+
+/// Invalid plans fail with their typed code and write nothing.
+pub async fn enqueue_rejects_invalid_input<S: Store>(s: &S) {
+    const C: &str = "enqueue_rejects_invalid_input";
+    let p = || fixture_plan(1, &RELAYS, Policy::All);
+    err_code(
+        C,
+        "bad id",
+        s.enqueue(p().with_id("a b"), 1).await,
+        "invalid_item_id",
+    );
+    err_code(
+        C,
+        "empty id",
+        s.enqueue(p().with_id(""), 1).await,
+        "invalid_item_id",
+    );
+    err_code(
+        C,
+        "no targets",
+        s.enqueue(fixture_plan(1, &[], Policy::All), 1).await,
+        "invalid_targets",
+    );
+    err_code(
+        C,
+        "k too large",
+        s.enqueue(fixture_plan(1, &RELAYS, Policy::AtLeast { k: 4 }), 1)
+            .await,
+        "invalid_policy",
+    );
+    err_code(
+        C,
+        "required outside targets",
+        s.enqueue(
+            fixture_plan(
+                1,
+                &RELAYS[..1],
+                Policy::Required {
+                    relays: vec![RELAYS[1].into()],
+                },
+            ),
+            1,
+        )
+        .await,
+        "invalid_policy",
+    );
+    err_code(
+        C,
+        "zero attempts",
+        s.enqueue(p().with_max_attempts(0), 1).await,
+        "invalid_argument",
+    );
+    let mut bad_event = p();
+    bad_event.event.id = "xyz".into();
+    bad_event.id = "x".into();
+    err_code(
+        C,
+        "bad event id",
+        s.enqueue(bad_event, 1).await,
+        "invalid_event",
+    );
+    check_eq!(
+        C,
+        ok(C, "status", s.status().await).total(),
+        0,
+        "nothing written"
+    );
+}
+
+/// A batch with any conflict or invalid plan writes nothing; a good batch writes all.
+pub async fn enqueue_many_all_or_nothing<S: Store>(s: &S) {
+    const C: &str = "enqueue_many_all_or_nothing";
+    ok(
+        C,
+        "seed",
+        s.enqueue(fixture_plan(1, &RELAYS, Policy::All), 10).await,
+    );
+    let conflict = vec![
+        fixture_plan(2, &RELAYS, Policy::All),
+        fixture_plan(1, &RELAYS, Policy::Any),
+    ];
+    err_code(
+        C,
+        "batch with stored conflict",
+        s.enqueue_many(conflict, 20).await,
+        "plan_conflict",
+    );
+    check!(
+        C,
+        ok(C, "get", s.get(&fixture_event(2).id).await).is_none(),
+        "2 not written"
+    );
+    let inner = vec![
+        fixture_plan(3, &RELAYS, Policy::All),
+        fixture_plan(3, &RELAYS, Policy::Any),
+    ];
+    err_code(
+        C,
+        "batch conflicting with itself",
+        s.enqueue_many(inner, 20).await,
+        "plan_conflict",
+    );
+    let invalid = vec![
+        fixture_plan(4, &RELAYS, Policy::All),
+        fixture_plan(5, &RELAYS, Policy::All).with_id("bad id"),
+    ];
+    err_code(
+        C,
+        "batch with invalid plan",
+        s.enqueue_many(invalid, 20).await,
+        "invalid_item_id",
+    );
+    check_eq!(
+        C,
+        ok(C, "status", s.status().await).total(),
+        1,
+        "failed batches wrote nothing"
+    );
+    let good = vec![
+        fixture_plan(6, &RELAYS, Policy::All),
+        fixture_plan(1, &RELAYS, Policy::All),
+        fixture_plan(7, &RELAYS, Policy::Any),
+        fixture_plan(6, &RELAYS, Policy::All),
+    ];
+    let out = ok(C, "good batch", s.enqueue_many(good, 30).await);
+    let outcomes: Vec<EnqueueOutcome> = out.iter().map(|e| e.outcome).collect();
+    check_eq!(
+        C,
+        outcomes,
+        vec![
+            EnqueueOutcome::Created,
+            EnqueueOutcome::Replay,
+            EnqueueOutcome::Created,
+            EnqueueOutcome::Replay
+        ],
+        "answers in input order"
+    );
+    check_eq!(
+        C,
+        out[1].record.created_ms,
+        10,
+        "replay returns the stored record"
+    );
+    check_eq!(
+        C,
+        ok(C, "status", s.status().await).total(),
+        3,
+        "batch written"
+    );
+    let empty = ok(C, "empty batch", s.enqueue_many(Vec::new(), 40).await);
+    check!(C, empty.is_empty(), "empty batch answers nothing");
+}
+
+/// `get`, `list` (order, stage filter, cursor, limit) and `status`.
+pub async fn get_list_status<S: Store>(s: &S) {
+    const C: &str = "get_list_status";
+    check!(
+        C,
+        ok(C, "get", s.get("missing").await).is_none(),
+        "missing id"
+    );
+    // Created out of id order; ties on time broken by id.
+    ok(
+        C,
+        "e",
+        s.enqueue(fixture_plan(3, &RELAYS, Policy::All).with_id("c"), 20)
+            .await,
+    );
+    ok(
+        C,
+        "e",
+        s.enqueue(fixture_plan(1, &RELAYS, Policy::All).with_id("b"), 10)
+            .await,
+    );
+    ok(
+        C,
+        "e",
+        s.enqueue(fixture_plan(2, &RELAYS, Policy::All).with_id("a"), 10)
+            .await,
+    );
+    ok(
+        C,
+        "e",
+        s.enqueue(fixture_plan(4, &RELAYS, Policy::All).with_id("d"), 30)
+            .await,
+    );
+    ok(C, "cancel", s.cancel("c", 40).await);
+    let ids = |v: Vec<Record>| v.into_iter().map(|r| r.id).collect::<Vec<_>>();
+    let q = |stage, limit, after: Option<&str>| ListQuery {
+        stage,
+        limit,
+        after: after.map(str::to_string),
+    };
+    check_eq!(
+        C,
+        ids(ok(C, "list", s.list(&q(None, 10, None)).await)),
+        ["a", "b", "c", "d"],
+        "list order"
+    );
+    check_eq!(
+        C,
+        ids(ok(C, "list", s.list(&q(None, 2, None)).await)),
+        ["a", "b"],
+        "limit"
+    );
+    check_eq!(
+        C,
+        ids(ok(C, "list", s.list(&q(None, 2, Some("b"))).await)),
+        ["c", "d"],
+        "cursor"
+    );
+    check_eq!(
+        C,
+        ids(ok(C, "list", s.list(&q(None, 2, Some("d"))).await)),
+        Vec::<String>::new(),
+        "end"
+    );
+    check_eq!(
+        C,
+        ids(ok(
+            C,
+            "list",
+            s.list(&q(Some(Stage::Pending), 10, None)).await
+        )),
+        ["a", "b", "d"],
+        "stage filter"
+    );
+    check_eq!(
+        C,
+        ids(ok(
+            C,
+            "list",
+            s.list(&q(Some(Stage::Cancelled), 10, None)).await
+        )),
+        ["c"],
+        "stage filter"
+    );
+    err_code(
+        C,
+        "limit 0",
+        s.list(&q(None, 0, None)).await,
+        "invalid_argument",
+    );
+    err_code(
+        C,
+        "limit too big",
+        s.list(&q(None, 1_001, None)).await,
+        "invalid_argument",
+    );
+    err_code(
+        C,
+        "unknown cursor",
+        s.list(&q(None, 5, Some("zz"))).await,
+        "not_found",
+    );
+    let counts = ok(C, "status", s.status().await);
+    check_eq!(C, counts.pending, 3, "pending count");
+    check_eq!(C, counts.cancelled, 1, "cancelled count");
+    check_eq!(C, counts.total(), 4, "total");
+    ok(
+        C,
+        "claim",
+        s.claim(&fixture_claim("o", "l", 1, 1_000), 50).await,
+    );
+    let counts = ok(C, "status", s.status().await);
+    check_eq!(C, (counts.pending, counts.leased), (2, 1), "leased count");
+}
+
+/// Claims take ready records by (due, created, id), at most `limit`, validated.
+pub async fn claim_order_and_bound<S: Store>(s: &S) {
+    const C: &str = "claim_order_and_bound";
+    for (id, n, t) in [
+        ("m", 1, 30),
+        ("k", 2, 10),
+        ("z", 3, 20),
+        ("a", 4, 20),
+        ("q", 5, 40),
+    ] {
+        ok(
+            C,
+            "enqueue",
+            s.enqueue(fixture_plan(n, &RELAYS, Policy::All).with_id(id), t)
+                .await,
+        );
+    }
+    err_code(
+        C,
+        "limit 0",
+        s.claim(&fixture_claim("o", "l", 0, 1_000), 100).await,
+        "invalid_argument",
+    );
+    err_code(
+        C,
+        "limit 257",
+        s.claim(&fixture_claim("o", "l", 257, 1_000), 100).await,
+        "invalid_argument",
+    );
+    err_code(
+        C,
+        "lease 0",
+        s.claim(&fixture_claim("o", "l", 1, 0), 100).await,
+        "invalid_argument",
+    );
+    err_code(
+        C,
+        "empty owner",
+        s.claim(&fixture_claim("", "l", 1, 10), 100).await,
+        "invalid_argument",
+    );
+    err_code(
+        C,
+        "empty lease id",
+        s.claim(&fixture_claim("o", "", 1, 10), 100).await,
+        "invalid_argument",
+    );
+    let none = ok(
+        C,
+        "claim before due",
+        s.claim(&fixture_claim("o", "l0", 10, 1_000), 5).await,
+    );
+    check!(C, none.is_empty(), "nothing is due at 5");
+    let first = ok(
+        C,
+        "claim",
+        s.claim(&fixture_claim("o", "l1", 3, 1_000), 35).await,
+    );
+    let ids: Vec<&str> = first.iter().map(|r| r.id.as_str()).collect();
+    check_eq!(
+        C,
+        ids,
+        ["k", "a", "z"],
+        "due order, then id on equal creation"
+    );
+    for r in &first {
+        check_eq!(C, r.stage, Stage::Leased, "claimed stage");
+        let lease = r.lease.as_ref().expect("lease");
+        check_eq!(
+            C,
+            (lease.id.as_str(), lease.owner.as_str()),
+            ("l1", "o"),
+            "lease holder"
+        );
+        check_eq!(
+            C,
+            (lease.acquired_ms, lease.expires_ms, lease.attempt),
+            (35, 1_035, 1),
+            "lease times"
+        );
+        check_eq!(
+            C,
+            r.due_ms,
+            Some(1_035),
+            "leased record is due at lease expiry"
+        );
+        check_eq!(C, r.revision, 2, "claim bumps the revision");
+        check_eq!(
+            C,
+            &must_get(C, s, &r.id).await,
+            r,
+            "claim result is what is stored"
+        );
+    }
+    let second = ok(
+        C,
+        "claim",
+        s.claim(&fixture_claim("o", "l2", 10, 1_000), 35).await,
+    );
+    let ids: Vec<&str> = second.iter().map(|r| r.id.as_str()).collect();
+    check_eq!(C, ids, ["m"], "only ready records; q is not due yet");
+}
+
+/// Terminal, not-yet-due and actively leased records are never claimed.
+pub async fn claim_readiness_and_exclusivity<S: Store>(s: &S) {
+    const C: &str = "claim_readiness_and_exclusivity";
+    ok(
+        C,
+        "e",
+        s.enqueue(
+            fixture_plan(1, &RELAYS, Policy::All).with_id("cancelled"),
+            0,
+        )
+        .await,
+    );
+    ok(
+        C,
+        "e",
+        s.enqueue(fixture_plan(2, &RELAYS, Policy::All).with_id("leased"), 0)
+            .await,
+    );
+    ok(C, "cancel", s.cancel("cancelled", 1).await);
+    let a = ok(
+        C,
+        "claim A",
+        s.claim(&fixture_claim("A", "la", 10, 100), 10).await,
+    );
+    check_eq!(C, a.len(), 1, "A gets the one ready record");
+    check_eq!(C, a[0].id, "leased", "A's record");
+    let b = ok(
+        C,
+        "claim B",
+        s.claim(&fixture_claim("B", "lb", 10, 100), 50).await,
+    );
+    check!(C, b.is_empty(), "B cannot take an actively leased record");
+    let lease_before = must_get(C, s, "leased").await;
+    check_eq!(
+        C,
+        lease_before.lease.as_ref().map(|l| l.owner.clone()),
+        Some("A".into()),
+        "lease unchanged"
+    );
+    // Complete with a retryable outcome: not due until the retry time.
+    let done = ok(
+        C,
+        "complete",
+        s.complete_attempt(
+            &completion(&a[0], "la", vec![answer(RELAYS[0], Outcome::Timeout)]),
+            &fixture_retry(),
+            60,
+        )
+        .await,
+    );
+    check_eq!(C, done.stage, Stage::Retryable, "retryable after a timeout");
+    check_eq!(C, done.due_ms, Some(1_060), "due after the backoff");
+    let early = ok(
+        C,
+        "claim early",
+        s.claim(&fixture_claim("B", "lb", 10, 100), 1_059).await,
+    );
+    check!(C, early.is_empty(), "not due before its retry time");
+    let due = ok(
+        C,
+        "claim due",
+        s.claim(&fixture_claim("B", "lb", 10, 100), 1_060).await,
+    );
+    check_eq!(C, due.len(), 1, "due at its retry time");
+}
+
+/// A lease that expires (flusher died) lets another claim take the record for the
+/// same attempt number.
+pub async fn lease_expiry_allows_reclaim<S: Store>(s: &S) {
+    const C: &str = "lease_expiry_allows_reclaim";
+    let e = ok(
+        C,
+        "enqueue",
+        s.enqueue(fixture_plan(1, &RELAYS, Policy::All), 0).await,
+    );
+    let id = e.record.id;
+    let first = claim_one(C, s, "dead", 100, &id).await;
+    check_eq!(
+        C,
+        first.lease.as_ref().map(|l| l.expires_ms),
+        Some(10_100),
+        "lease expiry"
+    );
+    check_eq!(
+        C,
+        ok(C, "next_due", s.next_due().await),
+        Some(10_100),
+        "due at lease expiry"
+    );
+    let before = ok(
+        C,
+        "claim",
+        s.claim(&fixture_claim("o2", "l2", 5, 1_000), 10_099).await,
+    );
+    check!(C, before.is_empty(), "still leased just before expiry");
+    let second = claim_one(C, s, "alive", 10_100, &id).await;
+    let lease = second.lease.as_ref().expect("lease");
+    check_eq!(C, lease.id, "alive", "new lease");
+    check_eq!(
+        C,
+        lease.attempt,
+        1,
+        "same attempt number, nothing was recorded"
+    );
+    check_eq!(C, second.revision, first.revision + 1, "revision grows");
+}
+
+/// Results under an expired, superseded or stale lease change nothing.
+pub async fn lost_claim_changes_nothing<S: Store>(s: &S) {
+    const C: &str = "lost_claim_changes_nothing";
+    let retry = fixture_retry();
+    let id = ok(
+        C,
+        "enqueue",
+        s.enqueue(fixture_plan(1, &RELAYS, Policy::All), 0).await,
+    )
+    .record
+    .id;
+    let dead = claim_one(C, s, "dead", 0, &id).await;
+    let accepted: Vec<TargetResult> = RELAYS
+        .iter()
+        .map(|r| answer(r, Outcome::Accepted))
+        .collect();
+    // Expired, not re-claimed.
+    let snapshot = must_get(C, s, &id).await;
+    err_code(
+        C,
+        "late complete",
+        s.complete_attempt(&completion(&dead, "dead", accepted.clone()), &retry, 10_000)
+            .await,
+        "lease_expired",
+    );
+    err_code(
+        C,
+        "late release",
+        s.release(&id, "dead", dead.revision, 10_000).await,
+        "lease_expired",
+    );
+    check_eq!(
+        C,
+        must_get(C, s, &id).await,
+        snapshot,
+        "expired lease changed nothing"
+    );
+    // Superseded by a new claim.
+    let alive = claim_one(C, s, "alive", 10_000, &id).await;
+    let snapshot = must_get(C, s, &id).await;
+    err_code(
+        C,
+        "superseded complete",
+        s.complete_attempt(&completion(&dead, "dead", accepted.clone()), &retry, 10_001)
+            .await,
+        "lease_expired",
+    );
+    // Right lease, stale revision.
+    err_code(
+        C,
+        "stale revision",
+        s.complete_attempt(
+            &completion(&dead, "alive", accepted.clone()),
+            &retry,
+            10_001,
+        )
+        .await,
+        "revision_conflict",
+    );
+    // Unknown targets are refused before anything is written.
+    err_code(
+        C,
+        "unknown target",
+        s.complete_attempt(
+            &completion(
+                &alive,
+                "alive",
+                vec![answer("wss://nope.example", Outcome::Accepted)],
+            ),
+            &retry,
+            10_001,
+        )
+        .await,
+        "invalid_argument",
+    );
+    check_eq!(
+        C,
+        must_get(C, s, &id).await,
+        snapshot,
+        "stale writers changed nothing"
+    );
+    err_code(
+        C,
+        "missing record",
+        s.complete_attempt(
+            &Completion {
+                id: "nope".into(),
+                ..completion(&alive, "alive", vec![])
+            },
+            &retry,
+            10_001,
+        )
+        .await,
+        "not_found",
+    );
+    let done = ok(
+        C,
+        "live complete",
+        s.complete_attempt(&completion(&alive, "alive", accepted), &retry, 10_002)
+            .await,
+    );
+    check_eq!(C, done.stage, Stage::Satisfied, "the live lease wins");
+}
+
+/// An attempt appends one evidence entry per unsettled target; the next attempt only
+/// targets what is still open; attempts are numbered in order.
+pub async fn attempt_records_evidence<S: Store>(s: &S) {
+    const C: &str = "attempt_records_evidence";
+    let retry = fixture_retry();
+    let id = ok(
+        C,
+        "enqueue",
+        s.enqueue(fixture_plan(1, &RELAYS, Policy::All), 0).await,
+    )
+    .record
+    .id;
+    let r1 = claim_one(C, s, "l1", 0, &id).await;
+    check_eq!(
+        C,
+        r1.unsettled_targets(),
+        RELAYS.to_vec(),
+        "first attempt targets all"
+    );
+    let mut msg = answer(RELAYS[0], Outcome::Accepted);
+    msg.message = "stored".into();
+    let done = ok(
+        C,
+        "complete 1",
+        s.complete_attempt(
+            &completion(
+                &r1,
+                "l1",
+                vec![msg, answer(RELAYS[1], Outcome::RateLimited)],
+            ),
+            &retry,
+            5,
+        )
+        .await,
+    );
+    check_eq!(C, done.attempts, 1, "attempt 1 recorded");
+    check_eq!(C, done.evidence.len(), 3, "one entry per target");
+    let outcomes: Vec<(&str, u32, Outcome)> = done
+        .evidence
+        .iter()
+        .map(|e| (e.target.as_str(), e.attempt, e.outcome))
+        .collect();
+    check_eq!(
+        C,
+        outcomes,
+        vec![
+            (RELAYS[0], 1, Outcome::Accepted),
+            (RELAYS[1], 1, Outcome::RateLimited),
+            (RELAYS[2], 1, Outcome::NotAttempted)
+        ],
+        "evidence"
+    );
+    check_eq!(C, done.evidence[0].message, "stored", "relay message kept");
+    check_eq!(C, done.evidence[0].at_ms, 5, "evidence time");
+    check_eq!(C, done.stage, Stage::Retryable, "still pending");
+    check_eq!(C, done.satisfaction, Satisfaction::Pending, "satisfaction");
+    check_eq!(C, done.lease, None, "lease released");
+    check_eq!(C, done.last_attempt_ms, Some(5), "last attempt time");
+    check!(C, done.last_error.is_some(), "failures summarized");
+    check_eq!(
+        C,
+        done.retry_not_before_ms,
+        Some(30_005),
+        "rate-limited defers at least the minimum"
+    );
+    check_eq!(C, done.due_ms, Some(30_005), "due at the retry time");
+    let r2 = claim_one(C, s, "l2", 30_005, &id).await;
+    check_eq!(
+        C,
+        r2.lease.as_ref().map(|l| l.attempt),
+        Some(2),
+        "attempt 2"
+    );
+    check_eq!(
+        C,
+        r2.unsettled_targets(),
+        RELAYS[1..].to_vec(),
+        "accepted target not sent again"
+    );
+    err_code(
+        C,
+        "settled target reported",
+        s.complete_attempt(
+            &completion(&r2, "l2", vec![answer(RELAYS[0], Outcome::Accepted)]),
+            &retry,
+            30_006,
+        )
+        .await,
+        "invalid_argument",
+    );
+    let dup = vec![
+        answer(RELAYS[1], Outcome::Accepted),
+        answer(RELAYS[1], Outcome::Accepted),
+    ];
+    err_code(
+        C,
+        "target reported twice",
+        s.complete_attempt(&completion(&r2, "l2", dup), &retry, 30_006)
+            .await,
+        "invalid_argument",
+    );
+    let done2 = ok(
+        C,
+        "complete 2",
+        s.complete_attempt(
+            &completion(
+                &r2,
+                "l2",
+                vec![
+                    answer(RELAYS[1], Outcome::Duplicate),
+                    answer(RELAYS[2], Outcome::Error),
+                ],
+            ),
+            &retry,
+            30_010,
+        )
+        .await,
+    );
+    check_eq!(
+        C,
+        &done2.evidence[..3],
+        &done.evidence[..],
+        "evidence is append-only"
+    );
+    check_eq!(C, done2.evidence.len(), 5, "two more entries");
+    check!(
+        C,
+        done2.evidence[3..].iter().all(|e| e.attempt == 2),
+        "attempt 2 entries"
+    );
+    check_eq!(C, done2.due_ms, Some(32_010), "second backoff doubles");
+    let r3 = claim_one(C, s, "l3", 32_010, &id).await;
+    check_eq!(
+        C,
+        r3.unsettled_targets(),
+        vec![RELAYS[2].to_string()],
+        "only the open target"
+    );
+    let done3 = ok(
+        C,
+        "complete 3",
+        s.complete_attempt(
+            &completion(&r3, "l3", vec![answer(RELAYS[2], Outcome::Accepted)]),
+            &retry,
+            32_020,
+        )
+        .await,
+    );
+    check_eq!(C, done3.stage, Stage::Satisfied, "all accepted");
+    check_eq!(C, done3.due_ms, None, "terminal records are never due");
+    check_eq!(C, done3.attempts, 3, "three attempts");
+}
+
+async fn run_policy<S: Store>(
+    case: &str,
+    s: &S,
+    n: u32,
+    policy: Policy,
+    answers: &[Outcome],
+) -> Record {
+    let id = ok(
+        case,
+        "enqueue",
+        s.enqueue(fixture_plan(n, &RELAYS, policy), 0).await,
+    )
+    .record
+    .id;
+    let r = claim_one(case, s, "l", 0, &id).await;
+    let results = RELAYS
+        .iter()
+        .zip(answers)
+        .map(|(t, o)| answer(t, *o))
+        .collect();
+    ok(
+        case,
+        "complete",
+        s.complete_attempt(&completion(&r, "l", results), &fixture_retry(), 1)
+            .await,
+    )
+}
+
+/// `all`, `any`, `atLeast(k)` and `required` decide satisfied / pending / exhausted.
+pub async fn policies<S: Store>(s: &S) {
+    const C: &str = "policies";
+    use Outcome::{Accepted as A, Rejected as R, Timeout as T};
+    let no = R(RejectReason::Blocked);
+    let req = |i: &[usize]| Policy::Required {
+        relays: i.iter().map(|i| RELAYS[*i].to_string()).collect(),
+    };
+    let cases: Vec<(Policy, [Outcome; 3], Stage, Satisfaction)> = vec![
+        (
+            Policy::All,
+            [A, A, A],
+            Stage::Satisfied,
+            Satisfaction::Satisfied,
+        ),
+        (
+            Policy::All,
+            [A, A, T],
+            Stage::Retryable,
+            Satisfaction::Pending,
+        ),
+        (
+            Policy::All,
+            [A, A, no],
+            Stage::Exhausted,
+            Satisfaction::Exhausted,
+        ),
+        (
+            Policy::Any,
+            [T, no, A],
+            Stage::Satisfied,
+            Satisfaction::Satisfied,
+        ),
+        (
+            Policy::Any,
+            [T, no, T],
+            Stage::Retryable,
+            Satisfaction::Pending,
+        ),
+        (
+            Policy::Any,
+            [no, no, no],
+            Stage::Exhausted,
+            Satisfaction::Exhausted,
+        ),
+        (
+            Policy::AtLeast { k: 2 },
+            [A, no, A],
+            Stage::Satisfied,
+            Satisfaction::Satisfied,
+        ),
+        (
+            Policy::AtLeast { k: 2 },
+            [A, no, T],
+            Stage::Retryable,
+            Satisfaction::Pending,
+        ),
+        (
+            Policy::AtLeast { k: 2 },
+            [A, no, no],
+            Stage::Exhausted,
+            Satisfaction::Exhausted,
+        ),
+        (
+            req(&[0]),
+            [A, no, T],
+            Stage::Satisfied,
+            Satisfaction::Satisfied,
+        ),
+        (
+            req(&[0, 2]),
+            [A, A, T],
+            Stage::Retryable,
+            Satisfaction::Pending,
+        ),
+        (
+            req(&[1]),
+            [A, no, A],
+            Stage::Exhausted,
+            Satisfaction::Exhausted,
+        ),
+    ];
+    for (n, (policy, answers, stage, sat)) in cases.into_iter().enumerate() {
+        let what = format!("{policy:?} with {answers:?}");
+        let r = run_policy(C, s, n as u32 + 1, policy, &answers).await;
+        check_eq!(C, (r.stage, r.satisfaction), (stage, sat), "{what}");
+        if stage == Stage::Exhausted {
+            check_eq!(C, r.reason, Some(StopReason::Rejected), "{what}: reason");
+        }
+    }
+}
+
+/// The attempt budget ends a record as `exhausted` with reason `maxAttempts`.
+pub async fn exhaustion<S: Store>(s: &S) {
+    const C: &str = "exhaustion";
+    let plan = fixture_plan(1, &RELAYS[..1], Policy::All).with_max_attempts(2);
+    let id = ok(C, "enqueue", s.enqueue(plan, 0).await).record.id;
+    let mut now = 0;
+    for attempt in 1..=2u32 {
+        let r = claim_one(C, s, &format!("l{attempt}"), now, &id).await;
+        let done = ok(
+            C,
+            "complete",
+            s.complete_attempt(
+                &completion(
+                    &r,
+                    &format!("l{attempt}"),
+                    vec![answer(RELAYS[0], Outcome::Unreachable)],
+                ),
+                &fixture_retry(),
+                now,
+            )
+            .await,
+        );
+        check_eq!(C, done.attempts, attempt, "attempt number");
+        now = done.due_ms.unwrap_or(now);
+        if attempt == 2 {
+            check_eq!(C, done.stage, Stage::Exhausted, "budget spent");
+            check_eq!(C, done.reason, Some(StopReason::MaxAttempts), "reason");
+            check_eq!(C, done.due_ms, None, "not due");
+        }
+    }
+    let later = ok(
+        C,
+        "claim",
+        s.claim(&fixture_claim("o", "x", 5, 10), 1_000_000).await,
+    );
+    check!(C, later.is_empty(), "exhausted records are never claimed");
+}
+
+/// A passed deadline (or NIP-40 expiration) exhausts the record as `expired`.
+pub async fn expiration<S: Store>(s: &S) {
+    const C: &str = "expiration";
+    let plan = fixture_plan(1, &RELAYS[..1], Policy::All)
+        .with_id("deadline")
+        .with_deadline_ms(Some(500));
+    ok(C, "enqueue", s.enqueue(plan, 0).await);
+    let mut event = fixture_event(2);
+    event.expiration = Some(1); // unix seconds: 1000 ms
+    let nip40 = Plan::new(event, vec![RELAYS[0].into()], Policy::All).with_id("nip40");
+    ok(C, "enqueue", s.enqueue(nip40, 0).await);
+    // At 600 the deadline passed but not the NIP-40 expiration.
+    let got = ok(
+        C,
+        "claim",
+        s.claim(&fixture_claim("o", "l", 10, 100), 600).await,
+    );
+    check_eq!(C, got.len(), 2, "both returned");
+    let expired = got
+        .iter()
+        .find(|r| r.id == "deadline")
+        .expect("deadline record");
+    check_eq!(
+        C,
+        (expired.stage, expired.reason),
+        (Stage::Exhausted, Some(StopReason::Expired)),
+        "expired on claim"
+    );
+    check_eq!(
+        C,
+        &must_get(C, s, "deadline").await,
+        expired,
+        "expiry is stored"
+    );
+    err_code(
+        C,
+        "retry after deadline",
+        s.retry("deadline", 700).await,
+        "not_retryable",
+    );
+    let leased = got.iter().find(|r| r.id == "nip40").expect("nip40 record");
+    check_eq!(C, leased.stage, Stage::Leased, "not yet expired");
+    // The next retry (600 + 1000) would fall after the NIP-40 expiration (1000).
+    let done = ok(
+        C,
+        "complete",
+        s.complete_attempt(
+            &completion(leased, "l", vec![answer(RELAYS[0], Outcome::Timeout)]),
+            &fixture_retry(),
+            600,
+        )
+        .await,
+    );
+    check_eq!(
+        C,
+        (done.stage, done.reason),
+        (Stage::Exhausted, Some(StopReason::Expired)),
+        "retry past expiration"
+    );
+}
+
+/// `retry` re-arms exhausted records only; `cancel` ends non-terminal ones only.
+pub async fn retry_and_cancel<S: Store>(s: &S) {
+    const C: &str = "retry_and_cancel";
+    err_code(C, "retry missing", s.retry("nope", 0).await, "not_found");
+    err_code(C, "cancel missing", s.cancel("nope", 0).await, "not_found");
+    let plan = fixture_plan(1, &RELAYS[..2], Policy::All)
+        .with_id("x")
+        .with_max_attempts(1);
+    ok(C, "enqueue", s.enqueue(plan, 0).await);
+    err_code(C, "retry pending", s.retry("x", 1).await, "not_retryable");
+    let r = claim_one(C, s, "l", 1, "x").await;
+    let results = vec![
+        answer(RELAYS[0], Outcome::Accepted),
+        answer(RELAYS[1], Outcome::Rejected(RejectReason::Restricted)),
+    ];
+    let done = ok(
+        C,
+        "complete",
+        s.complete_attempt(&completion(&r, "l", results), &fixture_retry(), 2)
+            .await,
+    );
+    check_eq!(C, done.stage, Stage::Exhausted, "rejected");
+    err_code(
+        C,
+        "cancel exhausted",
+        s.cancel("x", 3).await,
+        "already_terminal",
+    );
+    let re = ok(C, "retry", s.retry("x", 10).await);
+    check_eq!(C, re.stage, Stage::Retryable, "re-armed");
+    check_eq!(C, re.evidence, done.evidence, "evidence kept");
+    check_eq!(C, re.due_ms, Some(10), "due at once");
+    check_eq!(C, re.reason, None, "reason cleared");
+    check_eq!(C, re.revision, done.revision + 1, "revision grows");
+    check_eq!(
+        C,
+        re.unsettled_targets(),
+        vec![RELAYS[1].to_string()],
+        "rejected target re-opened, accepted not"
+    );
+    let r2 = claim_one(C, s, "l2", 10, "x").await;
+    check_eq!(
+        C,
+        r2.lease.as_ref().map(|l| l.attempt),
+        Some(2),
+        "numbering continues"
+    );
+    let done2 = ok(
+        C,
+        "complete",
+        s.complete_attempt(
+            &completion(&r2, "l2", vec![answer(RELAYS[1], Outcome::Accepted)]),
+            &fixture_retry(),
+            11,
+        )
+        .await,
+    );
+    check_eq!(C, done2.stage, Stage::Satisfied, "satisfied after retry");
+    err_code(
+        C,
+        "retry satisfied",
+        s.retry("x", 12).await,
+        "not_retryable",
+    );
+    // Cancel pending, and cancel while leased (the lease holder then loses its claim).
+    ok(
+        C,
+        "enqueue",
+        s.enqueue(fixture_plan(2, &RELAYS, Policy::All).with_id("y"), 20)
+            .await,
+    );
+    let c = ok(C, "cancel", s.cancel("y", 21).await);
+    check_eq!(
+        C,
+        (c.stage, c.reason, c.due_ms),
+        (Stage::Cancelled, Some(StopReason::Cancelled), None),
+        "cancelled"
+    );
+    err_code(
+        C,
+        "cancel twice",
+        s.cancel("y", 22).await,
+        "already_terminal",
+    );
+    err_code(
+        C,
+        "retry cancelled",
+        s.retry("y", 22).await,
+        "not_retryable",
+    );
+    ok(
+        C,
+        "enqueue",
+        s.enqueue(fixture_plan(3, &RELAYS, Policy::All).with_id("z"), 30)
+            .await,
+    );
+    let lz = claim_one(C, s, "lz", 30, "z").await;
+    let cz = ok(C, "cancel leased", s.cancel("z", 31).await);
+    check_eq!(C, cz.lease, None, "lease dropped");
+    err_code(
+        C,
+        "complete after cancel",
+        s.complete_attempt(&completion(&lz, "lz", vec![]), &fixture_retry(), 32)
+            .await,
+        "lease_expired",
+    );
+    check_eq!(C, must_get(C, s, "z").await, cz, "cancel stands");
+}
+
+/// `release` hands a lease back without an attempt.
+pub async fn release_hands_back<S: Store>(s: &S) {
+    const C: &str = "release_hands_back";
+    let id = ok(
+        C,
+        "enqueue",
+        s.enqueue(fixture_plan(1, &RELAYS, Policy::All), 0).await,
+    )
+    .record
+    .id;
+    let r = claim_one(C, s, "l", 5, &id).await;
+    err_code(
+        C,
+        "wrong lease",
+        s.release(&id, "other", r.revision, 6).await,
+        "lease_expired",
+    );
+    let back = ok(C, "release", s.release(&id, "l", r.revision, 6).await);
+    check_eq!(
+        C,
+        (back.stage, back.lease.clone(), back.due_ms),
+        (Stage::Pending, None, Some(6)),
+        "released"
+    );
+    check_eq!(C, back.attempts, 0, "no attempt counted");
+    let again = claim_one(C, s, "l2", 6, &id).await;
+    check_eq!(
+        C,
+        again.lease.as_ref().map(|l| l.attempt),
+        Some(1),
+        "still attempt 1"
+    );
+}
+
+/// `purge` deletes terminal records older than the cutoff and nothing else.
+pub async fn purge_terminal_only<S: Store>(s: &S) {
+    const C: &str = "purge_terminal_only";
+    for (id, n) in [("old", 1), ("new", 2), ("live", 3)] {
+        ok(
+            C,
+            "enqueue",
+            s.enqueue(fixture_plan(n, &RELAYS, Policy::All).with_id(id), 0)
+                .await,
+        );
+    }
+    ok(C, "cancel", s.cancel("old", 10).await);
+    ok(C, "cancel", s.cancel("new", 30).await);
+    check_eq!(
+        C,
+        ok(C, "purge", s.purge(10).await),
+        0,
+        "cutoff is exclusive"
+    );
+    check_eq!(
+        C,
+        ok(C, "purge", s.purge(20).await),
+        1,
+        "one old terminal record"
+    );
+    check!(C, ok(C, "get", s.get("old").await).is_none(), "old purged");
+    check!(C, ok(C, "get", s.get("new").await).is_some(), "new kept");
+    check_eq!(
+        C,
+        ok(C, "purge", s.purge(1_000).await),
+        1,
+        "new purged later"
+    );
+    check!(
+        C,
+        ok(C, "get", s.get("live").await).is_some(),
+        "non-terminal never purged"
+    );
+}
+
+/// `next_due` is the smallest due time of a non-terminal record.
+pub async fn next_due<S: Store>(s: &S) {
+    const C: &str = "next_due";
+    check_eq!(
+        C,
+        ok(C, "next_due", s.next_due().await),
+        None,
+        "empty store"
+    );
+    ok(
+        C,
+        "enqueue",
+        s.enqueue(fixture_plan(1, &RELAYS, Policy::All).with_id("a"), 50)
+            .await,
+    );
+    ok(
+        C,
+        "enqueue",
+        s.enqueue(fixture_plan(2, &RELAYS, Policy::All).with_id("b"), 70)
+            .await,
+    );
+    check_eq!(
+        C,
+        ok(C, "next_due", s.next_due().await),
+        Some(50),
+        "earliest pending"
+    );
+    let r = claim_one(C, s, "l", 60, "a").await;
+    // `a` is leased until 10_060; `b` (due at 70) was not ready at 60.
+    check_eq!(
+        C,
+        ok(C, "next_due", s.next_due().await),
+        Some(70),
+        "b is next"
+    );
+    ok(C, "cancel", s.cancel("b", 61).await);
+    check_eq!(
+        C,
+        ok(C, "next_due", s.next_due().await),
+        r.due_ms,
+        "the lease expiry"
+    );
+    ok(C, "cancel", s.cancel("a", 62).await);
+    check_eq!(
+        C,
+        ok(C, "next_due", s.next_due().await),
+        None,
+        "only terminal records"
+    );
+}

@@ -11,7 +11,10 @@ use crate::core::{
     StageCounts,
 };
 
+pub mod codec;
 pub mod conformance;
+#[cfg(target_arch = "wasm32")]
+pub mod idb;
 pub mod memory;
 
 pub use memory::MemoryStore;
@@ -83,8 +86,11 @@ pub trait Store {
 
     /// Enqueues many plans all-or-nothing: any invalid plan or conflict (with a
     /// stored record or within the batch) writes nothing. Answers in input order.
-    async fn enqueue_many(&self, plans: Vec<Plan>, now_ms: u64)
-        -> Result<Vec<Enqueued>, StoreError>;
+    async fn enqueue_many(
+        &self,
+        plans: Vec<Plan>,
+        now_ms: u64,
+    ) -> Result<Vec<Enqueued>, StoreError>;
 
     /// The record with this id.
     async fn get(&self, id: &str) -> Result<Option<Record>, StoreError>;

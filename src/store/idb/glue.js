@@ -1,0 +1,131 @@
+// IndexedDB glue for the nostr-outbox IndexedDB store. Small on purpose: it turns
+// IDB requests and transactions into promises without any Rust closure (so nothing
+// leaks when only one of success/error fires), opens a database with a synchronous
+// upgrade callback, and closes a connection when another context asks for an upgrade.
+
+export function requestPromise(req) {
+  return new Promise((resolve, reject) => {
+    req.onsuccess = () => resolve(req.result);
+    req.onerror = (event) => {
+      // Keep the transaction's own abort reporting in charge; the error surfaces here.
+      if (event && event.preventDefault) event.preventDefault();
+      reject(req.error);
+    };
+  });
+}
+
+// Resolves when the transaction commits; rejects with the transaction's error (e.g.
+// QuotaExceededError, which Chromium reports only as the abort) or an AbortError.
+export function transactionDone(tx) {
+  return new Promise((resolve, reject) => {
+    tx.oncomplete = () => resolve();
+    tx.onabort = () => reject(tx.error || new DOMException("transaction aborted", "AbortError"));
+  });
+}
+
+// Adds every row; a row whose key already exists does not abort the transaction:
+// its index is reported so the caller can decide between replay and conflict. Any
+// other failure aborts the transaction as usual. Resolves with the indexes of the
+// rows that already existed.
+export function addRows(store, rows) {
+  return new Promise((resolve) => {
+    const existing = [];
+    let pending = rows.length;
+    if (pending === 0) {
+      resolve(existing);
+      return;
+    }
+    const settle = () => {
+      pending -= 1;
+      if (pending === 0) resolve(existing.sort((a, b) => a - b));
+    };
+    rows.forEach((row, i) => {
+      const req = store.add(row);
+      req.onsuccess = settle;
+      req.onerror = (event) => {
+        if (req.error && req.error.name === "ConstraintError") {
+          event.preventDefault();
+          event.stopPropagation();
+          existing.push(i);
+        }
+        settle();
+      };
+    });
+  });
+}
+
+export function openTransaction(db, stores, mode, durability) {
+  return db.transaction(stores, mode, { durability });
+}
+
+export function commitTransaction(tx) {
+  if (typeof tx.commit === "function") tx.commit();
+}
+
+// Opens `name` at `version`. `upgrade(db, tx, oldVersion)` runs synchronously inside
+// `upgradeneeded` and may throw to abort the upgrade. Resolves with a connection object
+// `{ db, closed }`; `closed` turns true when another context asks for a version change
+// (we close at once so its upgrade can proceed) or the browser drops the connection.
+// Rejects with a DOMException named "VersionError" when the stored version is newer,
+// and with an Error named "BlockedError" when our upgrade is blocked by another open
+// connection; if such a blocked open later succeeds, the late connection is closed.
+export function openDatabase(factory, name, version, upgrade) {
+  return new Promise((resolve, reject) => {
+    let settled = false;
+    let req;
+    try {
+      req = factory.open(name, version);
+    } catch (err) {
+      reject(err);
+      return;
+    }
+    req.onupgradeneeded = (event) => {
+      try {
+        upgrade(req.result, req.transaction, event.oldVersion);
+      } catch (err) {
+        try { req.transaction.abort(); } catch (_) { /* already aborted */ }
+        settled = true;
+        reject(err);
+      }
+    };
+    req.onblocked = () => {
+      if (settled) return;
+      settled = true;
+      const err = new Error(`opening IndexedDB "${name}" is blocked by another connection that does not close`);
+      err.name = "BlockedError";
+      reject(err);
+    };
+    req.onerror = (event) => {
+      if (event && event.preventDefault) event.preventDefault();
+      if (settled) return;
+      settled = true;
+      reject(req.error);
+    };
+    req.onsuccess = () => {
+      const db = req.result;
+      if (settled) {
+        db.close();
+        return;
+      }
+      settled = true;
+      const conn = { db, closed: false };
+      db.onversionchange = () => {
+        conn.closed = true;
+        db.close();
+      };
+      db.onclose = () => {
+        conn.closed = true;
+      };
+      resolve(conn);
+    };
+  });
+}
+
+export function indexedDbFactory() {
+  return globalThis.indexedDB;
+}
+
+export function storageManager() {
+  const nav = globalThis.navigator;
+  return nav && nav.storage ? nav.storage : null;
+}

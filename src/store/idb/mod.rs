@@ -1,0 +1,557 @@
+//! The durable store for browsers and workers: IndexedDB, one transaction per
+//! operation, every transition computed by [`crate::core`].
+//!
+//! Transactions never span an await on anything but an IndexedDB request or the
+//! transaction's own completion, so none is committed early. Writes are issued only
+//! after every decision of an operation is made, so a refused operation writes
+//! nothing; a failed write aborts its whole transaction.
+//!
+//! Connection faults: another context's version change closes our connection (so its
+//! upgrade can proceed) and the next call reopens it; a lost connection is reopened
+//! once and the operation retried; a blocked upgrade is a typed `storage_blocked`
+//! error, not a hang; a database written by a newer schema is refused with
+//! `storage_version_too_new` before anything is touched; `QuotaExceededError` (in
+//! Chromium only the abort of the transaction carries it) is `quota_exceeded`.
+//! A row that cannot be decoded is reported through [`IdbStore::corrupt_records`] and
+//! `corrupt_record` errors, skipped by claims and lists, and never deleted.
+
+mod schema;
+mod sys;
+pub mod persistence;
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+
+use js_sys::Array;
+use wasm_bindgen::prelude::*;
+use wasm_bindgen_futures::JsFuture;
+use web_sys::{IdbDatabase, IdbKeyRange, IdbTransaction};
+
+use crate::core::{
+    self, ClaimRequest, Completion, CoreError, EnqueueDecision, Enqueued, ListQuery, Plan, Record,
+    RetryConfig, Stage, StageCounts,
+};
+use crate::store::codec::{self, StoredRow};
+use crate::store::{Store, StoreError};
+
+pub use schema::MAX_VERSION as SCHEMA_VERSION;
+pub use sys::Durability;
+use sys::{failure, request, Failure, Tx};
+
+use schema::{IDX_CREATED, IDX_DUE, IDX_STAGE, RECORDS};
+
+/// How to open an [`IdbStore`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IdbOptions {
+    /// The database name (one outbox per name per origin).
+    pub name: String,
+    /// The durability of enqueue and evidence writes (default [`Durability::Strict`]).
+    pub durability: Durability,
+}
+
+impl IdbOptions {
+    /// Options for the database `name` with strict durability.
+    pub fn new(name: impl Into<String>) -> IdbOptions {
+        IdbOptions {
+            name: name.into(),
+            durability: Durability::Strict,
+        }
+    }
+}
+
+/// The IndexedDB [`Store`].
+pub struct IdbStore {
+    options: IdbOptions,
+    conn: RefCell<Option<JsValue>>,
+    corrupt: RefCell<BTreeMap<String, String>>,
+}
+
+impl std::fmt::Debug for IdbStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IdbStore")
+            .field("options", &self.options)
+            .field("open", &self.conn.borrow().is_some())
+            .finish()
+    }
+}
+
+fn js_err(e: serde_wasm_bindgen::Error) -> Failure {
+    Failure::Store(StoreError::Backend(format!("encoding: {e}")))
+}
+
+fn to_js(row: &StoredRow) -> Result<JsValue, Failure> {
+    serde_wasm_bindgen::to_value(row).map_err(js_err)
+}
+
+fn key(parts: &[JsValue]) -> JsValue {
+    parts.iter().collect::<Array>().into()
+}
+
+/// A key greater than any number or string at its position (an empty array).
+fn top() -> JsValue {
+    Array::new().into()
+}
+
+impl IdbStore {
+    /// Opens (creating or upgrading) the database.
+    ///
+    /// Errors: `storage_version_too_new` when the database was written by a newer
+    /// schema (nothing is touched), `storage_blocked` when the upgrade is blocked by
+    /// another connection, `storage` when IndexedDB is unavailable.
+    pub async fn open(options: IdbOptions) -> Result<IdbStore, StoreError> {
+        let store = IdbStore {
+            options,
+            conn: RefCell::new(None),
+            corrupt: RefCell::new(BTreeMap::new()),
+        };
+        store.connection().await?;
+        Ok(store)
+    }
+
+    /// The options it was opened with.
+    pub fn options(&self) -> &IdbOptions {
+        &self.options
+    }
+
+    /// Closes the connection. The next operation reopens it.
+    pub fn close(&self) {
+        if let Some(conn) = self.conn.borrow_mut().take() {
+            if let Ok(db) = sys::database(&conn) {
+                db.close();
+            }
+        }
+    }
+
+    /// True while it holds an open connection (false after another context's
+    /// version change closed it, until the next operation reopens it).
+    pub fn is_connected(&self) -> bool {
+        self.conn.borrow().as_ref().is_some_and(|c| !sys::is_closed(c))
+    }
+
+    /// Rows seen so far that could not be decoded: `(item id, reason)`. They stay
+    /// stored, untouched.
+    pub fn corrupt_records(&self) -> Vec<(String, String)> {
+        self.corrupt
+            .borrow()
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
+    }
+
+    async fn connection(&self) -> Result<IdbDatabase, Failure> {
+        if let Some(conn) = self.conn.borrow().as_ref() {
+            if !sys::is_closed(conn) {
+                return sys::database(conn);
+            }
+        }
+        self.conn.borrow_mut().take();
+        let factory = sys::indexed_db_factory().ok_or_else(|| {
+            Failure::Store(StoreError::Backend(
+                "IndexedDB is not available in this context".into(),
+            ))
+        })?;
+        let upgrade = Closure::<dyn FnMut(IdbDatabase, IdbTransaction, f64) -> Result<(), JsValue>>::new(
+            |db: IdbDatabase, tx: IdbTransaction, old: f64| schema::upgrade(&db, &tx, old as u32),
+        );
+        let opened = JsFuture::from(sys::open_database(
+            &factory,
+            &self.options.name,
+            schema::MAX_VERSION,
+            &upgrade,
+        ))
+        .await;
+        drop(upgrade);
+        let conn = match opened {
+            Ok(conn) => conn,
+            Err(err) => {
+                let (name, _) = sys::error_parts(&err);
+                if name == "VersionError" {
+                    let found = self.stored_version(&factory).await.unwrap_or(0);
+                    return Err(Failure::Store(StoreError::VersionTooNew {
+                        found,
+                        supported: schema::MAX_VERSION,
+                    }));
+                }
+                return Err(match failure(err) {
+                    Failure::Lost(m) => Failure::Store(StoreError::Backend(m)),
+                    other => other,
+                });
+            }
+        };
+        let db = sys::database(&conn)?;
+        *self.conn.borrow_mut() = Some(conn);
+        Ok(db)
+    }
+
+    /// The version of the database on disk, read by opening it without a version
+    /// (which never upgrades) and closing at once.
+    async fn stored_version(&self, factory: &web_sys::IdbFactory) -> Option<u32> {
+        let req = factory.open(&self.options.name).ok()?;
+        let db: IdbDatabase = request(Ok(req.unchecked_into())).await.ok()?.dyn_into().ok()?;
+        let v = db.version() as u32;
+        db.close();
+        Some(v)
+    }
+
+    /// Runs `op` on the connection; when the connection turns out closed or lost,
+    /// reopens once and runs it again.
+    async fn run<T>(&self, op: impl AsyncFn(&IdbDatabase) -> Result<T, Failure>) -> Result<T, StoreError> {
+        let db = self.connection().await?;
+        match op(&db).await {
+            Err(Failure::Lost(_)) => {
+                self.conn.borrow_mut().take();
+                let db = self.connection().await?;
+                op(&db).await.map_err(StoreError::from)
+            }
+            other => other.map_err(StoreError::from),
+        }
+    }
+
+    /// Decodes a row value, noting corrupt rows.
+    fn decode(&self, value: JsValue) -> Result<Option<Record>, StoreError> {
+        if value.is_undefined() || value.is_null() {
+            return Ok(None);
+        }
+        let result = serde_wasm_bindgen::from_value::<StoredRow>(value.clone())
+            .map_err(|e| StoreError::Corrupt {
+                id: js_sys::Reflect::get(&value, &"id".into())
+                    .ok()
+                    .and_then(|v| v.as_string())
+                    .unwrap_or_default(),
+                message: format!("row: {e}"),
+            })
+            .and_then(|row| codec::decode(&row));
+        match result {
+            Ok(record) => Ok(Some(record)),
+            Err(StoreError::Corrupt { id, message }) => {
+                self.corrupt.borrow_mut().insert(id.clone(), message.clone());
+                Err(StoreError::Corrupt { id, message })
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Decodes a page of rows, skipping (and noting) corrupt ones.
+    fn decode_page(&self, rows: JsValue) -> Vec<Record> {
+        let rows: Array = rows.unchecked_into();
+        rows.iter()
+            .filter_map(|v| self.decode(v).ok().flatten())
+            .collect()
+    }
+
+    /// Read-modify-write of one record in one transaction.
+    async fn update(
+        &self,
+        id: &str,
+        f: impl Fn(&Record) -> Result<Record, CoreError>,
+    ) -> Result<Record, StoreError> {
+        self.run(async |db| {
+            let tx = Tx::open(db, &[RECORDS], true, self.options.durability)?;
+            let store = tx.store(RECORDS)?;
+            let current = request(store.get(&JsValue::from_str(id))).await?;
+            let current = self
+                .decode(current)?
+                .ok_or_else(|| CoreError::NotFound { id: id.to_string() })?;
+            let next = f(&current)?;
+            store.put(&to_js(&codec::encode(&next)?)?).map_err(failure)?;
+            tx.commit().await?;
+            Ok(next)
+        })
+        .await
+    }
+
+    async fn enqueue_batch(&self, plans: &[Plan], now_ms: u64) -> Result<Vec<Enqueued>, StoreError> {
+        // Decide every plan against the batch itself first (a repeated id in one batch
+        // replays or conflicts with its first occurrence), assuming no stored record.
+        let mut first: BTreeMap<&str, usize> = BTreeMap::new();
+        let mut decisions: Vec<EnqueueDecision> = Vec::with_capacity(plans.len());
+        for (i, plan) in plans.iter().enumerate() {
+            let earlier = first.get(plan.id.as_str()).map(|&j| decisions[j].record().clone());
+            let decision = core::decide_enqueue(earlier.as_ref(), plan.clone(), now_ms)?;
+            if earlier.is_none() {
+                first.insert(plan.id.as_str(), i);
+            }
+            decisions.push(decision);
+        }
+        self.run(async |db| {
+            let tx = Tx::open(db, &[RECORDS], true, self.options.durability)?;
+            let store = tx.store(RECORDS)?;
+            let created: Vec<usize> = decisions
+                .iter()
+                .enumerate()
+                .filter(|(_, d)| matches!(d, EnqueueDecision::Create(_)))
+                .map(|(i, _)| i)
+                .collect();
+            let rows = Array::new_with_length(created.len() as u32);
+            for (slot, &i) in created.iter().enumerate() {
+                rows.set(slot as u32, to_js(&codec::encode(decisions[i].record())?)?);
+            }
+            // Optimistic: add every new row; rows whose key exists come back by index
+            // and are decided against the stored record (replay, or conflict → abort).
+            let existing = JsFuture::from(sys::add_rows(&store, &rows))
+                .await
+                .map_err(failure)?;
+            let existing: Array = existing.unchecked_into();
+            let mut answers: Vec<Enqueued> = decisions.iter().map(|d| d.clone().into_enqueued()).collect();
+            for slot in existing.iter() {
+                let slot = slot.as_f64().unwrap_or(0.0) as usize;
+                let Some(&i) = created.get(slot) else { continue };
+                let stored = request(store.get(&JsValue::from_str(&plans[i].id))).await;
+                let outcome = stored
+                    .and_then(|v| self.decode(v).map_err(Failure::Store))
+                    .and_then(|stored| {
+                        core::decide_enqueue(stored.as_ref(), plans[i].clone(), now_ms)
+                            .map_err(Failure::from)
+                    });
+                match outcome {
+                    Ok(EnqueueDecision::Replay(record)) => {
+                        // Later duplicates of this id in the batch replay it too.
+                        for (j, plan) in plans.iter().enumerate() {
+                            if plan.id == plans[i].id {
+                                answers[j] = EnqueueDecision::Replay(record.clone()).into_enqueued();
+                            }
+                        }
+                    }
+                    Ok(EnqueueDecision::Create(_)) => {
+                        tx.abort().await;
+                        return Err(Failure::Store(StoreError::Backend(format!(
+                            "record `{}` vanished during enqueue",
+                            plans[i].id
+                        ))));
+                    }
+                    Err(e) => {
+                        tx.abort().await;
+                        return Err(e);
+                    }
+                }
+            }
+            tx.commit().await?;
+            Ok(answers)
+        })
+        .await
+    }
+
+    /// Reads up to `limit` ready records from the due index, in claim order,
+    /// continuing past rows that are corrupt or not ready.
+    async fn due_page(
+        &self,
+        index: &web_sys::IdbIndex,
+        after: Option<JsValue>,
+        now_ms: u64,
+        limit: u32,
+    ) -> Result<JsValue, Failure> {
+        let upper = key(&[JsValue::from_f64(now_ms as f64), top()]);
+        let range = match after {
+            None => IdbKeyRange::upper_bound(&upper),
+            Some(after) => IdbKeyRange::bound_with_lower_open_and_upper_open(&after, &upper, true, false),
+        }
+        .map_err(failure)?;
+        request(index.get_all_with_key_and_limit(&range, limit)).await
+    }
+}
+
+impl Store for IdbStore {
+    async fn enqueue(&self, plan: Plan, now_ms: u64) -> Result<Enqueued, StoreError> {
+        let mut answers = self.enqueue_batch(std::slice::from_ref(&plan), now_ms).await?;
+        answers
+            .pop()
+            .ok_or_else(|| StoreError::Backend("enqueue produced no answer".into()))
+    }
+
+    async fn enqueue_many(&self, plans: Vec<Plan>, now_ms: u64) -> Result<Vec<Enqueued>, StoreError> {
+        self.enqueue_batch(&plans, now_ms).await
+    }
+
+    async fn get(&self, id: &str) -> Result<Option<Record>, StoreError> {
+        let value = self
+            .run(async |db| {
+                let tx = Tx::open(db, &[RECORDS], false, Durability::Relaxed)?;
+                request(tx.store(RECORDS)?.get(&JsValue::from_str(id))).await
+            })
+            .await?;
+        self.decode(value)
+    }
+
+    async fn claim(&self, request_: &ClaimRequest, now_ms: u64) -> Result<Vec<Record>, StoreError> {
+        request_.validate()?;
+        let limit = request_.limit;
+        // A lease lost to power loss only makes the record claimable again: relaxed.
+        self.run(async |db| {
+            let tx = Tx::open(db, &[RECORDS], true, Durability::Relaxed)?;
+            let store = tx.store(RECORDS)?;
+            let index = store.index(IDX_DUE).map_err(failure)?;
+            let mut claimed: Vec<Record> = Vec::new();
+            let mut after: Option<JsValue> = None;
+            loop {
+                let want = limit - claimed.len() as u32;
+                let page: Array = self.due_page(&index, after.clone(), now_ms, want).await?.unchecked_into();
+                let fetched = page.length();
+                for value in page.iter() {
+                    let due = js_sys::Reflect::get(&value, &"dueMs".into()).unwrap_or(JsValue::UNDEFINED);
+                    let created = js_sys::Reflect::get(&value, &"createdMs".into()).unwrap_or(JsValue::UNDEFINED);
+                    let id = js_sys::Reflect::get(&value, &"id".into()).unwrap_or(JsValue::UNDEFINED);
+                    after = Some(key(&[due, created, id]));
+                    let Ok(Some(record)) = self.decode(value) else { continue };
+                    if !record.is_ready(now_ms) {
+                        continue;
+                    }
+                    let next = core::claim(&record, request_, now_ms)?.into_record();
+                    store.put(&to_js(&codec::encode(&next)?)?).map_err(failure)?;
+                    claimed.push(next);
+                }
+                if fetched < want || claimed.len() as u32 >= limit {
+                    break;
+                }
+            }
+            tx.commit().await?;
+            Ok(claimed)
+        })
+        .await
+    }
+
+    async fn complete_attempt(
+        &self,
+        completion: &Completion,
+        retry: &RetryConfig,
+        now_ms: u64,
+    ) -> Result<Record, StoreError> {
+        self.update(&completion.id, |r| core::complete_attempt(r, completion, now_ms, retry))
+            .await
+    }
+
+    async fn release(&self, id: &str, lease_id: &str, revision: u64, now_ms: u64) -> Result<Record, StoreError> {
+        self.update(id, |r| core::release(r, lease_id, revision, now_ms)).await
+    }
+
+    async fn retry(&self, id: &str, now_ms: u64) -> Result<Record, StoreError> {
+        self.update(id, |r| core::retry(r, now_ms)).await
+    }
+
+    async fn cancel(&self, id: &str, now_ms: u64) -> Result<Record, StoreError> {
+        self.update(id, |r| core::cancel(r, now_ms)).await
+    }
+
+    async fn purge(&self, before_ms: u64) -> Result<u32, StoreError> {
+        self.run(async |db| {
+            let tx = Tx::open(db, &[RECORDS], true, self.options.durability)?;
+            let store = tx.store(RECORDS)?;
+            let index = store.index(IDX_STAGE).map_err(failure)?;
+            let mut doomed: Vec<String> = Vec::new();
+            for stage in [Stage::Satisfied, Stage::Exhausted, Stage::Cancelled] {
+                let s = JsValue::from_str(stage.as_str());
+                let range = IdbKeyRange::bound(&key(&[s.clone()]), &key(&[s, top()])).map_err(failure)?;
+                let page = request(index.get_all_with_key(&range)).await?;
+                for record in self.decode_page(page) {
+                    if core::is_purgeable(&record, before_ms) {
+                        doomed.push(record.id);
+                    }
+                }
+            }
+            for id in &doomed {
+                store.delete(&JsValue::from_str(id)).map_err(failure)?;
+            }
+            tx.commit().await?;
+            Ok(u32::try_from(doomed.len()).unwrap_or(u32::MAX))
+        })
+        .await
+    }
+
+    async fn list(&self, query: &ListQuery) -> Result<Vec<Record>, StoreError> {
+        query.validate()?;
+        self.run(async |db| {
+            let tx = Tx::open(db, &[RECORDS], false, Durability::Relaxed)?;
+            let store = tx.store(RECORDS)?;
+            let cursor = match &query.after {
+                None => None,
+                Some(id) => {
+                    let value = request(store.get(&JsValue::from_str(id))).await?;
+                    if value.is_undefined() {
+                        return Err(CoreError::NotFound { id: id.clone() }.into());
+                    }
+                    let created = js_sys::Reflect::get(&value, &"createdMs".into()).map_err(failure)?;
+                    Some((created, JsValue::from_str(id)))
+                }
+            };
+            let (index, range) = match &query.stage {
+                Some(stage) => {
+                    let s = JsValue::from_str(stage.as_str());
+                    let lower = match &cursor {
+                        Some((c, id)) => key(&[s.clone(), c.clone(), id.clone()]),
+                        None => key(&[s.clone()]),
+                    };
+                    let range = IdbKeyRange::bound_with_lower_open_and_upper_open(
+                        &lower,
+                        &key(&[s, top()]),
+                        cursor.is_some(),
+                        false,
+                    )
+                    .map_err(failure)?;
+                    (store.index(IDX_STAGE).map_err(failure)?, Some(range))
+                }
+                None => {
+                    let range = match &cursor {
+                        Some((c, id)) => Some(
+                            IdbKeyRange::lower_bound_with_open(&key(&[c.clone(), id.clone()]), true)
+                                .map_err(failure)?,
+                        ),
+                        None => None,
+                    };
+                    (store.index(IDX_CREATED).map_err(failure)?, range)
+                }
+            };
+            let page = match range {
+                Some(range) => request(index.get_all_with_key_and_limit(&range, query.limit)).await?,
+                None => request(index.get_all_with_key_and_limit(&JsValue::UNDEFINED, query.limit)).await?,
+            };
+            Ok(self.decode_page(page))
+        })
+        .await
+    }
+
+    async fn status(&self) -> Result<StageCounts, StoreError> {
+        self.run(async |db| {
+            let tx = Tx::open(db, &[RECORDS], false, Durability::Relaxed)?;
+            let index = tx.store(RECORDS)?.index(IDX_STAGE).map_err(failure)?;
+            let mut counts = StageCounts::default();
+            for stage in Stage::ALL {
+                let s = JsValue::from_str(stage.as_str());
+                let range = IdbKeyRange::bound(&key(&[s.clone()]), &key(&[s, top()])).map_err(failure)?;
+                let n = request(index.count_with_key(&range)).await?;
+                let n = n.as_f64().unwrap_or(0.0) as u32;
+                *match stage {
+                    Stage::Pending => &mut counts.pending,
+                    Stage::Leased => &mut counts.leased,
+                    Stage::Retryable => &mut counts.retryable,
+                    Stage::Satisfied => &mut counts.satisfied,
+                    Stage::Exhausted => &mut counts.exhausted,
+                    Stage::Cancelled => &mut counts.cancelled,
+                } = n;
+            }
+            Ok(counts)
+        })
+        .await
+    }
+
+    async fn next_due(&self) -> Result<Option<u64>, StoreError> {
+        self.run(async |db| {
+            let tx = Tx::open(db, &[RECORDS], false, Durability::Relaxed)?;
+            let index = tx.store(RECORDS)?.index(IDX_DUE).map_err(failure)?;
+            let page: Array = request(index.get_all_with_key_and_limit(&JsValue::UNDEFINED, 1))
+                .await?
+                .unchecked_into();
+            Ok(page
+                .iter()
+                .next()
+                .and_then(|row| js_sys::Reflect::get(&row, &"dueMs".into()).ok())
+                .and_then(|v| v.as_f64())
+                .map(|d| d as u64))
+        })
+        .await
+    }
+}
+
+impl Drop for IdbStore {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
