@@ -1,0 +1,411 @@
+//! The flusher over the memory store and the scripted transport.
+
+use std::cell::Cell;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use futures::executor::block_on;
+use nostr_outbox::core::{
+    EventEnvelope, Outcome, Policy, RejectReason, RetryConfig, Stage, StopReason,
+};
+use nostr_outbox::flush::{flush_until_idle, tick, FlushConfig, FlushEvent, TickStats};
+use nostr_outbox::store::conformance::{fixture_plan, RELAYS};
+use nostr_outbox::store::{MemoryStore, Store};
+use nostr_outbox::transport::{PublishReport, ScriptedTransport, Transport};
+
+fn config() -> FlushConfig {
+    FlushConfig {
+        owner: "tab-1".into(),
+        batch_size: 16,
+        lease_ms: 10_000,
+        concurrency: 4,
+        retry: RetryConfig {
+            base_delay_ms: 1_000,
+            max_delay_ms: 8_000,
+            jitter_permille: 0,
+            rate_limit_min_ms: 30_000,
+        },
+    }
+}
+
+fn counter() -> impl FnMut() -> u32 {
+    let mut n = 0u32;
+    move || {
+        n = n.wrapping_add(1);
+        n
+    }
+}
+
+#[derive(Debug, PartialEq)]
+enum Seen {
+    Started(String, u32, usize),
+    Delivered(String),
+    Retrying(String, Option<u64>),
+    Exhausted(String, Option<StopReason>),
+    Lost(String),
+}
+
+fn record_into(log: &mut Vec<Seen>) -> impl FnMut(FlushEvent<'_>) + '_ {
+    move |e| {
+        log.push(match e {
+            FlushEvent::AttemptStarted {
+                record,
+                attempt,
+                targets,
+            } => Seen::Started(record.id.clone(), attempt, targets.len()),
+            FlushEvent::Delivered { record } => Seen::Delivered(record.id.clone()),
+            FlushEvent::Retrying { record } => Seen::Retrying(record.id.clone(), record.due_ms),
+            FlushEvent::Exhausted { record } => Seen::Exhausted(record.id.clone(), record.reason),
+            FlushEvent::LostClaim { id } => Seen::Lost(id.to_string()),
+        })
+    }
+}
+
+#[test]
+fn tick_delivers_to_every_relay_once() {
+    block_on(async {
+        let store = MemoryStore::new();
+        let t = ScriptedTransport::new();
+        for r in RELAYS {
+            t.always(r, Outcome::Accepted, "");
+        }
+        let id = store
+            .enqueue(fixture_plan(1, &RELAYS, Policy::All), 0)
+            .await
+            .unwrap()
+            .record
+            .id;
+        let mut log = Vec::new();
+        let stats = tick(
+            &store,
+            &t,
+            &config(),
+            &|| 5,
+            &mut counter(),
+            &mut record_into(&mut log),
+        )
+        .await
+        .unwrap();
+        assert_eq!(
+            stats,
+            TickStats {
+                claimed: 1,
+                attempts: 1,
+                publishes: 3,
+                satisfied: 1,
+                ..TickStats::default()
+            }
+        );
+        assert_eq!(
+            log,
+            vec![Seen::Started(id.clone(), 1, 3), Seen::Delivered(id.clone())]
+        );
+        for r in RELAYS {
+            assert_eq!(t.count(r, &id), 1);
+        }
+        let rec = store.get(&id).await.unwrap().unwrap();
+        assert_eq!(rec.stage, Stage::Satisfied);
+        // Nothing left to do.
+        let again = tick(
+            &store,
+            &t,
+            &config(),
+            &|| 100_000,
+            &mut counter(),
+            &mut |_| {},
+        )
+        .await
+        .unwrap();
+        assert_eq!(again, TickStats::default());
+        assert_eq!(t.sent().len(), 3);
+    });
+}
+
+#[test]
+fn retries_only_unsettled_relays_until_satisfied() {
+    block_on(async {
+        let store = MemoryStore::new();
+        let t = ScriptedTransport::new();
+        t.always(RELAYS[0], Outcome::Accepted, "");
+        t.script(
+            RELAYS[1],
+            [Outcome::Timeout, Outcome::Error, Outcome::Accepted],
+        );
+        t.always(
+            RELAYS[2],
+            Outcome::Rejected(RejectReason::Blocked),
+            "blocked: no",
+        );
+        let id = store
+            .enqueue(fixture_plan(1, &RELAYS, Policy::AtLeast { k: 2 }), 0)
+            .await
+            .unwrap()
+            .record
+            .id;
+        let now = Cell::new(0u64);
+        let clock = || now.get();
+        let mut log = Vec::new();
+        let s1 = tick(
+            &store,
+            &t,
+            &config(),
+            &clock,
+            &mut counter(),
+            &mut record_into(&mut log),
+        )
+        .await
+        .unwrap();
+        assert_eq!((s1.publishes, s1.retrying), (3, 1));
+        now.set(1_000);
+        let s2 = tick(
+            &store,
+            &t,
+            &config(),
+            &clock,
+            &mut counter(),
+            &mut record_into(&mut log),
+        )
+        .await
+        .unwrap();
+        assert_eq!((s2.publishes, s2.retrying), (1, 1), "only the open relay");
+        now.set(3_000);
+        let s3 = tick(
+            &store,
+            &t,
+            &config(),
+            &clock,
+            &mut counter(),
+            &mut record_into(&mut log),
+        )
+        .await
+        .unwrap();
+        assert_eq!((s3.publishes, s3.satisfied), (1, 1));
+        assert_eq!(t.count(RELAYS[0], &id), 1, "accepted relay never resent");
+        assert_eq!(t.count(RELAYS[2], &id), 1, "rejected relay never retried");
+        assert_eq!(t.count(RELAYS[1], &id), 3);
+        assert_eq!(
+            log,
+            vec![
+                Seen::Started(id.clone(), 1, 3),
+                Seen::Retrying(id.clone(), Some(1_000)),
+                Seen::Started(id.clone(), 2, 1),
+                Seen::Retrying(id.clone(), Some(3_000)),
+                Seen::Started(id.clone(), 3, 1),
+                Seen::Delivered(id.clone()),
+            ]
+        );
+        let rec = store.get(&id).await.unwrap().unwrap();
+        let attempts: Vec<u32> = rec.evidence.iter().map(|e| e.attempt).collect();
+        assert_eq!(attempts, vec![1, 1, 1, 2, 3]);
+        assert_eq!(rec.evidence[2].message, "blocked: no");
+    });
+}
+
+#[test]
+fn terminal_rejection_exhausts_and_rate_limit_defers() {
+    block_on(async {
+        let store = MemoryStore::new();
+        let t = ScriptedTransport::new();
+        t.always(
+            RELAYS[0],
+            Outcome::Rejected(RejectReason::Invalid),
+            "invalid: bad sig",
+        );
+        t.always(RELAYS[1], Outcome::RateLimited, "rate-limited: slow down");
+        let a = store
+            .enqueue(fixture_plan(1, &RELAYS[..1], Policy::All), 0)
+            .await
+            .unwrap()
+            .record
+            .id;
+        let b = store
+            .enqueue(fixture_plan(2, &RELAYS[1..2], Policy::All), 0)
+            .await
+            .unwrap()
+            .record
+            .id;
+        let mut log = Vec::new();
+        let s = tick(
+            &store,
+            &t,
+            &config(),
+            &|| 10,
+            &mut counter(),
+            &mut record_into(&mut log),
+        )
+        .await
+        .unwrap();
+        assert_eq!((s.claimed, s.exhausted, s.retrying), (2, 1, 1));
+        assert!(log.contains(&Seen::Exhausted(a.clone(), Some(StopReason::Rejected))));
+        assert!(log.contains(&Seen::Retrying(b.clone(), Some(30_010))));
+    });
+}
+
+#[test]
+fn expired_records_are_reported_not_published() {
+    block_on(async {
+        let store = MemoryStore::new();
+        let t = ScriptedTransport::new();
+        let plan = fixture_plan(1, &RELAYS, Policy::All).with_deadline_ms(Some(50));
+        let id = store.enqueue(plan, 0).await.unwrap().record.id;
+        let mut log = Vec::new();
+        let s = tick(
+            &store,
+            &t,
+            &config(),
+            &|| 60,
+            &mut counter(),
+            &mut record_into(&mut log),
+        )
+        .await
+        .unwrap();
+        assert_eq!((s.claimed, s.exhausted, s.publishes), (1, 1, 0));
+        assert_eq!(log, vec![Seen::Exhausted(id, Some(StopReason::Expired))]);
+        assert!(t.sent().is_empty());
+    });
+}
+
+#[test]
+fn flush_until_idle_reports_next_due() {
+    block_on(async {
+        let store = MemoryStore::new();
+        let t = ScriptedTransport::new();
+        t.script(RELAYS[0], [Outcome::Unreachable, Outcome::Accepted]);
+        let mut cfg = config();
+        cfg.batch_size = 2;
+        for n in 1..=5 {
+            store
+                .enqueue(fixture_plan(n, &RELAYS[..1], Policy::All), 0)
+                .await
+                .unwrap();
+        }
+        t.always(RELAYS[0], Outcome::Accepted, "");
+        let summary = flush_until_idle(&store, &t, &cfg, &|| 0, &mut counter(), &mut |_| {}, 100)
+            .await
+            .unwrap();
+        // Record 1 fails once (due at 1000); the others are delivered.
+        assert_eq!(summary.stats.claimed, 5);
+        assert_eq!(summary.stats.satisfied, 4);
+        assert_eq!(summary.stats.retrying, 1);
+        assert_eq!(summary.ticks, 4, "three claiming ticks and one idle tick");
+        assert_eq!(summary.next_due_ms, Some(1_000));
+        let later = flush_until_idle(
+            &store,
+            &t,
+            &cfg,
+            &|| 1_000,
+            &mut counter(),
+            &mut |_| {},
+            100,
+        )
+        .await
+        .unwrap();
+        assert_eq!(later.stats.satisfied, 1);
+        assert_eq!(later.next_due_ms, None);
+        assert_eq!(store.status().await.unwrap().satisfied, 5);
+    });
+}
+
+#[test]
+fn config_is_validated() {
+    block_on(async {
+        let store = MemoryStore::new();
+        let t = ScriptedTransport::new();
+        let bad = [
+            FlushConfig {
+                owner: String::new(),
+                ..config()
+            },
+            FlushConfig {
+                batch_size: 0,
+                ..config()
+            },
+            FlushConfig {
+                batch_size: 257,
+                ..config()
+            },
+            FlushConfig {
+                lease_ms: 0,
+                ..config()
+            },
+            FlushConfig {
+                concurrency: 0,
+                ..config()
+            },
+            FlushConfig {
+                retry: RetryConfig {
+                    base_delay_ms: 0,
+                    ..RetryConfig::default()
+                },
+                ..config()
+            },
+        ];
+        for cfg in bad {
+            let err = tick(&store, &t, &cfg, &|| 0, &mut counter(), &mut |_| {})
+                .await
+                .unwrap_err();
+            assert_eq!(err.code(), "invalid_config", "{cfg:?}");
+        }
+        assert!(FlushConfig::new("x").validate().is_ok());
+    });
+}
+
+/// A transport that yields once per publish and tracks how many run at once.
+struct Gauge {
+    inflight: Cell<u32>,
+    peak: Cell<u32>,
+}
+
+struct YieldOnce(bool);
+
+impl Future for YieldOnce {
+    type Output = ();
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if self.0 {
+            Poll::Ready(())
+        } else {
+            self.0 = true;
+            cx.waker().wake_by_ref();
+            Poll::Pending
+        }
+    }
+}
+
+impl Transport for Gauge {
+    async fn publish(&self, _relay: &str, _event: &EventEnvelope) -> PublishReport {
+        self.inflight.set(self.inflight.get() + 1);
+        self.peak.set(self.peak.get().max(self.inflight.get()));
+        YieldOnce(false).await;
+        self.inflight.set(self.inflight.get() - 1);
+        PublishReport::new(Outcome::Accepted, "")
+    }
+}
+
+#[test]
+fn publishes_run_concurrently_within_the_bound() {
+    block_on(async {
+        let store = MemoryStore::new();
+        for n in 1..=4 {
+            store
+                .enqueue(fixture_plan(n, &RELAYS, Policy::All), 0)
+                .await
+                .unwrap();
+        }
+        let gauge = Gauge {
+            inflight: Cell::new(0),
+            peak: Cell::new(0),
+        };
+        let mut cfg = config();
+        cfg.concurrency = 5;
+        let s = tick(&store, &gauge, &cfg, &|| 0, &mut counter(), &mut |_| {})
+            .await
+            .unwrap();
+        assert_eq!((s.publishes, s.satisfied), (12, 4));
+        assert_eq!(
+            gauge.peak.get(),
+            5,
+            "concurrent, and never more than the bound"
+        );
+    });
+}
