@@ -1,0 +1,479 @@
+//! Unit tests of every pure transition and every error of the state machine.
+
+use nostr_outbox::core::{
+    self, cancel, claim, complete_attempt, decide_enqueue, release, retry, ClaimRequest, Claimed,
+    Completion, CoreError, EnqueueDecision, Outcome, Plan, Policy, Record, RejectReason,
+    RetryConfig, Satisfaction, Stage, StopReason, TargetResult,
+};
+use nostr_outbox::store::conformance::{fixture_event, fixture_plan, RELAYS};
+use nostr_outbox::store::StoreError;
+
+fn created(plan: Plan, now: u64) -> Record {
+    match decide_enqueue(None, plan, now).unwrap() {
+        EnqueueDecision::Create(r) => r,
+        other => panic!("expected create, got {other:?}"),
+    }
+}
+
+fn req(lease: &str) -> ClaimRequest {
+    ClaimRequest {
+        owner: "secret-owner".into(),
+        lease_id: lease.into(),
+        limit: 1,
+        lease_ms: 1_000,
+    }
+}
+
+fn leased(r: &Record, lease: &str, now: u64) -> Record {
+    match claim(r, &req(lease), now).unwrap() {
+        Claimed::Leased(r) => r,
+        other => panic!("expected lease, got {other:?}"),
+    }
+}
+
+fn done(
+    r: &Record,
+    lease: &str,
+    results: &[(&str, Outcome)],
+    now: u64,
+) -> Result<Record, CoreError> {
+    let c = Completion {
+        id: r.id.clone(),
+        lease_id: lease.into(),
+        revision: r.revision,
+        results: results
+            .iter()
+            .map(|(t, o)| TargetResult {
+                target: t.to_string(),
+                outcome: *o,
+                message: String::new(),
+            })
+            .collect(),
+        jitter: 0,
+    };
+    complete_attempt(r, &c, now, &retry_cfg())
+}
+
+fn retry_cfg() -> RetryConfig {
+    RetryConfig {
+        base_delay_ms: 100,
+        max_delay_ms: 1_000,
+        jitter_permille: 0,
+        rate_limit_min_ms: 5_000,
+    }
+}
+
+#[test]
+fn enqueue_create_replay_conflict() {
+    let r = created(fixture_plan(1, &RELAYS, Policy::All), 7);
+    assert_eq!(
+        (r.stage, r.revision, r.due_ms, r.created_ms),
+        (Stage::Pending, 1, Some(7), 7)
+    );
+    assert_eq!(r.satisfaction, Satisfaction::Pending);
+    assert_eq!(r.id, fixture_event(1).id);
+    match decide_enqueue(Some(&r), fixture_plan(1, &RELAYS, Policy::All), 99).unwrap() {
+        EnqueueDecision::Replay(x) => assert_eq!(x, r),
+        other => panic!("{other:?}"),
+    }
+    let e = decide_enqueue(Some(&r), fixture_plan(1, &RELAYS, Policy::Any), 99).unwrap_err();
+    assert_eq!(e.code(), "plan_conflict");
+    let e = decide_enqueue(
+        None,
+        fixture_plan(1, &RELAYS, Policy::All).with_id("-bad id-"),
+        0,
+    )
+    .unwrap_err();
+    assert_eq!(e.code(), "invalid_item_id");
+}
+
+#[test]
+fn claim_leases_and_refuses_unready_records() {
+    let r = created(fixture_plan(1, &RELAYS, Policy::All), 10);
+    assert_eq!(claim(&r, &req("l"), 9).unwrap_err().code(), "not_ready");
+    let l = leased(&r, "l", 10);
+    assert_eq!(l.stage, Stage::Leased);
+    assert_eq!(l.revision, 2);
+    assert_eq!(l.due_ms, Some(1_010));
+    assert_eq!(claim(&l, &req("m"), 1_009).unwrap_err().code(), "not_ready");
+    let again = leased(&l, "m", 1_010);
+    assert_eq!(again.lease.as_ref().unwrap().attempt, 1);
+    let c = cancel(&r, 11).unwrap();
+    assert_eq!(claim(&c, &req("l"), 100).unwrap_err().code(), "not_ready");
+    for bad in [
+        ClaimRequest {
+            limit: 0,
+            ..req("l")
+        },
+        ClaimRequest {
+            limit: 257,
+            ..req("l")
+        },
+        ClaimRequest {
+            lease_ms: 0,
+            ..req("l")
+        },
+        ClaimRequest {
+            lease_ms: 86_400_001,
+            ..req("l")
+        },
+        ClaimRequest {
+            owner: "a\u{0}".into(),
+            ..req("l")
+        },
+        ClaimRequest {
+            owner: "x".repeat(129),
+            ..req("l")
+        },
+        ClaimRequest {
+            lease_id: String::new(),
+            ..req("l")
+        },
+    ] {
+        assert_eq!(
+            claim(&r, &bad, 10).unwrap_err().code(),
+            "invalid_argument",
+            "{bad:?}"
+        );
+    }
+}
+
+#[test]
+fn claim_after_deadline_expires_the_record() {
+    let r = created(
+        fixture_plan(1, &RELAYS, Policy::All).with_deadline_ms(Some(100)),
+        0,
+    );
+    match claim(&r, &req("l"), 100).unwrap() {
+        Claimed::Expired(x) => {
+            assert_eq!(
+                (x.stage, x.reason, x.due_ms),
+                (Stage::Exhausted, Some(StopReason::Expired), None)
+            );
+            assert_eq!(x.revision, 2);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(
+        claim(&r, &req("l"), 99).unwrap(),
+        Claimed::Leased(_)
+    ));
+}
+
+#[test]
+fn complete_attempt_errors_change_nothing() {
+    let r = created(fixture_plan(1, &RELAYS, Policy::All), 0);
+    let l = leased(&r, "l", 0);
+    let ok = [(RELAYS[0], Outcome::Accepted)];
+    assert_eq!(
+        done(&r, "l", &ok, 1).unwrap_err().code(),
+        "lease_expired",
+        "not leased"
+    );
+    assert_eq!(
+        done(&l, "other", &ok, 1).unwrap_err().code(),
+        "lease_expired",
+        "wrong lease"
+    );
+    assert_eq!(
+        done(&l, "l", &ok, 1_000).unwrap_err().code(),
+        "lease_expired",
+        "expired"
+    );
+    let e = complete_attempt(
+        &l,
+        &Completion {
+            id: l.id.clone(),
+            lease_id: "l".into(),
+            revision: 1,
+            results: vec![],
+            jitter: 0,
+        },
+        1,
+        &retry_cfg(),
+    )
+    .unwrap_err();
+    assert_eq!(e.code(), "revision_conflict");
+    assert!(e.is_lost_claim());
+    assert_eq!(
+        done(&l, "l", &[("wss://x", Outcome::Accepted)], 1)
+            .unwrap_err()
+            .code(),
+        "invalid_argument"
+    );
+    assert_eq!(
+        done(
+            &l,
+            "l",
+            &[(RELAYS[0], Outcome::Accepted), (RELAYS[0], Outcome::Error)],
+            1
+        )
+        .unwrap_err()
+        .code(),
+        "invalid_argument"
+    );
+    let bad_cfg = RetryConfig {
+        max_delay_ms: 1,
+        ..retry_cfg()
+    };
+    let c = Completion {
+        id: l.id.clone(),
+        lease_id: "l".into(),
+        revision: l.revision,
+        results: vec![],
+        jitter: 0,
+    };
+    assert_eq!(
+        complete_attempt(&l, &c, 1, &bad_cfg).unwrap_err().code(),
+        "invalid_config"
+    );
+    let other = Completion {
+        id: "other".into(),
+        ..c
+    };
+    assert_eq!(
+        complete_attempt(&l, &other, 1, &retry_cfg())
+            .unwrap_err()
+            .code(),
+        "invalid_argument"
+    );
+}
+
+#[test]
+fn complete_attempt_transitions() {
+    let r = created(
+        fixture_plan(1, &RELAYS, Policy::All).with_max_attempts(2),
+        0,
+    );
+    let l = leased(&r, "l", 0);
+    let x = done(
+        &l,
+        "l",
+        &[
+            (RELAYS[0], Outcome::Accepted),
+            (RELAYS[1], Outcome::AuthRequired),
+        ],
+        10,
+    )
+    .unwrap();
+    assert_eq!(
+        (x.stage, x.attempts, x.due_ms, x.revision),
+        (Stage::Retryable, 1, Some(110), 3)
+    );
+    assert_eq!(x.evidence.len(), 3);
+    assert_eq!(x.evidence[2].outcome, Outcome::NotAttempted);
+    assert!(x.last_error.as_deref().unwrap().contains("authRequired"));
+    assert_eq!(x.lease, None);
+    let l2 = leased(&x, "l2", 110);
+    assert_eq!(l2.unsettled_targets(), RELAYS[1..].to_vec());
+    let y = done(
+        &l2,
+        "l2",
+        &[
+            (RELAYS[1], Outcome::Timeout),
+            (RELAYS[2], Outcome::Accepted),
+        ],
+        120,
+    )
+    .unwrap();
+    assert_eq!(
+        (y.stage, y.reason),
+        (Stage::Exhausted, Some(StopReason::MaxAttempts))
+    );
+    assert_eq!(
+        y.satisfaction,
+        Satisfaction::Pending,
+        "the policy itself is still reachable"
+    );
+    let z = retry(&y, 200).unwrap();
+    assert_eq!(
+        (z.stage, z.attempt_limit, z.due_ms),
+        (Stage::Retryable, 4, Some(200))
+    );
+    let l3 = leased(&z, "l3", 200);
+    assert_eq!(l3.lease.as_ref().unwrap().attempt, 3);
+    let w = done(&l3, "l3", &[(RELAYS[1], Outcome::Duplicate)], 210).unwrap();
+    assert_eq!(
+        (w.stage, w.satisfaction, w.reason, w.due_ms),
+        (Stage::Satisfied, Satisfaction::Satisfied, None, None)
+    );
+    assert_eq!(w.last_error, None);
+}
+
+#[test]
+fn backoff_grows_and_is_capped() {
+    let mut r = created(
+        fixture_plan(1, &RELAYS[..1], Policy::All).with_max_attempts(10),
+        0,
+    );
+    let mut now = 0;
+    let mut delays = Vec::new();
+    for i in 0..6 {
+        let l = leased(&r, &format!("l{i}"), now);
+        r = done(&l, &format!("l{i}"), &[(RELAYS[0], Outcome::Error)], now).unwrap();
+        delays.push(r.due_ms.unwrap() - now);
+        now = r.due_ms.unwrap();
+    }
+    assert_eq!(delays, vec![100, 200, 400, 800, 1_000, 1_000]);
+}
+
+#[test]
+fn long_messages_are_truncated_on_char_boundaries() {
+    let r = created(fixture_plan(1, &RELAYS[..1], Policy::All), 0);
+    let l = leased(&r, "l", 0);
+    let c = Completion {
+        id: l.id.clone(),
+        lease_id: "l".into(),
+        revision: l.revision,
+        results: vec![TargetResult {
+            target: RELAYS[0].into(),
+            outcome: Outcome::Error,
+            message: "é".repeat(1_000),
+        }],
+        jitter: 0,
+    };
+    let x = complete_attempt(&l, &c, 1, &retry_cfg()).unwrap();
+    assert!(x.evidence[0].message.len() <= core::machine::MAX_MESSAGE_LEN);
+    assert!(x.last_error.unwrap().len() <= core::machine::MAX_ERROR_LEN);
+}
+
+#[test]
+fn release_retry_cancel_errors() {
+    let r = created(fixture_plan(1, &RELAYS, Policy::All), 0);
+    let l = leased(&r, "l", 0);
+    assert_eq!(
+        release(&l, "x", l.revision, 1).unwrap_err().code(),
+        "lease_expired"
+    );
+    assert_eq!(
+        release(&l, "l", 1, 1).unwrap_err().code(),
+        "revision_conflict"
+    );
+    let back = release(&l, "l", l.revision, 1).unwrap();
+    assert_eq!(
+        (back.stage, back.due_ms, back.lease.clone()),
+        (Stage::Pending, Some(1), None)
+    );
+    assert_eq!(retry(&r, 1).unwrap_err().code(), "not_retryable");
+    let c = cancel(&l, 2).unwrap();
+    assert_eq!(
+        (c.stage, c.reason),
+        (Stage::Cancelled, Some(StopReason::Cancelled))
+    );
+    assert_eq!(cancel(&c, 3).unwrap_err().code(), "already_terminal");
+    assert_eq!(retry(&c, 3).unwrap_err().code(), "not_retryable");
+    // Exhausted by rejection: retry re-opens the rejected target.
+    let l = leased(&r, "l", 0);
+    let x = done(
+        &l,
+        "l",
+        &[(RELAYS[0], Outcome::Rejected(RejectReason::Pow))],
+        1,
+    )
+    .unwrap();
+    assert_eq!(
+        (x.stage, x.reason),
+        (Stage::Exhausted, Some(StopReason::Rejected))
+    );
+    let y = retry(&x, 5).unwrap();
+    assert_eq!(y.unsettled_targets(), RELAYS.to_vec());
+    assert_eq!(y.rearmed_after_attempt, 1);
+    assert!(core::is_purgeable(&x, 2));
+    assert!(!core::is_purgeable(&x, 1));
+    assert!(!core::is_purgeable(&y, 100));
+}
+
+#[test]
+fn serde_shapes_for_javascript() {
+    let r = created(fixture_plan(1, &RELAYS[..1], Policy::AtLeast { k: 1 }), 0);
+    let l = leased(&r, "l", 0);
+    let v = serde_json::to_value(&l).unwrap();
+    assert_eq!(v["stage"], "leased");
+    assert_eq!(v["planDigest"].as_str().unwrap().len(), 64);
+    assert_eq!(v["dueMs"], 1_000);
+    assert_eq!(v["lease"]["expiresMs"], 1_000);
+    assert_eq!(v["policy"], serde_json::json!({"kind": "atLeast", "k": 1}));
+    let back: Record = serde_json::from_value(v).unwrap();
+    assert_eq!(back, l);
+    for s in Stage::ALL {
+        assert_eq!(serde_json::to_value(s).unwrap(), s.as_str());
+    }
+    assert_eq!(
+        serde_json::to_value(StopReason::MaxAttempts).unwrap(),
+        "maxAttempts"
+    );
+}
+
+#[test]
+fn lease_owner_is_redacted_in_debug() {
+    let l = leased(&created(fixture_plan(1, &RELAYS, Policy::All), 0), "l", 0);
+    let dbg = format!("{l:?}");
+    assert!(!dbg.contains("secret-owner"), "{dbg}");
+    assert!(dbg.contains("<redacted>"));
+}
+
+#[test]
+fn error_codes_are_stable_and_distinct() {
+    use nostr_outbox::core::Stage::Satisfied;
+    let s = String::new;
+    let errors = [
+        CoreError::InvalidItemId { reason: s() },
+        CoreError::InvalidEvent { reason: s() },
+        CoreError::InvalidTargets { reason: s() },
+        CoreError::InvalidPolicy { reason: s() },
+        CoreError::InvalidArgument {
+            field: "f",
+            reason: s(),
+        },
+        CoreError::InvalidConfig {
+            field: "f",
+            reason: s(),
+        },
+        CoreError::PlanConflict { id: s() },
+        CoreError::NotFound { id: s() },
+        CoreError::LeaseExpired { id: s() },
+        CoreError::RevisionConflict {
+            id: s(),
+            expected: 1,
+            actual: 2,
+        },
+        CoreError::NotReady { id: s() },
+        CoreError::NotRetryable {
+            id: s(),
+            reason: s(),
+        },
+        CoreError::AlreadyTerminal {
+            id: s(),
+            stage: Satisfied,
+        },
+    ];
+    let mut codes: Vec<&str> = errors.iter().map(|e| e.code()).collect();
+    codes.extend(
+        [
+            StoreError::QuotaExceeded(s()),
+            StoreError::Blocked(s()),
+            StoreError::VersionTooNew {
+                found: 2,
+                supported: 1,
+            },
+            StoreError::Corrupt {
+                id: s(),
+                message: s(),
+            },
+            StoreError::Backend(s()),
+        ]
+        .iter()
+        .map(|e| e.code()),
+    );
+    let mut sorted = codes.clone();
+    sorted.sort();
+    sorted.dedup();
+    assert_eq!(sorted.len(), codes.len(), "{codes:?}");
+    assert!(codes
+        .iter()
+        .all(|c| c.bytes().all(|b| b.is_ascii_lowercase() || b == b'_')));
+    assert_eq!(
+        StoreError::from(CoreError::NotFound { id: s() }).code(),
+        "not_found"
+    );
+}
