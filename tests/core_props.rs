@@ -1,0 +1,486 @@
+//! Property tests: random operation sequences against the memory store, checked
+//! against a simple model and the outbox invariants after every step.
+#![cfg(not(target_arch = "wasm32"))]
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use futures::executor::block_on;
+use nostr_outbox::core::{
+    ClaimRequest, Completion, EnqueueOutcome, Outcome, Plan, Policy, Record, RejectReason,
+    RetryConfig, Satisfaction, Stage, StopReason, TargetResult,
+};
+use nostr_outbox::store::conformance::{fixture_plan, RELAYS};
+use nostr_outbox::store::{MemoryStore, Store};
+use proptest::prelude::*;
+
+#[derive(Debug, Clone)]
+enum Op {
+    Enqueue {
+        item: u8,
+        variant: u8,
+    },
+    EnqueueMany {
+        items: Vec<(u8, u8)>,
+    },
+    Claim {
+        owner: u8,
+        limit: u32,
+        lease_ms: u64,
+    },
+    Complete {
+        lease: usize,
+        answers: Vec<u8>,
+        jitter: u32,
+    },
+    Release {
+        lease: usize,
+    },
+    Retry {
+        item: u8,
+    },
+    Cancel {
+        item: u8,
+    },
+    Advance {
+        ms: u64,
+    },
+    Purge {
+        age: u64,
+    },
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        3 => (0u8..5, 0u8..4).prop_map(|(item, variant)| Op::Enqueue { item, variant }),
+        1 => prop::collection::vec((0u8..5, 0u8..4), 0..4).prop_map(|items| Op::EnqueueMany { items }),
+        4 => (0u8..2, 1u32..4, prop_oneof![Just(500u64), Just(5_000u64)])
+            .prop_map(|(owner, limit, lease_ms)| Op::Claim { owner, limit, lease_ms }),
+        5 => (any::<usize>(), prop::collection::vec(0u8..10, 3), any::<u32>())
+            .prop_map(|(lease, answers, jitter)| Op::Complete { lease, answers, jitter }),
+        1 => any::<usize>().prop_map(|lease| Op::Release { lease }),
+        1 => (0u8..5).prop_map(|item| Op::Retry { item }),
+        1 => (0u8..5).prop_map(|item| Op::Cancel { item }),
+        3 => prop_oneof![Just(0u64), 1u64..700, 700u64..20_000].prop_map(|ms| Op::Advance { ms }),
+        1 => (0u64..30_000).prop_map(|age| Op::Purge { age }),
+    ]
+}
+
+fn item_id(item: u8) -> String {
+    format!("item-{item}")
+}
+
+/// Variant 0 and 1 of an item are the same plan (replay); 2 and 3 differ (conflict).
+fn plan(item: u8, variant: u8) -> Plan {
+    let policies = [
+        Policy::All,
+        Policy::Any,
+        Policy::AtLeast { k: 2 },
+        Policy::Required {
+            relays: vec![RELAYS[1].to_string()],
+        },
+    ];
+    let base = match variant {
+        0 | 1 => policies[item as usize % 4].clone(),
+        v => policies[(item as usize + v as usize) % 4].clone(),
+    };
+    let mut p = fixture_plan(u32::from(item) + 1, &RELAYS, base)
+        .with_id(item_id(item))
+        .with_max_attempts(u32::from(item % 3) + 2);
+    if item == 4 {
+        p = p.with_deadline_ms(Some(40_000));
+    }
+    if variant == 1 {
+        // Same plan, targets in another order.
+        p.targets.reverse();
+    }
+    p
+}
+
+fn outcome(code: u8) -> Option<Outcome> {
+    Some(match code {
+        0 => Outcome::Accepted,
+        1 => Outcome::Duplicate,
+        2 => Outcome::Rejected(RejectReason::Blocked),
+        3 => Outcome::RateLimited,
+        4 => Outcome::AuthRequired,
+        5 => Outcome::Error,
+        6 => Outcome::Timeout,
+        7 => Outcome::Unreachable,
+        8 => Outcome::NotAttempted,
+        _ => return None,
+    })
+}
+
+fn retry_cfg() -> RetryConfig {
+    RetryConfig {
+        base_delay_ms: 300,
+        max_delay_ms: 4_000,
+        jitter_permille: 500,
+        rate_limit_min_ms: 2_000,
+    }
+}
+
+/// An independent evaluation of the policy over the evidence.
+fn model_satisfaction(r: &Record) -> Satisfaction {
+    #[derive(PartialEq)]
+    enum S {
+        Open,
+        Yes,
+        No,
+    }
+    let state = |t: &str| match r.evidence.iter().rev().find(|e| e.target == t) {
+        Some(e) if matches!(e.outcome, Outcome::Accepted | Outcome::Duplicate) => S::Yes,
+        Some(e)
+            if matches!(e.outcome, Outcome::Rejected(_)) && e.attempt > r.rearmed_after_attempt =>
+        {
+            S::No
+        }
+        _ => S::Open,
+    };
+    let (need, pool): (usize, Vec<&String>) = match &r.policy {
+        Policy::All => (r.targets.len(), r.targets.iter().collect()),
+        Policy::Any => (1, r.targets.iter().collect()),
+        Policy::AtLeast { k } => (*k as usize, r.targets.iter().collect()),
+        Policy::Required { relays } => (relays.len(), relays.iter().collect()),
+    };
+    let yes = pool.iter().filter(|t| state(t) == S::Yes).count();
+    let open = pool.iter().filter(|t| state(t) == S::Open).count();
+    if yes >= need {
+        Satisfaction::Satisfied
+    } else if yes + open < need {
+        Satisfaction::Exhausted
+    } else {
+        Satisfaction::Pending
+    }
+}
+
+/// Invariants of one record on its own.
+fn check_record(r: &Record) -> Result<(), TestCaseError> {
+    // Attempts consecutive, evidence grouped by attempt.
+    let mut last = 0u32;
+    for e in &r.evidence {
+        prop_assert!(
+            e.attempt == last || e.attempt == last + 1,
+            "attempts out of order: {r:?}"
+        );
+        last = e.attempt;
+    }
+    prop_assert_eq!(r.attempts, last, "attempts counter");
+    // Satisfaction agrees with the policy.
+    prop_assert_eq!(
+        r.satisfaction,
+        model_satisfaction(r),
+        "satisfaction of {:?}",
+        r.id
+    );
+    // A settled target is never attempted again.
+    for t in &r.targets {
+        let mut settled: Option<(bool, u32)> = None;
+        for e in r.evidence.iter().filter(|e| &e.target == t) {
+            if let Some((accepted, at)) = settled {
+                prop_assert!(
+                    !accepted,
+                    "accepted target {t} attempted again in {:?}",
+                    r.id
+                );
+                prop_assert!(
+                    r.rearmed_after_attempt >= at,
+                    "rejected target {t} retried without re-arm"
+                );
+            }
+            if e.outcome.is_settled() {
+                settled = Some((e.outcome.is_accepted(), e.attempt));
+            }
+        }
+    }
+    // Stage, lease, due time and reason agree.
+    match r.stage {
+        Stage::Pending | Stage::Retryable => {
+            prop_assert!(r.lease.is_none() && r.due_ms.is_some(), "{r:?}");
+            prop_assert_eq!(r.satisfaction, Satisfaction::Pending);
+            prop_assert_eq!(r.stage == Stage::Pending, r.attempts == 0);
+        }
+        Stage::Leased => {
+            let l = r.lease.as_ref().expect("leased without lease");
+            prop_assert_eq!(r.due_ms, Some(l.expires_ms));
+            prop_assert_eq!(l.attempt, r.attempts + 1);
+        }
+        Stage::Satisfied => {
+            prop_assert!(r.lease.is_none() && r.due_ms.is_none());
+            prop_assert_eq!(r.satisfaction, Satisfaction::Satisfied);
+        }
+        Stage::Exhausted => {
+            prop_assert!(r.lease.is_none() && r.due_ms.is_none());
+            prop_assert!(r.reason.is_some());
+            prop_assert_eq!(
+                r.reason == Some(StopReason::Rejected),
+                r.satisfaction == Satisfaction::Exhausted
+            );
+        }
+        Stage::Cancelled => {
+            prop_assert!(r.lease.is_none() && r.due_ms.is_none());
+            prop_assert_eq!(r.reason, Some(StopReason::Cancelled));
+        }
+    }
+    Ok(())
+}
+
+fn snapshot(store: &MemoryStore) -> BTreeMap<String, Record> {
+    store
+        .snapshot()
+        .into_iter()
+        .map(|r| (r.id.clone(), r))
+        .collect()
+}
+
+fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
+    block_on(async {
+        let store = MemoryStore::new();
+        let mut now = 1_000u64;
+        // id -> the digest and event it was created with (minus purged ids).
+        let mut model: BTreeMap<String, Record> = BTreeMap::new();
+        // (id, lease id, revision) of every claim ever handed out.
+        let mut leases: Vec<(String, String, u64)> = Vec::new();
+        let mut next_lease = 0u32;
+        for op in ops {
+            let before = snapshot(&store);
+            let mut retried: Option<String> = None;
+            let mut created: BTreeSet<String> = BTreeSet::new();
+            let mut purged_allowed = false;
+            let mut ok = true;
+            match &op {
+                Op::Enqueue { item, variant } => {
+                    match store.enqueue(plan(*item, *variant), now).await {
+                        Ok(e) => {
+                            let id = item_id(*item);
+                            match e.outcome {
+                                EnqueueOutcome::Created => {
+                                    prop_assert!(!model.contains_key(&id), "created twice: {id}");
+                                    created.insert(id);
+                                }
+                                EnqueueOutcome::Replay => {
+                                    prop_assert_eq!(Some(&e.record), before.get(&id), "replay");
+                                }
+                            }
+                        }
+                        Err(e) => {
+                            prop_assert_eq!(e.code(), "plan_conflict");
+                            ok = false;
+                        }
+                    }
+                }
+                Op::EnqueueMany { items } => {
+                    let plans = items.iter().map(|(i, v)| plan(*i, *v)).collect();
+                    match store.enqueue_many(plans, now).await {
+                        Ok(out) => {
+                            prop_assert_eq!(out.len(), items.len());
+                            for e in out {
+                                if e.outcome == EnqueueOutcome::Created {
+                                    prop_assert!(
+                                        created.insert(e.record.id.clone()),
+                                        "created twice in a batch"
+                                    );
+                                    prop_assert!(!model.contains_key(&e.record.id));
+                                }
+                            }
+                        }
+                        Err(e) => {
+                            prop_assert_eq!(e.code(), "plan_conflict");
+                            ok = false;
+                        }
+                    }
+                }
+                Op::Claim {
+                    owner,
+                    limit,
+                    lease_ms,
+                } => {
+                    next_lease += 1;
+                    let lease_id = format!("lease-{next_lease}");
+                    let req = ClaimRequest {
+                        owner: format!("owner-{owner}"),
+                        lease_id: lease_id.clone(),
+                        limit: *limit,
+                        lease_ms: *lease_ms,
+                    };
+                    let got = store.claim(&req, now).await.expect("claim");
+                    prop_assert!(got.len() <= *limit as usize);
+                    let ids: BTreeSet<&String> = got.iter().map(|r| &r.id).collect();
+                    prop_assert_eq!(ids.len(), got.len(), "claimed twice in one batch");
+                    for r in &got {
+                        let prev = &before[&r.id];
+                        prop_assert!(prev.is_ready(now), "claimed an unready record");
+                        prop_assert!(!prev.has_active_lease(now), "two active leases");
+                        if r.stage == Stage::Leased {
+                            leases.push((r.id.clone(), lease_id.clone(), r.revision));
+                        } else {
+                            prop_assert_eq!(r.reason, Some(StopReason::Expired));
+                        }
+                    }
+                    // Claim order: nothing ready was skipped for a later one.
+                    let mut ready: Vec<&Record> =
+                        before.values().filter(|r| r.is_ready(now)).collect();
+                    ready.sort_by_key(|r| r.claim_key());
+                    let expected: Vec<&String> =
+                        ready.iter().take(*limit as usize).map(|r| &r.id).collect();
+                    let actual: Vec<&String> = got.iter().map(|r| &r.id).collect();
+                    prop_assert_eq!(actual, expected, "claim order");
+                }
+                Op::Complete {
+                    lease,
+                    answers,
+                    jitter,
+                } => {
+                    if leases.is_empty() {
+                        continue;
+                    }
+                    let (id, lease_id, revision) = leases[lease % leases.len()].clone();
+                    let Some(current) = before.get(&id) else {
+                        continue;
+                    };
+                    let results = current
+                        .unsettled_targets()
+                        .into_iter()
+                        .zip(answers)
+                        .filter_map(|(t, a)| {
+                            outcome(*a).map(|o| TargetResult {
+                                target: t,
+                                outcome: o,
+                                message: String::new(),
+                            })
+                        })
+                        .collect();
+                    let c = Completion {
+                        id: id.clone(),
+                        lease_id,
+                        revision,
+                        results,
+                        jitter: *jitter,
+                    };
+                    match store.complete_attempt(&c, &retry_cfg(), now).await {
+                        Ok(r) => {
+                            prop_assert_eq!(r.attempts, current.attempts + 1, "attempt numbering");
+                            if r.stage == Stage::Retryable {
+                                prop_assert!(r.due_ms.unwrap() > now);
+                                let rate_limited = r.evidence.iter().any(|e| {
+                                    e.attempt == r.attempts && e.outcome == Outcome::RateLimited
+                                });
+                                if rate_limited {
+                                    prop_assert!(
+                                        r.due_ms.unwrap() >= now + 2_000,
+                                        "rate limit ignored"
+                                    );
+                                }
+                            }
+                        }
+                        Err(e) => {
+                            prop_assert!(e.is_lost_claim(), "unexpected {e:?}");
+                            ok = false;
+                        }
+                    }
+                }
+                Op::Release { lease } => {
+                    if leases.is_empty() {
+                        continue;
+                    }
+                    let (id, lease_id, revision) = leases[lease % leases.len()].clone();
+                    if !before.contains_key(&id) {
+                        continue;
+                    }
+                    if let Err(e) = store.release(&id, &lease_id, revision, now).await {
+                        prop_assert!(e.is_lost_claim(), "unexpected {e:?}");
+                        ok = false;
+                    }
+                }
+                Op::Retry { item } => match store.retry(&item_id(*item), now).await {
+                    Ok(r) => {
+                        prop_assert_eq!(before[&r.id].stage, Stage::Exhausted);
+                        retried = Some(r.id);
+                    }
+                    Err(e) => {
+                        prop_assert!(matches!(e.code(), "not_retryable" | "not_found"), "{e:?}");
+                        ok = false;
+                    }
+                },
+                Op::Cancel { item } => match store.cancel(&item_id(*item), now).await {
+                    Ok(r) => prop_assert!(!before[&r.id].is_terminal()),
+                    Err(e) => {
+                        prop_assert!(
+                            matches!(e.code(), "already_terminal" | "not_found"),
+                            "{e:?}"
+                        );
+                        ok = false;
+                    }
+                },
+                Op::Advance { ms } => {
+                    now += ms;
+                    continue;
+                }
+                Op::Purge { age } => {
+                    let cutoff = now.saturating_sub(*age);
+                    let n = store.purge(cutoff).await.expect("purge");
+                    let expected = before
+                        .values()
+                        .filter(|r| r.is_terminal() && r.updated_ms < cutoff)
+                        .count();
+                    prop_assert_eq!(n as usize, expected);
+                    purged_allowed = true;
+                }
+            }
+            let after = snapshot(&store);
+            if !ok {
+                prop_assert_eq!(&after, &before, "a failed operation changed the store");
+            }
+            // Nothing lost, nothing duplicated.
+            for id in &created {
+                model.insert(id.clone(), after[id].clone());
+            }
+            for (id, r) in &before {
+                match after.get(id) {
+                    Some(_) => {}
+                    None => {
+                        prop_assert!(purged_allowed && r.is_terminal(), "record {id} lost");
+                        model.remove(id);
+                    }
+                }
+            }
+            let ids: BTreeSet<&String> = after.keys().collect();
+            let expected: BTreeSet<&String> = model.keys().collect();
+            prop_assert_eq!(ids, expected, "record set");
+            let counts = store.status().await.expect("status");
+            prop_assert_eq!(counts.total() as usize, model.len());
+            for (id, r) in &after {
+                let first = &model[id];
+                prop_assert_eq!(&r.event, &first.event, "event kept exactly");
+                prop_assert_eq!(&r.plan_digest, &first.plan_digest, "plan kept");
+                check_record(r)?;
+                let Some(prev) = before.get(id) else { continue };
+                if r != prev {
+                    prop_assert!(r.revision > prev.revision, "revision must grow on {id}");
+                    prop_assert!(
+                        r.evidence.starts_with(&prev.evidence),
+                        "evidence is append-only on {id}"
+                    );
+                    prop_assert!(
+                        !prev.is_terminal() || retried.as_deref() == Some(id.as_str()),
+                        "terminal record {id} changed without retry"
+                    );
+                } else {
+                    prop_assert_eq!(r.revision, prev.revision);
+                }
+            }
+            let next_due = store.next_due().await.expect("next_due");
+            prop_assert_eq!(next_due, after.values().filter_map(|r| r.due_ms).min());
+        }
+        Ok(())
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    #[test]
+    fn random_operation_sequences_keep_the_invariants(ops in prop::collection::vec(op(), 1..80)) {
+        run(ops)?;
+    }
+}
