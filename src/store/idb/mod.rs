@@ -15,9 +15,9 @@
 //! A row that cannot be decoded is reported through [`IdbStore::corrupt_records`] and
 //! `corrupt_record` errors, skipped by claims and lists, and never deleted.
 
+pub mod persistence;
 mod schema;
 mod sys;
-pub mod persistence;
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -92,6 +92,12 @@ fn top() -> JsValue {
     Array::new().into()
 }
 
+/// Every `stage` index key of one stage: `[stage]` up to `[stage, []]`.
+fn stage_range(stage: Stage) -> Result<IdbKeyRange, Failure> {
+    let s = JsValue::from_str(stage.as_str());
+    IdbKeyRange::bound(&key(std::slice::from_ref(&s)), &key(&[s, top()])).map_err(failure)
+}
+
 impl IdbStore {
     /// Opens (creating or upgrading) the database.
     ///
@@ -125,7 +131,10 @@ impl IdbStore {
     /// True while it holds an open connection (false after another context's
     /// version change closed it, until the next operation reopens it).
     pub fn is_connected(&self) -> bool {
-        self.conn.borrow().as_ref().is_some_and(|c| !sys::is_closed(c))
+        self.conn
+            .borrow()
+            .as_ref()
+            .is_some_and(|c| !sys::is_closed(c))
     }
 
     /// Rows seen so far that could not be decoded: `(item id, reason)`. They stay
@@ -150,9 +159,12 @@ impl IdbStore {
                 "IndexedDB is not available in this context".into(),
             ))
         })?;
-        let upgrade = Closure::<dyn FnMut(IdbDatabase, IdbTransaction, f64) -> Result<(), JsValue>>::new(
-            |db: IdbDatabase, tx: IdbTransaction, old: f64| schema::upgrade(&db, &tx, old as u32),
-        );
+        let upgrade =
+            Closure::<dyn FnMut(IdbDatabase, IdbTransaction, f64) -> Result<(), JsValue>>::new(
+                |db: IdbDatabase, tx: IdbTransaction, old: f64| {
+                    schema::upgrade(&db, &tx, old as u32)
+                },
+            );
         let opened = JsFuture::from(sys::open_database(
             &factory,
             &self.options.name,
@@ -187,7 +199,11 @@ impl IdbStore {
     /// (which never upgrades) and closing at once.
     async fn stored_version(&self, factory: &web_sys::IdbFactory) -> Option<u32> {
         let req = factory.open(&self.options.name).ok()?;
-        let db: IdbDatabase = request(Ok(req.unchecked_into())).await.ok()?.dyn_into().ok()?;
+        let db: IdbDatabase = request(Ok(req.unchecked_into()))
+            .await
+            .ok()?
+            .dyn_into()
+            .ok()?;
         let v = db.version() as u32;
         db.close();
         Some(v)
@@ -195,7 +211,10 @@ impl IdbStore {
 
     /// Runs `op` on the connection; when the connection turns out closed or lost,
     /// reopens once and runs it again.
-    async fn run<T>(&self, op: impl AsyncFn(&IdbDatabase) -> Result<T, Failure>) -> Result<T, StoreError> {
+    async fn run<T>(
+        &self,
+        op: impl AsyncFn(&IdbDatabase) -> Result<T, Failure>,
+    ) -> Result<T, StoreError> {
         let db = self.connection().await?;
         match op(&db).await {
             Err(Failure::Lost(_)) => {
@@ -224,7 +243,9 @@ impl IdbStore {
         match result {
             Ok(record) => Ok(Some(record)),
             Err(StoreError::Corrupt { id, message }) => {
-                self.corrupt.borrow_mut().insert(id.clone(), message.clone());
+                self.corrupt
+                    .borrow_mut()
+                    .insert(id.clone(), message.clone());
                 Err(StoreError::Corrupt { id, message })
             }
             Err(e) => Err(e),
@@ -253,20 +274,28 @@ impl IdbStore {
                 .decode(current)?
                 .ok_or_else(|| CoreError::NotFound { id: id.to_string() })?;
             let next = f(&current)?;
-            store.put(&to_js(&codec::encode(&next)?)?).map_err(failure)?;
+            store
+                .put(&to_js(&codec::encode(&next)?)?)
+                .map_err(failure)?;
             tx.commit().await?;
             Ok(next)
         })
         .await
     }
 
-    async fn enqueue_batch(&self, plans: &[Plan], now_ms: u64) -> Result<Vec<Enqueued>, StoreError> {
+    async fn enqueue_batch(
+        &self,
+        plans: &[Plan],
+        now_ms: u64,
+    ) -> Result<Vec<Enqueued>, StoreError> {
         // Decide every plan against the batch itself first (a repeated id in one batch
         // replays or conflicts with its first occurrence), assuming no stored record.
         let mut first: BTreeMap<&str, usize> = BTreeMap::new();
         let mut decisions: Vec<EnqueueDecision> = Vec::with_capacity(plans.len());
         for (i, plan) in plans.iter().enumerate() {
-            let earlier = first.get(plan.id.as_str()).map(|&j| decisions[j].record().clone());
+            let earlier = first
+                .get(plan.id.as_str())
+                .map(|&j| decisions[j].record().clone());
             let decision = core::decide_enqueue(earlier.as_ref(), plan.clone(), now_ms)?;
             if earlier.is_none() {
                 first.insert(plan.id.as_str(), i);
@@ -292,10 +321,15 @@ impl IdbStore {
                 .await
                 .map_err(failure)?;
             let existing: Array = existing.unchecked_into();
-            let mut answers: Vec<Enqueued> = decisions.iter().map(|d| d.clone().into_enqueued()).collect();
+            let mut answers: Vec<Enqueued> = decisions
+                .iter()
+                .map(|d| d.clone().into_enqueued())
+                .collect();
             for slot in existing.iter() {
                 let slot = slot.as_f64().unwrap_or(0.0) as usize;
-                let Some(&i) = created.get(slot) else { continue };
+                let Some(&i) = created.get(slot) else {
+                    continue;
+                };
                 let stored = request(store.get(&JsValue::from_str(&plans[i].id))).await;
                 let outcome = stored
                     .and_then(|v| self.decode(v).map_err(Failure::Store))
@@ -308,7 +342,8 @@ impl IdbStore {
                         // Later duplicates of this id in the batch replay it too.
                         for (j, plan) in plans.iter().enumerate() {
                             if plan.id == plans[i].id {
-                                answers[j] = EnqueueDecision::Replay(record.clone()).into_enqueued();
+                                answers[j] =
+                                    EnqueueDecision::Replay(record.clone()).into_enqueued();
                             }
                         }
                     }
@@ -343,7 +378,9 @@ impl IdbStore {
         let upper = key(&[JsValue::from_f64(now_ms as f64), top()]);
         let range = match after {
             None => IdbKeyRange::upper_bound(&upper),
-            Some(after) => IdbKeyRange::bound_with_lower_open_and_upper_open(&after, &upper, true, false),
+            Some(after) => {
+                IdbKeyRange::bound_with_lower_open_and_upper_open(&after, &upper, true, false)
+            }
         }
         .map_err(failure)?;
         request(index.get_all_with_key_and_limit(&range, limit)).await
@@ -352,13 +389,19 @@ impl IdbStore {
 
 impl Store for IdbStore {
     async fn enqueue(&self, plan: Plan, now_ms: u64) -> Result<Enqueued, StoreError> {
-        let mut answers = self.enqueue_batch(std::slice::from_ref(&plan), now_ms).await?;
+        let mut answers = self
+            .enqueue_batch(std::slice::from_ref(&plan), now_ms)
+            .await?;
         answers
             .pop()
             .ok_or_else(|| StoreError::Backend("enqueue produced no answer".into()))
     }
 
-    async fn enqueue_many(&self, plans: Vec<Plan>, now_ms: u64) -> Result<Vec<Enqueued>, StoreError> {
+    async fn enqueue_many(
+        &self,
+        plans: Vec<Plan>,
+        now_ms: u64,
+    ) -> Result<Vec<Enqueued>, StoreError> {
         self.enqueue_batch(&plans, now_ms).await
     }
 
@@ -384,19 +427,29 @@ impl Store for IdbStore {
             let mut after: Option<JsValue> = None;
             loop {
                 let want = limit - claimed.len() as u32;
-                let page: Array = self.due_page(&index, after.clone(), now_ms, want).await?.unchecked_into();
+                let page: Array = self
+                    .due_page(&index, after.clone(), now_ms, want)
+                    .await?
+                    .unchecked_into();
                 let fetched = page.length();
                 for value in page.iter() {
-                    let due = js_sys::Reflect::get(&value, &"dueMs".into()).unwrap_or(JsValue::UNDEFINED);
-                    let created = js_sys::Reflect::get(&value, &"createdMs".into()).unwrap_or(JsValue::UNDEFINED);
-                    let id = js_sys::Reflect::get(&value, &"id".into()).unwrap_or(JsValue::UNDEFINED);
+                    let due =
+                        js_sys::Reflect::get(&value, &"dueMs".into()).unwrap_or(JsValue::UNDEFINED);
+                    let created = js_sys::Reflect::get(&value, &"createdMs".into())
+                        .unwrap_or(JsValue::UNDEFINED);
+                    let id =
+                        js_sys::Reflect::get(&value, &"id".into()).unwrap_or(JsValue::UNDEFINED);
                     after = Some(key(&[due, created, id]));
-                    let Ok(Some(record)) = self.decode(value) else { continue };
+                    let Ok(Some(record)) = self.decode(value) else {
+                        continue;
+                    };
                     if !record.is_ready(now_ms) {
                         continue;
                     }
                     let next = core::claim(&record, request_, now_ms)?.into_record();
-                    store.put(&to_js(&codec::encode(&next)?)?).map_err(failure)?;
+                    store
+                        .put(&to_js(&codec::encode(&next)?)?)
+                        .map_err(failure)?;
                     claimed.push(next);
                 }
                 if fetched < want || claimed.len() as u32 >= limit {
@@ -415,12 +468,21 @@ impl Store for IdbStore {
         retry: &RetryConfig,
         now_ms: u64,
     ) -> Result<Record, StoreError> {
-        self.update(&completion.id, |r| core::complete_attempt(r, completion, now_ms, retry))
-            .await
+        self.update(&completion.id, |r| {
+            core::complete_attempt(r, completion, now_ms, retry)
+        })
+        .await
     }
 
-    async fn release(&self, id: &str, lease_id: &str, revision: u64, now_ms: u64) -> Result<Record, StoreError> {
-        self.update(id, |r| core::release(r, lease_id, revision, now_ms)).await
+    async fn release(
+        &self,
+        id: &str,
+        lease_id: &str,
+        revision: u64,
+        now_ms: u64,
+    ) -> Result<Record, StoreError> {
+        self.update(id, |r| core::release(r, lease_id, revision, now_ms))
+            .await
     }
 
     async fn retry(&self, id: &str, now_ms: u64) -> Result<Record, StoreError> {
@@ -438,8 +500,7 @@ impl Store for IdbStore {
             let index = store.index(IDX_STAGE).map_err(failure)?;
             let mut doomed: Vec<String> = Vec::new();
             for stage in [Stage::Satisfied, Stage::Exhausted, Stage::Cancelled] {
-                let s = JsValue::from_str(stage.as_str());
-                let range = IdbKeyRange::bound(&key(&[s.clone()]), &key(&[s, top()])).map_err(failure)?;
+                let range = stage_range(stage)?;
                 let page = request(index.get_all_with_key(&range)).await?;
                 for record in self.decode_page(page) {
                     if core::is_purgeable(&record, before_ms) {
@@ -468,7 +529,8 @@ impl Store for IdbStore {
                     if value.is_undefined() {
                         return Err(CoreError::NotFound { id: id.clone() }.into());
                     }
-                    let created = js_sys::Reflect::get(&value, &"createdMs".into()).map_err(failure)?;
+                    let created =
+                        js_sys::Reflect::get(&value, &"createdMs".into()).map_err(failure)?;
                     Some((created, JsValue::from_str(id)))
                 }
             };
@@ -477,7 +539,7 @@ impl Store for IdbStore {
                     let s = JsValue::from_str(stage.as_str());
                     let lower = match &cursor {
                         Some((c, id)) => key(&[s.clone(), c.clone(), id.clone()]),
-                        None => key(&[s.clone()]),
+                        None => key(std::slice::from_ref(&s)),
                     };
                     let range = IdbKeyRange::bound_with_lower_open_and_upper_open(
                         &lower,
@@ -491,8 +553,11 @@ impl Store for IdbStore {
                 None => {
                     let range = match &cursor {
                         Some((c, id)) => Some(
-                            IdbKeyRange::lower_bound_with_open(&key(&[c.clone(), id.clone()]), true)
-                                .map_err(failure)?,
+                            IdbKeyRange::lower_bound_with_open(
+                                &key(&[c.clone(), id.clone()]),
+                                true,
+                            )
+                            .map_err(failure)?,
                         ),
                         None => None,
                     };
@@ -500,8 +565,13 @@ impl Store for IdbStore {
                 }
             };
             let page = match range {
-                Some(range) => request(index.get_all_with_key_and_limit(&range, query.limit)).await?,
-                None => request(index.get_all_with_key_and_limit(&JsValue::UNDEFINED, query.limit)).await?,
+                Some(range) => {
+                    request(index.get_all_with_key_and_limit(&range, query.limit)).await?
+                }
+                None => {
+                    request(index.get_all_with_key_and_limit(&JsValue::UNDEFINED, query.limit))
+                        .await?
+                }
             };
             Ok(self.decode_page(page))
         })
@@ -514,8 +584,7 @@ impl Store for IdbStore {
             let index = tx.store(RECORDS)?.index(IDX_STAGE).map_err(failure)?;
             let mut counts = StageCounts::default();
             for stage in Stage::ALL {
-                let s = JsValue::from_str(stage.as_str());
-                let range = IdbKeyRange::bound(&key(&[s.clone()]), &key(&[s, top()])).map_err(failure)?;
+                let range = stage_range(stage)?;
                 let n = request(index.count_with_key(&range)).await?;
                 let n = n.as_f64().unwrap_or(0.0) as u32;
                 *match stage {

@@ -43,10 +43,8 @@ fn v0_to_v1(db: &IdbDatabase, _tx: &IdbTransaction) -> Result<(), JsValue> {
     let params = IdbObjectStoreParameters::new();
     params.set_key_path(&JsValue::from_str("id"));
     let records = db.create_object_store_with_optional_parameters(RECORDS, &params)?;
-    records.create_index_with_str_sequence(
-        IDX_DUE,
-        &key_path(&["dueMs", "createdMs", "id"]).into(),
-    )?;
+    records
+        .create_index_with_str_sequence(IDX_DUE, &key_path(&["dueMs", "createdMs", "id"]).into())?;
     records.create_index_with_str_sequence(IDX_CREATED, &key_path(&["createdMs", "id"]).into())?;
     records.create_index_with_str_sequence(
         IDX_STAGE,

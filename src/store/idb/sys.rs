@@ -104,9 +104,7 @@ pub(super) fn failure(err: JsValue) -> Failure {
 /// Awaits one request: its `result`, or its error mapped to a failure.
 pub(super) async fn request(req: Result<IdbRequest, JsValue>) -> Result<JsValue, Failure> {
     let req = req.map_err(failure)?;
-    JsFuture::from(request_promise(&req))
-        .await
-        .map_err(failure)
+    JsFuture::from(request_promise(&req)).await.map_err(failure)
 }
 
 /// Whether a transaction must survive power loss (`strict`) or may trade that for

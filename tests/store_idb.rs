@@ -1,0 +1,306 @@
+//! The IndexedDB store in a real browser: the shared conformance suite, durability
+//! across reopen, two connections claiming concurrently (as two tabs would), schema
+//! versions, version changes from another connection, and corrupt rows.
+#![cfg(target_arch = "wasm32")]
+
+use futures_util::future::join;
+use nostr_outbox::core::Policy;
+use nostr_outbox::store::conformance::{self, fixture_claim, fixture_plan};
+use nostr_outbox::store::idb::{Durability, IdbOptions, IdbStore, SCHEMA_VERSION};
+use nostr_outbox::store::Store;
+use std::collections::BTreeMap;
+use wasm_bindgen::prelude::*;
+use wasm_bindgen_futures::JsFuture;
+use wasm_bindgen_test::*;
+
+wasm_bindgen_test_configure!(run_in_browser);
+
+const RELAYS: [&str; 2] = ["wss://a.example", "wss://b.example"];
+
+fn random_name(prefix: &str) -> String {
+    format!("{prefix}-{}", js_sys::Math::random())
+}
+
+async fn open(name: &str) -> IdbStore {
+    IdbStore::open(IdbOptions::new(name))
+        .await
+        .expect("open IndexedDB store")
+}
+
+#[wasm_bindgen(inline_js = r#"
+export function rawOpen(name, version) {
+  return new Promise((resolve, reject) => {
+    const req = indexedDB.open(name, version);
+    req.onupgradeneeded = () => {
+      const db = req.result;
+      if (!db.objectStoreNames.contains("future")) db.createObjectStore("future");
+    };
+    req.onsuccess = () => resolve(req.result);
+    req.onerror = () => reject(req.error);
+    req.onblocked = () => {};
+  });
+}
+export function rawPut(db, store, value, key) {
+  return new Promise((resolve, reject) => {
+    const tx = db.transaction(store, "readwrite");
+    if (key === undefined) tx.objectStore(store).put(value);
+    else tx.objectStore(store).put(value, key);
+    tx.oncomplete = () => resolve();
+    tx.onerror = () => reject(tx.error);
+  });
+}
+export function rawCount(db, store) {
+  return new Promise((resolve, reject) => {
+    const req = db.transaction(store).objectStore(store).count();
+    req.onsuccess = () => resolve(req.result);
+    req.onerror = () => reject(req.error);
+  });
+}
+export function rawClose(db) { db.close(); }
+export function rawVersion(db) { return db.version; }
+"#)]
+extern "C" {
+    #[wasm_bindgen(js_name = rawOpen)]
+    fn raw_open(name: &str, version: u32) -> js_sys::Promise;
+    #[wasm_bindgen(js_name = rawPut)]
+    fn raw_put(db: &JsValue, store: &str, value: &JsValue, key: Option<&str>) -> js_sys::Promise;
+    #[wasm_bindgen(js_name = rawCount)]
+    fn raw_count(db: &JsValue, store: &str) -> js_sys::Promise;
+    #[wasm_bindgen(js_name = rawClose)]
+    fn raw_close(db: &JsValue);
+    #[wasm_bindgen(js_name = rawVersion)]
+    fn raw_version(db: &JsValue) -> u32;
+}
+
+#[wasm_bindgen_test]
+async fn conformance_suite_passes_on_indexeddb() {
+    conformance::run_all(|| async { open(&random_name("conformance")).await }).await;
+}
+
+#[wasm_bindgen_test]
+async fn conformance_suite_passes_with_relaxed_durability() {
+    conformance::run_all(|| async {
+        let mut options = IdbOptions::new(random_name("relaxed"));
+        options.durability = Durability::Relaxed;
+        IdbStore::open(options).await.expect("open relaxed store")
+    })
+    .await;
+}
+
+#[wasm_bindgen_test]
+async fn records_survive_close_and_reopen() {
+    let name = random_name("reopen");
+    let store = open(&name).await;
+    let plans: Vec<_> = (0..20)
+        .map(|n| fixture_plan(n, &RELAYS, Policy::All))
+        .collect();
+    store.enqueue_many(plans, 1_000).await.expect("enqueue");
+    let claimed = store
+        .claim(&fixture_claim("tab-1", "lease-1", 5, 60_000), 2_000)
+        .await
+        .expect("claim");
+    assert_eq!(claimed.len(), 5);
+    let before = store.list(&list_all()).await.expect("list before");
+    store.close();
+    drop(store);
+
+    let reopened = open(&name).await;
+    let after = reopened.list(&list_all()).await.expect("list after");
+    assert_eq!(after.len(), 20);
+    assert_eq!(
+        before, after,
+        "every record, lease and revision survives reopen"
+    );
+    let status = reopened.status().await.expect("status");
+    assert_eq!((status.pending, status.leased), (15, 5));
+}
+
+fn list_all() -> nostr_outbox::core::ListQuery {
+    nostr_outbox::core::ListQuery {
+        stage: None,
+        limit: 1_000,
+        after: None,
+    }
+}
+
+#[wasm_bindgen_test]
+async fn two_connections_never_lease_the_same_record() {
+    let name = random_name("two-tabs");
+    let tab_a = open(&name).await;
+    let tab_b = open(&name).await;
+    let total = 300u32;
+    let plans: Vec<_> = (0..total)
+        .map(|n| fixture_plan(n, &RELAYS, Policy::All))
+        .collect();
+    tab_a.enqueue_many(plans, 1_000).await.expect("enqueue");
+
+    let mut owner_of: BTreeMap<String, &str> = BTreeMap::new();
+    let mut round = 0u32;
+    loop {
+        round += 1;
+        let lease_a = format!("a-{round}");
+        let lease_b = format!("b-{round}");
+        let req_a = fixture_claim("tab-a", &lease_a, 7, 3_600_000);
+        let req_b = fixture_claim("tab-b", &lease_b, 11, 3_600_000);
+        let (got_a, got_b) = join(tab_a.claim(&req_a, 2_000), tab_b.claim(&req_b, 2_000)).await;
+        let (got_a, got_b) = (got_a.expect("claim a"), got_b.expect("claim b"));
+        if got_a.is_empty() && got_b.is_empty() {
+            break;
+        }
+        for (records, who) in [(got_a, "a"), (got_b, "b")] {
+            for r in records {
+                if let Some(previous) = owner_of.insert(r.id.clone(), who) {
+                    panic!("record {} leased to {previous} and again to {who}", r.id);
+                }
+            }
+        }
+        assert!(round < 1_000, "claims do not terminate");
+    }
+    assert_eq!(
+        owner_of.len(),
+        total as usize,
+        "every record claimed exactly once"
+    );
+    let by_a = owner_of.values().filter(|w| **w == "a").count();
+    assert!(
+        by_a > 0 && by_a < total as usize,
+        "both connections took part ({by_a} by a)"
+    );
+    let status = tab_b.status().await.expect("status");
+    assert_eq!(status.leased, total);
+}
+
+#[wasm_bindgen_test]
+async fn a_newer_schema_on_disk_is_refused_and_untouched() {
+    let name = random_name("newer");
+    let db = JsFuture::from(raw_open(&name, SCHEMA_VERSION + 1))
+        .await
+        .expect("raw open at a newer version");
+    JsFuture::from(raw_put(
+        &db,
+        "future",
+        &JsValue::from_str("keep me"),
+        Some("k"),
+    ))
+    .await
+    .expect("write into the newer database");
+    raw_close(&db);
+
+    let err = IdbStore::open(IdbOptions::new(&name))
+        .await
+        .expect_err("a newer schema must be refused");
+    assert_eq!(err.code(), "storage_version_too_new");
+    assert!(
+        err.to_string().contains(&format!("{}", SCHEMA_VERSION + 1)),
+        "{err}"
+    );
+
+    let db = JsFuture::from(raw_open(&name, SCHEMA_VERSION + 1))
+        .await
+        .expect("reopen");
+    assert_eq!(raw_version(&db), SCHEMA_VERSION + 1);
+    let count = JsFuture::from(raw_count(&db, "future"))
+        .await
+        .expect("count");
+    assert_eq!(
+        count.as_f64(),
+        Some(1.0),
+        "the newer database keeps its data"
+    );
+    raw_close(&db);
+}
+
+#[wasm_bindgen_test]
+async fn a_version_change_elsewhere_closes_us_and_the_next_call_reopens() {
+    let name = random_name("versionchange");
+    let store = open(&name).await;
+    store
+        .enqueue(fixture_plan(1, &RELAYS, Policy::All), 1_000)
+        .await
+        .expect("enqueue");
+    assert!(store.is_connected());
+    // Another context upgrades the database: it must not be blocked by us.
+    let other = JsFuture::from(raw_open(&name, SCHEMA_VERSION + 1))
+        .await
+        .expect("the other context's upgrade proceeds");
+    assert!(
+        !store.is_connected(),
+        "our connection closed for the upgrade"
+    );
+    raw_close(&other);
+    // The database is now newer than we support: the next call says so, typed.
+    let err = store.status().await.expect_err("newer schema");
+    assert_eq!(err.code(), "storage_version_too_new");
+}
+
+#[wasm_bindgen_test]
+async fn a_closed_connection_is_reopened_by_the_next_call() {
+    let name = random_name("reopen-on-call");
+    let store = open(&name).await;
+    store
+        .enqueue(fixture_plan(1, &RELAYS, Policy::All), 1_000)
+        .await
+        .expect("enqueue");
+    store.close();
+    assert!(!store.is_connected());
+    let status = store.status().await.expect("status reopens");
+    assert_eq!(status.pending, 1);
+    assert!(store.is_connected());
+}
+
+#[wasm_bindgen_test]
+async fn corrupt_rows_are_reported_skipped_and_kept() {
+    let name = random_name("corrupt");
+    let store = open(&name).await;
+    store
+        .enqueue_many(
+            vec![
+                fixture_plan(1, &RELAYS, Policy::All),
+                fixture_plan(2, &RELAYS, Policy::All),
+            ],
+            1_000,
+        )
+        .await
+        .expect("enqueue");
+    store.close();
+
+    // Damage one row behind the store's back: a due row whose document is garbage.
+    let db = JsFuture::from(raw_open(&name, SCHEMA_VERSION))
+        .await
+        .expect("raw open");
+    let bad = js_sys::Object::new();
+    for (k, v) in [
+        ("id", JsValue::from_str("broken")),
+        ("v", JsValue::from_f64(1.0)),
+        ("stage", JsValue::from_str("pending")),
+        ("dueMs", JsValue::from_f64(500.0)),
+        ("createdMs", JsValue::from_f64(500.0)),
+        ("eventId", JsValue::from_str("00")),
+        ("doc", JsValue::from_str("{not json")),
+    ] {
+        js_sys::Reflect::set(&bad, &JsValue::from_str(k), &v).expect("set");
+    }
+    JsFuture::from(raw_put(&db, "records", &bad, None))
+        .await
+        .expect("put corrupt row");
+    raw_close(&db);
+
+    let err = store.get("broken").await.expect_err("corrupt get");
+    assert_eq!(err.code(), "corrupt_record");
+    let claimed = store
+        .claim(&fixture_claim("tab", "lease", 10, 60_000), 2_000)
+        .await
+        .expect("claim skips the corrupt row");
+    assert_eq!(
+        claimed.len(),
+        2,
+        "both healthy records claimed past the corrupt head"
+    );
+    assert!(store.corrupt_records().iter().any(|(id, _)| id == "broken"));
+    assert_eq!(store.purge(u64::MAX).await.expect("purge"), 0);
+    assert_eq!(
+        store.get("broken").await.expect_err("still there").code(),
+        "corrupt_record",
+        "a corrupt row is never deleted"
+    );
+}
