@@ -118,7 +118,7 @@ pub trait Store {
         now_ms: u64,
     ) -> Result<Record, StoreError>;
 
-    /// Re-arms an exhausted record ([`crate::core::retry`]).
+    /// Re-arms an exhausted record ([`crate::core::retry()`]).
     async fn retry(&self, id: &str, now_ms: u64) -> Result<Record, StoreError>;
 
     /// Cancels a non-terminal record ([`crate::core::cancel`]).
