@@ -1,9 +1,162 @@
-//! Runs the store conformance suite against the memory store.
+//! Runs the store conformance suite against the memory store (one test per case, and
+//! the whole suite once), and checks that the suite catches broken stores.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use futures::executor::block_on;
-use nostr_outbox::store::{conformance, MemoryStore};
+use nostr_outbox::core::{
+    ClaimRequest, Completion, Enqueued, ListQuery, Plan, Record, RetryConfig, StageCounts,
+};
+use nostr_outbox::store::{conformance, MemoryStore, Store, StoreError};
+
+macro_rules! cases {
+    ($($case:ident),* $(,)?) => {
+        $(
+            #[test]
+            fn $case() {
+                block_on(conformance::$case(&MemoryStore::new()));
+            }
+        )*
+    };
+}
+
+cases!(
+    enqueue_create_replay_conflict,
+    enqueue_rejects_invalid_input,
+    enqueue_many_all_or_nothing,
+    get_list_status,
+    claim_order_and_bound,
+    claim_readiness_and_exclusivity,
+    lease_expiry_allows_reclaim,
+    lost_claim_changes_nothing,
+    attempt_records_evidence,
+    policies,
+    exhaustion,
+    expiration,
+    retry_and_cancel,
+    release_hands_back,
+    purge_terminal_only,
+    next_due,
+);
 
 #[test]
-fn memory_store_passes_the_conformance_suite() {
+fn memory_store_passes_the_whole_suite() {
     block_on(conformance::run_all(|| async { MemoryStore::new() }));
+}
+
+/// A memory store with one deliberate defect.
+struct Broken {
+    inner: MemoryStore,
+    defect: Defect,
+}
+
+#[derive(Clone, Copy)]
+enum Defect {
+    /// `claim` hands records back in reverse order.
+    ClaimOrder,
+    /// `enqueue_many` writes the plans before a later one fails.
+    NonAtomicBatch,
+    /// `purge` also deletes non-terminal records.
+    PurgeEverything,
+}
+
+impl Store for Broken {
+    async fn enqueue(&self, plan: Plan, now_ms: u64) -> Result<Enqueued, StoreError> {
+        self.inner.enqueue(plan, now_ms).await
+    }
+    async fn enqueue_many(
+        &self,
+        plans: Vec<Plan>,
+        now_ms: u64,
+    ) -> Result<Vec<Enqueued>, StoreError> {
+        if let Defect::NonAtomicBatch = self.defect {
+            let mut out = Vec::new();
+            for p in plans {
+                out.push(self.inner.enqueue(p, now_ms).await?);
+            }
+            return Ok(out);
+        }
+        self.inner.enqueue_many(plans, now_ms).await
+    }
+    async fn get(&self, id: &str) -> Result<Option<Record>, StoreError> {
+        self.inner.get(id).await
+    }
+    async fn claim(&self, request: &ClaimRequest, now_ms: u64) -> Result<Vec<Record>, StoreError> {
+        let mut out = self.inner.claim(request, now_ms).await?;
+        if let Defect::ClaimOrder = self.defect {
+            out.reverse();
+        }
+        Ok(out)
+    }
+    async fn complete_attempt(
+        &self,
+        completion: &Completion,
+        retry: &RetryConfig,
+        now_ms: u64,
+    ) -> Result<Record, StoreError> {
+        self.inner.complete_attempt(completion, retry, now_ms).await
+    }
+    async fn release(
+        &self,
+        id: &str,
+        lease_id: &str,
+        revision: u64,
+        now_ms: u64,
+    ) -> Result<Record, StoreError> {
+        self.inner.release(id, lease_id, revision, now_ms).await
+    }
+    async fn retry(&self, id: &str, now_ms: u64) -> Result<Record, StoreError> {
+        self.inner.retry(id, now_ms).await
+    }
+    async fn cancel(&self, id: &str, now_ms: u64) -> Result<Record, StoreError> {
+        self.inner.cancel(id, now_ms).await
+    }
+    async fn purge(&self, before_ms: u64) -> Result<u32, StoreError> {
+        if let Defect::PurgeEverything = self.defect {
+            for r in self.inner.snapshot() {
+                if !r.is_terminal() {
+                    self.inner.cancel(&r.id, r.updated_ms).await?;
+                }
+            }
+            return self.inner.purge(u64::MAX).await;
+        }
+        self.inner.purge(before_ms).await
+    }
+    async fn list(&self, query: &ListQuery) -> Result<Vec<Record>, StoreError> {
+        self.inner.list(query).await
+    }
+    async fn status(&self) -> Result<StageCounts, StoreError> {
+        self.inner.status().await
+    }
+    async fn next_due(&self) -> Result<Option<u64>, StoreError> {
+        self.inner.next_due().await
+    }
+}
+
+fn suite_fails_on(defect: Defect) -> String {
+    let result = catch_unwind(AssertUnwindSafe(|| {
+        block_on(conformance::run_all(|| async move {
+            Broken {
+                inner: MemoryStore::new(),
+                defect,
+            }
+        }))
+    }));
+    match result {
+        Ok(()) => panic!("the suite passed a broken store"),
+        Err(e) => e
+            .downcast_ref::<String>()
+            .cloned()
+            .unwrap_or_else(|| "<non-string panic>".into()),
+    }
+}
+
+#[test]
+fn the_suite_catches_broken_stores() {
+    let msg = suite_fails_on(Defect::ClaimOrder);
+    assert!(msg.contains("claim_order_and_bound"), "{msg}");
+    let msg = suite_fails_on(Defect::NonAtomicBatch);
+    assert!(msg.contains("enqueue_many_all_or_nothing"), "{msg}");
+    let msg = suite_fails_on(Defect::PurgeEverything);
+    assert!(msg.contains("purge_terminal_only"), "{msg}");
 }
