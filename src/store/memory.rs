@@ -107,9 +107,11 @@ impl Store for MemoryStore {
             if !record.is_ready(now_ms) {
                 continue;
             }
-            let next = core::claim(record, request, now_ms)?.into_record();
-            map.insert(id, next.clone());
-            out.push(next);
+            out.push(core::claim(record, request, now_ms)?.into_record());
+        }
+        // Write only once every claim succeeded: all or nothing.
+        for r in &out {
+            map.insert(r.id.clone(), r.clone());
         }
         Ok(out)
     }
