@@ -94,17 +94,34 @@ else
 fi
 
 step "Browsers and drivers"
-apt_install chromium chromium-driver
+apt_install chromium chromium-driver firefox-esr
 note_found "$(chromium --version 2>/dev/null | head -1) / $(chromedriver --version | head -1)"
+if command -v geckodriver >/dev/null; then
+  note_found "$(geckodriver --version | head -1) / $(firefox-esr --version 2>/dev/null)"
+else
+  # npm's geckodriver downloads a binary (fails offline); the crate builds from source.
+  cargo install -q geckodriver --locked 2>/dev/null || cargo install -q geckodriver
+  note_installed "$(geckodriver --version | head -1)"
+fi
+
+step "Local Nostr relay (nostr-rs-relay)"
+if command -v nostr-rs-relay >/dev/null; then
+  note_found "nostr-rs-relay $(nostr-rs-relay --version 2>/dev/null | awk '{print $2}')"
+else
+  apt_install protobuf-compiler pkg-config libssl-dev
+  cargo install -q nostr-rs-relay --locked 2>/dev/null || cargo install -q nostr-rs-relay
+  note_installed "nostr-rs-relay"
+fi
 
 step "Node packages for JS tests"
-if [ -f tests/js/package.json ]; then
-  if [ ! -d tests/js/node_modules ] || [ tests/js/package-lock.json -nt tests/js/node_modules/.package-lock.json ]; then
-    (cd tests/js && npm ci --silent --no-audit --no-fund >/dev/null)
-    note_installed "tests/js node_modules"
+for dir in tests/js tests/e2e; do
+  [ -f "$dir/package.json" ] || continue
+  if [ ! -d "$dir/node_modules" ] || [ "$dir/package-lock.json" -nt "$dir/node_modules/.package-lock.json" ]; then
+    (cd "$dir" && npm ci --silent --no-audit --no-fund >/dev/null)
+    note_installed "$dir/node_modules"
   else
-    note_found "tests/js node_modules"
+    note_found "$dir/node_modules"
   fi
-fi
+done
 
 printf '\nsetup: %d installed, %d found already\n' "${#installed[@]}" "${#found[@]}"

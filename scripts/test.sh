@@ -50,6 +50,7 @@ run_tier clippy-wasm32 cargo clippy --target wasm32-unknown-unknown --lib --test
 run_tier rustdoc env RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --lib --locked -q
 run_tier native cargo test --locked
 run_tier browser-chrome wasm-pack test --headless --chrome -- "${browser_tests[@]}"
+run_tier browser-firefox wasm-pack test --headless --firefox -- "${browser_tests[@]}"
 if [ -x tests/js/run.sh ]; then
   run_tier js bash tests/js/run.sh
 fi
