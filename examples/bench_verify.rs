@@ -1,0 +1,66 @@
+//! Native benchmark of event verification: parse + id + BIP-340 signature check over
+//! the valid cross-implementation vectors (`tests/data/event_vectors.json`), printing
+//! events per second. Run: `cargo run --release --example bench_verify [rounds]`.
+
+use std::time::Instant;
+
+use nostr_outbox::nostr::{verify_event_json, Event};
+use serde_json::Value;
+
+const VECTORS: &str = include_str!("../tests/data/event_vectors.json");
+
+fn main() {
+    let rounds: usize = std::env::args()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(20);
+    let doc: Value = serde_json::from_str(VECTORS).expect("vectors file is JSON");
+    let events: Vec<String> = doc["vectors"]
+        .as_array()
+        .expect("vectors array")
+        .iter()
+        .filter(|v| v["valid_sig"] == Value::Bool(true))
+        .filter_map(|v| v["json"].as_str().map(str::to_owned))
+        .collect();
+    let bytes: usize = events.iter().map(String::len).sum();
+    println!(
+        "{} valid events ({} KiB of JSON), {rounds} rounds",
+        events.len(),
+        bytes / 1024
+    );
+
+    // Warm up and check.
+    assert!(events.iter().all(|e| verify_event_json(e)));
+
+    let parsed: Vec<Event> = events
+        .iter()
+        .filter_map(|e| Event::parse_json(e).ok())
+        .collect();
+    let phases: [(&str, &dyn Fn() -> bool); 4] = [
+        ("parse only", &|| {
+            events.iter().all(|e| Event::parse_json(e).is_ok())
+        }),
+        ("id only (parsed)", &|| {
+            parsed.iter().all(|e| e.verify_id().is_ok())
+        }),
+        ("signature only (parsed)", &|| {
+            parsed.iter().all(|e| e.verify_signature().is_ok())
+        }),
+        ("parse + id + signature", &|| {
+            events.iter().all(|e| verify_event_json(e))
+        }),
+    ];
+    for (name, run) in phases {
+        let start = Instant::now();
+        for _ in 0..rounds {
+            assert!(run());
+        }
+        let secs = start.elapsed().as_secs_f64();
+        let n = (events.len() * rounds) as f64;
+        println!(
+            "{name:<26} {:>10.0} events/s  ({:.1} µs/event)",
+            n / secs,
+            secs / n * 1e6
+        );
+    }
+}
