@@ -8,6 +8,8 @@ use serde::{Deserialize, Serialize};
 use crate::core::{EventEnvelope, Outcome};
 
 pub mod scripted;
+#[cfg(target_arch = "wasm32")]
+pub mod websocket;
 
 pub use scripted::ScriptedTransport;
 

@@ -1,0 +1,806 @@
+//! The browser relay transport: [`WsTransport`] publishes signed events to Nostr relays
+//! over the runtime's `WebSocket` (windows, workers, service workers, edge runtimes) and
+//! maps every result to the core's [`Outcome`].
+//!
+//! What it owns:
+//! - one connection per relay (by normalized URL), opened lazily, shared by every
+//!   publish, closed after [`WsTransportConfig::idle_close_ms`] without use;
+//! - many events in flight on one connection, each waiting for the `OK` with its id
+//!   (within [`WsTransportConfig::publish_timeout_ms`]);
+//! - NIP-42: the relay's latest `AUTH` challenge; on `auth-required:` the app's
+//!   [`AuthSigner`] signs the kind-22242 event, the transport checks it, sends it, waits
+//!   for its `OK` and resends the *same* signed event once;
+//! - per-relay state: a `rate-limited:` answer pauses that relay alone for
+//!   [`WsTransportConfig::rate_limit_backoff_ms`]; repeated connection failures open a
+//!   circuit so publishes to a dead relay report `Unreachable` at once;
+//! - diagnostics ([`WsTransport::diagnostics`]): ignored, malformed, oversized and
+//!   unrelated frames, notices, connections, per-relay state.
+//!
+//! What it must not do: retry (the core decides), touch a store, re-serialize or re-sign
+//! an event (it sends `event.raw` verbatim), panic on any frame, or leak closures (each
+//! connection owns its handlers and detaches them when it closes or drops).
+//!
+//! See `docs/TRANSPORT.md` for the outcome table and the design notes.
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::pin::pin;
+use std::rc::Rc;
+
+use futures_util::future::{select, Either, LocalBoxFuture};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use thiserror::Error;
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+use wasm_bindgen_futures::JsFuture;
+
+use super::{PublishReport, Transport};
+use crate::core::{EventEnvelope, Outcome};
+use crate::nostr::{
+    auth_message, auth_template, check_auth_event, classify_ok, event_message, Event, RelayUrl,
+};
+
+mod conn;
+mod timer;
+
+use conn::{Answer, AuthState, Conn, ConnState, Counters};
+use timer::{now_ms, Sleep};
+
+/// How the WebSocket transport times, limits and protects its connections. Every field
+/// is checked by [`WsTransportConfig::validate`]; JSON/JS names are camelCase and every
+/// field has a default.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct WsTransportConfig {
+    /// How long opening a connection may take (1..=600 000 ms; default 5 000).
+    pub connect_timeout_ms: u32,
+    /// How long a publish waits for its `OK` once sent (1..=600 000 ms; default 10 000).
+    pub publish_timeout_ms: u32,
+    /// How long NIP-42 authentication may take: signer plus the relay's `OK` to the
+    /// `AUTH` event (1..=600 000 ms; default 30 000, NIP-07 signers may prompt the user).
+    pub auth_timeout_ms: u32,
+    /// An unused connection is closed after this long (1..=86 400 000 ms; default 30 000).
+    pub idle_close_ms: u32,
+    /// Longer frames are ignored and counted, never parsed (1 024..=67 108 864 bytes;
+    /// default 1 MiB).
+    pub max_frame_bytes: u32,
+    /// After a `rate-limited:` answer, publishes to that relay report `RateLimited`
+    /// without sending for this long (0..=3 600 000 ms, 0 = never pause; default 5 000).
+    pub rate_limit_backoff_ms: u32,
+    /// After this many consecutive failed connections (connect failure or close with
+    /// publishes in flight, with no `OK` in between) the relay's circuit opens
+    /// (0..=1 000, 0 = never; default 3).
+    pub circuit_failures: u32,
+    /// How long an open circuit short-circuits publishes with `Unreachable`
+    /// (1..=3 600 000 ms; default 30 000). Afterwards one connection is tried again.
+    pub circuit_open_ms: u32,
+}
+
+impl Default for WsTransportConfig {
+    fn default() -> Self {
+        WsTransportConfig {
+            connect_timeout_ms: 5_000,
+            publish_timeout_ms: 10_000,
+            auth_timeout_ms: 30_000,
+            idle_close_ms: 30_000,
+            max_frame_bytes: 1024 * 1024,
+            rate_limit_backoff_ms: 5_000,
+            circuit_failures: 3,
+            circuit_open_ms: 30_000,
+        }
+    }
+}
+
+/// A [`WsTransportConfig`] field out of its range.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error("invalid transport config: {field} must be in {min}..={max}, got {value}")]
+pub struct WsConfigError {
+    /// The camelCase field name.
+    pub field: &'static str,
+    /// The smallest allowed value.
+    pub min: u64,
+    /// The largest allowed value.
+    pub max: u64,
+    /// The value given.
+    pub value: u64,
+}
+
+impl WsConfigError {
+    /// The stable error code: `invalid_config`.
+    pub fn code(&self) -> &'static str {
+        "invalid_config"
+    }
+}
+
+impl WsTransportConfig {
+    /// Checks every field against its range.
+    pub fn validate(&self) -> Result<(), WsConfigError> {
+        let check = |field: &'static str, value: u32, min: u64, max: u64| {
+            let v = u64::from(value);
+            if v < min || v > max {
+                Err(WsConfigError {
+                    field,
+                    min,
+                    max,
+                    value: v,
+                })
+            } else {
+                Ok(())
+            }
+        };
+        check("connectTimeoutMs", self.connect_timeout_ms, 1, 600_000)?;
+        check("publishTimeoutMs", self.publish_timeout_ms, 1, 600_000)?;
+        check("authTimeoutMs", self.auth_timeout_ms, 1, 600_000)?;
+        check("idleCloseMs", self.idle_close_ms, 1, 86_400_000)?;
+        check(
+            "maxFrameBytes",
+            self.max_frame_bytes,
+            1024,
+            64 * 1024 * 1024,
+        )?;
+        check(
+            "rateLimitBackoffMs",
+            self.rate_limit_backoff_ms,
+            0,
+            3_600_000,
+        )?;
+        check("circuitFailures", self.circuit_failures, 0, 1_000)?;
+        check("circuitOpenMs", self.circuit_open_ms, 1, 3_600_000)?;
+        Ok(())
+    }
+}
+
+/// Signs NIP-42 AUTH events for the transport: the app's key, never the outbox's.
+pub trait AuthSigner {
+    /// Signs the unsigned kind-22242 template (`kind`, `created_at`, `tags` with `relay`
+    /// and `challenge`, `content`) and returns the signed event object (with `id`,
+    /// `pubkey`, `sig`). An error leaves the publish `AuthRequired`.
+    fn sign(&self, template: Value) -> LocalBoxFuture<'static, Result<Value, String>>;
+}
+
+/// An [`AuthSigner`] backed by a JavaScript function `(template) => signedEvent` or
+/// `async (template) => signedEvent`, e.g. `t => window.nostr.signEvent(t)` (NIP-07).
+/// A throw or a rejection is reported as the error.
+#[derive(Debug, Clone)]
+pub struct JsAuthSigner {
+    function: js_sys::Function,
+}
+
+impl JsAuthSigner {
+    /// Wraps the JavaScript signer function.
+    pub fn new(function: js_sys::Function) -> JsAuthSigner {
+        JsAuthSigner { function }
+    }
+}
+
+impl AuthSigner for JsAuthSigner {
+    fn sign(&self, template: Value) -> LocalBoxFuture<'static, Result<Value, String>> {
+        let function = self.function.clone();
+        Box::pin(async move {
+            let arg = js_sys::JSON::parse(&template.to_string())
+                .map_err(|e| format!("cannot build the template: {}", describe_js_error(&e)))?;
+            let returned = function
+                .call1(&JsValue::UNDEFINED, &arg)
+                .map_err(|e| format!("signer threw: {}", describe_js_error(&e)))?;
+            let signed = JsFuture::from(js_sys::Promise::resolve(&returned))
+                .await
+                .map_err(|e| format!("signer rejected: {}", describe_js_error(&e)))?;
+            let text: String = js_sys::JSON::stringify(&signed)
+                .map_err(|e| {
+                    format!(
+                        "signer returned a value that is not JSON: {}",
+                        describe_js_error(&e)
+                    )
+                })?
+                .into();
+            serde_json::from_str(&text)
+                .map_err(|e| format!("signer returned a value that is not an event: {e}"))
+        })
+    }
+}
+
+/// A short description of a thrown JavaScript value (an `Error`'s name and message, or
+/// the value's string form).
+pub(crate) fn describe_js_error(e: &JsValue) -> String {
+    if let Some(err) = e.dyn_ref::<js_sys::Error>() {
+        let name: String = err.name().into();
+        let message: String = err.message().into();
+        return format!("{name}: {message}");
+    }
+    if let Some(s) = e.as_string() {
+        return s.chars().take(500).collect();
+    }
+    js_sys::JSON::stringify(e)
+        .ok()
+        .map(String::from)
+        .unwrap_or_else(|| "unknown JavaScript value".to_owned())
+        .chars()
+        .take(500)
+        .collect()
+}
+
+/// The state of a relay's connection, for diagnostics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum ConnectionState {
+    /// No connection (never opened, or replaced after closing).
+    None,
+    /// Opening.
+    Connecting,
+    /// Open.
+    Open,
+    /// Closed (idle, by the relay, or failed); the next publish opens a new one.
+    Closed,
+}
+
+/// Counters and state of one relay, since the transport was created.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RelayDiagnostics {
+    /// The normalized relay URL.
+    pub url: String,
+    /// The current connection's state.
+    pub connection: ConnectionState,
+    /// True when the current connection completed NIP-42 authentication.
+    pub authenticated: bool,
+    /// Publishes waiting for an `OK` now.
+    pub in_flight: u32,
+    /// Connections opened so far.
+    pub connections_opened: u64,
+    /// `EVENT` frames sent (first sends and resends after AUTH).
+    pub events_sent: u64,
+    /// `OK` frames matched to a publish (including AUTH answers).
+    pub oks: u64,
+    /// Well-formed frames about something else: `OK` for an id not waited for (unknown
+    /// or late), `EVENT`, `EOSE`, `CLOSED`, unknown message types.
+    pub unrelated_frames: u64,
+    /// Frames that are not JSON or have the wrong shape.
+    pub malformed_frames: u64,
+    /// Frames longer than `maxFrameBytes` (not parsed).
+    pub oversized_frames: u64,
+    /// Binary frames (relays speak text).
+    pub binary_frames: u64,
+    /// `NOTICE` frames.
+    pub notices: u64,
+    /// The last `NOTICE` text (at most 256 characters).
+    pub last_notice: Option<String>,
+    /// `AUTH` challenges received.
+    pub auth_challenges: u64,
+    /// Signed `AUTH` events sent.
+    pub auth_sent: u64,
+    /// Publishes answered without sending (circuit open or rate-limit pause).
+    pub short_circuited: u64,
+    /// Publishes that timed out waiting for their `OK`.
+    pub timeouts: u64,
+    /// Consecutive failed connections without an `OK` in between.
+    pub consecutive_failures: u32,
+    /// When the open circuit closes again (unix ms), if open now.
+    pub circuit_open_until_ms: Option<u64>,
+    /// When the rate-limit pause ends (unix ms), if paused now.
+    pub rate_limited_until_ms: Option<u64>,
+    /// The last connection failure.
+    pub last_failure: Option<String>,
+}
+
+/// A snapshot of the transport's connections and counters.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WsDiagnostics {
+    /// Connections connecting or open now.
+    pub open_connections: u32,
+    /// Frames ignored over all relays: unrelated + malformed + oversized + binary.
+    pub ignored_frames: u64,
+    /// Malformed frames over all relays.
+    pub malformed_frames: u64,
+    /// Oversized frames over all relays.
+    pub oversized_frames: u64,
+    /// Unrelated frames over all relays.
+    pub unrelated_frames: u64,
+    /// `NOTICE` frames over all relays.
+    pub notices: u64,
+    /// One entry per relay ever published to, in URL order.
+    pub relays: Vec<RelayDiagnostics>,
+}
+
+impl WsDiagnostics {
+    /// The entry for `relay` (any spelling that normalizes to the same URL).
+    pub fn relay(&self, relay: &str) -> Option<&RelayDiagnostics> {
+        let url = RelayUrl::parse(relay).ok()?;
+        self.relays.iter().find(|r| r.url == url.as_str())
+    }
+}
+
+struct RelayState {
+    conn: Option<Rc<Conn>>,
+    counters: Rc<Counters>,
+    consecutive_failures: u32,
+    circuit_open_until: f64,
+    rate_limited_until: f64,
+    last_failure: Option<String>,
+}
+
+impl RelayState {
+    fn new() -> RelayState {
+        RelayState {
+            conn: None,
+            counters: Rc::default(),
+            consecutive_failures: 0,
+            circuit_open_until: 0.0,
+            rate_limited_until: 0.0,
+            last_failure: None,
+        }
+    }
+}
+
+struct Inner {
+    config: WsTransportConfig,
+    signer: RefCell<Option<Rc<dyn AuthSigner>>>,
+    relays: RefCell<BTreeMap<String, RelayState>>,
+}
+
+/// Publishes signed events to relays over WebSockets; see the module docs.
+///
+/// Cloning is cheap and shares connections and state. Dropping the last clone closes
+/// every connection and frees every handler.
+#[derive(Clone)]
+pub struct WsTransport {
+    inner: Rc<Inner>,
+}
+
+impl fmt::Debug for WsTransport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WsTransport")
+            .field("config", &self.inner.config)
+            .field("relays", &self.inner.relays.borrow().len())
+            .field("signer", &self.inner.signer.borrow().is_some())
+            .finish()
+    }
+}
+
+/// Why one attempt to get an `OK` ended without one.
+enum Failure {
+    /// The connection closed (or could not be used) first.
+    Closed(String),
+    /// No `OK` within the publish timeout.
+    Timeout,
+}
+
+fn ms_u64(t: f64) -> u64 {
+    if t.is_finite() && t > 0.0 {
+        t as u64
+    } else {
+        0
+    }
+}
+
+impl WsTransport {
+    /// A transport with this configuration and no signer.
+    pub fn new(config: WsTransportConfig) -> Result<WsTransport, WsConfigError> {
+        config.validate()?;
+        Ok(WsTransport {
+            inner: Rc::new(Inner {
+                config,
+                signer: RefCell::new(None),
+                relays: RefCell::default(),
+            }),
+        })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &WsTransportConfig {
+        &self.inner.config
+    }
+
+    /// Sets (or removes) the NIP-42 signer. Without one, `auth-required:` answers stay
+    /// `AuthRequired` (retryable once a signer is set).
+    pub fn set_signer(&self, signer: Option<Rc<dyn AuthSigner>>) {
+        *self.inner.signer.borrow_mut() = signer;
+    }
+
+    /// Sets (or removes) a JavaScript signer function (see [`JsAuthSigner`]).
+    pub fn set_js_signer(&self, function: Option<js_sys::Function>) {
+        self.set_signer(function.map(|f| Rc::new(JsAuthSigner::new(f)) as Rc<dyn AuthSigner>));
+    }
+
+    /// Closes every connection now (publishes in flight on them report `Unreachable`)
+    /// and forgets rate-limit pauses and circuits. Counters are kept.
+    pub fn close_all(&self) {
+        let conns: Vec<Rc<Conn>> = {
+            let mut relays = self.inner.relays.borrow_mut();
+            relays
+                .values_mut()
+                .filter_map(|st| {
+                    st.consecutive_failures = 0;
+                    st.circuit_open_until = 0.0;
+                    st.rate_limited_until = 0.0;
+                    st.conn.take()
+                })
+                .collect()
+        };
+        for c in conns {
+            c.abort("closed by the application");
+        }
+    }
+
+    /// A snapshot of connections, counters and per-relay state.
+    pub fn diagnostics(&self) -> WsDiagnostics {
+        let now = now_ms();
+        let relays = self.inner.relays.borrow();
+        let mut out = WsDiagnostics {
+            open_connections: 0,
+            ignored_frames: 0,
+            malformed_frames: 0,
+            oversized_frames: 0,
+            unrelated_frames: 0,
+            notices: 0,
+            relays: Vec::with_capacity(relays.len()),
+        };
+        for (url, st) in relays.iter() {
+            let c = &st.counters;
+            let (connection, authenticated, in_flight) = match &st.conn {
+                None => (ConnectionState::None, false, 0),
+                Some(conn) => (
+                    match conn.state() {
+                        ConnState::Connecting => ConnectionState::Connecting,
+                        ConnState::Open => ConnectionState::Open,
+                        ConnState::Closed(_) => ConnectionState::Closed,
+                    },
+                    conn.auth_state() == AuthState::Done,
+                    conn.in_flight(),
+                ),
+            };
+            if matches!(
+                connection,
+                ConnectionState::Connecting | ConnectionState::Open
+            ) {
+                out.open_connections += 1;
+            }
+            out.malformed_frames += c.malformed_frames.get();
+            out.oversized_frames += c.oversized_frames.get();
+            out.unrelated_frames += c.unrelated_frames.get();
+            out.notices += c.notices.get();
+            out.ignored_frames += c.unrelated_frames.get()
+                + c.malformed_frames.get()
+                + c.oversized_frames.get()
+                + c.binary_frames.get();
+            out.relays.push(RelayDiagnostics {
+                url: url.clone(),
+                connection,
+                authenticated,
+                in_flight,
+                connections_opened: c.connections_opened.get(),
+                events_sent: c.events_sent.get(),
+                oks: c.oks.get(),
+                unrelated_frames: c.unrelated_frames.get(),
+                malformed_frames: c.malformed_frames.get(),
+                oversized_frames: c.oversized_frames.get(),
+                binary_frames: c.binary_frames.get(),
+                notices: c.notices.get(),
+                last_notice: c.last_notice.borrow().clone(),
+                auth_challenges: c.auth_challenges.get(),
+                auth_sent: c.auth_sent.get(),
+                short_circuited: c.short_circuited.get(),
+                timeouts: c.timeouts.get(),
+                consecutive_failures: st.consecutive_failures,
+                circuit_open_until_ms: (st.circuit_open_until > now)
+                    .then(|| ms_u64(st.circuit_open_until)),
+                rate_limited_until_ms: (st.rate_limited_until > now)
+                    .then(|| ms_u64(st.rate_limited_until)),
+                last_failure: st.last_failure.clone(),
+            });
+        }
+        out
+    }
+
+    /// A report without touching the network when the relay's circuit is open or its
+    /// rate-limit pause is running.
+    fn gate(&self, key: &str) -> Option<PublishReport> {
+        let now = now_ms();
+        let relays = self.inner.relays.borrow();
+        let st = relays.get(key)?;
+        if st.circuit_open_until > now {
+            Counters::bump(&st.counters.short_circuited);
+            return Some(PublishReport::new(
+                Outcome::Unreachable,
+                format!(
+                    "circuit open for {} more ms after {} consecutive connection failures (last: {})",
+                    ms_u64(st.circuit_open_until - now),
+                    st.consecutive_failures,
+                    st.last_failure.as_deref().unwrap_or("unknown"),
+                ),
+            ));
+        }
+        if st.rate_limited_until > now {
+            Counters::bump(&st.counters.short_circuited);
+            return Some(PublishReport::new(
+                Outcome::RateLimited,
+                format!(
+                    "rate-limited: pausing this relay for {} more ms (not sent)",
+                    ms_u64(st.rate_limited_until - now)
+                ),
+            ));
+        }
+        None
+    }
+
+    /// The relay's live connection, or a new one.
+    fn connection(&self, url: &RelayUrl) -> Result<Rc<Conn>, String> {
+        let mut relays = self.inner.relays.borrow_mut();
+        let st = relays
+            .entry(url.as_str().to_owned())
+            .or_insert_with(RelayState::new);
+        if let Some(c) = &st.conn {
+            if !c.is_closed() {
+                return Ok(c.clone());
+            }
+        }
+        let cfg = &self.inner.config;
+        let conn = Conn::open(
+            url,
+            cfg.max_frame_bytes as usize,
+            cfg.idle_close_ms,
+            st.counters.clone(),
+        )?;
+        st.conn = Some(conn.clone());
+        Ok(conn)
+    }
+
+    /// Counts a failed connection (once per connection) and opens the circuit when
+    /// enough failed in a row.
+    fn note_failure(&self, key: &str, conn: Option<&Conn>, message: &str) {
+        if let Some(c) = conn {
+            if !c.take_failure() {
+                return;
+            }
+        }
+        let mut relays = self.inner.relays.borrow_mut();
+        let st = relays.entry(key.to_owned()).or_insert_with(RelayState::new);
+        st.consecutive_failures = st.consecutive_failures.saturating_add(1);
+        st.last_failure = Some(message.to_owned());
+        let threshold = self.inner.config.circuit_failures;
+        if threshold > 0 && st.consecutive_failures >= threshold {
+            st.circuit_open_until = now_ms() + f64::from(self.inner.config.circuit_open_ms);
+        }
+    }
+
+    /// The relay answered: it is reachable.
+    fn note_answer(&self, key: &str) {
+        if let Some(st) = self.inner.relays.borrow_mut().get_mut(key) {
+            st.consecutive_failures = 0;
+            st.circuit_open_until = 0.0;
+        }
+    }
+
+    fn note_rate_limited(&self, key: &str) {
+        let backoff = self.inner.config.rate_limit_backoff_ms;
+        if backoff == 0 {
+            return;
+        }
+        if let Some(st) = self.inner.relays.borrow_mut().get_mut(key) {
+            st.rate_limited_until = now_ms() + f64::from(backoff);
+        }
+    }
+
+    fn counters(&self, key: &str) -> Option<Rc<Counters>> {
+        self.inner
+            .relays
+            .borrow()
+            .get(key)
+            .map(|st| st.counters.clone())
+    }
+
+    /// Waits until `conn` is open (or failed), at most the connect timeout.
+    async fn wait_open(&self, conn: &Rc<Conn>) -> Result<(), String> {
+        let opened = conn.wait_for(|c| match c.state() {
+            ConnState::Connecting => None,
+            ConnState::Open => Some(Ok(())),
+            ConnState::Closed(reason) => Some(Err(reason)),
+        });
+        let timeout = Sleep::new(self.inner.config.connect_timeout_ms);
+        match select(pin!(opened), timeout).await {
+            Either::Left((result, _)) => result,
+            Either::Right(((), _)) => {
+                let msg = format!(
+                    "connect timeout after {} ms",
+                    self.inner.config.connect_timeout_ms
+                );
+                conn.abort(&msg);
+                Err(msg)
+            }
+        }
+    }
+
+    /// Sends `frame` and waits for the `OK` for `event_id`, at most `timeout_ms`.
+    async fn request_ok(
+        &self,
+        conn: &Rc<Conn>,
+        event_id: &str,
+        frame: &str,
+        timeout_ms: u32,
+    ) -> Result<(bool, String), Failure> {
+        let waiter = conn
+            .send_expecting_ok(event_id, frame)
+            .map_err(Failure::Closed)?;
+        let answer = match select(pin!(waiter.answer()), Sleep::new(timeout_ms)).await {
+            Either::Left((answer, _)) => Some(answer),
+            Either::Right(((), _)) => None,
+        };
+        match answer {
+            Some(Answer::Ok { accepted, message }) => Ok((accepted, message)),
+            Some(Answer::Closed(reason)) => Err(Failure::Closed(reason)),
+            None => Err(Failure::Timeout),
+        }
+    }
+
+    /// Publishes once on an open connection and turns the result into a report; the
+    /// caller handles `auth-required:`.
+    async fn send_event(
+        &self,
+        key: &str,
+        conn: &Rc<Conn>,
+        event: &EventEnvelope,
+        counters: &Counters,
+    ) -> PublishReport {
+        let timeout = self.inner.config.publish_timeout_ms;
+        let frame = event_message(&event.raw);
+        let result = self.request_ok(conn, &event.id, &frame, timeout).await;
+        Counters::bump(&counters.events_sent);
+        match result {
+            Ok((accepted, message)) => {
+                self.note_answer(key);
+                let outcome = classify_ok(accepted, &message);
+                if outcome == Outcome::RateLimited {
+                    self.note_rate_limited(key);
+                }
+                PublishReport::new(outcome, message)
+            }
+            Err(Failure::Closed(reason)) => {
+                let msg = format!("{reason} before the relay answered");
+                self.note_failure(key, Some(conn), &msg);
+                PublishReport::new(Outcome::Unreachable, msg)
+            }
+            Err(Failure::Timeout) => {
+                Counters::bump(&counters.timeouts);
+                PublishReport::new(Outcome::Timeout, format!("no OK within {timeout} ms"))
+            }
+        }
+    }
+
+    /// NIP-42 on `conn`: sign the AUTH event for the latest challenge (or wait for the
+    /// publish already doing it) and wait for the relay's `OK`.
+    async fn authenticate(
+        &self,
+        url: &RelayUrl,
+        conn: &Rc<Conn>,
+        signer: Rc<dyn AuthSigner>,
+        counters: &Counters,
+    ) -> Result<(), String> {
+        let auth_timeout = self.inner.config.auth_timeout_ms;
+        let deadline = Sleep::new(auth_timeout);
+        let mut deadline = pin!(deadline);
+        // Wait while another publish authenticates.
+        let settled = conn.wait_for(|c| match c.auth_state() {
+            AuthState::Running => None,
+            other => Some(other),
+        });
+        let state = match select(pin!(settled), deadline.as_mut()).await {
+            Either::Left((s, _)) => s,
+            Either::Right(_) => return Err("timed out waiting for authentication".into()),
+        };
+        match state {
+            AuthState::Done => return Ok(()),
+            AuthState::Failed(m) => return Err(m),
+            AuthState::Idle | AuthState::Running => {}
+        }
+        if let ConnState::Closed(reason) = conn.state() {
+            return Err(reason);
+        }
+        let Some(challenge) = conn.challenge() else {
+            return Err("the relay sent no AUTH challenge".into());
+        };
+        conn.set_auth_state(AuthState::Running);
+        // Whatever happens below, never leave the state `Running`.
+        let guard = AuthGuard { conn };
+        let created_at = (now_ms() / 1000.0) as u64;
+        let template = auth_template(url, &challenge, created_at);
+        let run = async {
+            let signed = signer.sign(template).await?;
+            let text = signed.to_string();
+            let event = Event::parse_json(&text)
+                .map_err(|e| format!("the signer returned an invalid event: {e}"))?;
+            check_auth_event(&event, url, &challenge)
+                .map_err(|e| format!("the signer returned a wrong AUTH event: {e}"))?;
+            Counters::bump(&counters.auth_sent);
+            let frame = auth_message(event.raw());
+            match self
+                .request_ok(conn, event.id(), &frame, auth_timeout)
+                .await
+            {
+                Ok((true, _)) => Ok(()),
+                Ok((false, message)) => Err(format!("the relay refused the AUTH event: {message}")),
+                Err(Failure::Closed(reason)) => Err(reason),
+                Err(Failure::Timeout) => Err("no OK for the AUTH event".into()),
+            }
+        };
+        let result = match select(pin!(run), deadline).await {
+            Either::Left((r, _)) => r,
+            Either::Right(_) => Err(format!("authentication took over {auth_timeout} ms")),
+        };
+        match &result {
+            Ok(()) => guard.finish(AuthState::Done),
+            Err(m) => guard.finish(AuthState::Failed(m.clone())),
+        }
+        result
+    }
+}
+
+/// Resets a connection's authentication from `Running` if the attempt is dropped.
+struct AuthGuard<'a> {
+    conn: &'a Rc<Conn>,
+}
+
+impl AuthGuard<'_> {
+    /// Records the result (the drop then has nothing left to reset).
+    fn finish(self, state: AuthState) {
+        self.conn.set_auth_state(state);
+    }
+}
+
+impl Drop for AuthGuard<'_> {
+    fn drop(&mut self) {
+        if self.conn.auth_state() == AuthState::Running {
+            self.conn.set_auth_state(AuthState::Idle);
+        }
+    }
+}
+
+impl Transport for WsTransport {
+    async fn publish(&self, relay: &str, event: &EventEnvelope) -> PublishReport {
+        let url = match RelayUrl::parse(relay) {
+            Ok(u) => u,
+            Err(e) => {
+                return PublishReport::new(Outcome::Unreachable, format!("bad relay URL: {e}"))
+            }
+        };
+        let key = url.as_str().to_owned();
+        if let Some(report) = self.gate(&key) {
+            return report;
+        }
+        let conn = match self.connection(&url) {
+            Ok(c) => c,
+            Err(msg) => {
+                self.note_failure(&key, None, &msg);
+                return PublishReport::new(Outcome::Unreachable, msg);
+            }
+        };
+        let Some(counters) = self.counters(&key) else {
+            return PublishReport::new(Outcome::Unreachable, "relay state missing");
+        };
+        let _busy = conn.enter();
+        if let Err(reason) = self.wait_open(&conn).await {
+            self.note_failure(&key, Some(&conn), &reason);
+            return PublishReport::new(Outcome::Unreachable, reason);
+        }
+        let first = self.send_event(&key, &conn, event, &counters).await;
+        if first.outcome != Outcome::AuthRequired {
+            return first;
+        }
+        let signer = self.inner.signer.borrow().clone();
+        let Some(signer) = signer else {
+            return PublishReport::new(
+                Outcome::AuthRequired,
+                format!("{} (no signer configured)", first.message),
+            );
+        };
+        if let Err(why) = self.authenticate(&url, &conn, signer, &counters).await {
+            return PublishReport::new(
+                Outcome::AuthRequired,
+                format!("{} (authentication failed: {why})", first.message),
+            );
+        }
+        // Authenticated: resend the same signed event, once.
+        self.send_event(&key, &conn, event, &counters).await
+    }
+}

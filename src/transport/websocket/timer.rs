@@ -1,0 +1,134 @@
+//! Timers for the WebSocket transport: `globalThis.setTimeout`/`clearTimeout` (so they
+//! work in windows, dedicated/shared/service workers and edge runtimes alike), a
+//! [`Timer`] that owns its callback and cancels it on drop, a [`Sleep`] future, and
+//! [`Notify`], a list of wakers to wake when a connection's state changes.
+
+use std::cell::RefCell;
+use std::future::Future;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::task::{Context, Poll, Waker};
+
+use js_sys::Function;
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+
+#[wasm_bindgen]
+extern "C" {
+    // Global-scope functions: no `window`, so workers have them too.
+    #[wasm_bindgen(js_name = setTimeout, catch)]
+    fn set_timeout(handler: &Function, ms: i32) -> Result<JsValue, JsValue>;
+    #[wasm_bindgen(js_name = clearTimeout)]
+    fn clear_timeout(handle: &JsValue);
+}
+
+/// The current time in unix milliseconds (the JavaScript clock).
+pub(crate) fn now_ms() -> f64 {
+    js_sys::Date::now()
+}
+
+/// A scheduled callback. It owns its closure; dropping the timer cancels it and frees
+/// the closure (nothing is ever `forget`-ed).
+pub(crate) struct Timer {
+    handle: JsValue,
+    _closure: Closure<dyn FnMut()>,
+}
+
+impl Timer {
+    /// Runs `f` once after `ms` milliseconds (clamped to setTimeout's range). `None` when
+    /// the runtime has no `setTimeout`.
+    pub(crate) fn new(ms: u32, f: impl FnMut() + 'static) -> Option<Timer> {
+        let closure = Closure::<dyn FnMut()>::new(f);
+        let ms = i32::try_from(ms).unwrap_or(i32::MAX);
+        let handle = set_timeout(closure.as_ref().unchecked_ref(), ms).ok()?;
+        Some(Timer {
+            handle,
+            _closure: closure,
+        })
+    }
+}
+
+impl Drop for Timer {
+    fn drop(&mut self) {
+        clear_timeout(&self.handle);
+    }
+}
+
+#[derive(Default)]
+struct SleepState {
+    fired: bool,
+    waker: Option<Waker>,
+}
+
+/// A future that completes after a number of milliseconds. Dropping it cancels the
+/// underlying timeout.
+pub(crate) struct Sleep {
+    ms: u32,
+    state: Rc<RefCell<SleepState>>,
+    timer: Option<Timer>,
+}
+
+impl Sleep {
+    /// Sleeps `ms` milliseconds from the first poll.
+    pub(crate) fn new(ms: u32) -> Sleep {
+        Sleep {
+            ms,
+            state: Rc::default(),
+            timer: None,
+        }
+    }
+}
+
+impl Future for Sleep {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let this = self.get_mut();
+        if this.state.borrow().fired {
+            return Poll::Ready(());
+        }
+        this.state.borrow_mut().waker = Some(cx.waker().clone());
+        if this.timer.is_none() {
+            let state = this.state.clone();
+            this.timer = Timer::new(this.ms, move || {
+                let waker = {
+                    let mut s = state.borrow_mut();
+                    s.fired = true;
+                    s.waker.take()
+                };
+                if let Some(w) = waker {
+                    w.wake();
+                }
+            });
+            if this.timer.is_none() {
+                // No timer available: elapse at once rather than hang.
+                return Poll::Ready(());
+            }
+        }
+        Poll::Pending
+    }
+}
+
+/// Wakers waiting for "something changed"; each waiter re-checks its own condition.
+#[derive(Default)]
+pub(crate) struct Notify {
+    wakers: RefCell<Vec<Waker>>,
+}
+
+impl Notify {
+    /// Remembers `waker` (once) until the next [`Notify::notify_all`].
+    pub(crate) fn register(&self, waker: &Waker) {
+        let mut wakers = self.wakers.borrow_mut();
+        if !wakers.iter().any(|w| w.will_wake(waker)) {
+            wakers.push(waker.clone());
+        }
+    }
+
+    /// Wakes every registered waker.
+    pub(crate) fn notify_all(&self) {
+        let wakers = std::mem::take(&mut *self.wakers.borrow_mut());
+        for w in wakers {
+            w.wake();
+        }
+    }
+}

@@ -1,0 +1,544 @@
+//! `fault-relay`: a Nostr relay that misbehaves on request, for nostr-outbox's browser
+//! transport tests. It is built on rust-nostr's `nostr-relay-builder`: two embedded
+//! `LocalRelay`s (one open, one requiring NIP-42 auth for writes) store events and answer
+//! `REQ`s; in front of them a small WebSocket proxy picks a behaviour from the URL path of
+//! each connection and injects the fault.
+//!
+//! Paths (one process serves them all, so one port is enough):
+//!
+//! | path | behaviour |
+//! |---|---|
+//! | `/` or `/accept` | a normal relay (the open `LocalRelay`) |
+//! | `/auth` | NIP-42: `AUTH` challenge + `auth-required:` until the client authenticates |
+//! | `/reply/<prefix>` | every `EVENT` answered `["OK",id,false,"<prefix>: fault relay"]` (`true` for `duplicate`) |
+//! | `/silent` | `EVENT`s are read and never answered |
+//! | `/close` | the first `EVENT` gets a WebSocket close frame (1011) instead of an `OK` |
+//! | `/drop` | the first `EVENT` drops the TCP connection without a close frame |
+//! | `/hostile` | before each `OK`: non-JSON, wrong shapes, `OK` for unknown ids, a malformed `OK` for the real id, a `NOTICE` flood, a 2 MiB frame, a binary frame, `AUTH`, `EVENT`/`EOSE`/`CLOSED`/`COUNT`; then the real relay answers |
+//! | `/slow/<ms>` | every client message is forwarded after `<ms>` ms (at most 60 000) |
+//! | `...?anything` | the query is ignored for the behaviour but keys the counters of `STATS` |
+//! | `/control` | admin: `["SWITCH","down"\|"up"]`, `["STATS"]`, `["RESET"]` answered with `["CONTROL",<json>]` |
+//!
+//! With `--switch`, a second listener serves the same paths on its own port and can be
+//! stopped (connections refused, live ones closed) and restarted on the same port through
+//! `/control`: "the relay is down, then comes back".
+//!
+//! Usage: `fault-relay [--switch] [--ready-file FILE] [--parent-pid PID]` — binds
+//! 127.0.0.1 on free ports and writes `OUTBOX_TEST_FAULT_URL=...` (and
+//! `OUTBOX_TEST_SWITCH_URL=...`) lines to FILE (or stdout) once listening. With
+//! `--parent-pid` it exits by itself soon after that process is gone, so a killed test
+//! script leaves nothing behind. `fault-relay free-port` prints a free port and exits. It
+//! keeps no state on disk (events live in memory).
+
+use std::collections::BTreeMap;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures_util::{SinkExt, StreamExt};
+use nostr_relay_builder::builder::{RateLimit, RelayBuilderNip42, RelayBuilderNip42Mode};
+use nostr_relay_builder::{LocalRelay, RelayBuilder};
+use serde_json::{json, Value};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+use tokio_tungstenite::tungstenite::handshake::server::{Request, Response};
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Role};
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::WebSocketStream;
+
+/// How many `NOTICE`s `/hostile` sends before each answer.
+const NOTICE_FLOOD: usize = 200;
+/// The size of the oversized frame `/hostile` sends.
+const HUGE_FRAME: usize = 2 * 1024 * 1024;
+
+#[derive(Debug, Clone, PartialEq)]
+enum Mode {
+    Accept,
+    Auth,
+    Reply(String),
+    Silent,
+    Close,
+    Drop,
+    Hostile,
+    Slow(u64),
+    Control,
+    NotFound(String),
+}
+
+impl Mode {
+    fn from_path(path: &str) -> Mode {
+        let path = path.split('?').next().unwrap_or("");
+        let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
+        match parts.as_slice() {
+            [] | ["accept"] => Mode::Accept,
+            ["auth"] => Mode::Auth,
+            ["reply", prefix] => Mode::Reply((*prefix).to_string()),
+            ["silent"] => Mode::Silent,
+            ["close"] => Mode::Close,
+            ["drop"] => Mode::Drop,
+            ["hostile"] => Mode::Hostile,
+            ["slow", ms] => match ms.parse::<u64>() {
+                Ok(ms) if ms <= 60_000 => Mode::Slow(ms),
+                _ => Mode::NotFound(path.to_string()),
+            },
+            ["control"] => Mode::Control,
+            _ => Mode::NotFound(path.to_string()),
+        }
+    }
+}
+
+/// Shared state: the embedded relays, counters, the switchable listener.
+struct State {
+    open: LocalRelay,
+    auth: LocalRelay,
+    /// EVENT frames received, per path.
+    events: Mutex<BTreeMap<String, u64>>,
+    /// Connections accepted, per path.
+    connections: Mutex<BTreeMap<String, u64>>,
+    switch: Option<Switch>,
+}
+
+/// The second listener that `/control` can stop and restart on the same port.
+struct Switch {
+    port: u16,
+    /// `true` while it should be up; live connections watch it and close when it falls.
+    up: watch::Sender<bool>,
+}
+
+fn bump(map: &Mutex<BTreeMap<String, u64>>, key: &str) {
+    if let Ok(mut m) = map.lock() {
+        *m.entry(key.to_string()).or_default() += 1;
+    }
+}
+
+fn local_relay(nip42: bool) -> LocalRelay {
+    let mut builder = RelayBuilder::default().rate_limit(RateLimit {
+        max_reqs: 10_000,
+        notes_per_minute: 1_000_000,
+    });
+    if nip42 {
+        builder = builder.nip42(RelayBuilderNip42 {
+            mode: RelayBuilderNip42Mode::Write,
+        });
+    }
+    LocalRelay::new(builder)
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some("free-port") {
+        match std::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).and_then(|l| l.local_addr()) {
+            Ok(addr) => println!("{}", addr.port()),
+            Err(e) => {
+                eprintln!("fault-relay: no free port: {e}");
+                std::process::exit(1);
+            }
+        }
+        return;
+    }
+    let mut ready_file: Option<String> = None;
+    let mut with_switch = false;
+    let mut parent_pid: Option<u32> = None;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--switch" => with_switch = true,
+            "--ready-file" => ready_file = it.next().cloned(),
+            "--parent-pid" => parent_pid = it.next().and_then(|p| p.parse::<u32>().ok()),
+            other => {
+                eprintln!("fault-relay: unknown argument `{other}`");
+                std::process::exit(2);
+            }
+        }
+    }
+
+    let main_listener = match TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("fault-relay: cannot bind: {e}");
+            std::process::exit(1);
+        }
+    };
+    let main_port = main_listener.local_addr().map(|a| a.port()).unwrap_or(0);
+    let switch = if with_switch {
+        let l = match TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await {
+            Ok(l) => l,
+            Err(e) => {
+                eprintln!("fault-relay: cannot bind the switch port: {e}");
+                std::process::exit(1);
+            }
+        };
+        let port = l.local_addr().map(|a| a.port()).unwrap_or(0);
+        let (up, _) = watch::channel(true);
+        Some((l, Switch { port, up }))
+    } else {
+        None
+    };
+    let (switch_listener, switch) = match switch {
+        Some((l, s)) => (Some(l), Some(s)),
+        None => (None, None),
+    };
+    let state = Arc::new(State {
+        open: local_relay(false),
+        auth: local_relay(true),
+        events: Mutex::default(),
+        connections: Mutex::default(),
+        switch,
+    });
+
+    let mut ready = format!("OUTBOX_TEST_FAULT_URL=ws://127.0.0.1:{main_port}\n");
+    if let Some(s) = &state.switch {
+        ready.push_str(&format!(
+            "OUTBOX_TEST_SWITCH_URL=ws://127.0.0.1:{}\n",
+            s.port
+        ));
+    }
+    match &ready_file {
+        Some(path) => {
+            // Write then rename, so a reader never sees half a file.
+            let tmp = format!("{path}.tmp");
+            if let Err(e) = std::fs::write(&tmp, &ready).and_then(|_| std::fs::rename(&tmp, path)) {
+                eprintln!("fault-relay: cannot write {path}: {e}");
+                std::process::exit(1);
+            }
+        }
+        None => print!("{ready}"),
+    }
+
+    if let Some(pid) = parent_pid {
+        tokio::spawn(async move {
+            let proc_dir = format!("/proc/{pid}");
+            loop {
+                tokio::time::sleep(Duration::from_millis(500)).await;
+                if !std::path::Path::new(&proc_dir).exists() {
+                    eprintln!("fault-relay: parent {pid} is gone; exiting");
+                    std::process::exit(0);
+                }
+            }
+        });
+    }
+    if let Some(l) = switch_listener {
+        tokio::spawn(run_switch(state.clone(), l));
+    }
+    serve(state, main_listener, None).await;
+}
+
+/// Accepts connections until `down` (when given) turns false.
+async fn serve(state: Arc<State>, listener: TcpListener, down: Option<watch::Receiver<bool>>) {
+    let mut down = down;
+    loop {
+        let accepted = match &mut down {
+            Some(rx) => tokio::select! {
+                a = listener.accept() => a,
+                _ = wait_for(rx, false) => return,
+            },
+            None => listener.accept().await,
+        };
+        match accepted {
+            Ok((stream, addr)) => {
+                let st = state.clone();
+                let watch = down.clone();
+                tokio::spawn(async move {
+                    handle(st, stream, addr, watch).await;
+                });
+            }
+            Err(e) => eprintln!("fault-relay: accept failed: {e}"),
+        }
+    }
+}
+
+async fn wait_for(rx: &mut watch::Receiver<bool>, value: bool) {
+    loop {
+        if *rx.borrow_and_update() == value {
+            return;
+        }
+        if rx.changed().await.is_err() {
+            // The sender is gone: never resolves.
+            std::future::pending::<()>().await;
+        }
+    }
+}
+
+/// Runs the switchable listener: serve while up, unbind while down, rebind when up again.
+async fn run_switch(state: Arc<State>, first: TcpListener) {
+    let Some(switch) = &state.switch else { return };
+    let port = switch.port;
+    let mut rx = switch.up.subscribe();
+    let mut listener = Some(first);
+    loop {
+        wait_for(&mut rx, true).await;
+        let l = match listener.take() {
+            Some(l) => l,
+            None => {
+                let mut bound = None;
+                for _ in 0..100 {
+                    match TcpListener::bind((Ipv4Addr::LOCALHOST, port)).await {
+                        Ok(l) => {
+                            bound = Some(l);
+                            break;
+                        }
+                        Err(_) => tokio::time::sleep(Duration::from_millis(20)).await,
+                    }
+                }
+                match bound {
+                    Some(l) => l,
+                    None => {
+                        eprintln!("fault-relay: cannot rebind port {port}");
+                        return;
+                    }
+                }
+            }
+        };
+        serve(state.clone(), l, Some(rx.clone())).await;
+        // `serve` returned: the switch went down and the listener was dropped.
+    }
+}
+
+async fn handle(
+    state: Arc<State>,
+    stream: TcpStream,
+    addr: SocketAddr,
+    down: Option<watch::Receiver<bool>>,
+) {
+    let mut path = String::from("/");
+    let callback = |req: &Request, resp: Response| {
+        path = req.uri().to_string();
+        Ok(resp)
+    };
+    let ws = match tokio_tungstenite::accept_hdr_async(stream, callback).await {
+        Ok(ws) => ws,
+        Err(_) => return,
+    };
+    let mode = Mode::from_path(&path);
+    // Counters are kept per path *and query*, so tests can tag their connections
+    // (`/accept?t=name`) and read only their own numbers.
+    let key = path.clone();
+    bump(&state.connections, &key);
+    let session = async {
+        match mode {
+            Mode::Control => control(&state, ws).await,
+            Mode::NotFound(p) => {
+                let mut ws = ws;
+                let _ = ws
+                    .send(Message::text(
+                        json!(["NOTICE", format!("fault-relay: unknown path {p}")]).to_string(),
+                    ))
+                    .await;
+                let _ = ws.close(None).await;
+            }
+            mode => proxy(&state, ws, addr, mode, &key).await,
+        }
+    };
+    match down {
+        Some(mut rx) => {
+            tokio::select! {
+                _ = session => {}
+                _ = wait_for(&mut rx, false) => {}
+            }
+        }
+        None => session.await,
+    }
+}
+
+async fn control<S: AsyncRead + AsyncWrite + Unpin>(state: &State, mut ws: WebSocketStream<S>) {
+    while let Some(Ok(msg)) = ws.next().await {
+        let Message::Text(text) = msg else { continue };
+        let parsed: Value = serde_json::from_str(text.as_str()).unwrap_or(Value::Null);
+        let cmd = parsed.get(0).and_then(Value::as_str).unwrap_or("");
+        let answer = match cmd {
+            "SWITCH" => {
+                let up = parsed.get(1).and_then(Value::as_str) == Some("up");
+                match &state.switch {
+                    Some(s) => {
+                        s.up.send_replace(up);
+                        if up {
+                            // Wait until the port accepts again, so the caller can rely on it.
+                            for _ in 0..100 {
+                                if TcpStream::connect((Ipv4Addr::LOCALHOST, s.port))
+                                    .await
+                                    .is_ok()
+                                {
+                                    break;
+                                }
+                                tokio::time::sleep(Duration::from_millis(10)).await;
+                            }
+                        } else {
+                            for _ in 0..100 {
+                                if TcpStream::connect((Ipv4Addr::LOCALHOST, s.port))
+                                    .await
+                                    .is_err()
+                                {
+                                    break;
+                                }
+                                tokio::time::sleep(Duration::from_millis(10)).await;
+                            }
+                        }
+                        json!({"switch": if up { "up" } else { "down" }})
+                    }
+                    None => json!({"error": "started without --switch"}),
+                }
+            }
+            "STATS" => {
+                let events = state.events.lock().map(|m| m.clone()).unwrap_or_default();
+                let connections = state
+                    .connections
+                    .lock()
+                    .map(|m| m.clone())
+                    .unwrap_or_default();
+                json!({"events": events, "connections": connections})
+            }
+            "RESET" => {
+                if let Ok(mut m) = state.events.lock() {
+                    m.clear();
+                }
+                if let Ok(mut m) = state.connections.lock() {
+                    m.clear();
+                }
+                json!({"reset": true})
+            }
+            other => json!({"error": format!("unknown command `{other}`")}),
+        };
+        if ws
+            .send(Message::text(json!(["CONTROL", answer]).to_string()))
+            .await
+            .is_err()
+        {
+            return;
+        }
+    }
+}
+
+/// The event id of a client `["EVENT", {...}]` frame.
+fn event_id(text: &str) -> Option<String> {
+    let v: Value = serde_json::from_str(text).ok()?;
+    if v.get(0)?.as_str()? != "EVENT" {
+        return None;
+    }
+    Some(v.get(1)?.get("id")?.as_str()?.to_string())
+}
+
+async fn proxy<S: AsyncRead + AsyncWrite + Unpin>(
+    state: &State,
+    mut client: WebSocketStream<S>,
+    addr: SocketAddr,
+    mode: Mode,
+    key: &str,
+) {
+    // The backend: a LocalRelay session over an in-memory duplex pipe.
+    let relay = if mode == Mode::Auth {
+        state.auth.clone()
+    } else {
+        state.open.clone()
+    };
+    let (ours, theirs) = tokio::io::duplex(1 << 16);
+    tokio::spawn(async move {
+        let _ = relay.take_connection(theirs, addr).await;
+    });
+    let mut backend = WebSocketStream::from_raw_socket(ours, Role::Client, None).await;
+    let mut hostile_round: u64 = 0;
+
+    loop {
+        tokio::select! {
+            msg = client.next() => {
+                let Some(Ok(msg)) = msg else { break };
+                let text = match msg {
+                    Message::Text(t) => t.as_str().to_string(),
+                    Message::Close(_) => break,
+                    _ => continue,
+                };
+                let id = event_id(&text);
+                if id.is_some() {
+                    bump(&state.events, key);
+                }
+                match (&mode, id) {
+                    (Mode::Reply(prefix), Some(id)) => {
+                        let ok = prefix == "duplicate";
+                        let answer = json!(["OK", id, ok, format!("{prefix}: fault relay says so")]);
+                        if client.send(Message::text(answer.to_string())).await.is_err() {
+                            break;
+                        }
+                        continue;
+                    }
+                    (Mode::Silent, Some(_)) => continue,
+                    (Mode::Close, Some(_)) => {
+                        let _ = client
+                            .close(Some(CloseFrame {
+                                code: CloseCode::Error,
+                                reason: "fault relay closes mid-publish".into(),
+                            }))
+                            .await;
+                        break;
+                    }
+                    (Mode::Drop, Some(_)) => return,
+                    (Mode::Hostile, Some(id)) => {
+                        hostile_round += 1;
+                        if send_hostile(&mut client, &id, hostile_round).await.is_err() {
+                            break;
+                        }
+                    }
+                    (Mode::Slow(ms), _) => tokio::time::sleep(Duration::from_millis(*ms)).await,
+                    _ => {}
+                }
+                if backend.send(Message::text(text)).await.is_err() {
+                    break;
+                }
+            }
+            msg = backend.next() => {
+                let Some(Ok(msg)) = msg else { break };
+                if let Message::Text(_) = msg {
+                    if client.send(msg).await.is_err() {
+                        break;
+                    }
+                }
+            }
+        }
+    }
+    let _ = backend.close(None).await;
+}
+
+/// Everything a hostile relay may send, before the real answer to `id`.
+async fn send_hostile<S: AsyncRead + AsyncWrite + Unpin>(
+    client: &mut WebSocketStream<S>,
+    id: &str,
+    round: u64,
+) -> Result<(), tokio_tungstenite::tungstenite::Error> {
+    let unknown_id = format!("{:064x}", 0xdead_beef_u64.wrapping_mul(round + 7));
+    let frames = vec![
+        "this is not json".to_string(),
+        "{\"an\":\"object\"}".to_string(),
+        "[]".to_string(),
+        "[42]".to_string(),
+        json!(["OK", "zz", true, ""]).to_string(),
+        json!(["OK", id, "not a boolean", ""]).to_string(),
+        json!(["OK", id.to_uppercase(), true, "upper-case id"]).to_string(),
+        json!(["OK", unknown_id, true, ""]).to_string(),
+        json!(["OK", unknown_id, false, "blocked: not yours"]).to_string(),
+        json!(["AUTH", format!("challenge-{round}")]).to_string(),
+        json!(["EVENT", "nosub", {"id": "x"}]).to_string(),
+        json!(["EOSE", "nosub"]).to_string(),
+        json!(["CLOSED", "nosub", "error: nope"]).to_string(),
+        json!(["COUNT", "nosub", {"count": 1}]).to_string(),
+    ];
+    for f in frames {
+        client.send(Message::text(f)).await?;
+    }
+    for n in 0..NOTICE_FLOOD {
+        client
+            .send(Message::text(
+                json!(["NOTICE", format!("flood {n}")]).to_string(),
+            ))
+            .await?;
+    }
+    let mut huge = String::with_capacity(HUGE_FRAME + 16);
+    huge.push_str("[\"NOTICE\",\"");
+    huge.extend(std::iter::repeat_n('x', HUGE_FRAME));
+    huge.push_str("\"]");
+    client.send(Message::text(huge)).await?;
+    client
+        .send(Message::binary(vec![0u8, 159, 146, 150, 255]))
+        .await?;
+    Ok(())
+}

@@ -1,0 +1,811 @@
+//! The browser WebSocket transport against real relays on 127.0.0.1: nostr-rs-relay and
+//! the fault-injecting relay in `tests/fault-relay` (see its docs for the paths).
+//!
+//! Run through `scripts/with-relays.sh`, which starts the relays and sets their URLs at
+//! compile time:
+//! `scripts/with-relays.sh wasm-pack test --headless --chrome -- --test transport_ws`.
+//! Without those variables the file still compiles (for clippy), but every test that
+//! needs a relay fails with a message saying so.
+#![cfg(target_arch = "wasm32")]
+
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+
+use futures_util::future::{join, join_all};
+use k256::schnorr::SigningKey;
+use nostr_outbox::core::{EventEnvelope, Outcome, Plan, Policy, RejectReason, Stage, StopReason};
+use nostr_outbox::flush::{tick, FlushConfig, FlushEvent};
+use nostr_outbox::nostr::{req_by_ids, Event, RelayUrl};
+use nostr_outbox::store::idb::{IdbOptions, IdbStore};
+use nostr_outbox::store::{MemoryStore, Store};
+use nostr_outbox::transport::websocket::{
+    AuthSigner, ConnectionState, WsTransport, WsTransportConfig,
+};
+use nostr_outbox::transport::Transport;
+use serde_json::{json, Value};
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+use wasm_bindgen_futures::JsFuture;
+use wasm_bindgen_test::*;
+
+wasm_bindgen_test_configure!(run_in_browser);
+
+// --- relays ------------------------------------------------------------------------
+
+const RELAY: Option<&str> = option_env!("OUTBOX_TEST_RELAY_URL");
+const FAULT: Option<&str> = option_env!("OUTBOX_TEST_FAULT_URL");
+const SWITCH: Option<&str> = option_env!("OUTBOX_TEST_SWITCH_URL");
+const CLOSED: Option<&str> = option_env!("OUTBOX_TEST_CLOSED_URL");
+
+fn need(value: Option<&'static str>, name: &str) -> &'static str {
+    match value {
+        Some(v) if !v.is_empty() => v,
+        _ => panic!(
+            "{name} was not set when this test was compiled: run it through \
+             scripts/with-relays.sh (it starts the relays and exports their URLs)"
+        ),
+    }
+}
+
+/// nostr-rs-relay.
+fn relay() -> String {
+    need(RELAY, "OUTBOX_TEST_RELAY_URL").to_owned()
+}
+
+/// A fault-relay behaviour, e.g. `fault("/reply/blocked?t=x")`.
+fn fault(path: &str) -> String {
+    format!("{}{path}", need(FAULT, "OUTBOX_TEST_FAULT_URL"))
+}
+
+fn switch(path: &str) -> String {
+    format!("{}{path}", need(SWITCH, "OUTBOX_TEST_SWITCH_URL"))
+}
+
+fn closed() -> String {
+    need(CLOSED, "OUTBOX_TEST_CLOSED_URL").to_owned()
+}
+
+fn norm(url: &str) -> String {
+    RelayUrl::parse(url).expect("relay URL").as_str().to_owned()
+}
+
+// --- events --------------------------------------------------------------------------
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn now_secs() -> u64 {
+    (js_sys::Date::now() / 1000.0) as u64
+}
+
+/// Signs an event with the test key `seed` (what an app's signer would do).
+fn sign(seed: u8, kind: u16, tags: Vec<Vec<String>>, content: &str, created_at: u64) -> Event {
+    let sk = SigningKey::from_bytes(&[seed; 32]).expect("test key");
+    let pubkey = hex(&sk.verifying_key().to_bytes());
+    let unsigned = Event::from_parts(
+        "0".repeat(64),
+        pubkey.clone(),
+        created_at,
+        kind,
+        tags.clone(),
+        content.to_owned(),
+        "0".repeat(128),
+    )
+    .expect("unsigned event");
+    let id = unsigned.compute_id();
+    let id_bytes: Vec<u8> = (0..32)
+        .map(|i| u8::from_str_radix(&id[2 * i..2 * i + 2], 16).expect("hex"))
+        .collect();
+    let sig = sk.sign_raw(&id_bytes, &[7; 32]).expect("sign");
+    let event = Event::from_parts(
+        id,
+        pubkey,
+        created_at,
+        kind,
+        tags,
+        content.to_owned(),
+        hex(&sig.to_bytes()),
+    )
+    .expect("signed event");
+    event.verify().expect("valid test event");
+    event
+}
+
+/// A fresh kind-1 note.
+fn note(label: &str) -> EventEnvelope {
+    let content = format!("outbox transport test: {label} {}", js_sys::Math::random());
+    sign(1, 1, vec![], &content, now_secs()).to_envelope()
+}
+
+// --- raw WebSocket helpers (the test's own, independent of the transport) -------------
+
+#[wasm_bindgen(inline_js = r#"
+export function rawExchange(url, frame, timeoutMs) {
+  return new Promise((resolve) => {
+    const out = { events: [], answers: [], error: null };
+    let done = false;
+    let ws;
+    const finish = (error) => {
+      if (done) return;
+      done = true;
+      if (error) out.error = error;
+      clearTimeout(timer);
+      try { ws.close(); } catch (e) {}
+      resolve(JSON.stringify(out));
+    };
+    const timer = setTimeout(() => finish("timed out"), timeoutMs);
+    try { ws = new WebSocket(url); } catch (e) { finish(String(e)); return; }
+    ws.onopen = () => ws.send(frame);
+    ws.onmessage = (ev) => {
+      let m;
+      try { m = JSON.parse(ev.data); } catch (e) { return; }
+      if (!Array.isArray(m)) return;
+      if (m[0] === "EVENT") out.events.push(m[2]);
+      else if (m[0] === "CONTROL") { out.answers.push(m[1]); finish(null); }
+      else if (m[0] === "EOSE" || m[0] === "CLOSED") finish(null);
+    };
+    ws.onclose = () => finish("closed");
+  });
+}
+export function sleepMs(ms) { return new Promise((r) => setTimeout(r, ms)); }
+"#)]
+extern "C" {
+    #[wasm_bindgen(js_name = rawExchange)]
+    fn raw_exchange(url: &str, frame: &str, timeout_ms: u32) -> js_sys::Promise;
+    #[wasm_bindgen(js_name = sleepMs)]
+    fn sleep_ms(ms: u32) -> js_sys::Promise;
+}
+
+async fn exchange(url: &str, frame: &str) -> Value {
+    let text = JsFuture::from(raw_exchange(url, frame, 5_000))
+        .await
+        .expect("raw exchange")
+        .as_string()
+        .expect("string");
+    serde_json::from_str(&text).expect("json")
+}
+
+/// The events `url` returns for a REQ by id.
+async fn fetch_by_id(url: &str, id: &str) -> Vec<Value> {
+    let out = exchange(url, &req_by_ids("q", &[id])).await;
+    assert_eq!(out["error"], Value::Null, "REQ to {url}: {out}");
+    out["events"].as_array().cloned().unwrap_or_default()
+}
+
+/// Sends a command to the fault relay's control channel.
+async fn control(cmd: Value) -> Value {
+    let out = exchange(&fault("/control"), &cmd.to_string()).await;
+    assert_eq!(out["error"], Value::Null, "control {cmd}: {out}");
+    out["answers"][0].clone()
+}
+
+/// How many EVENT frames the fault relay received on `path` (path and query).
+async fn fault_events(path: &str) -> u64 {
+    let stats = control(json!(["STATS"])).await;
+    stats["events"][path].as_u64().unwrap_or(0)
+}
+
+async fn sleep(ms: u32) {
+    JsFuture::from(sleep_ms(ms)).await.expect("sleep");
+}
+
+fn transport(edit: impl FnOnce(&mut WsTransportConfig)) -> WsTransport {
+    let mut cfg = WsTransportConfig {
+        connect_timeout_ms: 3_000,
+        publish_timeout_ms: 5_000,
+        auth_timeout_ms: 5_000,
+        ..WsTransportConfig::default()
+    };
+    edit(&mut cfg);
+    WsTransport::new(cfg).expect("valid config")
+}
+
+/// A JavaScript signer function backed by the test key `seed`; `mode` can make it
+/// misbehave. The closure must outlive the transport's use of it.
+fn js_signer(seed: u8, mode: &'static str) -> Closure<dyn FnMut(JsValue) -> JsValue> {
+    Closure::new(move |template: JsValue| -> JsValue {
+        let text: String = js_sys::JSON::stringify(&template)
+            .expect("template is JSON")
+            .into();
+        let t: Value = serde_json::from_str(&text).expect("template");
+        let tags: Vec<Vec<String>> = serde_json::from_value(t["tags"].clone()).expect("tags");
+        let tags = if mode == "wrong-challenge" {
+            tags.into_iter()
+                .map(|t| {
+                    if t[0] == "challenge" {
+                        vec!["challenge".into(), "not-the-challenge".into()]
+                    } else {
+                        t
+                    }
+                })
+                .collect()
+        } else {
+            tags
+        };
+        let event = sign(
+            seed,
+            t["kind"].as_u64().expect("kind") as u16,
+            tags,
+            t["content"].as_str().expect("content"),
+            t["created_at"].as_u64().expect("created_at"),
+        );
+        let signed = js_sys::JSON::parse(event.raw()).expect("parse");
+        match mode {
+            "reject" => js_sys::Promise::reject(&js_sys::Error::new("user said no")).into(),
+            "async" | "wrong-challenge" => js_sys::Promise::resolve(&signed).into(),
+            _ => signed,
+        }
+    })
+}
+
+fn signer_fn(c: &Closure<dyn FnMut(JsValue) -> JsValue>) -> js_sys::Function {
+    c.as_ref().unchecked_ref::<js_sys::Function>().clone()
+}
+
+// --- publishing to nostr-rs-relay ------------------------------------------------------
+
+#[wasm_bindgen_test]
+async fn accepted_by_nostr_rs_relay_and_stored_byte_for_byte() {
+    let t = transport(|_| {});
+    let ev = note("accepted");
+    let r = t.publish(&relay(), &ev).await;
+    assert_eq!(r.outcome, Outcome::Accepted, "{r:?}");
+
+    let stored = fetch_by_id(&relay(), &ev.id).await;
+    assert_eq!(stored.len(), 1, "{stored:?}");
+    let sent: Value = serde_json::from_str(&ev.raw).unwrap();
+    assert_eq!(stored[0]["id"], sent["id"]);
+    assert_eq!(stored[0]["sig"], sent["sig"]);
+    assert_eq!(stored[0], sent, "the relay holds the same event");
+
+    let d = t.diagnostics();
+    let rd = d.relay(&relay()).expect("relay diagnostics");
+    assert_eq!(rd.connections_opened, 1);
+    assert_eq!(rd.events_sent, 1);
+    assert_eq!(rd.oks, 1);
+    assert_eq!(d.open_connections, 1);
+}
+
+#[wasm_bindgen_test]
+async fn second_publish_is_duplicate() {
+    let t = transport(|_| {});
+    let ev = note("duplicate");
+    assert_eq!(t.publish(&relay(), &ev).await.outcome, Outcome::Accepted);
+    let again = t.publish(&relay(), &ev).await;
+    assert_eq!(again.outcome, Outcome::Duplicate, "{again:?}");
+    // The fault relay's `duplicate:` answer maps the same way.
+    let r = t.publish(&fault("/reply/duplicate"), &ev).await;
+    assert_eq!(r.outcome, Outcome::Duplicate, "{r:?}");
+}
+
+#[wasm_bindgen_test]
+async fn fifty_events_in_flight_share_one_connection() {
+    let t = transport(|_| {});
+    let events: Vec<EventEnvelope> = (0..50).map(|i| note(&format!("burst {i}"))).collect();
+    let url = relay();
+    let start = js_sys::Date::now();
+    let reports = join_all(events.iter().map(|e| t.publish(&url, e))).await;
+    let elapsed = js_sys::Date::now() - start;
+    for (e, r) in events.iter().zip(&reports) {
+        assert_eq!(r.outcome, Outcome::Accepted, "{}: {r:?}", e.id);
+    }
+    let rd = t.diagnostics().relay(&url).cloned().expect("diagnostics");
+    assert_eq!(rd.connections_opened, 1, "one connection for all: {rd:?}");
+    assert_eq!(rd.events_sent, 50);
+    assert_eq!(rd.oks, 50);
+    assert_eq!(rd.in_flight, 0);
+    console_log!("transport_ws: 50 concurrent publishes to nostr-rs-relay took {elapsed} ms");
+    // Spot-check storage.
+    assert_eq!(fetch_by_id(&url, &events[37].id).await.len(), 1);
+}
+
+// --- every answer maps to its outcome --------------------------------------------------
+
+#[wasm_bindgen_test]
+async fn each_ok_prefix_maps_to_its_outcome() {
+    let t = transport(|c| c.rate_limit_backoff_ms = 0);
+    let cases = [
+        ("blocked", Outcome::Rejected(RejectReason::Blocked)),
+        ("invalid", Outcome::Rejected(RejectReason::Invalid)),
+        ("restricted", Outcome::Rejected(RejectReason::Restricted)),
+        ("pow", Outcome::Rejected(RejectReason::Pow)),
+        ("mute", Outcome::Rejected(RejectReason::Mute)),
+        ("rate-limited", Outcome::RateLimited),
+        ("error", Outcome::Error),
+        ("auth-required", Outcome::AuthRequired),
+        ("whatever", Outcome::Rejected(RejectReason::Other)),
+        ("duplicate", Outcome::Duplicate),
+    ];
+    let ev = note("prefixes");
+    for (prefix, expected) in cases {
+        let r = t.publish(&fault(&format!("/reply/{prefix}")), &ev).await;
+        assert_eq!(r.outcome, expected, "{prefix}: {r:?}");
+        assert!(r.message.starts_with(prefix), "{prefix}: {r:?}");
+    }
+}
+
+#[wasm_bindgen_test]
+async fn silent_relay_times_out_and_keeps_the_connection() {
+    let t = transport(|c| c.publish_timeout_ms = 300);
+    let url = fault("/silent?t=timeout");
+    let r = t.publish(&url, &note("silent")).await;
+    assert_eq!(r.outcome, Outcome::Timeout, "{r:?}");
+    let rd = t.diagnostics().relay(&url).cloned().unwrap();
+    assert_eq!(rd.timeouts, 1);
+    assert_eq!(rd.in_flight, 0, "the timed-out wait is forgotten");
+    assert_eq!(rd.connection, ConnectionState::Open);
+    assert_eq!(
+        rd.consecutive_failures, 0,
+        "a timeout is not a connection failure"
+    );
+}
+
+#[wasm_bindgen_test]
+async fn close_mid_publish_is_unreachable_never_success() {
+    let t = transport(|c| c.circuit_failures = 0);
+    for path in ["/close?t=mid", "/drop?t=mid"] {
+        let url = fault(path);
+        let events: Vec<EventEnvelope> = (0..5).map(|i| note(&format!("{path} {i}"))).collect();
+        let reports = join_all(events.iter().map(|e| t.publish(&url, e))).await;
+        for r in &reports {
+            assert_eq!(r.outcome, Outcome::Unreachable, "{path}: {r:?}");
+            assert!(r.message.contains("closed"), "{path}: {r:?}");
+        }
+        let rd = t.diagnostics().relay(&url).cloned().unwrap();
+        assert_eq!(rd.in_flight, 0);
+        assert_eq!(rd.connection, ConnectionState::Closed);
+        assert_eq!(rd.consecutive_failures, 1, "one failed connection: {rd:?}");
+    }
+}
+
+#[wasm_bindgen_test]
+async fn refused_connection_is_unreachable() {
+    let t = transport(|_| {});
+    let r = t.publish(&closed(), &note("refused")).await;
+    assert_eq!(r.outcome, Outcome::Unreachable, "{r:?}");
+    let rd = t.diagnostics().relay(&closed()).cloned().unwrap();
+    assert_eq!(rd.consecutive_failures, 1);
+    assert_eq!(rd.events_sent, 0);
+}
+
+#[wasm_bindgen_test]
+async fn hostile_frames_are_ignored_and_counted() {
+    let t = transport(|c| c.max_frame_bytes = 64 * 1024);
+    let url = fault("/hostile?t=hostile");
+    // One after another, then several at once on the same connection.
+    for i in 0..2 {
+        let r = t.publish(&url, &note(&format!("hostile {i}"))).await;
+        assert_eq!(r.outcome, Outcome::Accepted, "{r:?}");
+    }
+    let events: Vec<EventEnvelope> = (0..5).map(|i| note(&format!("hostile c{i}"))).collect();
+    for r in join_all(events.iter().map(|e| t.publish(&url, e))).await {
+        assert_eq!(r.outcome, Outcome::Accepted, "{r:?}");
+    }
+    let d = t.diagnostics();
+    let rd = d.relay(&url).cloned().unwrap();
+    let rounds = 7;
+    assert_eq!(rd.connections_opened, 1, "{rd:?}");
+    assert_eq!(rd.oks, rounds, "{rd:?}");
+    // Per round: 7 malformed (non-JSON, object, [], [42], bad id, bad flag, upper-case id),
+    // 2 OKs for an unknown id + EVENT + EOSE + CLOSED + COUNT = 6 unrelated, 1 oversized,
+    // 1 binary, 200 NOTICEs, 1 AUTH.
+    assert_eq!(rd.malformed_frames, 7 * rounds, "{rd:?}");
+    assert_eq!(rd.unrelated_frames, 6 * rounds, "{rd:?}");
+    assert_eq!(rd.oversized_frames, rounds, "{rd:?}");
+    assert_eq!(rd.binary_frames, rounds, "{rd:?}");
+    assert_eq!(rd.notices, 200 * rounds, "{rd:?}");
+    assert_eq!(rd.auth_challenges, rounds, "{rd:?}");
+    assert_eq!(d.ignored_frames, (7 + 6 + 1 + 1) * rounds);
+    assert_eq!(rd.connection, ConnectionState::Open);
+}
+
+// --- NIP-42 ------------------------------------------------------------------------------
+
+#[wasm_bindgen_test]
+async fn auth_required_with_signer_authenticates_and_resends_the_same_event() {
+    let t = transport(|_| {});
+    let signer = js_signer(9, "async");
+    t.set_js_signer(Some(signer_fn(&signer)));
+    let url = fault("/auth?t=signed");
+    let ev = note("auth");
+    let r = t.publish(&url, &ev).await;
+    assert_eq!(r.outcome, Outcome::Accepted, "{r:?}");
+    let rd = t.diagnostics().relay(&url).cloned().unwrap();
+    assert!(rd.authenticated, "{rd:?}");
+    assert_eq!(rd.auth_sent, 1);
+    assert_eq!(rd.events_sent, 2, "first send + one resend");
+    // The relay stored exactly the event we enqueued.
+    let stored = fetch_by_id(&url, &ev.id).await;
+    assert_eq!(stored.len(), 1, "{stored:?}");
+    assert_eq!(stored[0], serde_json::from_str::<Value>(&ev.raw).unwrap());
+    // Later publishes on the authenticated connection go straight through.
+    let r2 = t.publish(&url, &note("auth 2")).await;
+    assert_eq!(r2.outcome, Outcome::Accepted, "{r2:?}");
+    assert_eq!(t.diagnostics().relay(&url).unwrap().auth_sent, 1);
+}
+
+#[wasm_bindgen_test]
+async fn concurrent_auth_required_publishes_share_one_authentication() {
+    let t = transport(|_| {});
+    let signer = js_signer(9, "sync");
+    t.set_js_signer(Some(signer_fn(&signer)));
+    let url = fault("/auth?t=concurrent");
+    let events: Vec<EventEnvelope> = (0..10).map(|i| note(&format!("auth c{i}"))).collect();
+    for r in join_all(events.iter().map(|e| t.publish(&url, e))).await {
+        assert_eq!(r.outcome, Outcome::Accepted, "{r:?}");
+    }
+    let rd = t.diagnostics().relay(&url).cloned().unwrap();
+    assert_eq!(rd.auth_sent, 1, "{rd:?}");
+    assert_eq!(rd.connections_opened, 1);
+}
+
+#[wasm_bindgen_test]
+async fn auth_required_without_signer_stays_auth_required() {
+    let t = transport(|_| {});
+    let url = fault("/auth?t=nosigner");
+    let ev = note("no signer");
+    let r = t.publish(&url, &ev).await;
+    assert_eq!(r.outcome, Outcome::AuthRequired, "{r:?}");
+    assert!(r.message.contains("no signer"), "{r:?}");
+    assert!(fetch_by_id(&url, &ev.id).await.is_empty());
+    // With a signer, the same event goes through on the same connection.
+    let signer = js_signer(9, "sync");
+    t.set_js_signer(Some(signer_fn(&signer)));
+    let r = t.publish(&url, &ev).await;
+    assert_eq!(r.outcome, Outcome::Accepted, "{r:?}");
+}
+
+#[wasm_bindgen_test]
+async fn failing_signers_leave_auth_required() {
+    for mode in ["reject", "wrong-challenge"] {
+        let t = transport(|_| {});
+        let signer = js_signer(9, mode);
+        t.set_js_signer(Some(signer_fn(&signer)));
+        let url = fault(&format!("/auth?t={mode}"));
+        let r = t.publish(&url, &note(mode)).await;
+        assert_eq!(r.outcome, Outcome::AuthRequired, "{mode}: {r:?}");
+        assert!(r.message.contains("authentication failed"), "{mode}: {r:?}");
+        let rd = t.diagnostics().relay(&url).cloned().unwrap();
+        assert!(!rd.authenticated);
+        assert_eq!(rd.auth_sent, 0, "nothing unverified is sent: {mode}");
+    }
+}
+
+/// A Rust signer works through the same trait.
+struct RustSigner;
+
+impl AuthSigner for RustSigner {
+    fn sign(
+        &self,
+        template: Value,
+    ) -> futures_util::future::LocalBoxFuture<'static, Result<Value, String>> {
+        Box::pin(async move {
+            let tags: Vec<Vec<String>> =
+                serde_json::from_value(template["tags"].clone()).map_err(|e| e.to_string())?;
+            let ev = sign(
+                5,
+                22242,
+                tags,
+                "",
+                template["created_at"].as_u64().unwrap_or(0),
+            );
+            serde_json::from_str(ev.raw()).map_err(|e| e.to_string())
+        })
+    }
+}
+
+#[wasm_bindgen_test]
+async fn rust_signer_authenticates() {
+    let t = transport(|_| {});
+    t.set_signer(Some(Rc::new(RustSigner)));
+    let r = t
+        .publish(&fault("/auth?t=rust"), &note("rust signer"))
+        .await;
+    assert_eq!(r.outcome, Outcome::Accepted, "{r:?}");
+}
+
+// --- per-relay state ---------------------------------------------------------------------
+
+#[wasm_bindgen_test]
+async fn rate_limited_relay_pauses_alone() {
+    let t = transport(|c| c.rate_limit_backoff_ms = 60_000);
+    let limited = fault("/reply/rate-limited?t=pause");
+    let first = t.publish(&limited, &note("limited 1")).await;
+    assert_eq!(first.outcome, Outcome::RateLimited, "{first:?}");
+
+    // Both relays at once: the paused one answers without sending, the other accepts.
+    let order = RefCell::new(Vec::new());
+    let (a, b) = join(
+        async {
+            let r = t.publish(&limited, &note("limited 2")).await;
+            order.borrow_mut().push("limited");
+            r
+        },
+        async {
+            let r = t.publish(&relay(), &note("healthy")).await;
+            order.borrow_mut().push("healthy");
+            r
+        },
+    )
+    .await;
+    assert_eq!(a.outcome, Outcome::RateLimited, "{a:?}");
+    assert!(a.message.contains("not sent"), "{a:?}");
+    assert_eq!(b.outcome, Outcome::Accepted, "{b:?}");
+    assert_eq!(
+        *order.borrow(),
+        ["limited", "healthy"],
+        "the pause answers at once"
+    );
+
+    let d = t.diagnostics();
+    let rl = d.relay(&limited).cloned().unwrap();
+    assert_eq!(rl.events_sent, 1);
+    assert_eq!(rl.short_circuited, 1);
+    assert!(rl.rate_limited_until_ms.is_some());
+    assert!(d.relay(&relay()).unwrap().rate_limited_until_ms.is_none());
+    assert_eq!(
+        fault_events("/reply/rate-limited?t=pause").await,
+        1,
+        "the relay saw one event"
+    );
+}
+
+#[wasm_bindgen_test]
+async fn circuit_opens_after_repeated_unreachable_and_short_circuits() {
+    let t = transport(|c| {
+        c.circuit_failures = 2;
+        c.circuit_open_ms = 60_000;
+    });
+    let dead = closed();
+    for _ in 0..2 {
+        let r = t.publish(&dead, &note("dead")).await;
+        assert_eq!(r.outcome, Outcome::Unreachable, "{r:?}");
+        assert!(!r.message.contains("circuit"), "{r:?}");
+    }
+    let r = t.publish(&dead, &note("dead 3")).await;
+    assert_eq!(r.outcome, Outcome::Unreachable);
+    assert!(r.message.contains("circuit open"), "{r:?}");
+    let rd = t.diagnostics().relay(&dead).cloned().unwrap();
+    assert_eq!(
+        rd.connections_opened, 2,
+        "the third publish opened nothing: {rd:?}"
+    );
+    assert_eq!(rd.short_circuited, 1);
+    assert!(rd.circuit_open_until_ms.is_some());
+    // Another relay is not affected.
+    assert_eq!(
+        t.publish(&relay(), &note("alive")).await.outcome,
+        Outcome::Accepted
+    );
+}
+
+#[wasm_bindgen_test]
+async fn idle_connection_closes_and_reopens_lazily() {
+    let t = transport(|c| c.idle_close_ms = 100);
+    let url = fault("/accept?t=idle");
+    assert_eq!(
+        t.publish(&url, &note("idle 1")).await.outcome,
+        Outcome::Accepted
+    );
+    // Wait well past the idle period (not a timing assertion: only "eventually").
+    let mut closed = false;
+    for _ in 0..50 {
+        sleep(100).await;
+        if t.diagnostics().open_connections == 0 {
+            closed = true;
+            break;
+        }
+    }
+    assert!(closed, "{:?}", t.diagnostics());
+    assert_eq!(
+        t.publish(&url, &note("idle 2")).await.outcome,
+        Outcome::Accepted
+    );
+    let rd = t.diagnostics().relay(&url).cloned().unwrap();
+    assert_eq!(rd.connections_opened, 2);
+    assert_eq!(rd.consecutive_failures, 0, "an idle close is not a failure");
+}
+
+#[wasm_bindgen_test]
+async fn close_all_and_drop_release_connections() {
+    let t = transport(|_| {});
+    let url = fault("/accept?t=closeall");
+    assert_eq!(t.publish(&url, &note("c")).await.outcome, Outcome::Accepted);
+    assert_eq!(t.diagnostics().open_connections, 1);
+    t.close_all();
+    assert_eq!(t.diagnostics().open_connections, 0);
+    assert_eq!(
+        t.publish(&url, &note("c2")).await.outcome,
+        Outcome::Accepted
+    );
+    drop(t);
+}
+
+#[wasm_bindgen_test]
+fn config_is_validated() {
+    let bad = [
+        WsTransportConfig {
+            publish_timeout_ms: 0,
+            ..WsTransportConfig::default()
+        },
+        WsTransportConfig {
+            max_frame_bytes: 10,
+            ..WsTransportConfig::default()
+        },
+        WsTransportConfig {
+            circuit_open_ms: 0,
+            ..WsTransportConfig::default()
+        },
+    ];
+    let fields: Vec<&str> = bad
+        .iter()
+        .map(|c| WsTransport::new(c.clone()).unwrap_err().field)
+        .collect();
+    assert_eq!(
+        fields,
+        ["publishTimeoutMs", "maxFrameBytes", "circuitOpenMs"]
+    );
+    assert_eq!(WsTransportConfig::default().publish_timeout_ms, 10_000);
+    let e = WsTransport::new(bad[0].clone()).unwrap_err();
+    assert_eq!(e.code(), "invalid_config");
+    // JSON names are camelCase and every field defaults.
+    let c: WsTransportConfig = serde_json::from_value(json!({"publishTimeoutMs": 500})).unwrap();
+    assert_eq!(c.publish_timeout_ms, 500);
+    assert_eq!(
+        c.connect_timeout_ms,
+        WsTransportConfig::default().connect_timeout_ms
+    );
+}
+
+// --- end to end: flusher + store + transport + real relays ----------------------------------
+
+fn flush_config() -> FlushConfig {
+    let mut c = FlushConfig::new("transport-test");
+    c.concurrency = 8;
+    c
+}
+
+fn random_u32() -> impl FnMut() -> u32 {
+    || (js_sys::Math::random() * f64::from(u32::MAX)) as u32
+}
+
+async fn run_tick<S: Store>(store: &S, t: &WsTransport, now: &Cell<u64>) -> Vec<String> {
+    let seen = RefCell::new(Vec::new());
+    let clock = || now.get();
+    let mut observer = |e: FlushEvent<'_>| {
+        seen.borrow_mut().push(match e {
+            FlushEvent::AttemptStarted { .. } => "attempt".to_string(),
+            FlushEvent::Delivered { .. } => "delivered".to_string(),
+            FlushEvent::Retrying { .. } => "retrying".to_string(),
+            FlushEvent::Exhausted { .. } => "exhausted".to_string(),
+            FlushEvent::LostClaim { .. } => "lost".to_string(),
+        })
+    };
+    tick(
+        store,
+        t,
+        &flush_config(),
+        &clock,
+        &mut random_u32(),
+        &mut observer,
+    )
+    .await
+    .expect("tick");
+    seen.into_inner()
+}
+
+async fn relay_down_then_back<S: Store>(store: &S, tag: &str) {
+    let url = norm(&switch(&format!("/accept?t={tag}")));
+    let t = transport(|_| {});
+    let now = Cell::new(js_sys::Date::now() as u64);
+
+    assert_eq!(control(json!(["SWITCH", "down"])).await["switch"], "down");
+    let ev = note(&format!("down-then-up {tag}"));
+    store
+        .enqueue(
+            Plan::new(ev.clone(), vec![url.clone()], Policy::All),
+            now.get(),
+        )
+        .await
+        .expect("enqueue");
+    let seen = run_tick(store, &t, &now).await;
+    assert_eq!(seen, ["attempt", "retrying"]);
+    let rec = store.get(&ev.id).await.unwrap().unwrap();
+    assert_eq!(rec.stage, Stage::Retryable);
+    assert_eq!(rec.evidence[0].outcome, Outcome::Unreachable);
+
+    assert_eq!(control(json!(["SWITCH", "up"])).await["switch"], "up");
+    now.set(rec.due_ms.expect("due") + 1);
+    let seen = run_tick(store, &t, &now).await;
+    assert_eq!(seen, ["attempt", "delivered"]);
+    let rec = store.get(&ev.id).await.unwrap().unwrap();
+    assert_eq!(rec.stage, Stage::Satisfied);
+    assert_eq!(rec.evidence.len(), 2);
+    assert_eq!(rec.evidence[1].outcome, Outcome::Accepted);
+    assert_eq!(fetch_by_id(&url, &ev.id).await.len(), 1);
+}
+
+#[wasm_bindgen_test]
+async fn flush_delivers_once_the_relay_is_back_memory_store() {
+    relay_down_then_back(&MemoryStore::new(), "memory").await;
+}
+
+#[wasm_bindgen_test]
+async fn flush_delivers_once_the_relay_is_back_indexeddb_store() {
+    let name = format!("transport-e2e-{}", js_sys::Math::random());
+    let store = IdbStore::open(IdbOptions::new(name))
+        .await
+        .expect("open IndexedDB");
+    relay_down_then_back(&store, "idb").await;
+}
+
+#[wasm_bindgen_test]
+async fn policy_all_with_a_blocking_relay_is_exhausted_with_evidence() {
+    let store = MemoryStore::new();
+    let t = transport(|_| {});
+    let now = Cell::new(js_sys::Date::now() as u64);
+    let good = [relay(), fault("/accept?t=all")];
+    let blocking = fault("/reply/blocked?t=all");
+    let targets: Vec<String> = good.iter().chain([&blocking]).map(|u| norm(u)).collect();
+    let ev = note("policy all");
+    store
+        .enqueue(Plan::new(ev.clone(), targets, Policy::All), now.get())
+        .await
+        .expect("enqueue");
+    let seen = run_tick(&store, &t, &now).await;
+    assert_eq!(seen, ["attempt", "exhausted"]);
+    let rec = store.get(&ev.id).await.unwrap().unwrap();
+    assert_eq!(rec.stage, Stage::Exhausted);
+    assert_eq!(rec.reason, Some(StopReason::Rejected));
+    let outcome_of = |u: &str| -> Vec<Outcome> {
+        rec.evidence
+            .iter()
+            .filter(|e| e.target == norm(u))
+            .map(|e| e.outcome)
+            .collect()
+    };
+    assert_eq!(
+        outcome_of(&blocking),
+        [Outcome::Rejected(RejectReason::Blocked)]
+    );
+    for u in &good {
+        assert_eq!(outcome_of(u), [Outcome::Accepted], "{u}");
+    }
+    // Nothing is claimable any more, and each relay saw the event once.
+    now.set(now.get() + 3_600_000);
+    assert_eq!(run_tick(&store, &t, &now).await, Vec::<String>::new());
+    assert_eq!(fault_events("/accept?t=all").await, 1);
+    assert_eq!(fault_events("/reply/blocked?t=all").await, 1);
+    assert_eq!(fetch_by_id(&relay(), &ev.id).await.len(), 1);
+}
+
+#[wasm_bindgen_test]
+async fn at_least_two_is_satisfied_while_one_relay_is_down() {
+    let store = MemoryStore::new();
+    let t = transport(|_| {});
+    let now = Cell::new(js_sys::Date::now() as u64);
+    let targets: Vec<String> = [relay(), fault("/accept?t=atleast"), closed()]
+        .iter()
+        .map(|u| norm(u))
+        .collect();
+    let ev = note("at least two");
+    store
+        .enqueue(
+            Plan::new(ev.clone(), targets, Policy::AtLeast { k: 2 }),
+            now.get(),
+        )
+        .await
+        .expect("enqueue");
+    let seen = run_tick(&store, &t, &now).await;
+    assert_eq!(seen, ["attempt", "delivered"]);
+    let rec = store.get(&ev.id).await.unwrap().unwrap();
+    assert_eq!(rec.stage, Stage::Satisfied);
+    let down: Vec<Outcome> = rec
+        .evidence
+        .iter()
+        .filter(|e| e.target == norm(&closed()))
+        .map(|e| e.outcome)
+        .collect();
+    assert_eq!(down, [Outcome::Unreachable]);
+}
