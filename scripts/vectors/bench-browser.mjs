@@ -1,0 +1,120 @@
+// Browser benchmark: event verification throughput in headless Chromium, our Rust→wasm
+// (examples/bench_verify_wasm.rs) next to nostr-tools' verifyEvent, in the same page, on
+// the same valid events (tests/data/event_vectors.json). Prints events/s and the ratio.
+//
+// Usage (from the repository root):
+//   cargo build --release --example bench_verify_wasm --target wasm32-unknown-unknown
+//   wasm-bindgen --target web --out-dir target/bench-wasm \
+//       target/wasm32-unknown-unknown/release/examples/bench_verify_wasm.wasm
+//   cd scripts/vectors && npm ci && node bench-browser.mjs ../../target/bench-wasm [rounds]
+//
+// Environment: CHROMIUM (default /usr/bin/chromium).
+
+import { createServer } from 'node:http'
+import { spawn } from 'node:child_process'
+import { mkdtempSync, readFileSync, rmSync, existsSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join, dirname, extname, resolve, normalize } from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+const here = dirname(fileURLToPath(import.meta.url))
+const wasmDir = resolve(process.argv[2] ?? join(here, '..', '..', 'target', 'bench-wasm'))
+const rounds = Number(process.argv[3] ?? 5)
+const vectorsPath = join(here, '..', '..', 'tests', 'data', 'event_vectors.json')
+if (!existsSync(join(wasmDir, 'bench_verify_wasm.js'))) {
+  console.error(`no bench_verify_wasm.js in ${wasmDir}: build it first (see the header of this script)`)
+  process.exit(2)
+}
+
+const page = `<!doctype html><meta charset="utf-8"><title>verify bench</title>
+<script type="importmap">{"imports":{
+  "nostr-tools/pure": "/node_modules/nostr-tools/lib/esm/pure.js",
+  "@noble/curves/": "/node_modules/@noble/curves/",
+  "@noble/hashes/": "/node_modules/@noble/hashes/"
+}}</script>
+<script type="module">
+import init, { loadEvents, verifyLoaded, verifyEventJson } from '/wasm/bench_verify_wasm.js'
+import { verifyEvent } from 'nostr-tools/pure'
+const report = (r) => fetch('/result', { method: 'POST', body: JSON.stringify(r) })
+try {
+  await init()
+  const doc = await (await fetch('/vectors.json')).json()
+  const events = doc.vectors.filter((v) => v.valid_sig).map((v) => v.json)
+  const rounds = ${rounds}
+  const n = events.length * rounds
+  // Best of three runs of each measurement (the machine may be shared; the first run of
+  // wasm code may still be in the baseline tier).
+  const time = (f) => {
+    let best = Infinity, ok
+    for (let i = 0; i < 3; i++) { const t = performance.now(); ok = f(); best = Math.min(best, performance.now() - t) }
+    return [best, ok]
+  }
+  // Warm up all three, checking that every event verifies.
+  loadEvents(JSON.stringify(events))
+  if (verifyLoaded(1) !== events.length) throw new Error('wasm rejected a valid event')
+  if (!events.every((e) => verifyEventJson(e))) throw new Error('wasm (per call) rejected a valid event')
+  if (!events.every((e) => verifyEvent(JSON.parse(e)))) throw new Error('nostr-tools rejected a valid event')
+  const [wasmMs, okW] = time(() => verifyLoaded(rounds))
+  const [callMs, okC] = time(() => { let k = 0; for (let r = 0; r < rounds; r++) for (const e of events) k += verifyEventJson(e) ? 1 : 0; return k })
+  // A fresh object per call: verifyEvent caches its verdict on the object.
+  const [ntMs, okN] = time(() => { let k = 0; for (let r = 0; r < rounds; r++) for (const e of events) k += verifyEvent(JSON.parse(e)) ? 1 : 0; return k })
+  if (okW !== n || okC !== n || okN !== n) throw new Error('a valid event failed to verify')
+  report({ userAgent: navigator.userAgent, events: events.length, rounds, wasmMs, callMs, ntMs })
+} catch (e) {
+  report({ error: String(e && e.stack || e) })
+}
+</script>`
+
+const types = { '.js': 'text/javascript', '.mjs': 'text/javascript', '.wasm': 'application/wasm', '.json': 'application/json', '.html': 'text/html' }
+function serveFile(res, root, rel) {
+  const file = normalize(join(root, rel))
+  if (!file.startsWith(root) || !existsSync(file)) { res.writeHead(404); res.end(); return }
+  res.writeHead(200, { 'content-type': types[extname(file)] ?? 'application/octet-stream' })
+  res.end(readFileSync(file))
+}
+
+let chrome
+const userDataDir = mkdtempSync(join(tmpdir(), 'nostr-bench-'))
+const finish = (code) => {
+  if (chrome && chrome.exitCode === null) chrome.kill('SIGTERM')
+  server.close()
+  setTimeout(() => { rmSync(userDataDir, { recursive: true, force: true }); process.exit(code) }, 500)
+}
+const server = createServer((req, res) => {
+  const url = new URL(req.url, 'http://x')
+  if (url.pathname === '/') { res.writeHead(200, { 'content-type': 'text/html' }); res.end(page); return }
+  if (url.pathname === '/vectors.json') return serveFile(res, dirname(vectorsPath), 'event_vectors.json')
+  if (url.pathname.startsWith('/wasm/')) return serveFile(res, wasmDir, url.pathname.slice(6))
+  if (url.pathname.startsWith('/node_modules/')) return serveFile(res, join(here, 'node_modules'), url.pathname.slice(14))
+  if (url.pathname === '/result' && req.method === 'POST') {
+    let body = ''
+    req.on('data', (c) => { body += c })
+    req.on('end', () => {
+      res.end('ok')
+      const r = JSON.parse(body)
+      if (r.error) { console.error('benchmark failed in the page:', r.error); return finish(1) }
+      const n = r.events * r.rounds
+      const rate = (ms) => (n / (ms / 1000)).toFixed(0)
+      console.log(`${r.userAgent}`)
+      console.log(`${r.events} valid events x ${r.rounds} rounds, best of 3`)
+      console.log(`rust/wasm, loop inside wasm       ${rate(r.wasmMs).padStart(8)} events/s`)
+      console.log(`rust/wasm, one JS call per event  ${rate(r.callMs).padStart(8)} events/s`)
+      console.log(`nostr-tools verifyEvent           ${rate(r.ntMs).padStart(8)} events/s`)
+      console.log(`ratio wasm (per call) / nostr-tools: ${(r.ntMs / r.callMs).toFixed(2)}x`)
+      finish(0)
+    })
+    return
+  }
+  res.writeHead(404); res.end()
+})
+
+server.listen(0, '127.0.0.1', () => {
+  const { port } = server.address()
+  chrome = spawn(process.env.CHROMIUM ?? '/usr/bin/chromium', [
+    '--headless=new', '--no-sandbox', '--disable-gpu', '--no-first-run',
+    '--disable-background-networking', '--disable-component-update', '--disable-sync',
+    '--disable-dev-shm-usage', `--user-data-dir=${userDataDir}`, `http://127.0.0.1:${port}/`,
+  ], { stdio: 'ignore' })
+  chrome.on('exit', (code) => { if (server.listening) { console.error(`chromium exited early (${code})`); finish(1) } })
+})
+setTimeout(() => { console.error('timed out'); finish(1) }, 15 * 60 * 1000)
