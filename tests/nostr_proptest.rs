@@ -104,7 +104,7 @@ fn jsonish() -> impl Strategy<Value = String> {
 }
 
 proptest! {
-    #![proptest_config(cases(2000))]
+    #![proptest_config(cases(1000))]
 
     #[test]
     fn parsers_never_panic_on_bytes(bytes in prop::collection::vec(any::<u8>(), 0..512)) {

@@ -111,6 +111,10 @@ fn relay_urls_refused_with_reasons() {
         bad("https://a.b").to_string(),
         "invalid relay URL: scheme must be ws:// or wss://, got `https`"
     );
+    assert_eq!(
+        bad("relay.damus.io").to_string(),
+        "invalid relay URL: scheme must be ws:// or wss://, got none"
+    );
     for s in ["wss://user@a.b", "wss://u:p@a.b/", "wss://@a.b"] {
         assert_eq!(bad(s), RelayUrlError::Userinfo, "{s}");
     }
@@ -133,7 +137,7 @@ fn relay_urls_refused_with_reasons() {
         "wss://[fe80::1%25eth0]",
         "wss://999.1.1.1",
         "wss://1.2.3",
-        "wss://a.b:80:90",
+        "wss://2001:db8::1",
     ] {
         assert!(
             matches!(bad(s), RelayUrlError::Host { .. }),
@@ -151,6 +155,7 @@ fn relay_urls_refused_with_reasons() {
         "wss://a.b:+80",
         "wss://a.b:8x",
         "wss://a.b:000443",
+        "wss://relay.example:80:90",
     ] {
         assert!(matches!(bad(s), RelayUrlError::Port { .. }), "{s}");
     }

@@ -119,7 +119,7 @@ pub enum RelayUrlError {
         max: usize,
     },
     /// The scheme is missing or is not `ws` / `wss`.
-    #[error("invalid relay URL: scheme must be ws:// or wss://, got `{scheme}`")]
+    #[error("invalid relay URL: scheme must be ws:// or wss://, got {}", describe_scheme(.scheme))]
     Scheme {
         /// The scheme found (empty when there is no `://`).
         scheme: String,
@@ -154,6 +154,14 @@ pub enum RelayUrlError {
         /// The offending character.
         ch: char,
     },
+}
+
+fn describe_scheme(scheme: &str) -> String {
+    if scheme.is_empty() {
+        "none".to_owned()
+    } else {
+        format!("`{scheme}`")
+    }
 }
 
 impl RelayUrlError {

@@ -169,10 +169,15 @@ fn split_host_port(authority: &str) -> Result<(String, Option<&str>), RelayUrlEr
         None => (authority, None),
     };
     if port.is_some_and(|p| p.contains(':')) {
-        return Err(host_error(
-            authority,
-            "IPv6 addresses must be written in brackets",
-        ));
+        let ipv6_like = authority
+            .bytes()
+            .all(|b| b.is_ascii_hexdigit() || b == b':' || b == b'.');
+        if ipv6_like {
+            return Err(host_error(
+                authority,
+                "IPv6 addresses must be written in brackets",
+            ));
+        }
     }
     Ok((normalize_reg_host(host)?, port))
 }
