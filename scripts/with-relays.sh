@@ -13,8 +13,9 @@
 # Exits with the command's status. The relays are stopped on any exit (trap), and the fault
 # relay also exits by itself once this script's process is gone.
 #
-# Tools: NOSTR_RS_RELAY (default: nostr-rs-relay on PATH); FAULT_RELAY_BIN (default:
-# fault-relay on PATH, else built into ${FAULT_RELAY_TARGET_DIR:-target/fault-relay}).
+# Tools: NOSTR_RS_RELAY (default: nostr-rs-relay on PATH); FAULT_RELAY_BIN (default: built
+# here from tests/fault-relay into ${FAULT_RELAY_TARGET_DIR:-$NOSTR_OUTBOX_TOOLS/fault-relay-target};
+# about 5-10 minutes the first time on 2 cores, a no-op afterwards).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/env.sh
@@ -33,16 +34,13 @@ if [ -z "$NOSTR_RS_RELAY" ] || [ ! -x "$NOSTR_RS_RELAY" ]; then
   exit 2
 fi
 if [ -z "${FAULT_RELAY_BIN:-}" ]; then
-  if command -v fault-relay >/dev/null 2>&1; then
-    FAULT_RELAY_BIN="$(command -v fault-relay)"
-  else
-    fr_target="${FAULT_RELAY_TARGET_DIR:-$PWD/target/fault-relay}"
-    FAULT_RELAY_BIN="$fr_target/release/fault-relay"
-    # cargo decides whether anything changed; a no-op build takes a moment.
-    log "building tests/fault-relay into $fr_target"
-    CARGO_TARGET_DIR="$fr_target" cargo build --release --quiet \
-      --manifest-path tests/fault-relay/Cargo.toml >&2
-  fi
+  # Built from this checkout every time (cargo makes an unchanged build a no-op), into a
+  # target dir outside the work tree so fresh clones (CI) reuse it.
+  fr_target="${FAULT_RELAY_TARGET_DIR:-$NOSTR_OUTBOX_TOOLS/fault-relay-target}"
+  FAULT_RELAY_BIN="$fr_target/release/fault-relay"
+  log "building tests/fault-relay (target dir $fr_target)"
+  CARGO_TARGET_DIR="$fr_target" cargo build --release --locked --quiet \
+    --manifest-path tests/fault-relay/Cargo.toml >&2
 fi
 
 # --- lifecycle --------------------------------------------------------------------
