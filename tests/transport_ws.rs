@@ -598,6 +598,7 @@ async fn idle_connection_closes_and_reopens_lazily() {
         }
     }
     assert!(closed, "{:?}", t.diagnostics());
+    eventually_open("/accept?t=idle", 0).await;
     assert_eq!(
         t.publish(&url, &note("idle 2")).await.outcome,
         Outcome::Accepted
@@ -607,19 +608,87 @@ async fn idle_connection_closes_and_reopens_lazily() {
     assert_eq!(rd.consecutive_failures, 0, "an idle close is not a failure");
 }
 
+/// How many sessions the fault relay has open on `path` (path and query).
+async fn fault_open(path: &str) -> u64 {
+    let stats = control(json!(["STATS"])).await;
+    stats["open"][path].as_u64().unwrap_or(0)
+}
+
+/// Polls until the fault relay has `n` sessions open on `path` (the relay sees a close a
+/// moment after the browser sends it).
+async fn eventually_open(path: &str, n: u64) {
+    let mut last = u64::MAX;
+    for _ in 0..50 {
+        last = fault_open(path).await;
+        if last == n {
+            return;
+        }
+        sleep(100).await;
+    }
+    panic!("{path}: {last} sessions open on the relay, expected {n}");
+}
+
 #[wasm_bindgen_test]
 async fn close_all_and_drop_release_connections() {
     let t = transport(|_| {});
     let url = fault("/accept?t=closeall");
     assert_eq!(t.publish(&url, &note("c")).await.outcome, Outcome::Accepted);
     assert_eq!(t.diagnostics().open_connections, 1);
+    eventually_open("/accept?t=closeall", 1).await;
     t.close_all();
     assert_eq!(t.diagnostics().open_connections, 0);
+    eventually_open("/accept?t=closeall", 0).await;
+
+    // Dropping the transport closes its connections too.
     assert_eq!(
         t.publish(&url, &note("c2")).await.outcome,
         Outcome::Accepted
     );
+    eventually_open("/accept?t=closeall", 1).await;
     drop(t);
+    eventually_open("/accept?t=closeall", 0).await;
+}
+
+#[wasm_bindgen_test]
+async fn close_all_with_publishes_in_flight_reports_unreachable() {
+    let t = transport(|_| {});
+    let url = fault("/slow/3000?t=inflight");
+    let events: Vec<EventEnvelope> = (0..3).map(|i| note(&format!("inflight {i}"))).collect();
+    let (reports, ()) = join(join_all(events.iter().map(|e| t.publish(&url, e))), async {
+        // Close once all three are in flight.
+        for _ in 0..50 {
+            if t.diagnostics()
+                .relay(&url)
+                .is_some_and(|r| r.in_flight == 3)
+            {
+                break;
+            }
+            sleep(20).await;
+        }
+        t.close_all();
+    })
+    .await;
+    for r in reports {
+        assert_eq!(r.outcome, Outcome::Unreachable, "{r:?}");
+    }
+}
+
+#[wasm_bindgen_test]
+async fn stalled_handshake_hits_the_connect_timeout() {
+    let t = transport(|c| c.connect_timeout_ms = 300);
+    let url = fault("/stall?t=connect");
+    let events: Vec<EventEnvelope> = (0..3).map(|i| note(&format!("stall {i}"))).collect();
+    for r in join_all(events.iter().map(|e| t.publish(&url, e))).await {
+        assert_eq!(r.outcome, Outcome::Unreachable, "{r:?}");
+        assert!(r.message.contains("connect timeout"), "{r:?}");
+    }
+    let rd = t.diagnostics().relay(&url).cloned().unwrap();
+    assert_eq!(
+        rd.connections_opened, 1,
+        "the three publishes shared one attempt"
+    );
+    assert_eq!(rd.consecutive_failures, 1, "counted once: {rd:?}");
+    assert_eq!(rd.events_sent, 0);
 }
 
 #[wasm_bindgen_test]

@@ -15,9 +15,10 @@
 //! | `/close` | the first `EVENT` gets a WebSocket close frame (1011) instead of an `OK` |
 //! | `/drop` | the first `EVENT` drops the TCP connection without a close frame |
 //! | `/hostile` | before each `OK`: non-JSON, wrong shapes, `OK` for unknown ids, a malformed `OK` for the real id, a `NOTICE` flood, a 2 MiB frame, a binary frame, `AUTH`, `EVENT`/`EOSE`/`CLOSED`/`COUNT`; then the real relay answers |
+//! | `/stall` | the TCP connection is accepted, the WebSocket handshake never answered |
 //! | `/slow/<ms>` | every client message is forwarded after `<ms>` ms (at most 60 000) |
 //! | `...?anything` | the query is ignored for the behaviour but keys the counters of `STATS` |
-//! | `/control` | admin: `["SWITCH","down"\|"up"]`, `["STATS"]`, `["RESET"]` answered with `["CONTROL",<json>]` |
+//! | `/control` | admin: `["SWITCH","down"\|"up"]`, `["STATS"]` (events, connections and open sessions per path), `["RESET"]` answered with `["CONTROL",<json>]` |
 //!
 //! With `--switch`, a second listener serves the same paths on its own port and can be
 //! stopped (connections refused, live ones closed) and restarted on the same port through
@@ -97,6 +98,8 @@ struct State {
     events: Mutex<BTreeMap<String, u64>>,
     /// Connections accepted, per path.
     connections: Mutex<BTreeMap<String, u64>>,
+    /// WebSocket sessions open now, per path.
+    open_now: Mutex<BTreeMap<String, u64>>,
     switch: Option<Switch>,
 }
 
@@ -186,6 +189,7 @@ async fn main() {
         auth: local_relay(true),
         events: Mutex::default(),
         connections: Mutex::default(),
+        open_now: Mutex::default(),
         switch,
     });
 
@@ -297,12 +301,71 @@ async fn run_switch(state: Arc<State>, first: TcpListener) {
     }
 }
 
+/// The path of an HTTP request line (`GET /path HTTP/1.1`), peeked within 2 s.
+async fn request_path(stream: &TcpStream) -> Option<String> {
+    let mut buf = [0u8; 2048];
+    for _ in 0..200 {
+        let n = stream.peek(&mut buf).await.ok()?;
+        let head = &buf[..n];
+        if let Some(end) = head.windows(2).position(|w| w == b"\r\n") {
+            let line = std::str::from_utf8(&head[..end]).ok()?;
+            return line.split(' ').nth(1).map(str::to_owned);
+        }
+        if n == buf.len() || n == 0 {
+            return None;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    None
+}
+
+/// Counts a live WebSocket session on its path while it lives.
+struct OpenGuard<'a> {
+    state: &'a State,
+    key: String,
+}
+
+impl<'a> OpenGuard<'a> {
+    fn new(state: &'a State, key: &str) -> OpenGuard<'a> {
+        bump(&state.open_now, key);
+        OpenGuard {
+            state,
+            key: key.to_string(),
+        }
+    }
+}
+
+impl Drop for OpenGuard<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut m) = self.state.open_now.lock() {
+            if let Some(n) = m.get_mut(&self.key) {
+                *n = n.saturating_sub(1);
+            }
+        }
+    }
+}
+
 async fn handle(
     state: Arc<State>,
     stream: TcpStream,
     addr: SocketAddr,
     down: Option<watch::Receiver<bool>>,
 ) {
+    // `/stall`: accept the TCP connection but never answer the WebSocket handshake (the
+    // request line is peeked, not consumed, so other paths are unaffected).
+    if request_path(&stream)
+        .await
+        .is_some_and(|p| p.starts_with("/stall"))
+    {
+        bump(&state.connections, "/stall");
+        let mut down = down;
+        let hold = tokio::time::sleep(Duration::from_secs(60));
+        match &mut down {
+            Some(rx) => tokio::select! { _ = hold => {}, _ = wait_for(rx, false) => {} },
+            None => hold.await,
+        }
+        return;
+    }
     let mut path = String::from("/");
     let callback = |req: &Request, resp: Response| {
         path = req.uri().to_string();
@@ -317,6 +380,7 @@ async fn handle(
     // (`/accept?t=name`) and read only their own numbers.
     let key = path.clone();
     bump(&state.connections, &key);
+    let _open = OpenGuard::new(&state, &key);
     let session = async {
         match mode {
             Mode::Control => control(&state, ws).await,
@@ -388,7 +452,8 @@ async fn control<S: AsyncRead + AsyncWrite + Unpin>(state: &State, mut ws: WebSo
                     .lock()
                     .map(|m| m.clone())
                     .unwrap_or_default();
-                json!({"events": events, "connections": connections})
+                let open = state.open_now.lock().map(|m| m.clone()).unwrap_or_default();
+                json!({"events": events, "connections": connections, "open": open})
             }
             "RESET" => {
                 if let Ok(mut m) = state.events.lock() {
