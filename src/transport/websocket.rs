@@ -532,7 +532,7 @@ impl WsTransport {
             .entry(url.as_str().to_owned())
             .or_insert_with(RelayState::new);
         if let Some(c) = &st.conn {
-            if !c.is_closed() {
+            if c.is_usable() {
                 return Ok(c.clone());
             }
         }
@@ -795,6 +795,11 @@ impl Transport for WsTransport {
             );
         };
         if let Err(why) = self.authenticate(&url, &conn, signer, &counters).await {
+            if let ConnState::Closed(reason) = conn.state() {
+                let msg = format!("{reason} while authenticating");
+                self.note_failure(&key, Some(&conn), &msg);
+                return PublishReport::new(Outcome::Unreachable, msg);
+            }
             return PublishReport::new(
                 Outcome::AuthRequired,
                 format!("{} (authentication failed: {why})", first.message),

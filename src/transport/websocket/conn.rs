@@ -204,6 +204,16 @@ impl Conn {
         matches!(*self.state.borrow(), ConnState::Closed(_))
     }
 
+    /// True while a new publish can use this connection: not closed, and the socket is
+    /// not already closing (a `close` event may be on its way; `send` would drop data).
+    pub(crate) fn is_usable(&self) -> bool {
+        !self.is_closed()
+            && matches!(
+                self.ws.ready_state(),
+                WebSocket::CONNECTING | WebSocket::OPEN
+            )
+    }
+
     /// How many publishes wait for an `OK` on this connection.
     pub(crate) fn in_flight(&self) -> u32 {
         let n: usize = self.pending.borrow().values().map(VecDeque::len).sum();
