@@ -1,6 +1,33 @@
-//! The wasm-bindgen API: the only layer that knows about JavaScript.
+//! The wasm-bindgen API: the only layer that knows about JavaScript. It converts
+//! arguments and options into the domain types of [`crate::nostr`] and
+//! [`crate::core`], calls the [`crate::store`] and the flusher runtime, and converts
+//! records, counts and errors back to plain JavaScript values. It reads the clock
+//! (`Date.now()`) and randomness (`crypto.getRandomValues`) for the layers below; it
+//! holds no delivery rule.
+//!
+//! - `outbox`: the `Outbox` class (open, enqueue, get, list, status, retry, cancel,
+//!   purge, flush, auto-flush, events, close).
+//! - `runtime`: the flusher loop, Web Lock election, triggers and timers.
+//! - `sw`: `registerBackgroundSync` and `handleSync` for service workers.
+//! - `error`: `OutboxError` (`error.js`) and the mapping of every Rust error code.
+//! - `input` / `view`: JavaScript values in and out; `types`: the TypeScript types.
+//! - `events`: the internal `EventTarget` and the cross-context `BroadcastChannel`.
 
 use wasm_bindgen::prelude::*;
+
+mod backend;
+pub mod error;
+mod events;
+mod input;
+pub mod outbox;
+mod runtime;
+pub mod sw;
+mod sys;
+mod types;
+pub mod view;
+
+pub use error::{ApiError, OutboxError};
+pub use outbox::Outbox;
 
 /// The library version, for JavaScript.
 #[wasm_bindgen]

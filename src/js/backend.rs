@@ -1,0 +1,169 @@
+//! The concrete store and transport behind an `Outbox`: enums that delegate to the
+//! memory or IndexedDB [`Store`] and to the WebSocket or an application-supplied
+//! [`Transport`]. Pure delegation; the application transport's answers are classified
+//! by [`crate::nostr::classify_ok`].
+
+use js_sys::{Function, Promise, Reflect};
+use wasm_bindgen::prelude::*;
+use wasm_bindgen_futures::JsFuture;
+
+use crate::core::{
+    ClaimRequest, Completion, Enqueued, EventEnvelope, ListQuery, Outcome, Plan, Record,
+    RetryConfig, StageCounts,
+};
+use crate::store::idb::IdbStore;
+use crate::store::{MemoryStore, Store, StoreError};
+use crate::transport::{PublishReport, Transport};
+
+/// The store an `Outbox` was opened with.
+#[derive(Debug)]
+pub(crate) enum AnyStore {
+    Memory(MemoryStore),
+    Idb(IdbStore),
+}
+
+macro_rules! delegate {
+    ($self:ident, $s:ident => $call:expr) => {
+        match $self {
+            AnyStore::Memory($s) => $call.await,
+            AnyStore::Idb($s) => $call.await,
+        }
+    };
+}
+
+impl AnyStore {
+    /// Closes the IndexedDB connection (no-op for memory).
+    pub(crate) fn close(&self) {
+        if let AnyStore::Idb(s) = self {
+            s.close();
+        }
+    }
+}
+
+impl Store for AnyStore {
+    async fn enqueue(&self, plan: Plan, now_ms: u64) -> Result<Enqueued, StoreError> {
+        delegate!(self, s => s.enqueue(plan, now_ms))
+    }
+    async fn enqueue_many(
+        &self,
+        plans: Vec<Plan>,
+        now_ms: u64,
+    ) -> Result<Vec<Enqueued>, StoreError> {
+        delegate!(self, s => s.enqueue_many(plans, now_ms))
+    }
+    async fn get(&self, id: &str) -> Result<Option<Record>, StoreError> {
+        delegate!(self, s => s.get(id))
+    }
+    async fn claim(&self, request: &ClaimRequest, now_ms: u64) -> Result<Vec<Record>, StoreError> {
+        delegate!(self, s => s.claim(request, now_ms))
+    }
+    async fn complete_attempt(
+        &self,
+        completion: &Completion,
+        retry: &RetryConfig,
+        now_ms: u64,
+    ) -> Result<Record, StoreError> {
+        delegate!(self, s => s.complete_attempt(completion, retry, now_ms))
+    }
+    async fn release(
+        &self,
+        id: &str,
+        lease_id: &str,
+        revision: u64,
+        now_ms: u64,
+    ) -> Result<Record, StoreError> {
+        delegate!(self, s => s.release(id, lease_id, revision, now_ms))
+    }
+    async fn retry(&self, id: &str, now_ms: u64) -> Result<Record, StoreError> {
+        delegate!(self, s => s.retry(id, now_ms))
+    }
+    async fn cancel(&self, id: &str, now_ms: u64) -> Result<Record, StoreError> {
+        delegate!(self, s => s.cancel(id, now_ms))
+    }
+    async fn purge(&self, before_ms: u64) -> Result<u32, StoreError> {
+        delegate!(self, s => s.purge(before_ms))
+    }
+    async fn list(&self, query: &ListQuery) -> Result<Vec<Record>, StoreError> {
+        delegate!(self, s => s.list(query))
+    }
+    async fn status(&self) -> Result<StageCounts, StoreError> {
+        delegate!(self, s => s.status())
+    }
+    async fn next_due(&self) -> Result<Option<u64>, StoreError> {
+        delegate!(self, s => s.next_due())
+    }
+}
+
+/// A transport supplied by the application: `{ publish(relay, eventJson) }` resolving
+/// to `{ ok, message }` (the relay's `OK`). A throw or rejection is `unreachable`.
+#[derive(Debug, Clone)]
+pub(crate) struct JsTransport {
+    target: JsValue,
+    publish: Function,
+}
+
+impl JsTransport {
+    /// Wraps an object with a `publish` method; `None` when it has none.
+    pub(crate) fn new(target: JsValue) -> Option<JsTransport> {
+        let publish = Reflect::get(&target, &JsValue::from_str("publish")).ok()?;
+        let publish: Function = publish.dyn_into().ok()?;
+        Some(JsTransport { target, publish })
+    }
+}
+
+fn describe(e: &JsValue) -> String {
+    if let Some(err) = e.dyn_ref::<js_sys::Error>() {
+        return String::from(err.message());
+    }
+    e.as_string().unwrap_or_else(|| "publish failed".into())
+}
+
+impl Transport for JsTransport {
+    async fn publish(&self, relay: &str, event: &EventEnvelope) -> PublishReport {
+        let returned = match self.publish.call2(
+            &self.target,
+            &JsValue::from_str(relay),
+            &JsValue::from_str(&event.raw),
+        ) {
+            Ok(v) => v,
+            Err(e) => return PublishReport::new(Outcome::Unreachable, describe(&e)),
+        };
+        let answer = match JsFuture::from(Promise::resolve(&returned)).await {
+            Ok(v) => v,
+            Err(e) => return PublishReport::new(Outcome::Unreachable, describe(&e)),
+        };
+        let ok = Reflect::get(&answer, &JsValue::from_str("ok"))
+            .ok()
+            .and_then(|v| v.as_bool());
+        let message = Reflect::get(&answer, &JsValue::from_str("message"))
+            .ok()
+            .and_then(|v| v.as_string())
+            .unwrap_or_default();
+        match ok {
+            Some(ok) => PublishReport::new(crate::nostr::classify_ok(ok, &message), message),
+            None => PublishReport::new(
+                Outcome::Unreachable,
+                "transport answer must be { ok: boolean, message?: string }",
+            ),
+        }
+    }
+}
+
+/// The transport an `Outbox` publishes with.
+pub(crate) enum AnyTransport {
+    /// The application's transport.
+    Js(JsTransport),
+    /// No transport in this build: every publish is `unreachable`.
+    None,
+}
+
+impl Transport for AnyTransport {
+    async fn publish(&self, relay: &str, event: &EventEnvelope) -> PublishReport {
+        match self {
+            AnyTransport::Js(t) => t.publish(relay, event).await,
+            AnyTransport::None => {
+                PublishReport::new(Outcome::Unreachable, "no relay transport available")
+            }
+        }
+    }
+}

@@ -1,0 +1,20 @@
+// The error class of nostr-outbox. Every failure of the JavaScript API is an
+// OutboxError: a real Error (stack, instanceof Error) with a stable string `code`
+// and, where useful, structured `details`. The package entry re-exports this class,
+// so `err instanceof OutboxError` works for applications.
+
+export class OutboxError extends Error {
+  constructor(code, message, details, options) {
+    super(message, options);
+    this.name = "OutboxError";
+    this.code = code;
+    if (details !== undefined) this.details = details;
+  }
+}
+
+// Called from Rust: builds an OutboxError; `details` is JSON text or undefined,
+// `cause` (a thrown JavaScript value) is kept as the standard `cause` when given.
+export function makeError(code, message, details, cause) {
+  const parsed = typeof details === "string" ? JSON.parse(details) : undefined;
+  return new OutboxError(code, message, parsed, cause === undefined ? undefined : { cause });
+}

@@ -1,0 +1,110 @@
+// Runtime glue for the nostr-outbox JavaScript API: the few calls that are simpler
+// (or smaller) in JavaScript than through web-sys. No business rule lives here; every
+// function works in windows, dedicated/shared/service workers and edge runtimes (it
+// only touches `globalThis` and feature-detects everything else).
+
+const EVENT_FIELDS = ["id", "pubkey", "created_at", "kind", "tags", "content", "sig"];
+
+// The JSON text of the seven NIP-01 fields of an event object (other properties, e.g.
+// of library event classes, are ignored). Throws a TypeError on cycles or BigInt.
+export function eventFieldsJson(event) {
+  const picked = {};
+  for (const k of EVENT_FIELDS) {
+    if (k in event) picked[k] = event[k];
+  }
+  return JSON.stringify(picked);
+}
+
+// A uniformly random u32 from crypto.getRandomValues (Math.random only where the Web
+// Crypto API is missing).
+export function randomU32() {
+  const c = globalThis.crypto;
+  if (c && typeof c.getRandomValues === "function") {
+    return c.getRandomValues(new Uint32Array(1))[0];
+  }
+  return Math.floor(Math.random() * 4294967296) >>> 0;
+}
+
+// `false` only when the runtime says it is offline (navigator.onLine === false).
+export function isOnline() {
+  const nav = globalThis.navigator;
+  return !(nav && nav.onLine === false);
+}
+
+// The `document` of a window (undefined in workers and edge runtimes).
+export function pageDocument() {
+  const d = globalThis.document;
+  return d && typeof d.addEventListener === "function" ? d : undefined;
+}
+
+// True when there is no document, or the document is visible.
+export function isVisible() {
+  const d = pageDocument();
+  return !d || d.visibilityState !== "hidden";
+}
+
+// Takes the Web Lock `name` if it is free. Resolves with:
+// - `undefined` when the Web Locks API is unavailable (callers fall back on leases);
+// - `null` when another context holds the lock;
+// - a `release` function otherwise: the lock is held until it is called; the promise
+//   it returns settles once the lock is actually free again.
+export function tryLock(name) {
+  const locks = globalThis.navigator && globalThis.navigator.locks;
+  if (!locks || typeof locks.request !== "function") return Promise.resolve(undefined);
+  return new Promise((resolve, reject) => {
+    let release;
+    const held = new Promise((r) => { release = r; });
+    const done = locks
+      .request(name, { ifAvailable: true }, (lock) => {
+        if (!lock) {
+          resolve(null);
+          return undefined;
+        }
+        resolve(() => {
+          release();
+          return done.then(() => undefined, () => undefined);
+        });
+        return held;
+      });
+    done.catch(reject);
+  });
+}
+
+// A NIP-42 signer as a function: accepts `{ signEvent(template) }` (NIP-07 shape, e.g.
+// window.nostr) or a bare function. Anything else gives undefined.
+export function signerFunction(signer) {
+  if (typeof signer === "function") return signer;
+  if (signer && typeof signer.signEvent === "function") {
+    return (template) => signer.signEvent(template);
+  }
+  return undefined;
+}
+
+// Dispatches `new CustomEvent(type, { detail })` on `target`.
+export function fire(target, type, detail) {
+  target.dispatchEvent(new CustomEvent(type, { detail }));
+}
+
+// Registers a Background Sync (Chromium only). Resolves with whether it registered.
+export async function registerSync(registration, tag) {
+  const sync = registration && registration.sync;
+  if (!sync || typeof sync.register !== "function") return false;
+  try {
+    await sync.register(tag);
+    return true;
+  } catch (_) {
+    return false;
+  }
+}
+
+// A BroadcastChannel, when the runtime has one.
+export function openChannel(name) {
+  return typeof globalThis.BroadcastChannel === "function"
+    ? new globalThis.BroadcastChannel(name)
+    : undefined;
+}
+
+// True when this runtime has IndexedDB.
+export function hasIndexedDb() {
+  return typeof globalThis.indexedDB === "object" && globalThis.indexedDB !== null;
+}

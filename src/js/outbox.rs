@@ -1,0 +1,678 @@
+//! The `Outbox` class: opens a store, converts JavaScript arguments into plans and
+//! queries, calls the store and the flusher runtime, and converts results and errors
+//! back. Every method returns a promise and rejects with an `OutboxError`; nothing is
+//! written before every argument has been read and checked.
+
+use std::cell::Cell;
+use std::rc::Rc;
+
+use js_sys::{Array, Promise};
+use serde_json::json;
+use wasm_bindgen::prelude::*;
+use wasm_bindgen_futures::future_to_promise;
+
+use super::backend::{AnyStore, AnyTransport, JsTransport};
+use super::error::ApiError;
+use super::events::Events;
+use super::input::{self, Options};
+use super::runtime::{RunError, Runtime, RuntimeConfig};
+use super::{sys, view};
+use crate::core::{EnqueueOutcome, Enqueued, ListQuery, Plan, Policy, RetryConfig, Stage};
+use crate::flush::{FlushConfig, FlushEvent};
+use crate::store::idb::{persistence, Durability, IdbOptions, IdbStore};
+use crate::store::{MemoryStore, Store};
+
+/// The default database name.
+pub const DEFAULT_NAME: &str = "nostr-outbox";
+/// The default `list` page size.
+const DEFAULT_LIST_LIMIT: u32 = 100;
+/// The default publish timeout, when the transport has none of its own.
+const DEFAULT_PUBLISH_TIMEOUT_MS: u64 = 10_000;
+
+const OPEN_KEYS: [&str; 16] = [
+    "name",
+    "storage",
+    "durability",
+    "policy",
+    "maxAttempts",
+    "baseDelayMs",
+    "maxDelayMs",
+    "publishTimeoutMs",
+    "batchSize",
+    "concurrency",
+    "leaseMs",
+    "signer",
+    "requestPersistence",
+    "autoFlush",
+    "broadcast",
+    "transport",
+];
+const ENQUEUE_KEYS: [&str; 4] = ["policy", "id", "deadline", "maxAttempts"];
+const ITEM_KEYS: [&str; 6] = ["event", "relays", "policy", "id", "deadline", "maxAttempts"];
+
+/// What `Outbox.open` read from its options.
+pub(crate) struct OpenConfig {
+    name: String,
+    memory: bool,
+    durability: Durability,
+    policy: Policy,
+    max_attempts: Option<u32>,
+    flush: FlushConfig,
+    publish_timeout_ms: u64,
+    signer: Option<js_sys::Function>,
+    request_persistence: bool,
+    auto_flush: bool,
+    broadcast: bool,
+    transport: Option<JsTransport>,
+}
+
+fn random_hex(words: usize) -> String {
+    (0..words)
+        .map(|_| format!("{:08x}", sys::random_u32()))
+        .collect()
+}
+
+impl OpenConfig {
+    /// Reads `Outbox.open` options.
+    pub(crate) fn parse(value: &JsValue) -> Result<OpenConfig, ApiError> {
+        let o = Options::new(value, "Outbox.open options", &OPEN_KEYS)?;
+        OpenConfig::read(&o)
+    }
+
+    /// Reads `Outbox.open` options plus the `extra` keys (returned as `Options`).
+    pub(crate) fn parse_with(
+        value: &JsValue,
+        what: &'static str,
+        extra: &[&str],
+    ) -> Result<(OpenConfig, Options), ApiError> {
+        let keys: Vec<&str> = OPEN_KEYS.iter().chain(extra).copied().collect();
+        let o = Options::new(value, what, &keys)?;
+        Ok((OpenConfig::read(&o)?, o))
+    }
+
+    fn read(o: &Options) -> Result<OpenConfig, ApiError> {
+        let name = o
+            .string("name")?
+            .unwrap_or_else(|| DEFAULT_NAME.to_string());
+        if name.is_empty() || name.chars().any(char::is_control) {
+            return Err(ApiError::options(
+                "name",
+                "must be a non-empty database name without control characters",
+            ));
+        }
+        let memory = o.choice("storage", &["indexeddb", "memory"])? == Some("memory");
+        let durability = match o.choice("durability", &["strict", "relaxed"])? {
+            Some("relaxed") => Durability::Relaxed,
+            _ => Durability::Strict,
+        };
+        let defaults = RetryConfig::default();
+        let base = o.uint("baseDelayMs")?.unwrap_or(defaults.base_delay_ms);
+        let retry = RetryConfig {
+            base_delay_ms: base,
+            max_delay_ms: o
+                .uint("maxDelayMs")?
+                .unwrap_or(defaults.max_delay_ms.max(base)),
+            ..defaults
+        };
+        let publish_timeout_ms = o
+            .uint("publishTimeoutMs")?
+            .unwrap_or(DEFAULT_PUBLISH_TIMEOUT_MS);
+        if publish_timeout_ms == 0 || publish_timeout_ms > 600_000 {
+            return Err(ApiError::new(
+                "invalid_config",
+                "invalid configuration `publishTimeoutMs`: must be 1..=600000",
+            )
+            .with_details(json!({ "field": "publishTimeoutMs" })));
+        }
+        let mut flush = FlushConfig::new(format!("outbox-{}", random_hex(4)));
+        flush.batch_size = o.uint32("batchSize")?.unwrap_or(16);
+        flush.concurrency = o.uint32("concurrency")?.unwrap_or(16);
+        // A lease must outlast a whole tick: several rounds of connect + publish.
+        flush.lease_ms = o
+            .uint("leaseMs")?
+            .unwrap_or((publish_timeout_ms + 5_000).saturating_mul(10).max(60_000));
+        flush.retry = retry;
+        flush.validate()?;
+        let signer = match o.present("signer") {
+            None => None,
+            Some(s) => Some(sys::signer_function(&s).ok_or_else(|| {
+                ApiError::options(
+                    "signer",
+                    "must be an object with a signEvent(template) method",
+                )
+            })?),
+        };
+        let transport = match o.present("transport") {
+            None => None,
+            Some(t) => Some(JsTransport::new(t).ok_or_else(|| {
+                ApiError::options(
+                    "transport",
+                    "must be an object with a publish(relay, event) method",
+                )
+            })?),
+        };
+        Ok(OpenConfig {
+            name,
+            memory,
+            durability,
+            policy: o.policy("policy")?.unwrap_or(Policy::All),
+            max_attempts: o.uint32("maxAttempts")?,
+            flush,
+            publish_timeout_ms,
+            signer,
+            request_persistence: o.boolean("requestPersistence")?.unwrap_or(false),
+            auto_flush: o.boolean("autoFlush")?.unwrap_or(false),
+            broadcast: o.boolean("broadcast")?.unwrap_or(true),
+            transport,
+        })
+    }
+
+    /// The database name.
+    pub(crate) fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+struct Inner {
+    name: String,
+    memory: bool,
+    store: Rc<AnyStore>,
+    runtime: Runtime<AnyStore, AnyTransport>,
+    events: Rc<Events>,
+    policy: Policy,
+    max_attempts: Option<u32>,
+    persisted: Option<bool>,
+    closed: Cell<bool>,
+}
+
+/// A durable outbox of signed Nostr events (see `docs/API.md`).
+#[wasm_bindgen(skip_typescript)]
+pub struct Outbox {
+    inner: Rc<Inner>,
+}
+
+fn reject(e: ApiError) -> JsValue {
+    e.into_js()
+}
+
+fn run_error(e: RunError) -> ApiError {
+    match e {
+        RunError::Closed => ApiError::closed(),
+        RunError::Store(e) => e.into(),
+    }
+}
+
+/// Turns a future of `Result<JsValue, ApiError>` into a promise.
+fn promise(f: impl std::future::Future<Output = Result<JsValue, ApiError>> + 'static) -> Promise {
+    future_to_promise(async move { f.await.map_err(reject) })
+}
+
+fn enqueue_result(e: &Enqueued) -> JsValue {
+    let out = js_sys::Object::new();
+    let set = |k: &str, v: &JsValue| {
+        let _ = js_sys::Reflect::set(&out, &JsValue::from_str(k), v);
+    };
+    set("id", &JsValue::from_str(&e.record.id));
+    set(
+        "disposition",
+        &JsValue::from_str(match e.outcome {
+            EnqueueOutcome::Created => "created",
+            EnqueueOutcome::Replay => "replay",
+        }),
+    );
+    set("record", &view::record(&e.record));
+    out.into()
+}
+
+fn item_id(value: &JsValue) -> Result<String, ApiError> {
+    value.as_string().ok_or_else(|| {
+        ApiError::argument(
+            "id",
+            format!("must be a string, got {}", input::type_name(value)),
+        )
+    })
+}
+
+impl Outbox {
+    /// Opens an outbox from parsed options.
+    pub(crate) async fn open_with(config: OpenConfig) -> Result<Outbox, ApiError> {
+        let store = if config.memory {
+            AnyStore::Memory(MemoryStore::new())
+        } else {
+            if !sys::has_indexed_db() {
+                return Err(ApiError::new(
+                    "storage_unavailable",
+                    "IndexedDB is not available in this context; open with { storage: \"memory\" }",
+                ));
+            }
+            AnyStore::Idb(
+                IdbStore::open(IdbOptions {
+                    name: config.name.clone(),
+                    durability: config.durability,
+                })
+                .await?,
+            )
+        };
+        let persisted = if config.request_persistence {
+            persistence::request_persistence().await
+        } else {
+            None
+        };
+        let store = Rc::new(store);
+        let transport = Rc::new(match config.transport {
+            Some(t) => AnyTransport::Js(t),
+            None => AnyTransport::None,
+        });
+        let _ = (config.signer, config.publish_timeout_ms);
+        let channel = format!("nostr-outbox:{}", config.name);
+        let events = Rc::new(
+            Events::new(&channel, config.broadcast && !config.memory).map_err(|e| {
+                ApiError::new("unsupported", "this runtime has no EventTarget").with_cause(e)
+            })?,
+        );
+        let sink = events.clone();
+        let on_event = Box::new(move |ev: FlushEvent<'_>| {
+            let (kind, record) = match ev {
+                FlushEvent::AttemptStarted { record, .. } => ("attempt", record),
+                FlushEvent::Delivered { record } => ("delivered", record),
+                FlushEvent::Retrying { record } => ("retrying", record),
+                FlushEvent::Exhausted { record } => ("exhausted", record),
+                FlushEvent::LostClaim { .. } => return,
+            };
+            let detail = view::record(record);
+            sink.emit(kind, &detail);
+            sink.emit("change", &detail);
+        });
+        let sink = events.clone();
+        let on_error = Box::new(move |e: &crate::store::StoreError| {
+            sink.emit_local("error", &ApiError::from(e.clone()).into_js());
+        });
+        let runtime = Runtime::new(
+            store.clone(),
+            transport,
+            RuntimeConfig {
+                lock_name: (!config.memory).then(|| channel.clone()),
+                flush: config.flush,
+                max_ticks: crate::flush::MAX_TICKS,
+                lock_retry_ms: 1_000,
+                error_retry_ms: 10_000,
+            },
+            on_event,
+            on_error,
+        );
+        let outbox = Outbox {
+            inner: Rc::new(Inner {
+                name: config.name,
+                memory: config.memory,
+                store,
+                runtime,
+                events,
+                policy: config.policy,
+                max_attempts: config.max_attempts,
+                persisted,
+                closed: Cell::new(false),
+            }),
+        };
+        if config.auto_flush {
+            outbox.inner.runtime.start_auto();
+        }
+        Ok(outbox)
+    }
+
+    fn live(&self) -> Result<Rc<Inner>, ApiError> {
+        if self.inner.closed.get() {
+            Err(ApiError::closed())
+        } else {
+            Ok(self.inner.clone())
+        }
+    }
+
+    /// Runs the flusher once (used by `handleSync`).
+    pub(crate) async fn flush_now(&self) -> Result<view::FlushView, ApiError> {
+        let inner = self.live()?;
+        inner.runtime.flush().await.map_err(run_error)
+    }
+
+    /// True once closed.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.inner.closed.get()
+    }
+
+    /// A second handle on the same outbox.
+    pub(crate) fn share(&self) -> Outbox {
+        Outbox {
+            inner: self.inner.clone(),
+        }
+    }
+}
+
+impl Inner {
+    fn plan(&self, event: &JsValue, relays: &JsValue, o: &Options) -> Result<Plan, ApiError> {
+        let event = input::parse_event(event)?;
+        let targets = input::parse_relays(relays)?;
+        let policy = o.policy("policy")?.unwrap_or_else(|| self.policy.clone());
+        let mut plan = Plan::new(event.to_envelope(), targets, policy);
+        if let Some(id) = o.string("id")? {
+            plan = plan.with_id(id);
+        }
+        if let Some(n) = o.uint32("maxAttempts")?.or(self.max_attempts) {
+            plan = plan.with_max_attempts(n);
+        }
+        Ok(plan.with_deadline_ms(o.uint("deadline")?))
+    }
+
+    fn created(&self, e: &Enqueued, result: &JsValue) {
+        if e.outcome == EnqueueOutcome::Created {
+            let detail =
+                js_sys::Reflect::get(result, &JsValue::from_str("record")).unwrap_or(JsValue::NULL);
+            self.events.emit("enqueued", &detail);
+            self.events.emit("change", &detail);
+        }
+    }
+
+    fn changed(&self, detail: &JsValue) {
+        self.events.emit("change", detail);
+    }
+}
+
+#[wasm_bindgen]
+impl Outbox {
+    /// Opens (creating if needed) the outbox database.
+    #[wasm_bindgen(skip_typescript)]
+    pub fn open(options: JsValue) -> Promise {
+        promise(async move {
+            let config = OpenConfig::parse(&options)?;
+            Ok(Outbox::open_with(config).await?.into())
+        })
+    }
+
+    /// Enqueues a signed event for `relays`.
+    #[wasm_bindgen(skip_typescript)]
+    pub fn enqueue(&self, event: JsValue, relays: JsValue, options: JsValue) -> Promise {
+        let inner = self.live();
+        promise(async move {
+            let inner = inner?;
+            let o = Options::new(&options, "enqueue options", &ENQUEUE_KEYS)?;
+            let plan = inner.plan(&event, &relays, &o)?;
+            let answer = inner.store.enqueue(plan, sys::now_ms()).await?;
+            let result = enqueue_result(&answer);
+            inner.created(&answer, &result);
+            if answer.outcome == EnqueueOutcome::Created {
+                inner.runtime.kick();
+            }
+            Ok(result)
+        })
+    }
+
+    /// Enqueues many items in one transaction, all or nothing.
+    #[wasm_bindgen(js_name = enqueueMany, skip_typescript)]
+    pub fn enqueue_many(&self, items: JsValue) -> Promise {
+        let inner = self.live();
+        promise(async move {
+            let inner = inner?;
+            if !Array::is_array(&items) {
+                return Err(ApiError::argument(
+                    "items",
+                    format!("must be an array, got {}", input::type_name(&items)),
+                ));
+            }
+            let items: Array = items.into();
+            let mut plans = Vec::with_capacity(items.length() as usize);
+            for (index, item) in items.iter().enumerate() {
+                let with_index = |e: ApiError| e.add_details(json!({ "index": index }));
+                let o = Options::new(&item, "enqueueMany item", &ITEM_KEYS).map_err(with_index)?;
+                if o.present("event").is_none() || o.present("relays").is_none() {
+                    return Err(with_index(ApiError::argument(
+                        "items",
+                        format!("item #{index} must be an object with `event` and `relays`"),
+                    )));
+                }
+                let plan = inner
+                    .plan(&o.raw("event"), &o.raw("relays"), &o)
+                    .map_err(with_index)?;
+                plans.push(plan);
+            }
+            let answers = inner.store.enqueue_many(plans, sys::now_ms()).await?;
+            let out = Array::new();
+            let mut created = false;
+            for answer in &answers {
+                let result = enqueue_result(answer);
+                inner.created(answer, &result);
+                created |= answer.outcome == EnqueueOutcome::Created;
+                out.push(&result);
+            }
+            if created {
+                inner.runtime.kick();
+            }
+            Ok(out.into())
+        })
+    }
+
+    /// The record with this id, or `null`.
+    #[wasm_bindgen(skip_typescript)]
+    pub fn get(&self, id: JsValue) -> Promise {
+        let inner = self.live();
+        promise(async move {
+            let inner = inner?;
+            let id = item_id(&id)?;
+            Ok(match inner.store.get(&id).await? {
+                Some(r) => view::record(&r),
+                None => JsValue::NULL,
+            })
+        })
+    }
+
+    /// A page of records in creation order.
+    #[wasm_bindgen(skip_typescript)]
+    pub fn list(&self, options: JsValue) -> Promise {
+        let inner = self.live();
+        promise(async move {
+            let inner = inner?;
+            let o = Options::new(&options, "list options", &["stage", "limit", "after"])?;
+            let names: Vec<&str> = Stage::ALL.iter().map(|s| s.as_str()).collect();
+            let stage = o
+                .choice("stage", &names)?
+                .and_then(|s| Stage::ALL.into_iter().find(|x| x.as_str() == s));
+            let query = ListQuery {
+                stage,
+                limit: o.uint32("limit")?.unwrap_or(DEFAULT_LIST_LIMIT),
+                after: o.string("after")?,
+            };
+            Ok(view::records(&inner.store.list(&query).await?))
+        })
+    }
+
+    /// How many records are in each stage.
+    #[wasm_bindgen(skip_typescript)]
+    pub fn status(&self) -> Promise {
+        let inner = self.live();
+        promise(async move {
+            let inner = inner?;
+            Ok(view::status(&inner.store.status().await?))
+        })
+    }
+
+    /// Re-arms an exhausted record.
+    #[wasm_bindgen(skip_typescript)]
+    pub fn retry(&self, id: JsValue) -> Promise {
+        let inner = self.live();
+        promise(async move {
+            let inner = inner?;
+            let id = item_id(&id)?;
+            let record = inner.store.retry(&id, sys::now_ms()).await?;
+            let detail = view::record(&record);
+            inner.changed(&detail);
+            inner.runtime.kick();
+            Ok(detail)
+        })
+    }
+
+    /// Cancels a record that is not terminal yet.
+    #[wasm_bindgen(skip_typescript)]
+    pub fn cancel(&self, id: JsValue) -> Promise {
+        let inner = self.live();
+        promise(async move {
+            let inner = inner?;
+            let id = item_id(&id)?;
+            let record = inner.store.cancel(&id, sys::now_ms()).await?;
+            let detail = view::record(&record);
+            inner.changed(&detail);
+            Ok(detail)
+        })
+    }
+
+    /// Deletes terminal records last changed before `before` (default: now).
+    #[wasm_bindgen(skip_typescript)]
+    pub fn purge(&self, options: JsValue) -> Promise {
+        let inner = self.live();
+        promise(async move {
+            let inner = inner?;
+            let o = Options::new(&options, "purge options", &["before"])?;
+            let before = o.uint("before")?.unwrap_or_else(sys::now_ms);
+            Ok(JsValue::from(inner.store.purge(before).await?))
+        })
+    }
+
+    /// Runs the flusher until nothing is due.
+    #[wasm_bindgen(skip_typescript)]
+    pub fn flush(&self) -> Promise {
+        let inner = self.live();
+        promise(async move {
+            let inner = inner?;
+            let result = inner.runtime.flush().await.map_err(run_error)?;
+            Ok(view::to_js(&result))
+        })
+    }
+
+    /// Starts flushing automatically.
+    #[wasm_bindgen(js_name = startAutoFlush, skip_typescript)]
+    pub fn start_auto_flush(&self) -> Result<(), JsValue> {
+        let inner = self.live().map_err(reject)?;
+        inner.runtime.start_auto();
+        Ok(())
+    }
+
+    /// Stops flushing automatically.
+    #[wasm_bindgen(js_name = stopAutoFlush, skip_typescript)]
+    pub fn stop_auto_flush(&self) {
+        self.inner.runtime.stop_auto();
+    }
+
+    /// True while auto-flush is on.
+    #[wasm_bindgen(getter = autoFlush, skip_typescript)]
+    pub fn auto_flush(&self) -> bool {
+        self.inner.runtime.is_auto()
+    }
+
+    /// The database name.
+    #[wasm_bindgen(getter, skip_typescript)]
+    pub fn name(&self) -> String {
+        self.inner.name.clone()
+    }
+
+    /// `"indexeddb"` or `"memory"`.
+    #[wasm_bindgen(getter, skip_typescript)]
+    pub fn storage(&self) -> String {
+        if self.inner.memory {
+            "memory"
+        } else {
+            "indexeddb"
+        }
+        .to_string()
+    }
+
+    /// True once `close()` was called.
+    #[wasm_bindgen(getter, skip_typescript)]
+    pub fn closed(&self) -> bool {
+        self.inner.closed.get()
+    }
+
+    /// The answer of `navigator.storage.persist()` at open (`requestPersistence`), or
+    /// `null` when not requested or unavailable.
+    #[wasm_bindgen(getter, skip_typescript)]
+    pub fn persisted(&self) -> Option<bool> {
+        self.inner.persisted
+    }
+
+    /// Usage, quota and persistence of this origin's storage, or `null`.
+    #[wasm_bindgen(js_name = storageEstimate, skip_typescript)]
+    pub fn storage_estimate(&self) -> Promise {
+        promise(async move {
+            let Some(estimate) = persistence::estimate().await else {
+                return Ok(JsValue::NULL);
+            };
+            let persisted = persistence::is_persisted().await;
+            Ok(view::to_js(&json!({
+                "usage": estimate.usage,
+                "quota": estimate.quota,
+                "persisted": persisted,
+            })))
+        })
+    }
+
+    /// Stops auto-flush, waits for a flush in progress, closes the database.
+    #[wasm_bindgen(skip_typescript)]
+    pub fn close(&self) -> Promise {
+        let inner = self.inner.clone();
+        future_to_promise(async move {
+            if !inner.closed.replace(true) {
+                inner.runtime.close().await;
+                inner.events.close();
+                inner.store.close();
+            }
+            Ok(JsValue::UNDEFINED)
+        })
+    }
+
+    /// `EventTarget.addEventListener`, on the outbox's events.
+    #[wasm_bindgen(js_name = addEventListener, skip_typescript)]
+    pub fn add_event_listener(
+        &self,
+        kind: JsValue,
+        listener: JsValue,
+        options: JsValue,
+    ) -> Result<(), JsValue> {
+        call_target(
+            self.inner.events.target(),
+            "addEventListener",
+            &[kind, listener, options],
+        )
+        .map(|_| ())
+    }
+
+    /// `EventTarget.removeEventListener`, on the outbox's events.
+    #[wasm_bindgen(js_name = removeEventListener, skip_typescript)]
+    pub fn remove_event_listener(
+        &self,
+        kind: JsValue,
+        listener: JsValue,
+        options: JsValue,
+    ) -> Result<(), JsValue> {
+        call_target(
+            self.inner.events.target(),
+            "removeEventListener",
+            &[kind, listener, options],
+        )
+        .map(|_| ())
+    }
+
+    /// `EventTarget.dispatchEvent`, on the outbox's events.
+    #[wasm_bindgen(js_name = dispatchEvent, skip_typescript)]
+    pub fn dispatch_event(&self, event: JsValue) -> Result<bool, JsValue> {
+        Ok(
+            call_target(self.inner.events.target(), "dispatchEvent", &[event])?
+                .as_bool()
+                .unwrap_or(false),
+        )
+    }
+}
+
+fn call_target(
+    target: &web_sys::EventTarget,
+    method: &str,
+    args: &[JsValue],
+) -> Result<JsValue, JsValue> {
+    let f: js_sys::Function = js_sys::Reflect::get(target, &JsValue::from_str(method))?.into();
+    let args: Array = args.iter().collect();
+    f.apply(target, &args)
+}

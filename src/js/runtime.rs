@@ -1,0 +1,453 @@
+//! The flusher runtime: runs [`crate::flush::tick`] until nothing is due, then sleeps
+//! until the earliest retry time, and wakes on the triggers a browser offers.
+//!
+//! - One run at a time per outbox; concurrent `flush()` calls share a run (a call made
+//!   while a run is in progress waits for the next one, so its records are seen).
+//! - One flusher per database across tabs and workers: a run first takes the Web Lock
+//!   `nostr-outbox:<name>` with `ifAvailable`; when another context holds it the run is
+//!   skipped at once (`skipped: "locked"`). Without `navigator.locks` it runs anyway and
+//!   the store's leases keep records exclusive. A memory store is private to its
+//!   outbox, so it takes no lock.
+//! - A run is skipped while the runtime reports itself offline (`navigator.onLine`).
+//! - Auto-flush (`start_auto`): runs at start, on `online`, when the page becomes
+//!   visible (`visibilitychange`, only where a `document` exists), after each enqueue,
+//!   and on a timer at the next due time; `offline` cancels the timer. Every listener
+//!   and timer closure is owned here and removed on `stop_auto` or drop.
+//!
+//! The clock is `Date.now()` and randomness `crypto.getRandomValues`, read only here
+//! and in the API layer. No delivery rule lives here: claims, retries and outcomes are
+//! the store's and [`crate::core`]'s.
+
+use std::cell::{Cell, RefCell};
+use std::future::Future;
+use std::pin::Pin;
+use std::rc::{Rc, Weak};
+use std::task::{Context, Poll, Waker};
+
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+use wasm_bindgen_futures::{spawn_local, JsFuture};
+use web_sys::EventTarget;
+
+use super::sys;
+use super::view::FlushView;
+use crate::flush::{self, FlushConfig, FlushEvent};
+use crate::store::{Store, StoreError};
+use crate::transport::Transport;
+
+/// The longest `setTimeout` delay browsers honour (2^31 − 1 ms).
+const MAX_TIMER_MS: u64 = 2_147_483_647;
+/// A timer fires this much after the due time, so the claim sees the record as due.
+const TIMER_SLACK_MS: u64 = 5;
+
+/// How the runtime runs.
+#[derive(Debug, Clone)]
+pub(crate) struct RuntimeConfig {
+    /// The Web Lock name (`nostr-outbox:<database name>`); `None` for a store no other
+    /// context can see (memory).
+    pub lock_name: Option<String>,
+    /// Batch size, concurrency, lease, owner and retry schedule of each tick.
+    pub flush: FlushConfig,
+    /// The most ticks one run makes.
+    pub max_ticks: u32,
+    /// While another context holds the lock, auto-flush checks again after this long.
+    pub lock_retry_ms: u64,
+    /// After a failed auto-flush run, the next one is tried after this long.
+    pub error_retry_ms: u64,
+}
+
+/// Why a run failed.
+#[derive(Debug, Clone)]
+pub(crate) enum RunError {
+    /// The outbox was closed.
+    Closed,
+    /// The store failed.
+    Store(StoreError),
+}
+
+type RunResult = Result<FlushView, RunError>;
+
+/// A run's result, shared by every caller waiting for it.
+#[derive(Default)]
+struct Pending {
+    result: RefCell<Option<RunResult>>,
+    wakers: RefCell<Vec<Waker>>,
+}
+
+impl Pending {
+    fn complete(&self, result: RunResult) {
+        *self.result.borrow_mut() = Some(result);
+        let wakers = std::mem::take(&mut *self.wakers.borrow_mut());
+        for w in wakers {
+            w.wake();
+        }
+    }
+}
+
+struct Wait(Rc<Pending>);
+
+impl Future for Wait {
+    type Output = RunResult;
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<RunResult> {
+        if let Some(r) = self.0.result.borrow().as_ref() {
+            return Poll::Ready(r.clone());
+        }
+        self.0.wakers.borrow_mut().push(cx.waker().clone());
+        Poll::Pending
+    }
+}
+
+/// An event listener owned by the runtime; removed on drop.
+struct Listener {
+    target: EventTarget,
+    kind: &'static str,
+    closure: Closure<dyn FnMut(web_sys::Event)>,
+}
+
+impl Listener {
+    fn new(
+        target: EventTarget,
+        kind: &'static str,
+        f: impl FnMut(web_sys::Event) + 'static,
+    ) -> Option<Listener> {
+        let closure = Closure::<dyn FnMut(web_sys::Event)>::new(f);
+        target
+            .add_event_listener_with_callback(kind, closure.as_ref().unchecked_ref())
+            .ok()?;
+        Some(Listener {
+            target,
+            kind,
+            closure,
+        })
+    }
+}
+
+impl Drop for Listener {
+    fn drop(&mut self) {
+        let _ = self
+            .target
+            .remove_event_listener_with_callback(self.kind, self.closure.as_ref().unchecked_ref());
+    }
+}
+
+/// A `setTimeout` owned by the runtime; cleared on drop.
+struct Timer {
+    id: JsValue,
+    _closure: Closure<dyn FnMut()>,
+}
+
+impl Timer {
+    fn new(delay_ms: u64, f: impl FnMut() + 'static) -> Timer {
+        let closure = Closure::<dyn FnMut()>::new(f);
+        let id = sys::set_timeout(
+            closure.as_ref().unchecked_ref(),
+            delay_ms.min(MAX_TIMER_MS) as f64,
+        );
+        Timer {
+            id,
+            _closure: closure,
+        }
+    }
+}
+
+impl Drop for Timer {
+    fn drop(&mut self) {
+        sys::clear_timeout(&self.id);
+    }
+}
+
+/// Holds the Web Lock until released (or dropped).
+struct LockGuard(Option<js_sys::Function>);
+
+impl LockGuard {
+    /// Releases the lock and waits until it is free again, so a following run of this
+    /// context does not find its own lock still held.
+    async fn release(mut self) {
+        if let Some(release) = self.0.take() {
+            if let Ok(p) = release.call0(&JsValue::UNDEFINED) {
+                if let Ok(p) = p.dyn_into::<js_sys::Promise>() {
+                    let _ = JsFuture::from(p).await;
+                }
+            }
+        }
+    }
+}
+
+impl Drop for LockGuard {
+    fn drop(&mut self) {
+        if let Some(release) = self.0.take() {
+            let _ = release.call0(&JsValue::UNDEFINED);
+        }
+    }
+}
+
+struct Auto {
+    _listeners: Vec<Listener>,
+    timer: Option<Timer>,
+}
+
+#[derive(Default)]
+struct State {
+    running: Option<Rc<Pending>>,
+    queued: Option<Rc<Pending>>,
+    auto: Option<Auto>,
+}
+
+/// What the runtime reports besides flush events.
+pub(crate) type ErrorSink = Box<dyn Fn(&StoreError)>;
+/// Where the runtime sends the flusher's per-record events.
+pub(crate) type EventSink = Box<dyn Fn(FlushEvent<'_>)>;
+
+struct Shared<S, T> {
+    store: Rc<S>,
+    transport: Rc<T>,
+    config: RuntimeConfig,
+    on_event: EventSink,
+    on_error: ErrorSink,
+    closed: Cell<bool>,
+    state: RefCell<State>,
+}
+
+/// The flusher runtime of one outbox.
+pub(crate) struct Runtime<S: Store + 'static, T: Transport + 'static> {
+    shared: Rc<Shared<S, T>>,
+}
+
+impl<S: Store + 'static, T: Transport + 'static> Runtime<S, T> {
+    /// A runtime over `store` and `transport`; nothing runs until `flush` or
+    /// `start_auto`.
+    pub(crate) fn new(
+        store: Rc<S>,
+        transport: Rc<T>,
+        config: RuntimeConfig,
+        on_event: EventSink,
+        on_error: ErrorSink,
+    ) -> Runtime<S, T> {
+        Runtime {
+            shared: Rc::new(Shared {
+                store,
+                transport,
+                config,
+                on_event,
+                on_error,
+                closed: Cell::new(false),
+                state: RefCell::new(State::default()),
+            }),
+        }
+    }
+
+    /// Runs the flusher now (or joins the next run) and reports what it did.
+    pub(crate) async fn flush(&self) -> RunResult {
+        if self.shared.closed.get() {
+            return Err(RunError::Closed);
+        }
+        Wait(Shared::start(&self.shared)).await
+    }
+
+    /// Starts a run if auto-flush is on (e.g. after an enqueue).
+    pub(crate) fn kick(&self) {
+        if self.is_auto() {
+            Shared::start(&self.shared);
+        }
+    }
+
+    /// True while auto-flush is on.
+    pub(crate) fn is_auto(&self) -> bool {
+        self.shared.state.borrow().auto.is_some()
+    }
+
+    /// Turns auto-flush on: listens for `online`, `offline` and `visibilitychange` and
+    /// runs now. No-op when already on or closed.
+    pub(crate) fn start_auto(&self) {
+        if self.shared.closed.get() || self.is_auto() {
+            return;
+        }
+        let mut listeners = Vec::new();
+        let global: JsValue = js_sys::global().into();
+        if let Ok(global) = global.dyn_into::<EventTarget>() {
+            let weak = Rc::downgrade(&self.shared);
+            listeners.extend(Listener::new(global.clone(), "online", move |_| {
+                Shared::wake(&weak);
+            }));
+            let weak = Rc::downgrade(&self.shared);
+            listeners.extend(Listener::new(global, "offline", move |_| {
+                if let Some(shared) = weak.upgrade() {
+                    if let Some(auto) = shared.state.borrow_mut().auto.as_mut() {
+                        auto.timer = None;
+                    }
+                }
+            }));
+        }
+        if let Some(document) = sys::page_document() {
+            let weak = Rc::downgrade(&self.shared);
+            listeners.extend(Listener::new(document, "visibilitychange", move |_| {
+                if sys::is_visible() {
+                    Shared::wake(&weak);
+                }
+            }));
+        }
+        self.shared.state.borrow_mut().auto = Some(Auto {
+            _listeners: listeners,
+            timer: None,
+        });
+        Shared::start(&self.shared);
+    }
+
+    /// Turns auto-flush off: removes every listener and the timer. A run in progress
+    /// finishes.
+    pub(crate) fn stop_auto(&self) {
+        let auto = self.shared.state.borrow_mut().auto.take();
+        drop(auto);
+    }
+
+    /// Stops auto-flush, refuses new runs, and waits for a run in progress.
+    pub(crate) async fn close(&self) {
+        self.shared.closed.set(true);
+        self.stop_auto();
+        let (running, queued) = {
+            let mut state = self.shared.state.borrow_mut();
+            (state.running.clone(), state.queued.take())
+        };
+        if let Some(q) = queued {
+            q.complete(Err(RunError::Closed));
+        }
+        if let Some(r) = running {
+            let _ = Wait(r).await;
+        }
+    }
+}
+
+impl<S: Store + 'static, T: Transport + 'static> Drop for Runtime<S, T> {
+    fn drop(&mut self) {
+        self.shared.closed.set(true);
+        self.stop_auto();
+    }
+}
+
+impl<S: Store + 'static, T: Transport + 'static> Shared<S, T> {
+    fn wake(weak: &Weak<Self>) {
+        if let Some(shared) = weak.upgrade() {
+            if !shared.closed.get() {
+                Shared::start(&shared);
+            }
+        }
+    }
+
+    /// Starts a run, or queues one after the run in progress; returns its result cell.
+    fn start(this: &Rc<Self>) -> Rc<Pending> {
+        let mut state = this.state.borrow_mut();
+        if state.running.is_some() {
+            return state.queued.get_or_insert_with(Rc::default).clone();
+        }
+        let pending: Rc<Pending> = Rc::default();
+        state.running = Some(pending.clone());
+        drop(state);
+        Shared::spawn(this.clone(), pending.clone());
+        pending
+    }
+
+    fn spawn(this: Rc<Self>, pending: Rc<Pending>) {
+        spawn_local(async move {
+            let result = this.run().await;
+            pending.complete(result.clone());
+            let next = {
+                let mut state = this.state.borrow_mut();
+                state.running = None;
+                state.queued.take()
+            };
+            match next {
+                Some(queued) if !this.closed.get() => {
+                    this.state.borrow_mut().running = Some(queued.clone());
+                    Shared::spawn(this.clone(), queued);
+                }
+                Some(queued) => queued.complete(Err(RunError::Closed)),
+                None => this.schedule(&result),
+            }
+        });
+    }
+
+    /// Arms the auto-flush timer after a run.
+    fn schedule(self: &Rc<Self>, result: &RunResult) {
+        let now = sys::now_ms();
+        let at = match result {
+            // Due records that could not be claimed (e.g. unreadable rows) must not
+            // spin the timer: look again after the lock retry delay.
+            Ok(view) if view.ran => view.next_due_at.map(|due| {
+                if view.claimed == 0 && due <= now {
+                    now + self.config.lock_retry_ms
+                } else {
+                    due
+                }
+            }),
+            Ok(view) if view.skipped == Some("locked") => Some(now + self.config.lock_retry_ms),
+            Ok(_) => None,
+            Err(RunError::Closed) => None,
+            Err(RunError::Store(e)) => {
+                (self.on_error)(e);
+                Some(now + self.config.error_retry_ms)
+            }
+        };
+        let mut state = self.state.borrow_mut();
+        let Some(auto) = state.auto.as_mut() else {
+            return;
+        };
+        auto.timer = at.map(|at| {
+            let weak = Rc::downgrade(self);
+            Timer::new(at.saturating_sub(now) + TIMER_SLACK_MS, move || {
+                Shared::wake(&weak)
+            })
+        });
+    }
+
+    async fn run(&self) -> RunResult {
+        if self.closed.get() {
+            return Err(RunError::Closed);
+        }
+        let mut view = FlushView::default();
+        if !sys::is_online() {
+            view.skipped = Some("offline");
+            return Ok(view);
+        }
+        let lock = match &self.config.lock_name {
+            None => LockGuard(None),
+            Some(name) => match JsFuture::from(sys::try_lock(name)).await {
+                Ok(v) if v.is_null() => {
+                    view.skipped = Some("locked");
+                    return Ok(view);
+                }
+                Ok(v) => LockGuard(v.dyn_into::<js_sys::Function>().ok()),
+                // A context that may not use locks (e.g. an opaque origin) relies on
+                // the leases alone.
+                Err(_) => LockGuard(None),
+            },
+        };
+        let result = self.run_locked(&mut view).await;
+        lock.release().await;
+        result.map(|()| view)
+    }
+
+    async fn run_locked(&self, view: &mut FlushView) -> Result<(), RunError> {
+        let clock = sys::now_ms;
+        let mut random = sys::random_u32;
+        let mut observer = |ev: FlushEvent<'_>| (self.on_event)(ev);
+        while view.ticks < self.config.max_ticks && !self.closed.get() && sys::is_online() {
+            let stats = flush::tick(
+                &*self.store,
+                &*self.transport,
+                &self.config.flush,
+                &clock,
+                &mut random,
+                &mut observer,
+            )
+            .await
+            .map_err(RunError::Store)?;
+            view.add(&stats);
+            if stats.claimed == 0 {
+                break;
+            }
+        }
+        view.next_due_at = self.store.next_due().await.map_err(RunError::Store)?;
+        view.ran = true;
+        Ok(())
+    }
+}

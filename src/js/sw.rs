@@ -1,0 +1,104 @@
+//! Service worker helpers: `registerBackgroundSync(registration, tag?)` for pages, and
+//! `handleSync(event?, options?)` for the worker's `sync`, `periodicsync` and `message`
+//! handlers. `handleSync` opens the outbox once per database name (kept open for
+//! later events), flushes it, and, for a one-off `sync` event that left records
+//! waiting for a retry, rejects with `sync_incomplete` so the browser schedules
+//! another sync (unless it is the browser's last chance).
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+
+use js_sys::{Promise, Reflect};
+use serde_json::json;
+use wasm_bindgen::prelude::*;
+use wasm_bindgen_futures::future_to_promise;
+
+use super::error::ApiError;
+use super::outbox::{OpenConfig, Outbox};
+use super::{sys, view};
+
+/// The default Background Sync tag.
+pub const DEFAULT_SYNC_TAG: &str = "nostr-outbox";
+
+thread_local! {
+    static OPEN: RefCell<BTreeMap<String, Outbox>> = const { RefCell::new(BTreeMap::new()) };
+}
+
+/// Registers a one-off Background Sync with `tag` (default `"nostr-outbox"`).
+/// Resolves with whether it registered (false where Background Sync is missing).
+#[wasm_bindgen(js_name = registerBackgroundSync, skip_typescript)]
+pub fn register_background_sync(registration: JsValue, tag: Option<String>) -> Promise {
+    sys::register_sync(&registration, tag.as_deref().unwrap_or(DEFAULT_SYNC_TAG))
+}
+
+fn string_prop(v: &JsValue, key: &str) -> Option<String> {
+    if !v.is_object() {
+        return None;
+    }
+    Reflect::get(v, &JsValue::from_str(key)).ok()?.as_string()
+}
+
+fn bool_prop(v: &JsValue, key: &str) -> Option<bool> {
+    if !v.is_object() {
+        return None;
+    }
+    Reflect::get(v, &JsValue::from_str(key)).ok()?.as_bool()
+}
+
+async fn cached(config: OpenConfig) -> Result<Outbox, ApiError> {
+    let name = config.name().to_string();
+    let existing = OPEN.with(|m| {
+        m.borrow()
+            .get(&name)
+            .filter(|o| !o.is_closed())
+            .map(Outbox::share)
+    });
+    if let Some(outbox) = existing {
+        return Ok(outbox);
+    }
+    let outbox = Outbox::open_with(config).await?;
+    OPEN.with(|m| m.borrow_mut().insert(name, outbox.share()));
+    Ok(outbox)
+}
+
+/// Opens the outbox (once per name) and flushes it, for `sync`, `periodicsync` and
+/// `message` handlers of a service worker.
+#[wasm_bindgen(js_name = handleSync, skip_typescript)]
+pub fn handle_sync(event: JsValue, options: JsValue) -> Promise {
+    future_to_promise(async move {
+        let result: Result<JsValue, ApiError> = async {
+            let (config, o) = OpenConfig::parse_with(&options, "handleSync options", &["tag"])?;
+            let tag = o
+                .string("tag")?
+                .unwrap_or_else(|| DEFAULT_SYNC_TAG.to_string());
+            if let Some(event_tag) = string_prop(&event, "tag") {
+                if event_tag != tag {
+                    let skipped = view::FlushView {
+                        skipped: Some("tag"),
+                        ..view::FlushView::default()
+                    };
+                    return Ok(view::to_js(&skipped));
+                }
+            }
+            let outbox = cached(config).await?;
+            let stats = outbox.flush_now().await?;
+            // A one-off sync event (it has `lastChance`) is retried by the browser when
+            // its promise rejects: ask for that while records wait for a retry.
+            let one_off = bool_prop(&event, "lastChance");
+            if stats.ran && stats.retrying > 0 && one_off == Some(false) {
+                let details = serde_json::to_value(stats).unwrap_or_default();
+                return Err(ApiError::new(
+                    "sync_incomplete",
+                    format!(
+                        "{} record(s) wait for a retry; rejecting so the browser syncs again",
+                        stats.retrying
+                    ),
+                )
+                .with_details(json!({ "stats": details })));
+            }
+            Ok(view::to_js(&stats))
+        }
+        .await;
+        result.map_err(ApiError::into_js)
+    })
+}

@@ -1,0 +1,54 @@
+//! Bindings to `glue.js` and to a few globals (`setTimeout`, `clearTimeout`,
+//! `Date.now`): the clock, randomness, Web Locks, visibility, online state and event
+//! dispatch. Every call works without a DOM. No business rule.
+
+use js_sys::Promise;
+use wasm_bindgen::prelude::*;
+
+#[wasm_bindgen(module = "/src/js/glue.js")]
+extern "C" {
+    #[wasm_bindgen(js_name = eventFieldsJson, catch)]
+    pub(crate) fn event_fields_json(event: &JsValue) -> Result<String, JsValue>;
+    #[wasm_bindgen(js_name = randomU32)]
+    pub(crate) fn random_u32() -> u32;
+    #[wasm_bindgen(js_name = isOnline)]
+    pub(crate) fn is_online() -> bool;
+    #[wasm_bindgen(js_name = pageDocument)]
+    pub(crate) fn page_document() -> Option<web_sys::EventTarget>;
+    #[wasm_bindgen(js_name = isVisible)]
+    pub(crate) fn is_visible() -> bool;
+    #[wasm_bindgen(js_name = tryLock)]
+    pub(crate) fn try_lock(name: &str) -> Promise;
+    #[wasm_bindgen(js_name = signerFunction)]
+    pub(crate) fn signer_function(signer: &JsValue) -> Option<js_sys::Function>;
+    #[wasm_bindgen(catch)]
+    pub(crate) fn fire(
+        target: &web_sys::EventTarget,
+        kind: &str,
+        detail: &JsValue,
+    ) -> Result<(), JsValue>;
+    #[wasm_bindgen(js_name = registerSync)]
+    pub(crate) fn register_sync(registration: &JsValue, tag: &str) -> Promise;
+    #[wasm_bindgen(js_name = hasIndexedDb)]
+    pub(crate) fn has_indexed_db() -> bool;
+    #[wasm_bindgen(js_name = openChannel)]
+    pub(crate) fn open_channel(name: &str) -> Option<web_sys::EventTarget>;
+}
+
+#[wasm_bindgen]
+extern "C" {
+    #[wasm_bindgen(js_name = setTimeout)]
+    pub(crate) fn set_timeout(callback: &js_sys::Function, ms: f64) -> JsValue;
+    #[wasm_bindgen(js_name = clearTimeout)]
+    pub(crate) fn clear_timeout(id: &JsValue);
+}
+
+/// The current time in unix milliseconds (`Date.now()`).
+pub(crate) fn now_ms() -> u64 {
+    let now = js_sys::Date::now();
+    if now.is_finite() && now > 0.0 {
+        now as u64
+    } else {
+        0
+    }
+}

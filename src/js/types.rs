@@ -1,0 +1,399 @@
+//! The TypeScript declarations of the package: every option, record, event and error
+//! type, and the `Outbox` class and service worker helpers (their generated
+//! declarations are skipped so that no `any` reaches users). Kept next to the Rust
+//! that produces the values; `tests/ts/consumer.ts` checks them with `tsc --noEmit`.
+
+use wasm_bindgen::prelude::*;
+
+#[wasm_bindgen(typescript_custom_section)]
+const TS_TYPES: &'static str = r#"
+/** Where a record is in its life. `satisfied`, `exhausted` and `cancelled` are terminal. */
+export type Stage = "pending" | "leased" | "retryable" | "satisfied" | "exhausted" | "cancelled";
+
+/**
+ * When a record counts as delivered: every target (`"all"`), one (`"any"`), at least
+ * `n`, or every relay in `required` (the other targets are tried best effort).
+ */
+export type Policy =
+  | "all"
+  | "any"
+  | { readonly atLeast: number }
+  | { readonly required: readonly string[] };
+
+/** What one relay answered to one publish. `accepted`/`duplicate` settle the target. */
+export type Outcome =
+  | "accepted"
+  | "duplicate"
+  | "rejected"
+  | "rateLimited"
+  | "authRequired"
+  | "error"
+  | "timeout"
+  | "unreachable"
+  | "notAttempted";
+
+/** The `OK false` prefix behind a terminal rejection. */
+export type RejectReason = "blocked" | "invalid" | "restricted" | "pow" | "mute" | "other";
+
+/** Why a record stopped without being satisfied. */
+export type StopReason = "rejected" | "maxAttempts" | "expired" | "cancelled";
+
+/** A target's state from its latest evidence. */
+export type TargetState = "open" | "accepted" | "rejected";
+
+/** A signed NIP-01 event. */
+export interface SignedEvent {
+  id: string;
+  pubkey: string;
+  created_at: number;
+  kind: number;
+  tags: string[][];
+  content: string;
+  sig: string;
+}
+
+/** An unsigned event, as handed to a signer (NIP-42 AUTH). */
+export interface EventTemplate {
+  kind: number;
+  created_at: number;
+  tags: string[][];
+  content: string;
+}
+
+/** Signs NIP-42 AUTH events: a NIP-07 `window.nostr`, or any object of this shape. */
+export interface NostrSigner {
+  signEvent(template: EventTemplate): Promise<SignedEvent> | SignedEvent;
+}
+
+/** The relay's `["OK", id, ok, message]` answer, as reported by a custom transport. */
+export interface RelayAnswer {
+  ok: boolean;
+  message?: string;
+}
+
+/**
+ * A custom transport (tests, edge runtimes with their own sockets): publishes the
+ * event's JSON text to one relay and reports its `OK`. A throw or rejection counts as
+ * `unreachable`; it must settle (report a timeout as a rejection).
+ */
+export interface OutboxTransport {
+  publish(relay: string, event: string): Promise<RelayAnswer> | RelayAnswer;
+}
+
+/** Options of `Outbox.open`. Every field is optional. */
+export interface OutboxOptions {
+  /** IndexedDB database name (one outbox per name per origin). Default `"nostr-outbox"`. */
+  name?: string;
+  /** `"indexeddb"` (default, durable) or `"memory"` (runtimes without IndexedDB). */
+  storage?: "indexeddb" | "memory";
+  /** IndexedDB write durability. Default `"strict"`. */
+  durability?: "strict" | "relaxed";
+  /** Default policy of `enqueue`. Default `"all"`. */
+  policy?: Policy;
+  /** Default attempt budget per record (1..=1000). Default 10. */
+  maxAttempts?: number;
+  /** Delay after the first failed attempt, doubled each attempt. Default 1000 ms. */
+  baseDelayMs?: number;
+  /** Largest retry delay. Default 300000 ms. */
+  maxDelayMs?: number;
+  /** How long a relay may take to answer `OK` (1..=600000). Default 10000 ms. */
+  publishTimeoutMs?: number;
+  /** Records claimed per flush round (1..=256). Default 16. */
+  batchSize?: number;
+  /** Publishes in flight at once (1..=256). Default 16. */
+  concurrency?: number;
+  /** How long a claim is exclusive. Default `max(60000, 10 × (publishTimeoutMs + 5000))`. */
+  leaseMs?: number;
+  /** Signs NIP-42 AUTH challenges (e.g. `window.nostr`). */
+  signer?: NostrSigner | ((template: EventTemplate) => Promise<SignedEvent>);
+  /** Call `navigator.storage.persist()` at open; the answer is `outbox.persisted`. */
+  requestPersistence?: boolean;
+  /** Start auto-flush at once (same as calling `startAutoFlush()`). Default false. */
+  autoFlush?: boolean;
+  /** Relay record events to outboxes of the same database in other tabs/workers. Default true. */
+  broadcast?: boolean;
+  /** Publish through this transport instead of WebSockets. */
+  transport?: OutboxTransport;
+}
+
+/** Options of `enqueue`. */
+export interface EnqueueOptions {
+  /** Overrides the outbox's default policy. */
+  policy?: Policy;
+  /** Item id (1..=128 of `[A-Za-z0-9._:-]`). Default: the event id. */
+  id?: string;
+  /** Give up (reason `expired`) after this time, unix ms. */
+  deadline?: number;
+  /** Attempt budget of this record (1..=1000). */
+  maxAttempts?: number;
+}
+
+/** One item of `enqueueMany`. */
+export interface EnqueueItem extends EnqueueOptions {
+  event: SignedEvent | string;
+  relays: readonly string[];
+}
+
+/** The answer of `enqueue`: a new record, or the identical plan already stored. */
+export interface EnqueueResult {
+  id: string;
+  disposition: "created" | "replay";
+  record: OutboxRecord;
+}
+
+/** What one relay answered in one attempt. */
+export interface Evidence {
+  relay: string;
+  attempt: number;
+  outcome: Outcome;
+  /** Present when `outcome` is `"rejected"`. */
+  rejectReason?: RejectReason;
+  /** The relay's `OK` message, or a description of the transport failure. */
+  message: string;
+  /** When it was recorded, unix ms. */
+  at: number;
+}
+
+/** One target relay of a record and its latest answer. */
+export interface TargetStatus {
+  relay: string;
+  state: TargetState;
+  /** True when the policy needs this relay (`"all"`, or listed in `required`). */
+  required: boolean;
+  latest: Evidence | null;
+}
+
+/** A record as the outbox reports it. */
+export interface OutboxRecord {
+  id: string;
+  stage: Stage;
+  /** The signed event exactly as enqueued. */
+  event: SignedEvent;
+  policy: Policy;
+  /** Normalized target relays (sorted) with their latest evidence. */
+  targets: TargetStatus[];
+  /** Every answer of every relay in every attempt, oldest first. */
+  evidence: Evidence[];
+  /** Attempts made so far. */
+  attempts: number;
+  /** The attempt budget asked for. */
+  maxAttempts: number;
+  /** The highest attempt number allowed (`retry` raises it). */
+  attemptLimit: number;
+  /** When the next attempt may run (pending/retryable), unix ms; else null. */
+  nextAttemptAt: number | null;
+  /** The attempt in flight (stage `leased`). */
+  lease: { attempt: number; expiresAt: number } | null;
+  /** The earlier of the `deadline` option and the event's NIP-40 expiration, unix ms. */
+  deadline: number | null;
+  /** Why it stopped (exhausted or cancelled). */
+  reason: StopReason | null;
+  /** A summary of the last attempt's failures. */
+  lastError: string | null;
+  createdAt: number;
+  updatedAt: number;
+  lastAttemptAt: number | null;
+  /** Grows by one on every change. */
+  revision: number;
+}
+
+/** How many records are in each stage. */
+export interface OutboxStatus {
+  pending: number;
+  leased: number;
+  retryable: number;
+  satisfied: number;
+  exhausted: number;
+  cancelled: number;
+  total: number;
+}
+
+/** Options of `list`. */
+export interface ListOptions {
+  stage?: Stage;
+  /** 1..=1000, default 100. */
+  limit?: number;
+  /** The id of the last record of the previous page. */
+  after?: string;
+}
+
+/** Options of `purge`. */
+export interface PurgeOptions {
+  /** Delete terminal records last changed before this time (unix ms). Default: now. */
+  before?: number;
+}
+
+/** What a flush did. */
+export interface FlushResult {
+  /** True when this context ran the flusher. */
+  ran: boolean;
+  /**
+   * Why it did not run: `"locked"` (another tab or worker is flushing this database),
+   * `"offline"` (`navigator.onLine` is false), `"tag"` (`handleSync` got another tag).
+   */
+  skipped: "locked" | "offline" | "tag" | null;
+  claimed: number;
+  attempts: number;
+  publishes: number;
+  delivered: number;
+  retrying: number;
+  exhausted: number;
+  lostClaims: number;
+  ticks: number;
+  /** When the next record is due, unix ms. */
+  nextDueAt: number | null;
+}
+
+/** Storage usage and persistence of this origin. */
+export interface StorageEstimateResult {
+  usage: number | null;
+  quota: number | null;
+  persisted: boolean | null;
+}
+
+/** Every `OutboxError.code`. */
+export type OutboxErrorCode =
+  | "invalid_event"
+  | "invalid_relay_url"
+  | "invalid_options"
+  | "invalid_argument"
+  | "invalid_item_id"
+  | "invalid_targets"
+  | "invalid_policy"
+  | "invalid_config"
+  | "plan_conflict"
+  | "not_found"
+  | "not_retryable"
+  | "already_terminal"
+  | "lease_expired"
+  | "revision_conflict"
+  | "not_ready"
+  | "quota_exceeded"
+  | "storage_blocked"
+  | "storage_version_too_new"
+  | "storage_unavailable"
+  | "corrupt_record"
+  | "storage"
+  | "closed"
+  | "sync_incomplete"
+  | "unsupported";
+
+/** Structured facts about an `OutboxError` (which fields are set depends on `code`). */
+export interface OutboxErrorDetails {
+  /** The option at fault (`invalid_options`, `invalid_relay_url` in `policy.required`). */
+  option?: string;
+  /** The argument at fault (`invalid_argument`). */
+  argument?: string;
+  /** The field at fault (`invalid_event`, `invalid_argument`, `invalid_config`). */
+  field?: string;
+  /** The finer reason of `invalid_event`: `not_json`, `not_object`, `missing_field`, `duplicate_field`, `wrong_type`, `bad_value`, `id_mismatch`, `bad_signature`. */
+  reason?: string;
+  /** Position of the relay (`invalid_relay_url`) or of the `enqueueMany` item. */
+  index?: number;
+  /** The item id concerned. */
+  id?: string;
+  stage?: Stage;
+  found?: number;
+  supported?: number;
+  /** `sync_incomplete`: what the flush did. */
+  stats?: FlushResult;
+}
+
+/** Every failure of the API: a real `Error` with a stable `code`. */
+export class OutboxError extends Error {
+  private constructor();
+  readonly name: "OutboxError";
+  readonly code: OutboxErrorCode;
+  readonly details?: OutboxErrorDetails;
+}
+
+/** The events of an `Outbox`, each a `CustomEvent` with the record as `detail`. */
+export interface OutboxEventMap {
+  /** A new record was stored. */
+  enqueued: CustomEvent<OutboxRecord>;
+  /** An attempt starts (stage `leased`; the open targets are being published to). */
+  attempt: CustomEvent<OutboxRecord>;
+  /** The policy is met (stage `satisfied`). */
+  delivered: CustomEvent<OutboxRecord>;
+  /** The attempt failed in part; another follows at `nextAttemptAt`. */
+  retrying: CustomEvent<OutboxRecord>;
+  /** It stopped: see `reason`. */
+  exhausted: CustomEvent<OutboxRecord>;
+  /** Any change of a record, including `cancel` and `retry`. */
+  change: CustomEvent<OutboxRecord>;
+  /** An automatic flush failed (the error also retries later). */
+  error: CustomEvent<OutboxError>;
+}
+
+/** A listener of one outbox event type. */
+export type OutboxListener<K extends keyof OutboxEventMap> =
+  | ((event: OutboxEventMap[K]) => void)
+  | { handleEvent(event: OutboxEventMap[K]): void };
+
+/** A durable outbox of signed Nostr events. */
+export class Outbox {
+  private constructor();
+  /** Releases the Wasm memory of this handle (prefer `close()`). */
+  free(): void;
+  [Symbol.dispose](): void;
+  /** Opens (creating or upgrading) the outbox database. */
+  static open(options?: OutboxOptions): Promise<Outbox>;
+  /** Checks and stores one signed event for `relays`; durable when it resolves. */
+  enqueue(event: SignedEvent | string, relays: readonly string[], options?: EnqueueOptions): Promise<EnqueueResult>;
+  /** Stores many items in one transaction: all or nothing. */
+  enqueueMany(items: readonly EnqueueItem[]): Promise<EnqueueResult[]>;
+  /** The record with this id, or null. */
+  get(id: string): Promise<OutboxRecord | null>;
+  /** A page of records in creation order. */
+  list(options?: ListOptions): Promise<OutboxRecord[]>;
+  /** Counts per stage. */
+  status(): Promise<OutboxStatus>;
+  /** Re-arms an exhausted record. */
+  retry(id: string): Promise<OutboxRecord>;
+  /** Cancels a record that is not terminal. */
+  cancel(id: string): Promise<OutboxRecord>;
+  /** Deletes terminal records; resolves with how many. */
+  purge(options?: PurgeOptions): Promise<number>;
+  /** Publishes everything due now, until nothing is due. */
+  flush(): Promise<FlushResult>;
+  /** Flush on start, `online`, visibility, enqueue and at each retry time. */
+  startAutoFlush(): void;
+  stopAutoFlush(): void;
+  readonly autoFlush: boolean;
+  readonly name: string;
+  readonly storage: "indexeddb" | "memory";
+  readonly closed: boolean;
+  /** The answer of `navigator.storage.persist()` at open, or null. */
+  readonly persisted: boolean | null;
+  storageEstimate(): Promise<StorageEstimateResult | null>;
+  /** Stops auto-flush, waits for a flush in progress and closes the database. */
+  close(): Promise<void>;
+  addEventListener<K extends keyof OutboxEventMap>(type: K, listener: OutboxListener<K> | null, options?: boolean | AddEventListenerOptions): void;
+  removeEventListener<K extends keyof OutboxEventMap>(type: K, listener: OutboxListener<K> | null, options?: boolean | EventListenerOptions): void;
+  dispatchEvent(event: Event): boolean;
+}
+
+/** The part of a sync / periodicsync / message event that `handleSync` reads. */
+export interface SyncLikeEvent {
+  readonly tag?: string;
+  readonly lastChance?: boolean;
+}
+
+/** Options of `handleSync`: those of `Outbox.open`, plus the sync tag. */
+export interface HandleSyncOptions extends OutboxOptions {
+  /** Only sync events with this tag are handled. Default `"nostr-outbox"`. */
+  tag?: string;
+}
+
+/** Registers a Background Sync (Chromium); resolves with whether it registered. */
+export function registerBackgroundSync(
+  registration: { readonly sync?: { register(tag: string): Promise<void> } } | ServiceWorkerRegistration,
+  tag?: string,
+): Promise<boolean>;
+
+/**
+ * For a service worker: `self.addEventListener("sync", e => e.waitUntil(handleSync(e)))`.
+ * Opens the outbox (once per name) and flushes it.
+ */
+export function handleSync(event?: SyncLikeEvent | Event | null, options?: HandleSyncOptions): Promise<FlushResult>;
+"#;
