@@ -367,6 +367,8 @@ async fn handle(
         return;
     }
     let mut path = String::from("/");
+    // The error type is tungstenite's, not ours to shrink.
+    #[allow(clippy::result_large_err)]
     let callback = |req: &Request, resp: Response| {
         path = req.uri().to_string();
         Ok(resp)
