@@ -819,31 +819,33 @@ async fn flush_reports_and_fires_events() {
 
 #[wasm_bindgen_test]
 async fn unreachable_relays_schedule_a_retry() {
-    // No transport answers: every publish fails fast as unreachable.
-    let t = transport(&js(json!({})));
-    let o = open_with(
-        json!({ "storage": "memory", "baseDelayMs": 60000 }),
-        &[("transport", t)],
-    )
-    .await;
+    // The default WebSocket transport, against a closed port on 127.0.0.1: the
+    // connection fails fast, the target is `unreachable`, the record waits for a retry.
+    let o = open(json!({ "storage": "memory", "baseDelayMs": 60000, "connectTimeoutMs": 3000 }))
+        .await
+        .expect("open");
     let retrying = counter(&o, "retrying");
-    ok(
-        &o,
-        "enqueue",
-        &[js(event_obj(0)), relays(&["ws://127.0.0.1:1"])],
-    )
-    .await;
+    let attempts = counter(&o, "attempt");
+    let relay = "ws://127.0.0.1:59999";
+    ok(&o, "enqueue", &[js(event_obj(0)), relays(&[relay])]).await;
+    let start = js_sys::Date::now();
     let s = ok(&o, "flush", &[]).await;
+    assert!(js_sys::Date::now() - start < 3000.0, "fails fast");
     assert_eq!(s["retrying"], json!(1));
     assert_eq!(count(&retrying), 1);
+    assert_eq!(count(&attempts), 1);
+    let details = rust(&Reflect::get(&retrying, &"details".into()).unwrap());
+    let r = &details[0];
+    assert_eq!(r["stage"], json!("retryable"));
+    assert_eq!(r["targets"][0]["latest"]["outcome"], json!("unreachable"));
+    assert!(r["nextAttemptAt"].as_f64().unwrap() > start + 30_000.0);
     // Not due again yet: a second flush claims nothing.
     let s = ok(&o, "flush", &[]).await;
     assert_eq!(
         (s["ran"].clone(), s["claimed"].clone()),
         (json!(true), json!(0))
     );
-    let st = ok(&o, "status", &[]).await;
-    assert_eq!(st["retryable"], json!(1));
+    assert_eq!(ok(&o, "status", &[]).await["retryable"], json!(1));
     ok(&o, "close", &[]).await;
 }
 
@@ -851,7 +853,12 @@ async fn unreachable_relays_schedule_a_retry() {
 async fn flush_is_skipped_while_another_context_holds_the_lock() {
     let n = name("lock");
     let o = open(json!({ "name": n })).await.expect("open");
-    ok(&o, "enqueue", &[js(event_obj(0)), relays(&[A])]).await;
+    ok(
+        &o,
+        "enqueue",
+        &[js(event_obj(0)), relays(&["ws://127.0.0.1:59999"])],
+    )
+    .await;
     let release: Function = JsFuture::from(hold_lock(&format!("nostr-outbox:{n}")))
         .await
         .expect("lock")

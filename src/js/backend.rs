@@ -1,6 +1,6 @@
 //! The concrete store and transport behind an `Outbox`: enums that delegate to the
-//! memory or IndexedDB [`Store`] and to the WebSocket or an application-supplied
-//! [`Transport`]. Pure delegation; the application transport's answers are classified
+//! memory or IndexedDB [`Store`] and to the WebSocket ([`WsTransport`]) or an
+//! application-supplied [`Transport`]. Pure delegation; the application transport's answers are classified
 //! by [`crate::nostr::classify_ok`].
 
 use js_sys::{Function, Promise, Reflect};
@@ -13,6 +13,7 @@ use crate::core::{
 };
 use crate::store::idb::IdbStore;
 use crate::store::{MemoryStore, Store, StoreError};
+use crate::transport::websocket::WsTransport;
 use crate::transport::{PublishReport, Transport};
 
 /// The store an `Outbox` was opened with.
@@ -151,19 +152,26 @@ impl Transport for JsTransport {
 
 /// The transport an `Outbox` publishes with.
 pub(crate) enum AnyTransport {
+    /// Browser WebSockets (the default).
+    Ws(WsTransport),
     /// The application's transport.
     Js(JsTransport),
-    /// No transport in this build: every publish is `unreachable`.
-    None,
+}
+
+impl AnyTransport {
+    /// Closes every connection (publishes in flight report `unreachable`).
+    pub(crate) fn close(&self) {
+        if let AnyTransport::Ws(t) = self {
+            t.close_all();
+        }
+    }
 }
 
 impl Transport for AnyTransport {
     async fn publish(&self, relay: &str, event: &EventEnvelope) -> PublishReport {
         match self {
+            AnyTransport::Ws(t) => t.publish(relay, event).await,
             AnyTransport::Js(t) => t.publish(relay, event).await,
-            AnyTransport::None => {
-                PublishReport::new(Outcome::Unreachable, "no relay transport available")
-            }
         }
     }
 }

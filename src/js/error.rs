@@ -10,6 +10,7 @@ use wasm_bindgen::prelude::*;
 use crate::core::CoreError;
 use crate::nostr::{EventError, RelayUrlError, TargetsError};
 use crate::store::StoreError;
+use crate::transport::websocket::WsConfigError;
 
 #[wasm_bindgen(module = "/src/js/error.js")]
 extern "C" {
@@ -173,5 +174,11 @@ impl From<RelayUrlError> for ApiError {
 impl From<TargetsError> for ApiError {
     fn from(e: TargetsError) -> ApiError {
         ApiError::new(e.code(), e.to_string()).with_details(json!({ "index": e.index }))
+    }
+}
+
+impl From<WsConfigError> for ApiError {
+    fn from(e: WsConfigError) -> ApiError {
+        ApiError::new(e.code(), e.to_string()).with_details(json!({ "field": e.field }))
     }
 }

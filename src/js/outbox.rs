@@ -21,15 +21,14 @@ use crate::core::{EnqueueOutcome, Enqueued, ListQuery, Plan, Policy, RetryConfig
 use crate::flush::{FlushConfig, FlushEvent};
 use crate::store::idb::{persistence, Durability, IdbOptions, IdbStore};
 use crate::store::{MemoryStore, Store};
+use crate::transport::websocket::{WsTransport, WsTransportConfig};
 
 /// The default database name.
 pub const DEFAULT_NAME: &str = "nostr-outbox";
 /// The default `list` page size.
 const DEFAULT_LIST_LIMIT: u32 = 100;
-/// The default publish timeout, when the transport has none of its own.
-const DEFAULT_PUBLISH_TIMEOUT_MS: u64 = 10_000;
 
-const OPEN_KEYS: [&str; 16] = [
+const OPEN_KEYS: [&str; 17] = [
     "name",
     "storage",
     "durability",
@@ -38,6 +37,7 @@ const OPEN_KEYS: [&str; 16] = [
     "baseDelayMs",
     "maxDelayMs",
     "publishTimeoutMs",
+    "connectTimeoutMs",
     "batchSize",
     "concurrency",
     "leaseMs",
@@ -58,7 +58,7 @@ pub(crate) struct OpenConfig {
     policy: Policy,
     max_attempts: Option<u32>,
     flush: FlushConfig,
-    publish_timeout_ms: u64,
+    ws: WsTransportConfig,
     signer: Option<js_sys::Function>,
     request_persistence: bool,
     auto_flush: bool,
@@ -114,23 +114,26 @@ impl OpenConfig {
                 .unwrap_or(defaults.max_delay_ms.max(base)),
             ..defaults
         };
-        let publish_timeout_ms = o
-            .uint("publishTimeoutMs")?
-            .unwrap_or(DEFAULT_PUBLISH_TIMEOUT_MS);
-        if publish_timeout_ms == 0 || publish_timeout_ms > 600_000 {
-            return Err(ApiError::new(
-                "invalid_config",
-                "invalid configuration `publishTimeoutMs`: must be 1..=600000",
-            )
-            .with_details(json!({ "field": "publishTimeoutMs" })));
-        }
+        let ws_defaults = WsTransportConfig::default();
+        let ws = WsTransportConfig {
+            publish_timeout_ms: o
+                .uint32("publishTimeoutMs")?
+                .unwrap_or(ws_defaults.publish_timeout_ms),
+            connect_timeout_ms: o
+                .uint32("connectTimeoutMs")?
+                .unwrap_or(ws_defaults.connect_timeout_ms),
+            ..ws_defaults
+        };
+        ws.validate()?;
         let mut flush = FlushConfig::new(format!("outbox-{}", random_hex(4)));
         flush.batch_size = o.uint32("batchSize")?.unwrap_or(16);
         flush.concurrency = o.uint32("concurrency")?.unwrap_or(16);
-        // A lease must outlast a whole tick: several rounds of connect + publish.
-        flush.lease_ms = o
-            .uint("leaseMs")?
-            .unwrap_or((publish_timeout_ms + 5_000).saturating_mul(10).max(60_000));
+        // A lease must outlast a whole tick: a few rounds of connect, NIP-42 AUTH and
+        // publish (twice when the relay asks for AUTH first).
+        let round = u64::from(ws.connect_timeout_ms)
+            + u64::from(ws.auth_timeout_ms)
+            + 2 * u64::from(ws.publish_timeout_ms);
+        flush.lease_ms = o.uint("leaseMs")?.unwrap_or((3 * round).max(120_000));
         flush.retry = retry;
         flush.validate()?;
         let signer = match o.present("signer") {
@@ -158,7 +161,7 @@ impl OpenConfig {
             policy: o.policy("policy")?.unwrap_or(Policy::All),
             max_attempts: o.uint32("maxAttempts")?,
             flush,
-            publish_timeout_ms,
+            ws,
             signer,
             request_persistence: o.boolean("requestPersistence")?.unwrap_or(false),
             auto_flush: o.boolean("autoFlush")?.unwrap_or(false),
@@ -177,6 +180,7 @@ struct Inner {
     name: String,
     memory: bool,
     store: Rc<AnyStore>,
+    transport: Rc<AnyTransport>,
     runtime: Runtime<AnyStore, AnyTransport>,
     events: Rc<Events>,
     policy: Policy,
@@ -261,9 +265,12 @@ impl Outbox {
         let store = Rc::new(store);
         let transport = Rc::new(match config.transport {
             Some(t) => AnyTransport::Js(t),
-            None => AnyTransport::None,
+            None => {
+                let ws = WsTransport::new(config.ws)?;
+                ws.set_js_signer(config.signer);
+                AnyTransport::Ws(ws)
+            }
         });
-        let _ = (config.signer, config.publish_timeout_ms);
         let channel = format!("nostr-outbox:{}", config.name);
         let events = Rc::new(
             Events::new(&channel, config.broadcast && !config.memory).map_err(|e| {
@@ -289,7 +296,7 @@ impl Outbox {
         });
         let runtime = Runtime::new(
             store.clone(),
-            transport,
+            transport.clone(),
             RuntimeConfig {
                 lock_name: (!config.memory).then(|| channel.clone()),
                 flush: config.flush,
@@ -305,6 +312,7 @@ impl Outbox {
                 name: config.name,
                 memory: config.memory,
                 store,
+                transport,
                 runtime,
                 events,
                 policy: config.policy,
@@ -618,6 +626,7 @@ impl Outbox {
             if !inner.closed.replace(true) {
                 inner.runtime.close().await;
                 inner.events.close();
+                inner.transport.close();
                 inner.store.close();
             }
             Ok(JsValue::UNDEFINED)

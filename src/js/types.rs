@@ -98,11 +98,16 @@ export interface OutboxOptions {
   maxDelayMs?: number;
   /** How long a relay may take to answer `OK` (1..=600000). Default 10000 ms. */
   publishTimeoutMs?: number;
+  /** How long opening a relay connection may take (1..=600000). Default 5000 ms. */
+  connectTimeoutMs?: number;
   /** Records claimed per flush round (1..=256). Default 16. */
   batchSize?: number;
   /** Publishes in flight at once (1..=256). Default 16. */
   concurrency?: number;
-  /** How long a claim is exclusive. Default `max(60000, 10 × (publishTimeoutMs + 5000))`. */
+  /**
+   * How long a claimed record stays exclusive to this flusher (must outlast a flush
+   * round). Default `max(120000, 3 × (connectTimeoutMs + 30000 + 2 × publishTimeoutMs))`.
+   */
   leaseMs?: number;
   /** Signs NIP-42 AUTH challenges (e.g. `window.nostr`). */
   signer?: NostrSigner | ((template: EventTemplate) => Promise<SignedEvent>);
