@@ -6,7 +6,7 @@ SHELL := /bin/bash
 ENV := . scripts/env.sh &&
 DEMO_PORT ?= 8080
 
-.PHONY: all setup build test demo clean fmt lint
+.PHONY: all setup build test demo bench clean fmt lint
 
 all: test
 
@@ -25,6 +25,10 @@ test: setup
 ## demo: build the package and serve www/ (prints the URL)
 demo: build
 	@bash scripts/demo.sh $(DEMO_PORT)
+
+## bench: benchmarks (programs that print ratios measured side by side in one run)
+bench: setup
+	@bash scripts/bench.sh
 
 fmt:
 	cargo fmt

@@ -41,6 +41,7 @@ run_tier() {
 # Test targets that carry browser tests (they use wasm_bindgen_test).
 browser_tests=()
 for f in tests/*.rs; do
+  case "$f" in tests/bench_*) continue ;; esac  # benchmarks run in `make bench`
   if grep -q 'wasm_bindgen_test' "$f"; then browser_tests+=(--test "$(basename "$f" .rs)"); fi
 done
 

@@ -125,6 +125,14 @@ export function indexedDbFactory() {
   return globalThis.indexedDB;
 }
 
+// Settles with `promise`'s value, or with `undefined` after `ms` (Firefox shows a
+// permission prompt for persist(), which a headless or unattended page never answers).
+export function withTimeout(promise, ms) {
+  let timer;
+  const timeout = new Promise((resolve) => { timer = setTimeout(() => resolve(undefined), ms); });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
 export function storageManager() {
   const nav = globalThis.navigator;
   return nav && nav.storage ? nav.storage : null;

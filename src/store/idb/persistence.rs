@@ -17,15 +17,26 @@ pub struct StorageEstimate {
     pub quota: Option<f64>,
 }
 
+/// How long [`request_persistence`] waits for an answer by default.
+pub const PERSIST_TIMEOUT_MS: u32 = 5_000;
+
 async fn call(promise: Result<js_sys::Promise, JsValue>) -> Option<JsValue> {
     JsFuture::from(promise.ok()?).await.ok()
 }
 
-/// Asks the browser to make this origin's storage persistent. `None` when the
-/// Storage API is unavailable; otherwise whether persistence is granted.
+/// Asks the browser to make this origin's storage persistent, waiting at most
+/// [`PERSIST_TIMEOUT_MS`]. `None` when the Storage API is unavailable or nobody
+/// answered in time (Firefox asks the user with a prompt); otherwise whether
+/// persistence is granted.
 pub async fn request_persistence() -> Option<bool> {
+    request_persistence_within(PERSIST_TIMEOUT_MS).await
+}
+
+/// [`request_persistence`] with an explicit wait limit in milliseconds.
+pub async fn request_persistence_within(timeout_ms: u32) -> Option<bool> {
     let manager = sys::storage_manager()?;
-    call(manager.persist()).await?.as_bool()
+    let asked = manager.persist().ok()?;
+    call(Ok(sys::with_timeout(&asked, timeout_ms))).await?.as_bool()
 }
 
 /// Whether this origin's storage is persistent (`None`: Storage API unavailable).

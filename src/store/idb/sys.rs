@@ -36,6 +36,8 @@ extern "C" {
     ) -> Promise;
     #[wasm_bindgen(js_name = indexedDbFactory)]
     pub(super) fn indexed_db_factory() -> Option<IdbFactory>;
+    #[wasm_bindgen(js_name = withTimeout)]
+    pub(super) fn with_timeout(promise: &Promise, ms: u32) -> Promise;
     #[wasm_bindgen(js_name = storageManager)]
     pub(super) fn storage_manager() -> Option<web_sys::StorageManager>;
 }
