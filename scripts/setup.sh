@@ -113,6 +113,15 @@ else
   note_installed "nostr-rs-relay"
 fi
 
+step "Fault-injecting relay (tests/fault-relay)"
+fr_target="$NOSTR_OUTBOX_TOOLS/fault-relay-target"
+if [ -x "$fr_target/release/fault-relay" ] && [ "$fr_target/release/fault-relay" -nt tests/fault-relay/Cargo.lock ]; then
+  note_found "fault-relay (rebuilt by scripts/with-relays.sh only when its sources change)"
+else
+  CARGO_TARGET_DIR="$fr_target" cargo build --release --locked --quiet --manifest-path tests/fault-relay/Cargo.toml
+  note_installed "fault-relay into $fr_target"
+fi
+
 step "Node packages for JS tests"
 for dir in tests/js tests/e2e; do
   [ -f "$dir/package.json" ] || continue

@@ -50,8 +50,9 @@ run_tier clippy-native cargo clippy --all-targets --locked -- -D warnings
 run_tier clippy-wasm32 cargo clippy --target wasm32-unknown-unknown --lib --tests --locked -- -D warnings
 run_tier rustdoc env RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --lib --locked -q
 run_tier native cargo test --locked
-run_tier browser-chrome wasm-pack test --headless --chrome -- "${browser_tests[@]}"
-run_tier browser-firefox wasm-pack test --headless --firefox -- "${browser_tests[@]}"
+# Browser tiers run with real relays on 127.0.0.1 (nostr-rs-relay and tests/fault-relay).
+run_tier browser-chrome scripts/with-relays.sh wasm-pack test --headless --chrome -- "${browser_tests[@]}"
+run_tier browser-firefox scripts/with-relays.sh wasm-pack test --headless --firefox -- "${browser_tests[@]}"
 if [ -x tests/js/run.sh ]; then
   run_tier js bash tests/js/run.sh
 fi
