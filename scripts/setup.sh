@@ -109,7 +109,9 @@ if command -v nostr-rs-relay >/dev/null; then
   note_found "nostr-rs-relay $(nostr-rs-relay --version 2>/dev/null | awk '{print $2}')"
 else
   apt_install protobuf-compiler pkg-config libssl-dev
-  cargo install -q nostr-rs-relay --locked 2>/dev/null || cargo install -q nostr-rs-relay
+  # Its Cargo.lock pins `time` 0.3.25, which no longer builds with current rustc:
+  # install unlocked.
+  cargo install -q nostr-rs-relay
   note_installed "nostr-rs-relay"
 fi
 
