@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# Builds the npm package into pkg/ with wasm-pack (web target) and prints the size of
-# the .wasm, raw and gzipped.
+# Builds the npm package into pkg/ with wasm-pack (web target), post-processes it into
+# the `nostr-outbox` npm package (scripts/package.mjs) and prints the size of the .wasm,
+# raw and gzipped.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/env.sh
 wasm-pack build --release --target web --out-dir pkg --out-name nostr_outbox 2>&1 | grep -vE '^\s*$' | tail -n 5
+# The npm package: entry with OutboxError, exports map, types without `any`.
+node scripts/package.mjs pkg
 wasm="pkg/nostr_outbox_bg.wasm"
 raw=$(stat -c %s "$wasm")
 gz=$(gzip -9 -c "$wasm" | wc -c)

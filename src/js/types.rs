@@ -338,9 +338,8 @@ export type OutboxListener<K extends keyof OutboxEventMap> =
 /** A durable outbox of signed Nostr events. */
 export class Outbox {
   private constructor();
-  /** Releases the Wasm memory of this handle (prefer `close()`). */
+  /** Releases the Wasm memory of this handle (after `close()`; optional, a FinalizationRegistry also frees it). */
   free(): void;
-  [Symbol.dispose](): void;
   /** Opens (creating or upgrading) the outbox database. */
   static open(options?: OutboxOptions): Promise<Outbox>;
   /** Checks and stores one signed event for `relays`; durable when it resolves. */

@@ -1,0 +1,107 @@
+#!/usr/bin/env node
+// Turns wasm-pack's pkg/ (web target) into the npm package `nostr-outbox`:
+// - index.js / index.d.ts: the entry. Re-exports the generated module and the
+//   OutboxError class from its snippet, so `err instanceof OutboxError` works.
+// - package.json: ESM `exports` for browsers, workers and bundlers (one ES module that
+//   loads the .wasm with `new URL(..., import.meta.url)`), `types`, `files`,
+//   `sideEffects: false`, and the .wasm exported for precaching.
+// - the low-level `InitOutput` declarations use `unknown` instead of `any`.
+// Usage: node scripts/package.mjs [pkgDir]   (default: pkg)
+import { readFileSync, writeFileSync, readdirSync, existsSync } from "node:fs";
+import { join, relative } from "node:path";
+
+const dir = process.argv[2] || "pkg";
+const base = "nostr_outbox";
+const fail = (msg) => {
+  console.error(`package.mjs: ${msg}`);
+  process.exit(1);
+};
+
+for (const f of [`${base}.js`, `${base}.d.ts`, `${base}_bg.wasm`, "package.json"]) {
+  if (!existsSync(join(dir, f))) fail(`${join(dir, f)} is missing; run wasm-pack build first`);
+}
+
+// The snippet that defines OutboxError (its directory name carries a hash).
+function find(root, suffix) {
+  for (const entry of readdirSync(root, { withFileTypes: true })) {
+    const p = join(root, entry.name);
+    if (entry.isDirectory()) {
+      const hit = find(p, suffix);
+      if (hit) return hit;
+    } else if (p.endsWith(suffix)) {
+      return p;
+    }
+  }
+  return null;
+}
+const errorSnippet = existsSync(join(dir, "snippets"))
+  ? find(join(dir, "snippets"), join("src", "js", "error.js"))
+  : null;
+if (!errorSnippet) fail("snippets/**/src/js/error.js not found");
+const errorPath = "./" + relative(dir, errorSnippet).split("\\").join("/");
+
+writeFileSync(
+  join(dir, "index.js"),
+  `// nostr-outbox: call \`await init()\` once, then use Outbox (see docs/API.md).
+export * from "./${base}.js";
+export { default } from "./${base}.js";
+export { OutboxError } from "${errorPath}";
+`,
+);
+writeFileSync(
+  join(dir, "index.d.ts"),
+  `export * from "./${base}.js";
+export { default } from "./${base}.js";
+`,
+);
+
+// No `any` in the published declarations: the raw wasm exports become `unknown`.
+const dtsPath = join(dir, `${base}.d.ts`);
+let dts = readFileSync(dtsPath, "utf8");
+dts = dts.replace(/export interface InitOutput \{[\s\S]*?\n\}/, (block) =>
+  block.replace(/\bany\b/g, "unknown"),
+);
+if (/:\s*any\b|<any>|\bany\[\]/.test(dts)) fail(`${dtsPath} still mentions \`any\``);
+writeFileSync(dtsPath, dts);
+const bgDts = join(dir, `${base}_bg.wasm.d.ts`);
+if (existsSync(bgDts)) {
+  writeFileSync(bgDts, readFileSync(bgDts, "utf8").replace(/\bany\b/g, "unknown"));
+}
+
+const generated = JSON.parse(readFileSync(join(dir, "package.json"), "utf8"));
+const pkg = {
+  name: "nostr-outbox",
+  version: generated.version,
+  description: generated.description,
+  license: generated.license,
+  repository: generated.repository,
+  keywords: generated.keywords,
+  type: "module",
+  main: "./index.js",
+  module: "./index.js",
+  types: "./index.d.ts",
+  exports: {
+    ".": {
+      types: "./index.d.ts",
+      browser: "./index.js",
+      worker: "./index.js",
+      import: "./index.js",
+      default: "./index.js",
+    },
+    [`./${base}_bg.wasm`]: `./${base}_bg.wasm`,
+    "./package.json": "./package.json",
+  },
+  files: [
+    "index.js",
+    "index.d.ts",
+    `${base}.js`,
+    `${base}.d.ts`,
+    `${base}_bg.wasm`,
+    `${base}_bg.wasm.d.ts`,
+    "snippets/",
+    "README.md",
+  ],
+  sideEffects: false,
+};
+writeFileSync(join(dir, "package.json"), JSON.stringify(pkg, null, 2) + "\n");
+console.log(`package: ${pkg.name}@${pkg.version} (${dir}/index.js, exports, types)`);

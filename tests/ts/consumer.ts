@@ -1,0 +1,169 @@
+// An example consumer of the nostr-outbox package, type-checked with `tsc --noEmit`
+// (tests/ts/tsconfig.json). It uses every exported API once; the `@ts-expect-error`
+// lines prove that wrong usages are rejected by the declarations.
+import init, {
+  Outbox,
+  OutboxError,
+  handleSync,
+  registerBackgroundSync,
+  version,
+  type EnqueueItem,
+  type EnqueueResult,
+  type FlushResult,
+  type OutboxErrorCode,
+  type OutboxEventMap,
+  type OutboxOptions,
+  type OutboxRecord,
+  type OutboxStatus,
+  type Policy,
+  type SignedEvent,
+  type Stage,
+  type StorageEstimateResult,
+  type TargetStatus,
+} from "nostr-outbox";
+
+declare const signed: SignedEvent;
+declare const nip07: { signEvent(t: { kind: number; created_at: number; tags: string[][]; content: string }): Promise<SignedEvent> };
+
+function describe(r: OutboxRecord): string {
+  const stage: Stage = r.stage;
+  const targets: TargetStatus[] = r.targets;
+  const accepted = targets.filter((t) => t.latest?.outcome === "accepted").length;
+  const rejected = r.evidence.filter((e) => e.outcome === "rejected").map((e) => e.rejectReason);
+  const next: number | null = r.nextAttemptAt;
+  const why = r.reason ?? "-";
+  const lease = r.lease ? `attempt ${r.lease.attempt} until ${r.lease.expiresAt}` : "idle";
+  return `${r.id} ${stage} ${accepted}/${targets.length} ${rejected.join(",")} ${next} ${why} ${lease} ${r.event.kind} ${r.createdAt}`;
+}
+
+export async function main(): Promise<void> {
+  await init();
+  const v: string = version();
+
+  const options: OutboxOptions = {
+    name: "app-outbox",
+    storage: "indexeddb",
+    durability: "strict",
+    policy: { atLeast: 2 },
+    maxAttempts: 8,
+    baseDelayMs: 2_000,
+    maxDelayMs: 600_000,
+    publishTimeoutMs: 8_000,
+    connectTimeoutMs: 4_000,
+    batchSize: 16,
+    concurrency: 8,
+    leaseMs: 120_000,
+    signer: nip07,
+    requestPersistence: true,
+    autoFlush: false,
+    broadcast: true,
+  };
+  const outbox: Outbox = await Outbox.open(options);
+  const memory = await Outbox.open({ storage: "memory", transport: { publish: async (_relay, _event) => ({ ok: true }) } });
+  await Outbox.open();
+
+  const relays = ["wss://relay.damus.io", "wss://nos.lol"] as const;
+  const created: EnqueueResult = await outbox.enqueue(signed, relays);
+  if (created.disposition === "replay") console.log("already queued", created.id);
+  await outbox.enqueue(JSON.stringify(signed), [...relays], {
+    policy: { required: ["wss://nos.lol"] },
+    id: "note-1",
+    deadline: Date.now() + 86_400_000,
+    maxAttempts: 3,
+  });
+  const policies: Policy[] = ["all", "any", { atLeast: 1 }, { required: ["wss://nos.lol"] }];
+  const items: EnqueueItem[] = policies.map((policy, i) => ({ event: signed, relays, policy, id: `item-${i}` }));
+  const many: EnqueueResult[] = await outbox.enqueueMany(items);
+
+  const one: OutboxRecord | null = await outbox.get(many[0]?.id ?? "none");
+  if (one) console.log(describe(one));
+  const page: OutboxRecord[] = await outbox.list({ stage: "retryable", limit: 50, after: "item-0" });
+  await outbox.list();
+  const status: OutboxStatus = await outbox.status();
+  console.log(status.pending + status.retryable, page.length);
+  await outbox.cancel("item-1");
+  await outbox.retry("item-2");
+  const purged: number = await outbox.purge({ before: Date.now() - 7 * 86_400_000 });
+  await outbox.purge();
+
+  const stats: FlushResult = await outbox.flush();
+  if (!stats.ran && stats.skipped === "locked") console.log("another tab is flushing");
+  console.log(stats.delivered, stats.retrying, stats.exhausted, stats.nextDueAt, purged, v);
+
+  const onDelivered = (e: OutboxEventMap["delivered"]) => console.log("delivered", describe(e.detail));
+  outbox.addEventListener("delivered", onDelivered);
+  outbox.addEventListener("retrying", (e) => console.log(e.detail.nextAttemptAt));
+  outbox.addEventListener("exhausted", (e) => console.log(e.detail.reason, e.detail.lastError));
+  outbox.addEventListener("attempt", { handleEvent: (e) => console.log(e.detail.lease?.attempt) });
+  outbox.addEventListener("enqueued", (e) => console.log(e.detail.id), { once: true });
+  outbox.addEventListener("change", (e) => console.log(e.detail.stage));
+  outbox.addEventListener("error", (e) => console.log(e.detail.code));
+  outbox.removeEventListener("delivered", onDelivered);
+  outbox.dispatchEvent(new Event("custom"));
+
+  outbox.startAutoFlush();
+  const auto: boolean = outbox.autoFlush;
+  outbox.stopAutoFlush();
+  const persisted: boolean | null = outbox.persisted;
+  const estimate: StorageEstimateResult | null = await outbox.storageEstimate();
+  console.log(auto, persisted, estimate?.quota, outbox.name, outbox.storage, outbox.closed);
+
+  try {
+    await outbox.enqueue(signed, ["http://not-a-relay"]);
+  } catch (err) {
+    if (err instanceof OutboxError) {
+      const code: OutboxErrorCode = err.code;
+      const detail = err.details?.index ?? err.details?.field;
+      console.log(code, err.message, detail, err instanceof Error);
+      if (code === "plan_conflict") console.log(err.details?.id);
+    }
+  }
+
+  await memory.close();
+  await outbox.close();
+  outbox.free();
+
+  // Service worker side (structurally typed, no webworker lib needed).
+  const registration = await navigator.serviceWorker.ready;
+  const registered: boolean = await registerBackgroundSync(registration);
+  await registerBackgroundSync({ sync: { register: async (_tag: string) => {} } }, "custom-tag");
+  const synced: FlushResult = await handleSync({ tag: "nostr-outbox", lastChance: false }, { name: "app-outbox", tag: "nostr-outbox" });
+  await handleSync();
+  console.log(registered, synced.ran);
+}
+
+export async function wrongUsages(outbox: Outbox): Promise<void> {
+  // @ts-expect-error relays must be strings
+  await outbox.enqueue(signed, [1, 2]);
+  // @ts-expect-error an event is an object or its JSON text
+  await outbox.enqueue(42, ["wss://a.example"]);
+  // @ts-expect-error unknown policy
+  await outbox.enqueue(signed, ["wss://a.example"], { policy: "most" });
+  // @ts-expect-error atLeast takes a number
+  await outbox.enqueue(signed, ["wss://a.example"], { policy: { atLeast: "2" } });
+  // @ts-expect-error unknown option
+  await outbox.enqueue(signed, ["wss://a.example"], { polcy: "all" });
+  // @ts-expect-error storage is "indexeddb" or "memory"
+  await Outbox.open({ storage: "disk" });
+  // @ts-expect-error durability is "strict" or "relaxed"
+  await Outbox.open({ durability: "fast" });
+  // @ts-expect-error no such stage
+  await outbox.list({ stage: "done" });
+  // @ts-expect-error get takes an id string
+  await outbox.get(5);
+  // @ts-expect-error no such event
+  outbox.addEventListener("delivred", () => {});
+  // @ts-expect-error the detail of `delivered` is a record, not an error
+  outbox.addEventListener("delivered", (e) => e.detail.code);
+  // @ts-expect-error Outbox has no public constructor
+  new Outbox();
+  const r = await outbox.get("x");
+  // @ts-expect-error get may resolve to null
+  console.log(r.stage);
+  // @ts-expect-error stage is a union of literals
+  const s: "done" = (await outbox.list())[0]!.stage;
+  console.log(s);
+  // @ts-expect-error error codes are a closed union
+  const c: OutboxErrorCode = "oops";
+  console.log(c);
+}
