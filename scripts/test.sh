@@ -25,6 +25,9 @@ run_tier() {
   end=$(date +%s)
   passed=$(grep -aoE 'test result: [A-Za-z]+\. [0-9]+ passed' "$log" | awk '{s+=$4} END {print s+0}')
   failed=$(grep -aoE 'test result: [A-Za-z]+\. [0-9]+ passed; [0-9]+ failed' "$log" | awk '{s+=$6} END {print s+0}')
+  # node --test (TAP): "# pass N" / "# fail N"
+  passed=$((passed + $(grep -aoE '^# pass [0-9]+' "$log" | awk '{s+=$3} END {print s+0}')))
+  failed=$((failed + $(grep -aoE '^# fail [0-9]+' "$log" | awk '{s+=$3} END {print s+0}')))
   if [ "$passed" = 0 ] && [ "$failed" = 0 ]; then
     # A check without a test count (fmt, clippy, docs): one check.
     if [ $rc = 0 ]; then passed=1; else failed=1; fi
@@ -56,6 +59,10 @@ run_tier browser-firefox scripts/with-relays.sh wasm-pack test --headless --fire
 if [ -x tests/js/run.sh ]; then
   run_tier js bash tests/js/run.sh
 fi
+# End-to-end in real Chromium (playwright-core + /usr/bin/chromium) on the built package.
+run_tier package bash scripts/build.sh
+run_tier e2e bash -c 'cd tests/e2e && node --test --test-concurrency=1 ./*.test.mjs'
+
 
 printf '\n%-16s %-7s %s\n' tier status detail
 for i in "${!TIER_NAMES[@]}"; do

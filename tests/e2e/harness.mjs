@@ -184,3 +184,16 @@ export async function queryRelay(url, ids, timeoutMs = 5000) {
   ws.close();
   return events;
 }
+
+/**
+ * A page-side snippet (string) that imports the built package the way a user would:
+ * through the entry its package.json names, then runs init(). Use inside page.evaluate:
+ * `const m = await eval(IMPORT_PACKAGE)`.
+ */
+export const IMPORT_PACKAGE = `(async () => {
+  const pkg = await (await fetch("/pkg/package.json")).json();
+  const entry = (pkg.exports && pkg.exports["."] && (pkg.exports["."].browser || pkg.exports["."].import || pkg.exports["."].default)) || pkg.module || pkg.main;
+  const m = await import("/pkg/" + String(entry).replace(/^\\.\\//, ""));
+  await m.default();
+  return m;
+})()`;

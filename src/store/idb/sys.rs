@@ -95,7 +95,13 @@ pub(super) fn error_parts(err: &JsValue) -> (String, String) {
 pub(super) fn failure(err: JsValue) -> Failure {
     let (name, message) = error_parts(&err);
     match name.as_str() {
-        "QuotaExceededError" => Failure::Store(StoreError::QuotaExceeded(message)),
+        "QuotaExceededError" => Failure::Store(StoreError::QuotaExceeded(if message.is_empty() {
+            "the browser refused to store more data for this origin (QuotaExceededError); \
+             nothing of this operation was written"
+                .into()
+        } else {
+            message
+        })),
         "InvalidStateError" | "UnknownError" => Failure::Lost(format!("{name}: {message}")),
         "BlockedError" => Failure::Store(StoreError::Blocked(message)),
         "" => Failure::Store(StoreError::Backend(message)),
