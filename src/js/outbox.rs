@@ -17,6 +17,7 @@ use super::events::Events;
 use super::input::{self, Options};
 use super::runtime::{RunError, Runtime, RuntimeConfig};
 use super::{sys, view};
+use crate::core::plan::MAX_ATTEMPTS_LIMIT;
 use crate::core::{EnqueueOutcome, Enqueued, ListQuery, Plan, Policy, RetryConfig, Stage};
 use crate::flush::{FlushConfig, FlushEvent};
 use crate::store::idb::{persistence, Durability, IdbOptions, IdbStore};
@@ -154,12 +155,20 @@ impl OpenConfig {
                 )
             })?),
         };
+        let max_attempts = o.uint32("maxAttempts")?;
+        if max_attempts.is_some_and(|n| n == 0 || n > MAX_ATTEMPTS_LIMIT) {
+            return Err(ApiError::new(
+                "invalid_config",
+                format!("invalid configuration `maxAttempts`: must be 1..={MAX_ATTEMPTS_LIMIT}"),
+            )
+            .with_details(json!({ "field": "maxAttempts" })));
+        }
         Ok(OpenConfig {
             name,
             memory,
             durability,
             policy: o.policy("policy")?.unwrap_or(Policy::All),
-            max_attempts: o.uint32("maxAttempts")?,
+            max_attempts,
             flush,
             ws,
             signer,

@@ -2,7 +2,8 @@
 // Chromium: the worker imports the package statically, registers its handlers during
 // evaluation and flushes with handleSync on a Background Sync event and on a message;
 // the page enqueues with its own Outbox and sees `delivered` relayed from the worker
-// (BroadcastChannel). Run: node tests/ts/sw-smoke.mjs  (needs tests/js/node_modules)
+// (BroadcastChannel). Also: flush is skipped while offline and the \`online\` event
+// resumes auto-flush. Run: node tests/ts/sw-smoke.mjs  (needs tests/js/node_modules)
 import { createServer } from "node:http";
 import { readFile, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -72,6 +73,26 @@ window.run = async (events) => {
   await outbox.close();
   return { registered, afterSync, reply, afterMessage, status, delivered };
 };
+// Offline pause and the \`online\` trigger (the test toggles the network).
+window.offlineStart = async (event) => {
+  await init();
+  const transport = { publish: async () => ({ ok: true }) };
+  const o = await Outbox.open({ storage: "memory", transport, autoFlush: true });
+  window.offlineOutbox = o;
+  window.offlineDelivered = 0;
+  o.addEventListener("delivered", () => { window.offlineDelivered += 1; });
+  await o.enqueue(event, ["wss://a.example"]);
+  const stats = await o.flush();
+  await new Promise((r) => setTimeout(r, 200));
+  return { onLine: navigator.onLine, stats, delivered: window.offlineDelivered };
+};
+window.offlineEnd = async () => {
+  const end = Date.now() + 5000;
+  while (window.offlineDelivered < 1 && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
+  const status = await window.offlineOutbox.status();
+  await window.offlineOutbox.close();
+  return { delivered: window.offlineDelivered, status };
+};
 window.ready = true;
 </script>`;
 
@@ -124,6 +145,16 @@ try {
     assert.equal(out.afterSync, 1, "the sync event flushed the first record");
     assert.equal(out.reply.stats.delivered, 1, "the message flushed only the second");
   }
+  // Offline: flush is skipped and auto-flush waits; \`online\` delivers.
+  await context.setOffline(true);
+  const off = await page.evaluate((ev) => window.offlineStart(ev), events[0]);
+  assert.equal(off.onLine, false);
+  assert.equal(off.stats.skipped, "offline");
+  assert.equal(off.delivered, 0, "nothing published while offline");
+  await context.setOffline(false);
+  const on = await page.evaluate(() => window.offlineEnd());
+  assert.equal(on.delivered, 1, "the online event triggered the flush");
+  assert.equal(on.status.satisfied, 1);
   assert.deepEqual(errors, []);
   console.log(`module service worker smoke: ok (background sync ${out.registered ? "registered and fired" : "unavailable"})`);
 } finally {
