@@ -58,19 +58,35 @@ const RELAYS: [&str; 3] = ["wss://a.example", "wss://b.example", "wss://c.exampl
 
 /// A realistic signed-event-sized envelope (~450 bytes of JSON).
 fn envelope(seed: &str, n: u32) -> EventEnvelope {
-    let id = format!("{:0>64}", format!("{seed}{n:x}").chars().filter(|c| c.is_ascii_hexdigit()).collect::<String>());
+    let id = format!(
+        "{:0>64}",
+        format!("{seed}{n:x}")
+            .chars()
+            .filter(|c| c.is_ascii_hexdigit())
+            .collect::<String>()
+    );
     let id = id[id.len() - 64..].to_string();
     let raw = format!(
         r#"{{"id":"{id}","pubkey":"{pk}","created_at":1700000000,"kind":1,"tags":[["t","bench"],["p","{pk}"]],"content":"benchmark note number {n} with a little text to look like a real post","sig":"{sig}"}}"#,
         pk = "ab".repeat(32),
         sig = "cd".repeat(64),
     );
-    EventEnvelope { id, raw, expiration: None }
+    EventEnvelope {
+        id,
+        raw,
+        expiration: None,
+    }
 }
 
 fn plans(seed: &str, count: u32) -> Vec<Plan> {
     (0..count)
-        .map(|n| Plan::new(envelope(seed, n), RELAYS.iter().map(|s| s.to_string()).collect(), Policy::All))
+        .map(|n| {
+            Plan::new(
+                envelope(seed, n),
+                RELAYS.iter().map(|s| s.to_string()).collect(),
+                Policy::All,
+            )
+        })
         .collect()
 }
 
@@ -108,7 +124,11 @@ async fn bench_enqueue_many_vs_raw_puts() {
     const N: u32 = 10_000;
     const RUNS: usize = 3;
     for durability in [Durability::Strict, Durability::Relaxed] {
-        let label = if durability == Durability::Strict { "strict" } else { "relaxed" };
+        let label = if durability == Durability::Strict {
+            "strict"
+        } else {
+            "relaxed"
+        };
         let mut ours = Vec::new();
         let mut raw = Vec::new();
         for run in 0..RUNS {
@@ -116,7 +136,9 @@ async fn bench_enqueue_many_vs_raw_puts() {
             let rows = rows_for(&batch);
             let db = JsFuture::from(raw_db(&name("raw"))).await.expect("raw db");
             let t = now();
-            JsFuture::from(raw_put_all(&db, &rows, label)).await.expect("raw puts");
+            JsFuture::from(raw_put_all(&db, &rows, label))
+                .await
+                .expect("raw puts");
             raw.push(now() - t);
 
             let s = store("many", durability).await;
@@ -138,7 +160,11 @@ async fn bench_enqueue_many_vs_raw_puts() {
 async fn bench_single_enqueue_vs_raw_put() {
     const N: u32 = 200;
     for durability in [Durability::Strict, Durability::Relaxed] {
-        let label = if durability == Durability::Strict { "strict" } else { "relaxed" };
+        let label = if durability == Durability::Strict {
+            "strict"
+        } else {
+            "relaxed"
+        };
         let batch = plans(&format!("single{label}"), N);
         let rows = rows_for(&batch);
         let db = JsFuture::from(raw_db(&name("raw1"))).await.expect("raw db");
@@ -147,7 +173,9 @@ async fn bench_single_enqueue_vs_raw_put() {
         for (plan, row) in batch.into_iter().zip(rows.iter()) {
             let one: js_sys::Array = std::iter::once(row).collect();
             let t = now();
-            JsFuture::from(raw_put_all(&db, &one, label)).await.expect("raw put");
+            JsFuture::from(raw_put_all(&db, &one, label))
+                .await
+                .expect("raw put");
             raw.push(now() - t);
             let t = now();
             s.enqueue(plan, 1).await.expect("enqueue");
@@ -170,7 +198,13 @@ async fn bench_claim_scaling() {
         while n < total {
             let chunk = 10_000.min(total - n);
             let batch: Vec<Plan> = (n..n + chunk)
-                .map(|i| Plan::new(envelope("claim", i), vec![RELAYS[0].to_string()], Policy::All))
+                .map(|i| {
+                    Plan::new(
+                        envelope("claim", i),
+                        vec![RELAYS[0].to_string()],
+                        Policy::All,
+                    )
+                })
                 .collect();
             s.enqueue_many(batch, 1).await.expect("fill");
             n += chunk;
@@ -189,7 +223,9 @@ async fn bench_claim_scaling() {
             assert_eq!(got.len(), 64);
         }
         let m = median(times);
-        log(&format!("BENCH claim(64) with {total} stored: median {m:.2} ms"));
+        log(&format!(
+            "BENCH claim(64) with {total} stored: median {m:.2} ms"
+        ));
         results.push(m);
     }
     log(&format!(

@@ -325,7 +325,10 @@ async fn storage_estimate_and_persistence_are_readable() {
     let firefox = web_sys_user_agent().contains("Firefox");
     let granted = persistence::request_persistence_within(1_500).await;
     if firefox {
-        assert_eq!(granted, None, "an unanswered prompt is reported as no answer");
+        assert_eq!(
+            granted, None,
+            "an unanswered prompt is reported as no answer"
+        );
     } else {
         assert!(granted.is_some(), "persist() answered");
         assert_eq!(persistence::is_persisted().await, granted);

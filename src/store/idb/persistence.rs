@@ -36,7 +36,9 @@ pub async fn request_persistence() -> Option<bool> {
 pub async fn request_persistence_within(timeout_ms: u32) -> Option<bool> {
     let manager = sys::storage_manager()?;
     let asked = manager.persist().ok()?;
-    call(Ok(sys::with_timeout(&asked, timeout_ms))).await?.as_bool()
+    call(Ok(sys::with_timeout(&asked, timeout_ms)))
+        .await?
+        .as_bool()
 }
 
 /// Whether this origin's storage is persistent (`None`: Storage API unavailable).
