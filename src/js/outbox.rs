@@ -6,6 +6,7 @@
 use std::cell::Cell;
 use std::rc::Rc;
 
+use futures_util::future::LocalBoxFuture;
 use js_sys::{Array, Promise};
 use serde_json::json;
 use wasm_bindgen::prelude::*;
@@ -216,7 +217,14 @@ fn run_error(e: RunError) -> ApiError {
 }
 
 /// Turns a future of `Result<JsValue, ApiError>` into a promise.
-fn promise(f: impl std::future::Future<Output = Result<JsValue, ApiError>> + 'static) -> Promise {
+/// Every method goes through this one (boxed, so the promise glue is compiled once).
+pub(crate) fn promise(
+    f: impl std::future::Future<Output = Result<JsValue, ApiError>> + 'static,
+) -> Promise {
+    run_boxed(Box::pin(f))
+}
+
+fn run_boxed(f: LocalBoxFuture<'static, Result<JsValue, ApiError>>) -> Promise {
     future_to_promise(async move { f.await.map_err(reject) })
 }
 
@@ -631,7 +639,7 @@ impl Outbox {
     #[wasm_bindgen(skip_typescript)]
     pub fn close(&self) -> Promise {
         let inner = self.inner.clone();
-        future_to_promise(async move {
+        promise(async move {
             if !inner.closed.replace(true) {
                 inner.runtime.close().await;
                 inner.events.close();

@@ -11,10 +11,9 @@ use std::collections::BTreeMap;
 use js_sys::{Promise, Reflect};
 use serde_json::json;
 use wasm_bindgen::prelude::*;
-use wasm_bindgen_futures::future_to_promise;
 
 use super::error::ApiError;
-use super::outbox::{OpenConfig, Outbox};
+use super::outbox::{promise, OpenConfig, Outbox};
 use super::{sys, view};
 
 /// The default Background Sync tag.
@@ -65,40 +64,36 @@ async fn cached(config: OpenConfig) -> Result<Outbox, ApiError> {
 /// `message` handlers of a service worker.
 #[wasm_bindgen(js_name = handleSync, skip_typescript)]
 pub fn handle_sync(event: JsValue, options: JsValue) -> Promise {
-    future_to_promise(async move {
-        let result: Result<JsValue, ApiError> = async {
-            let (config, o) = OpenConfig::parse_with(&options, "handleSync options", &["tag"])?;
-            let tag = o
-                .string("tag")?
-                .unwrap_or_else(|| DEFAULT_SYNC_TAG.to_string());
-            if let Some(event_tag) = string_prop(&event, "tag") {
-                if event_tag != tag {
-                    let skipped = view::FlushView {
-                        skipped: Some("tag"),
-                        ..view::FlushView::default()
-                    };
-                    return Ok(view::to_js(&skipped));
-                }
+    promise(async move {
+        let (config, o) = OpenConfig::parse_with(&options, "handleSync options", &["tag"])?;
+        let tag = o
+            .string("tag")?
+            .unwrap_or_else(|| DEFAULT_SYNC_TAG.to_string());
+        if let Some(event_tag) = string_prop(&event, "tag") {
+            if event_tag != tag {
+                let skipped = view::FlushView {
+                    skipped: Some("tag"),
+                    ..view::FlushView::default()
+                };
+                return Ok(view::to_js(&skipped));
             }
-            let outbox = cached(config).await?;
-            let stats = outbox.flush_now().await?;
-            // A one-off sync event (it has `lastChance`) is retried by the browser when
-            // its promise rejects: ask for that while records wait for a retry.
-            let one_off = bool_prop(&event, "lastChance");
-            if stats.ran && stats.retrying > 0 && one_off == Some(false) {
-                let details = serde_json::to_value(stats).unwrap_or_default();
-                return Err(ApiError::new(
-                    "sync_incomplete",
-                    format!(
-                        "{} record(s) wait for a retry; rejecting so the browser syncs again",
-                        stats.retrying
-                    ),
-                )
-                .with_details(json!({ "stats": details })));
-            }
-            Ok(view::to_js(&stats))
         }
-        .await;
-        result.map_err(ApiError::into_js)
+        let outbox = cached(config).await?;
+        let stats = outbox.flush_now().await?;
+        // A one-off sync event (it has `lastChance`) is retried by the browser when
+        // its promise rejects: ask for that while records wait for a retry.
+        let one_off = bool_prop(&event, "lastChance");
+        if stats.ran && stats.retrying > 0 && one_off == Some(false) {
+            let details = serde_json::to_value(stats).unwrap_or_default();
+            return Err(ApiError::new(
+                "sync_incomplete",
+                format!(
+                    "{} record(s) wait for a retry; rejecting so the browser syncs again",
+                    stats.retrying
+                ),
+            )
+            .with_details(json!({ "stats": details })));
+        }
+        Ok(view::to_js(&stats))
     })
 }
