@@ -8,7 +8,7 @@ export NOSTR_OUTBOX_TOOLS="$TOOLS_DIR"
 case ":$PATH:" in *":$HOME/.cargo/bin:"*) ;; *) PATH="$HOME/.cargo/bin:$PATH" ;; esac
 PATH="$TOOLS_DIR/node_modules/.bin:$PATH"
 _rustup_wasm=0
-if [ "${NOSTR_OUTBOX_WASM_TOOLCHAIN:-}" = debian ]; then
+if [ "${NOSTR_OUTBOX_WASM_ROUTE:-}" = debian ]; then
   : # forced: use Debian's toolchain even where rustup has the wasm32 std
 elif command -v rustc >/dev/null 2>&1; then
   _sysroot="$(rustc --print sysroot 2>/dev/null)"

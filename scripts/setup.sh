@@ -39,7 +39,7 @@ have_wasm_std() {
   ls "$(rustc --print sysroot)"/lib/rustlib/wasm32-unknown-unknown/lib/libstd-*.rlib >/dev/null 2>&1
 }
 force_debian=0
-[ "${NOSTR_OUTBOX_WASM_TOOLCHAIN:-}" = debian ] && force_debian=1
+[ "${NOSTR_OUTBOX_WASM_ROUTE:-}" = debian ] && force_debian=1
 if [ $force_debian = 0 ] && have_wasm_std; then
   note_found "wasm32-unknown-unknown std ($NOSTR_OUTBOX_WASM_TOOLCHAIN: $(rustc --version))"
 elif [ $force_debian = 0 ] && timeout 60 rustup target add wasm32-unknown-unknown >/dev/null 2>&1 && have_wasm_std; then
