@@ -1,8 +1,9 @@
 //! The concrete store and transport behind an `Outbox`: enums that delegate to the
 //! memory or IndexedDB [`Store`] and to the WebSocket ([`WsTransport`]) or an
-//! application-supplied [`Transport`]. Pure delegation; the application transport's answers are classified
-//! by [`crate::nostr::classify_ok`].
+//! application-supplied [`Transport`]. Pure delegation; the application transport's
+//! answers are classified by [`crate::nostr::classify_ok`].
 
+use futures_util::future::LocalBoxFuture;
 use js_sys::{Function, Promise, Reflect};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
@@ -23,13 +24,16 @@ pub(crate) enum AnyStore {
     Idb(IdbStore),
 }
 
+// Each call awaits one boxed future: callers' state machines hold a pointer instead of
+// every variant's future (a smaller .wasm).
 macro_rules! delegate {
-    ($self:ident, $s:ident => $call:expr) => {
-        match $self {
-            AnyStore::Memory($s) => $call.await,
-            AnyStore::Idb($s) => $call.await,
-        }
-    };
+    ($self:ident, $s:ident => $call:expr) => {{
+        let future: LocalBoxFuture<'_, _> = match $self {
+            AnyStore::Memory($s) => Box::pin($call),
+            AnyStore::Idb($s) => Box::pin($call),
+        };
+        future.await
+    }};
 }
 
 impl AnyStore {
@@ -169,9 +173,10 @@ impl AnyTransport {
 
 impl Transport for AnyTransport {
     async fn publish(&self, relay: &str, event: &EventEnvelope) -> PublishReport {
-        match self {
-            AnyTransport::Ws(t) => t.publish(relay, event).await,
-            AnyTransport::Js(t) => t.publish(relay, event).await,
-        }
+        let future: LocalBoxFuture<'_, PublishReport> = match self {
+            AnyTransport::Ws(t) => Box::pin(t.publish(relay, event)),
+            AnyTransport::Js(t) => Box::pin(t.publish(relay, event)),
+        };
+        future.await
     }
 }
