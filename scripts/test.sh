@@ -61,6 +61,7 @@ if [ -x tests/js/run.sh ]; then
 fi
 # End-to-end in real Chromium (playwright-core + /usr/bin/chromium) on the built package.
 run_tier package bash scripts/build.sh
+run_tier js-package bash tests/ts/run.sh
 run_tier e2e bash -c 'cd tests/e2e && node --test --test-concurrency=1 ./*.test.mjs'
 
 
