@@ -242,8 +242,27 @@ async fn a_version_change_elsewhere_closes_us_and_the_next_call_reopens() {
 }
 
 #[wasm_bindgen_test]
-async fn a_closed_connection_is_reopened_by_the_next_call() {
-    let name = random_name("reopen-on-call");
+async fn a_lost_connection_is_reopened_and_the_operation_retried() {
+    let name = random_name("lost");
+    let store = open(&name).await;
+    store
+        .enqueue(fixture_plan(1, &RELAYS, Policy::All), 1_000)
+        .await
+        .expect("enqueue");
+    // The browser drops the connection (Safari does after backgrounding): the next
+    // write meets a dead handle, reopens once and succeeds.
+    store.lose_connection_for_tests();
+    store
+        .enqueue(fixture_plan(2, &RELAYS, Policy::All), 1_000)
+        .await
+        .expect("enqueue after the connection was lost");
+    let status = store.status().await.expect("status");
+    assert_eq!(status.pending, 2);
+}
+
+#[wasm_bindgen_test]
+async fn a_closed_store_refuses_calls_and_does_not_reopen() {
+    let name = random_name("closed");
     let store = open(&name).await;
     store
         .enqueue(fixture_plan(1, &RELAYS, Policy::All), 1_000)
@@ -251,9 +270,18 @@ async fn a_closed_connection_is_reopened_by_the_next_call() {
         .expect("enqueue");
     store.close();
     assert!(!store.is_connected());
-    let status = store.status().await.expect("status reopens");
-    assert_eq!(status.pending, 1);
-    assert!(store.is_connected());
+    let err = store
+        .enqueue(fixture_plan(2, &RELAYS, Policy::All), 1_000)
+        .await
+        .expect_err("closed");
+    assert_eq!(err.code(), "closed");
+    assert!(!store.is_connected(), "a call after close does not reopen");
+    let again = open(&name).await;
+    assert_eq!(
+        again.status().await.expect("status").pending,
+        1,
+        "nothing written after close"
+    );
 }
 
 #[wasm_bindgen_test]
@@ -292,6 +320,7 @@ async fn corrupt_rows_are_reported_skipped_and_kept() {
         .await
         .expect("put corrupt row");
     raw_close(&db);
+    let store = open(&name).await;
 
     let err = store.get("broken").await.expect_err("corrupt get");
     assert_eq!(err.code(), "corrupt_record");

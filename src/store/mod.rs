@@ -47,6 +47,9 @@ pub enum StoreError {
         /// What went wrong.
         message: String,
     },
+    /// The store was closed by its owner; it does not reopen.
+    #[error("the store is closed")]
+    Closed,
     /// Any other backend failure.
     #[error("storage error: {0}")]
     Backend(String),
@@ -61,6 +64,7 @@ impl StoreError {
             StoreError::Blocked(_) => "storage_blocked",
             StoreError::VersionTooNew { .. } => "storage_version_too_new",
             StoreError::Corrupt { .. } => "corrupt_record",
+            StoreError::Closed => "closed",
             StoreError::Backend(_) => "storage",
         }
     }

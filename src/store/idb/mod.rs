@@ -8,7 +8,8 @@
 //!
 //! Connection faults: another context's version change closes our connection (so its
 //! upgrade can proceed) and the next call reopens it; a lost connection is reopened
-//! once and the operation retried; a blocked upgrade is a typed `storage_blocked`
+//! once and the operation retried; after [`IdbStore::close`] every call fails with
+//! `closed` (it never reopens behind its owner's back); a blocked upgrade is a typed `storage_blocked`
 //! error, not a hang; a database written by a newer schema is refused with
 //! `storage_version_too_new` before anything is touched; `QuotaExceededError` (in
 //! Chromium only the abort of the transaction carries it) is `quota_exceeded`.
@@ -63,6 +64,7 @@ impl IdbOptions {
 pub struct IdbStore {
     options: IdbOptions,
     conn: RefCell<Option<JsValue>>,
+    closed: std::cell::Cell<bool>,
     corrupt: RefCell<BTreeMap<String, String>>,
 }
 
@@ -108,6 +110,7 @@ impl IdbStore {
         let store = IdbStore {
             options,
             conn: RefCell::new(None),
+            closed: std::cell::Cell::new(false),
             corrupt: RefCell::new(BTreeMap::new()),
         };
         store.connection().await?;
@@ -119,10 +122,24 @@ impl IdbStore {
         &self.options
     }
 
-    /// Closes the connection. The next operation reopens it.
+    /// Closes the connection for good: every later call fails with `closed`
+    /// ([`StoreError::Closed`]). Open a new store to continue.
     pub fn close(&self) {
+        self.closed.set(true);
         if let Some(conn) = self.conn.borrow_mut().take() {
             if let Ok(db) = sys::database(&conn) {
+                db.close();
+            }
+        }
+    }
+
+    /// Test hook: closes the underlying `IDBDatabase` behind the store's back, as a
+    /// browser does when it drops a connection, so the next call meets a dead handle
+    /// and must reopen and retry.
+    #[doc(hidden)]
+    pub fn lose_connection_for_tests(&self) {
+        if let Some(conn) = self.conn.borrow().as_ref() {
+            if let Ok(db) = sys::database(conn) {
                 db.close();
             }
         }
@@ -148,6 +165,9 @@ impl IdbStore {
     }
 
     async fn connection(&self) -> Result<IdbDatabase, Failure> {
+        if self.closed.get() {
+            return Err(Failure::Store(StoreError::Closed));
+        }
         if let Some(conn) = self.conn.borrow().as_ref() {
             if !sys::is_closed(conn) {
                 return sys::database(conn);
