@@ -68,6 +68,7 @@ async function toggleRelay(r) {
 // --- the outbox ------------------------------------------------------------------------
 let outbox;
 const shortId = (id) => `${id.slice(0, 8)}…`;
+const openDetails = new Set();
 
 function showStats(stats) {
   if (stats && stats.ran) log(`flush: ${stats.delivered} delivered, ${stats.retrying} retrying, ${stats.exhausted} exhausted`);
@@ -105,6 +106,19 @@ async function render() {
     tr.innerHTML = `<td class="note"></td><td class="stage ${r.stage}">${r.stage}${r.reason ? ` (${r.reason})` : ""}</td>
       <td>${relaysCell}</td><td>${r.attempts}</td><td class="next">${countdown(r.nextAttemptAt)}</td><td></td>`;
     tr.querySelector(".note").textContent = `${r.event.content.slice(0, 40)} · ${shortId(r.id)}`;
+    // The full evidence history: every relay's answer in every attempt.
+    const details = document.createElement("details");
+    details.className = "evidence";
+    details.innerHTML = `<summary>${r.evidence.length} answers</summary><ol></ol>`;
+    details.open = openDetails.has(r.id);
+    details.ontoggle = () => (details.open ? openDetails.add(r.id) : openDetails.delete(r.id));
+    details.querySelector("ol").append(...r.evidence.map((e) => {
+      const li = document.createElement("li");
+      const why = e.rejectReason ? `/${e.rejectReason}` : "";
+      li.textContent = `#${e.attempt} ${e.relay.replace("ws://127.0.0.1:", ":")} ${e.outcome}${why}${e.message ? ` “${e.message}”` : ""} at ${new Date(e.at).toLocaleTimeString()}`;
+      return li;
+    }));
+    tr.children[2].append(details);
     const actions = tr.lastElementChild;
     if (r.stage === "exhausted") {
       const b = document.createElement("button");
