@@ -1,0 +1,596 @@
+// Benchmarks of the public JavaScript API in headless Chromium (a program that prints; it
+// asserts no time). Every figure is a ratio against the physical limit (raw IndexedDB
+// calls) or a peer (nostr-tools), measured side by side in the same run and interleaved
+// round by round, because this 2-core machine is shared and absolute times drift.
+//
+//   node tests/e2e/bench.mjs                 the issue's counts (several minutes on 2 cores)
+//   node tests/e2e/bench.mjs --quick         a tenth of the counts, fewer rounds (~2 min)
+//   node tests/e2e/bench.mjs --only=flush,size   some sections: enqueue single flush fanout
+//                                            recovery memory size
+//   node tests/e2e/bench.mjs --runs=5        rounds per figure (default 3; medians)
+//   node tests/e2e/bench.mjs --scale=0.2     counts times 0.2 (--quick is --scale=0.1 --runs=2)
+//   node tests/e2e/bench.mjs --pkg=DIR       benchmark another build of the package (default
+//                                            pkg; it is copied to target/bench/ first)
+//   node tests/e2e/bench.mjs --profile=flush one extra instrumented round of a section
+//                                            (enqueue single flush fanout): CPU profile
+//                                            (target/bench/<section>.cpuprofile, top self
+//                                            times printed) and counts of IndexedDB
+//                                            transactions/requests and WebSocket sends
+//
+// Needs: the package built in pkg/ (make build), ~/.cargo/bin/nostr-rs-relay (make setup),
+// /usr/bin/chromium. Results also go to target/bench/e2e.json.
+import { writeFile, mkdir, stat, readdir, rm, cp } from "node:fs/promises";
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { loadavg, cpus, totalmem, release } from "node:os";
+import { execFileSync } from "node:child_process";
+import { ROOT, startServer, launch, relay } from "./harness.mjs";
+import { benchEvents } from "./bench/events.mjs";
+import { sizes } from "./bench/sizes.mjs";
+import { topSelfTimes, INSTRUMENT, UNINSTRUMENT } from "./bench/profile.mjs";
+
+// ---------- arguments ----------
+const argv = process.argv.slice(2);
+const flag = (name) => argv.includes(`--${name}`);
+const opt = (name, dflt) => {
+  const a = argv.find((x) => x.startsWith(`--${name}=`));
+  return a ? a.slice(name.length + 3) : dflt;
+};
+const QUICK = flag("quick");
+const RUNS = Number(opt("runs", QUICK ? 2 : 3));
+const ALL = ["enqueue", "single", "flush", "fanout", "recovery", "memory", "size"];
+const ONLY = opt("only", ALL.join(",")).split(",");
+const PROFILE = opt("profile", "");
+const SCALE = Number(opt("scale", QUICK ? 0.1 : 1));
+const scale = (n) => Math.max(50, Math.round(n * SCALE));
+const COUNT = {
+  enqueue: scale(10_000),
+  single: QUICK ? 50 : 200,
+  flush: scale(5_000),
+  fanout: scale(5_000),
+  recovery: scale(1_000),
+  memory: scale(10_000),
+};
+const FAKE_RELAYS = ["ws://127.0.0.1:9/a", "ws://127.0.0.1:9/b", "ws://127.0.0.1:9/c"];
+const OUT_DIR = join(ROOT, "target", "bench");
+const PKG_DIR = opt("pkg", "pkg").replace(/\/+$/, "");
+const SNAPSHOT = join(OUT_DIR, "pkg-under-test");
+const PKG_BASE = "/target/bench/pkg-under-test";
+
+// ---------- small helpers ----------
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
+const ms = (x) => `${x.toFixed(x < 10 ? 2 : 0)} ms`;
+const rate = (n, t) => `${Math.round((n / t) * 1000)}/s`;
+const list = (xs, f = (x) => x.toFixed(0)) => `[${xs.map(f).join(", ")}]`;
+const sleep = (t) => new Promise((r) => setTimeout(r, t));
+const load = () => loadavg().map((x) => x.toFixed(2)).join(" ");
+const results = { figures: {}, loads: [] };
+const line = (s) => console.log(s);
+function noteLoad(section) {
+  results.loads.push({ section, at: new Date().toISOString(), loadavg: loadavg() });
+  line(`   (load average ${load()})`);
+}
+
+// Everything this program starts, so that any exit path stops it.
+const relays = new Set();
+let server = null;
+let browser = null;
+async function cleanup() {
+  for (const r of relays) await r.destroy().catch(() => {});
+  relays.clear();
+  await browser?.close().catch(() => {});
+  browser = null;
+  await server?.close().catch(() => {});
+  server = null;
+}
+async function freshRelay() {
+  const r = await relay();
+  relays.add(r);
+  await r.start();
+  return r;
+}
+async function dropRelay(r) {
+  relays.delete(r);
+  await r.destroy();
+}
+// A hard bound: a stuck run cleans up and exits rather than hang a `make bench`.
+const deadline = setTimeout(async () => {
+  console.error("bench: timed out after 40 minutes; stopping");
+  const bounded = Promise.race([cleanup(), sleep(10_000)]);
+  await bounded;
+  process.exit(1);
+}, (QUICK ? 10 : 40) * 60_000);
+deadline.unref();
+for (const sig of ["SIGINT", "SIGTERM"]) {
+  process.on(sig, async () => {
+    await Promise.race([cleanup(), sleep(10_000)]);
+    process.exit(130);
+  });
+}
+
+async function openBenchPage(events) {
+  const page = await browser.context.newPage();
+  const errors = [];
+  page.on("pageerror", (e) => errors.push(String(e)));
+  page.on("console", (m) => {
+    // Refused connections to a stopped relay are expected (recovery); anything else is news.
+    if (m.type() === "error" && !/WebSocket connection to .* failed/.test(m.text())) errors.push(m.text());
+  });
+  await page.goto(`${server.url}/tests/e2e/bench/page.html`);
+  await page.waitForFunction(() => window.benchReady === true, null, { timeout: 60_000 });
+  const info = await page.evaluate((base) => window.bench.setup({ base }), PKG_BASE);
+  if (events) await page.evaluate((ev) => window.bench.load(ev), events);
+  return { page, info, errors };
+}
+
+const call = (page, fn, arg) => page.evaluate(([fn, arg]) => window.bench[fn](arg), [fn, arg]);
+
+/** Runs `fn` with a CPU profile and IndexedDB/WebSocket counters on; prints and saves both. */
+async function profiled(page, label, fn) {
+  const cdp = await browser.context.newCDPSession(page);
+  await page.evaluate(INSTRUMENT);
+  await cdp.send("Profiler.enable");
+  await cdp.send("Profiler.setSamplingInterval", { interval: 500 });
+  await cdp.send("Profiler.start");
+  const out = await fn();
+  const { profile } = await cdp.send("Profiler.stop");
+  const counts = await page.evaluate(UNINSTRUMENT);
+  await cdp.detach();
+  await mkdir(OUT_DIR, { recursive: true });
+  const file = join(OUT_DIR, `${label}.cpuprofile`);
+  await writeFile(file, JSON.stringify(profile));
+  line(`   profile of ${label}: ${file}`);
+  line(`   counts: ${JSON.stringify(counts)}`);
+  for (const row of topSelfTimes(profile, 18)) line(`     ${row}`);
+  results.figures[`profile_${label}`] = { counts, top: topSelfTimes(profile, 30), out };
+  return out;
+}
+
+// ---------- 1. enqueue ----------
+async function benchEnqueue(page) {
+  const n = COUNT.enqueue;
+  line(`\n== 1a. enqueueMany of ${n} signed events (strict durability, 3 relays each) vs raw IndexedDB`);
+  const args = { n, relays: FAKE_RELAYS, durability: "strict" };
+  // Warm-up (JITs, IndexedDB files), then round 0 captures the rows the outbox writes.
+  await call(page, "enqueueMany", { ...args, n: Math.min(n, 300) });
+  await call(page, "enqueueManyValidationOnly", { ...args, n: Math.min(n, 300) });
+  const t = { api: [], validation: [], raw: [], peer: [], peerVerify: [] };
+  let rowBytes = 0;
+  const steps = {
+    api: async (round) => t.api.push((await call(page, "enqueueMany", { ...args, capture: round === 0 })).ms),
+    raw: async () => {
+      const r = await call(page, "rawPutAll", { durability: "strict" });
+      rowBytes = r.rowBytes;
+      t.raw.push(r.ms);
+    },
+    validation: async () => t.validation.push((await call(page, "enqueueManyValidationOnly", args)).ms),
+    peer: async () => {
+      const r = await call(page, "peerVerifyThenPut", { n, durability: "strict" });
+      t.peer.push(r.ms);
+      t.peerVerify.push(r.verifyMs);
+    },
+  };
+  const order = Object.keys(steps);
+  for (let round = 0; round < RUNS; round++) {
+    for (let k = 0; k < order.length; k++) await steps[order[(round + k) % order.length]](round);
+    line(`   round ${round + 1}/${RUNS} done`);
+  }
+  const m = Object.fromEntries(Object.entries(t).map(([k, v]) => [k, median(v)]));
+  const storePart = m.api - m.validation;
+  line(`   API enqueueMany (incl. verification)      ${ms(m.api)} (${rate(n, m.api)})   runs ${list(t.api)}`);
+  line(`   API validation only (last sig broken)     ${ms(m.validation)} (${rate(n, m.validation)})   runs ${list(t.validation)}`);
+  line(`   API minus validation (plan+store+results) ${ms(storePart)} (${rate(n, storePart)})`);
+  line(`   raw puts, one strict transaction          ${ms(m.raw)} (${rate(n, m.raw)})   runs ${list(t.raw)}   (${rowBytes} B/row)`);
+  line(`   nostr-tools verifyEvent + raw puts        ${ms(m.peer)} (${rate(n, m.peer)})   runs ${list(t.peer)}  (verify ${ms(m.peerVerify)})`);
+  const r = {
+    n,
+    rowBytes,
+    runs: t,
+    median: m,
+    ratioInclVerification: m.raw / m.api,
+    ratioExclValidation: m.raw / storePart,
+    ratioVsPeer: m.peer / m.api,
+  };
+  line(`BENCH enqueueMany ${n}: raw/API incl. verification ${r.ratioInclVerification.toFixed(2)}; raw/(API - validation) ${r.ratioExclValidation.toFixed(2)} (goal >= 0.7); (nostr-tools verify + raw)/API ${r.ratioVsPeer.toFixed(2)}`);
+  results.figures.enqueueMany = r;
+  noteLoad("enqueue");
+  if (PROFILE === "enqueue") await profiled(page, "enqueue", () => call(page, "enqueueMany", args));
+}
+
+async function benchSingle(page) {
+  const n = COUNT.single;
+  line(`\n== 1b. single enqueue (strict) vs one raw put per transaction (strict), ${n} ops interleaved x ${RUNS} runs`);
+  // The rows captured by 1a are needed for the raw puts.
+  if (!results.figures.enqueueMany) await call(page, "enqueueMany", { n: COUNT.enqueue, relays: FAKE_RELAYS, durability: "strict", capture: true });
+  const args = { n, relays: FAKE_RELAYS, durability: "strict" };
+  await call(page, "single", { ...args, n: 20, offset: 0 });
+  const runs = [];
+  for (let round = 0; round < RUNS; round++) runs.push(await call(page, "single", { ...args, offset: 20 + round * n }));
+  const m = Object.fromEntries(["raw", "api", "validation", "peer"].map((k) => [k, median(runs.map((r) => r[k]))]));
+  line(`   raw put (own strict transaction)   median ${ms(m.raw)}    runs ${list(runs.map((r) => r.raw), (x) => x.toFixed(2))}`);
+  line(`   API enqueue (incl. verification)   median ${ms(m.api)}    runs ${list(runs.map((r) => r.api), (x) => x.toFixed(2))}`);
+  line(`   API enqueue, validation only       median ${ms(m.validation)}    runs ${list(runs.map((r) => r.validation), (x) => x.toFixed(2))}`);
+  line(`   nostr-tools verifyEvent + raw put  median ${ms(m.peer)}    runs ${list(runs.map((r) => r.peer), (x) => x.toFixed(2))}`);
+  const r = {
+    n,
+    runs,
+    median: m,
+    ratioInclVerification: m.raw / m.api,
+    ratioExclValidation: m.raw / (m.api - m.validation),
+    ratioVsPeer: m.peer / m.api,
+  };
+  line(`BENCH single enqueue: raw/API incl. verification ${r.ratioInclVerification.toFixed(2)}; raw/(API - validation) ${r.ratioExclValidation.toFixed(2)} (goal >= 0.8); (nostr-tools verify + put)/API ${r.ratioVsPeer.toFixed(2)}`);
+  results.figures.single = r;
+  noteLoad("single");
+  if (PROFILE === "single") {
+    await profiled(page, "single", () => call(page, "single", { ...args, n: 50, offset: 20 + RUNS * n }));
+    const v = await call(page, "singleVariants", { n: Math.min(n, 100), offset: 20 + RUNS * n + 50, relays: FAKE_RELAYS });
+    line(`   single enqueue under other options (medians): ${Object.entries(v).map(([k, x]) => `${k} ${ms(x)}`).join(", ")}`);
+    results.figures.variants_single = v;
+  }
+}
+
+// ---------- 3/4. flush ----------
+async function benchFlush(page, { label, n, relayCount, policy }) {
+  const peerWidths = [16, Infinity];
+  line(`\n== ${label}: ${n} queued events flushed to ${relayCount} local nostr-rs-relay${relayCount > 1 ? "s" : ""}${policy ? ` (policy ${JSON.stringify(policy)})` : ""}, fresh relays per side and round`);
+  const t = { outbox: [], ...Object.fromEntries(peerWidths.map((w) => [`peer${w}`, []])) };
+  const details = { outbox: [], peer: [] };
+  const sides = {
+    outbox: async () => {
+      const rs = [];
+      for (let i = 0; i < relayCount; i++) rs.push(await freshRelay());
+      const r = await call(page, "outboxFlush", { n, relays: rs.map((x) => x.url), policy });
+      for (const x of rs) await dropRelay(x);
+      if (r.status.satisfied !== n) throw new Error(`${label}: ${r.status.satisfied}/${n} satisfied: ${JSON.stringify(r)}`);
+      t.outbox.push(r.ms);
+      details.outbox.push(r.result);
+    },
+    ...Object.fromEntries(
+      peerWidths.map((w) => [
+        `peer${w}`,
+        async () => {
+          const rs = [];
+          for (let i = 0; i < relayCount; i++) rs.push(await freshRelay());
+          const r = await call(page, "peerPublish", { n, relays: rs.map((x) => x.url), width: w });
+          for (const x of rs) await dropRelay(x);
+          details.peer.push({ width: String(w), ok: r.ok, errors: r.errors });
+          if (r.ok !== n * relayCount) line(`   note: nostr-tools (width ${w}) got ${r.ok}/${n * relayCount} OKs: ${JSON.stringify(r.errors)}`);
+          t[`peer${w}`].push(r.ms);
+        },
+      ]),
+    ),
+  };
+  // Warm-up of both code paths on a small set (connections, JITs).
+  {
+    const warm = Math.min(200, n);
+    const rs = await freshRelay();
+    await call(page, "outboxFlush", { n: warm, offset: n, relays: [rs.url], policy });
+    await call(page, "peerPublish", { n: warm, offset: n, relays: [rs.url], width: 16 });
+    await dropRelay(rs);
+  }
+  const order = Object.keys(sides);
+  for (let round = 0; round < RUNS; round++) {
+    for (let k = 0; k < order.length; k++) await sides[order[(round + k) % order.length]]();
+    line(`   round ${round + 1}/${RUNS} done`);
+  }
+  const m = Object.fromEntries(Object.entries(t).map(([k, v]) => [k, median(v)]));
+  const pubs = n * relayCount;
+  line(`   outbox flush() (defaults: batch 16, 16 in flight)  ${ms(m.outbox)} (${rate(pubs, m.outbox)} publishes)   runs ${list(t.outbox)}`);
+  for (const w of peerWidths) {
+    line(`   nostr-tools, ${String(w).padEnd(8)} events in flight      ${ms(m[`peer${w}`])} (${rate(pubs, m[`peer${w}`])} publishes)   runs ${list(t[`peer${w}`])}`);
+  }
+  const best = Math.min(...peerWidths.map((w) => m[`peer${w}`]));
+  const r = {
+    n,
+    relayCount,
+    policy: policy || "all",
+    runs: t,
+    median: m,
+    flushResults: details.outbox,
+    peer: details.peer,
+    ratioVsPeer16: m.peer16 / m.outbox,
+    ratioVsPeerAll: m.peerInfinity / m.outbox,
+    ratioVsBestPeer: best / m.outbox,
+  };
+  line(`BENCH ${label}: nostr-tools/outbox time ratio: same width (16) ${r.ratioVsPeer16.toFixed(2)}, all at once ${r.ratioVsPeerAll.toFixed(2)} (goal >= 0.8 against the better one: ${r.ratioVsBestPeer.toFixed(2)})`);
+  noteLoad(label);
+  return r;
+}
+
+async function profileFlush(page, label, relayCount, n, policy) {
+  const rs = [];
+  for (let i = 0; i < relayCount; i++) rs.push(await freshRelay());
+  await call(page, "flushPrepare", { n, relays: rs.map((x) => x.url), policy });
+  const out = await profiled(page, label, () => call(page, "flushRun"));
+  line(`   instrumented flush: ${ms(out.ms)}, ${JSON.stringify(out.result)}`);
+  for (const x of rs) await dropRelay(x);
+  // Which part costs: the same flush with other public options, one round each.
+  const variants = [
+    {},
+    { durability: "relaxed" },
+    { batchSize: 256, concurrency: 256 },
+    { durability: "relaxed", batchSize: 256, concurrency: 256 },
+    { storage: "memory" },
+    { storage: "memory", batchSize: 256, concurrency: 256 },
+    { broadcast: false },
+    { transport: "instant" },
+    { transport: "instant", durability: "relaxed" },
+    { transport: "instant", storage: "memory" },
+    { transport: "nostr-tools" },
+    { transport: "nostr-tools", storage: "memory", batchSize: 256, concurrency: 256 },
+  ];
+  const rows = [];
+  for (const options of variants) {
+    const vs = [];
+    for (let i = 0; i < relayCount; i++) vs.push(await freshRelay());
+    const r = await call(page, "outboxFlush", { n, relays: vs.map((x) => x.url), policy, options });
+    for (const x of vs) await dropRelay(x);
+    rows.push({ options, ms: r.ms, satisfied: r.status.satisfied, ticks: r.result.ticks });
+    line(`   variant ${JSON.stringify(options).padEnd(62)} ${ms(r.ms).padStart(9)} (${rate(n * relayCount, r.ms)} publishes), ${r.result.ticks} ticks, ${r.status.satisfied}/${n} satisfied`);
+  }
+  results.figures[`variants_${label}`] = rows;
+}
+
+// ---------- 5. recovery ----------
+async function benchRecovery(page) {
+  const n = COUNT.recovery;
+  line(`\n== 5. recovery: ${n} events queued while the relay is down (auto-flush, default options); relay restarted once every record failed its first attempt`);
+  const runs = [];
+  for (let round = 0; round < RUNS; round++) {
+    // Reference: the same outbox flushing the same number of events to a running relay.
+    const up = await freshRelay();
+    const ref = await call(page, "outboxFlush", { n, offset: 0, relays: [up.url] });
+    await dropRelay(up);
+
+    const r = await relay();
+    relays.add(r);
+    await call(page, "recoveryStart", { n, offset: 0, relays: [r.url] });
+    // Wait (bounded) until every record has failed one attempt.
+    let s;
+    const until = Date.now() + 120_000;
+    for (;;) {
+      s = await call(page, "recoveryStatus");
+      if (s.status.retryable + s.status.exhausted >= n) break;
+      if (Date.now() > until) throw new Error(`recovery: records never failed: ${JSON.stringify(s)}`);
+      await sleep(50);
+    }
+    const downAt = Date.now();
+    await r.start();
+    const upAt = Date.now();
+    const before = s;
+    const bound = Date.now() + 240_000;
+    for (;;) {
+      s = await call(page, "recoveryStatus");
+      if (s.status.satisfied + s.status.exhausted >= n) break;
+      if (Date.now() > bound) break;
+      await sleep(50);
+    }
+    await call(page, "recoveryEnd");
+    await dropRelay(r);
+    const run = {
+      relayUpAfterMs: upAt - downAt,
+      firstAcceptedMs: s.first - upAt,
+      lastAcceptedMs: s.last - upAt,
+      drainMs: s.last - s.first,
+      satisfied: s.status.satisfied,
+      exhausted: s.status.exhausted,
+      attempts: s.attempts,
+      before: before.sample,
+      referenceFlushMs: ref.ms,
+    };
+    runs.push(run);
+    line(`   round ${round + 1}/${RUNS}: relay up -> first accepted ${ms(run.firstAcceptedMs)}, last accepted ${ms(run.lastAcceptedMs)} (drain ${ms(run.drainMs)}), ${run.satisfied}/${n} satisfied, ${run.attempts} attempts; reference flush of ${n} to a running relay ${ms(ref.ms)}; next attempt of a sample record was due ${before.sample ? ms(before.sample.nextAttemptAt - downAt) : "?"} after the restart`);
+  }
+  const m = {
+    lastAcceptedMs: median(runs.map((r) => r.lastAcceptedMs)),
+    firstAcceptedMs: median(runs.map((r) => r.firstAcceptedMs)),
+    drainMs: median(runs.map((r) => r.drainMs)),
+    referenceFlushMs: median(runs.map((r) => r.referenceFlushMs)),
+  };
+  const r = { n, runs, median: m, ratioVsReference: m.referenceFlushMs / m.lastAcceptedMs };
+  line(`BENCH recovery ${n}: relay up -> last accepted median ${ms(m.lastAcceptedMs)} (first ${ms(m.firstAcceptedMs)}, drain ${ms(m.drainMs)}); flush of ${n} to a running relay ${ms(m.referenceFlushMs)}; ratio ${r.ratioVsReference.toFixed(2)}`);
+  results.figures.recovery = r;
+  noteLoad("recovery");
+}
+
+// ---------- 6. memory ----------
+async function benchMemory(events) {
+  const n = COUNT.memory;
+  line(`\n== 6. memory: JS heap (CDP Runtime.getHeapUsage after a forced GC) and wasm memory, flushing ${n} events to one relay, two cycles`);
+  // A page of its own in its own browser, so no other page's objects share the heap.
+  const own = await launch();
+  try {
+    const page = await own.context.newPage();
+    await page.goto(`${server.url}/tests/e2e/bench/page.html`);
+    await page.waitForFunction(() => window.benchReady === true, null, { timeout: 60_000 });
+    await page.evaluate((base) => window.bench.setup({ base }), PKG_BASE);
+    const cdp = await own.context.newCDPSession(page);
+    const snap = async (gc = true) => {
+      if (gc) {
+        await cdp.send("HeapProfiler.collectGarbage");
+        await cdp.send("HeapProfiler.collectGarbage");
+      }
+      const h = await cdp.send("Runtime.getHeapUsage");
+      const w = await page.evaluate(() => window.bench.wasmBytes());
+      return { heapUsed: h.usedSize, heapTotal: h.totalSize, wasm: w };
+    };
+    const r = await relay();
+    relays.add(r);
+    await r.start();
+    const points = [];
+    const mark = async (label, gc = true) => {
+      const s = await snap(gc);
+      points.push({ label, ...s });
+      line(`   ${label.padEnd(38)} JS heap ${(s.heapUsed / 1048576).toFixed(1).padStart(6)} MiB   wasm memory ${(s.wasm / 1048576).toFixed(1).padStart(6)} MiB`);
+    };
+    await call(page, "memoryOpen", {});
+    await mark("opened, empty");
+    for (let cycle = 1; cycle <= 2; cycle++) {
+      await page.evaluate((ev) => window.bench.load(ev), events.slice(0, n));
+      await call(page, "memoryEnqueue", { relays: [r.url] });
+      await mark(`cycle ${cycle}: ${n} enqueued (before flush)`);
+      await call(page, "memoryFlushStart");
+      let peakHeap = 0;
+      let peakWasm = 0;
+      let samples = 0;
+      let done = null;
+      const waiting = call(page, "memoryFlushWait").then((x) => (done = x));
+      const bound = Date.now() + 300_000;
+      while (!done && Date.now() < bound) {
+        const s = await snap(false);
+        peakHeap = Math.max(peakHeap, s.heapUsed);
+        peakWasm = Math.max(peakWasm, s.wasm);
+        samples += 1;
+        await sleep(200);
+      }
+      await waiting;
+      if (done.status.satisfied !== n) throw new Error(`memory: flush left ${JSON.stringify(done.status)}`);
+      points.push({ label: `cycle ${cycle}: during flush (peak of ${samples} samples, no GC)`, heapUsed: peakHeap, wasm: peakWasm });
+      line(`   ${`cycle ${cycle}: during flush (peak, no GC)`.padEnd(38)} JS heap ${(peakHeap / 1048576).toFixed(1).padStart(6)} MiB   wasm memory ${(peakWasm / 1048576).toFixed(1).padStart(6)} MiB   (${samples} samples)`);
+      await mark(`cycle ${cycle}: after flush`);
+      const purged = await call(page, "memoryPurge");
+      if (purged !== n) throw new Error(`memory: purged ${purged} of ${n}`);
+      await mark(`cycle ${cycle}: after purge`);
+    }
+    await call(page, "memoryClose");
+    await dropRelay(r);
+    const get = (label) => points.find((p) => p.label === label);
+    const r0 = get("opened, empty");
+    const a1 = get("cycle 1: after flush");
+    const a2 = get("cycle 2: after flush");
+    const res = {
+      n,
+      points,
+      heapGrowthAfterFlushMiB: (a2.heapUsed - r0.heapUsed) / 1048576,
+      heapGrowthCycle2MiB: (a2.heapUsed - a1.heapUsed) / 1048576,
+      wasmGrowthCycle2MiB: (a2.wasm - a1.wasm) / 1048576,
+    };
+    line(`BENCH memory ${n}: JS heap after flush vs empty +${res.heapGrowthAfterFlushMiB.toFixed(2)} MiB; cycle 2 vs cycle 1 after flush: heap ${res.heapGrowthCycle2MiB >= 0 ? "+" : ""}${res.heapGrowthCycle2MiB.toFixed(2)} MiB, wasm ${res.wasmGrowthCycle2MiB >= 0 ? "+" : ""}${res.wasmGrowthCycle2MiB.toFixed(2)} MiB (goal: flat)`);
+    results.figures.memory = res;
+  } finally {
+    await own.close();
+  }
+  noteLoad("memory");
+}
+
+// ---------- 7. size ----------
+async function benchSize() {
+  line(`\n== 7. size (bytes; gzip -9)`);
+  const s = await sizes(SNAPSHOT);
+  for (const row of s.rows) {
+    line(`   ${row.what.padEnd(58)} ${String(row.raw).padStart(9)} raw ${String(row.gzip).padStart(9)} gzip   ${row.note || ""}`);
+  }
+  results.figures.size = s;
+}
+
+// ---------- main ----------
+async function main() {
+  const started = Date.now();
+  const needEvents = ONLY.some((s) => s !== "size");
+  const built = await snapshotPackage();
+  results.packageBuilt = new Date(built).toISOString();
+  const newer = await newestUnder(join(ROOT, "src"));
+  if (newer > built) line(`warning: src/ changed after ${PKG_DIR} was built (${new Date(built).toISOString()}); figures are for the built package`);
+  const cpu = cpus();
+  const chromium = (() => {
+    try {
+      return execFileSync(process.env.CHROMIUM || "/usr/bin/chromium", ["--version"], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim();
+    } catch {
+      return "?";
+    }
+  })();
+  results.machine = { cpus: cpu.length, model: cpu[0]?.model, memGiB: +(totalmem() / 2 ** 30).toFixed(1), kernel: release(), node: process.version, chromium };
+  results.started = new Date(started).toISOString();
+  results.scale = SCALE;
+  results.runs = RUNS;
+  results.counts = COUNT;
+  line(`nostr-outbox API benchmarks${SCALE !== 1 ? ` (counts x ${SCALE}: not the issue's counts)` : ""}: ${results.started}`);
+  line(`machine: ${cpu.length} x ${cpu[0]?.model}, ${results.machine.memGiB} GiB, ${chromium}, node ${process.version}; load average ${load()}`);
+  line(`rounds per figure: ${RUNS} (medians; every round interleaves the outbox and its baseline)`);
+
+  const maxEvents = Math.max(COUNT.enqueue, COUNT.single * (RUNS + 1) + 270, COUNT.flush + 200, COUNT.fanout + 200, COUNT.recovery, COUNT.memory);
+  const events = needEvents ? await benchEvents(maxEvents) : [];
+  if (needEvents) {
+    server = await startServer();
+    browser = await launch();
+    const { page, info, errors } = await openBenchPage(events);
+    results.package = info;
+    line(`package ${info.version}; ${info.userAgent}`);
+    try {
+      if (ONLY.includes("enqueue")) await benchEnqueue(page);
+      if (ONLY.includes("single")) await benchSingle(page);
+      if (ONLY.includes("flush")) {
+        results.figures.flush = await benchFlush(page, { label: "3. flush", n: COUNT.flush, relayCount: 1 });
+        if (PROFILE === "flush") await profileFlush(page, "flush", 1, COUNT.flush);
+      }
+      if (ONLY.includes("fanout")) {
+        results.figures.fanout = await benchFlush(page, { label: "4. fan-out", n: COUNT.fanout, relayCount: 5, policy: "all" });
+        if (PROFILE === "fanout") await profileFlush(page, "fanout", 5, COUNT.fanout, "all");
+      }
+      if (ONLY.includes("recovery")) await benchRecovery(page);
+    } finally {
+      if (errors.length) line(`page errors: ${errors.slice(0, 5).join(" | ")}`);
+      await page.close();
+    }
+    if (ONLY.includes("memory")) await benchMemory(events);
+  }
+  if (ONLY.includes("size")) await benchSize();
+  results.finished = new Date().toISOString();
+  results.seconds = Math.round((Date.now() - started) / 1000);
+  await mkdir(OUT_DIR, { recursive: true });
+  await writeFile(join(OUT_DIR, "e2e.json"), JSON.stringify(results, null, 2));
+  line(`\nbench.mjs: ${results.seconds} s, load average now ${load()}; results in target/bench/e2e.json`);
+}
+
+/**
+ * pkg/ is a shared build output that other builds rewrite at any time: wait (bounded)
+ * until it is complete and quiet, then copy it to target/bench/pkg-under-test and
+ * benchmark that copy, so a rebuild in the middle of a run cannot mix two versions.
+ */
+async function snapshotPackage() {
+  const src = join(ROOT, PKG_DIR);
+  const need = ["package.json", "index.js", "nostr_outbox.js", "nostr_outbox_bg.wasm"];
+  const until = Date.now() + 10 * 60_000;
+  for (;;) {
+    if (need.every((f) => existsSync(join(src, f)))) {
+      const times = await Promise.all(need.map(async (f) => (await stat(join(src, f))).mtimeMs));
+      const newest = Math.max(...times);
+      // package.mjs writes index.js after wasm-pack wrote the .wasm; quiet for 5 s.
+      if (times[1] >= times[3] && Date.now() - newest > 5_000) {
+        await rm(SNAPSHOT, { recursive: true, force: true });
+        await cp(src, SNAPSHOT, { recursive: true });
+        const again = await Promise.all(need.map(async (f) => (await stat(join(src, f))).mtimeMs));
+        if (again.every((t, i) => t === times[i])) {
+          line(`package under test: ${PKG_DIR}/ built ${new Date(times[3]).toISOString()}, copied to ${SNAPSHOT.slice(ROOT.length + 1)}/`);
+          return times[3];
+        }
+      }
+    }
+    if (Date.now() > until) throw new Error(`${PKG_DIR}/ is missing or incomplete: build the package first (make build)`);
+    line(`(waiting for ${PKG_DIR}/ to be complete: another build is writing it)`);
+    await sleep(5_000);
+  }
+}
+
+async function newestUnder(dir) {
+  let newest = 0;
+  for (const e of await readdir(dir, { withFileTypes: true })) {
+    const p = join(dir, e.name);
+    newest = Math.max(newest, e.isDirectory() ? await newestUnder(p) : (await stat(p)).mtimeMs);
+  }
+  return newest;
+}
+
+try {
+  await main();
+  await cleanup();
+  clearTimeout(deadline);
+} catch (err) {
+  console.error("bench.mjs failed:", err?.stack || err);
+  await Promise.race([cleanup(), sleep(10_000)]);
+  process.exit(1);
+}

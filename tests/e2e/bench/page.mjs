@@ -1,0 +1,475 @@
+// Page side of tests/e2e/bench.mjs: everything that runs inside Chromium. The Node driver
+// calls these through `window.bench` (page.evaluate) one measurement at a time, so it can
+// interleave the outbox and its baseline round by round and start/stop relays between them.
+// Nothing here asserts a time; every function returns raw milliseconds and counts.
+import { verifyEvent } from "nostr-tools/pure";
+import { Relay } from "nostr-tools/relay";
+import { SimplePool } from "nostr-tools/pool";
+
+let pkg = null; // the nostr-outbox module, imported through its package.json entry
+let wasm = null; // what init() resolved with: the wasm exports, including `memory`
+let EVENTS = []; // signed events handed over by the driver
+let ROWS = null; // the rows an outbox wrote, read back, for the raw IndexedDB baseline
+const state = {}; // long-running measurements (recovery, memory)
+
+const now = () => performance.now();
+const rand = () => Math.random().toString(36).slice(2);
+
+// ---------- raw IndexedDB: the physical limit ----------
+
+const request = (r) =>
+  new Promise((ok, fail) => {
+    r.onsuccess = () => ok(r.result);
+    r.onerror = () => fail(r.error);
+  });
+const committed = (tx) =>
+  new Promise((ok, fail) => {
+    tx.oncomplete = () => ok();
+    tx.onabort = () => fail(tx.error || new Error("transaction aborted"));
+  });
+
+/** A database with exactly the outbox's schema v1 (src/store/idb/schema.rs): same indexes. */
+function openRawDb(name) {
+  const r = indexedDB.open(name, 1);
+  r.onupgradeneeded = () => {
+    const db = r.result;
+    const records = db.createObjectStore("records", { keyPath: "id" });
+    records.createIndex("due", ["dueMs", "createdMs", "id"]);
+    records.createIndex("created", ["createdMs", "id"]);
+    records.createIndex("stage", ["stage", "createdMs", "id"]);
+    records.createIndex("event", "eventId");
+    db.createObjectStore("meta");
+  };
+  return request(r);
+}
+
+async function deleteDb(name) {
+  await request(indexedDB.deleteDatabase(name));
+}
+
+/** Every row of `records` in an existing database (the outbox's own). */
+async function readRows(name) {
+  const db = await request(indexedDB.open(name));
+  const tx = db.transaction("records", "readonly");
+  const rows = await request(tx.objectStore("records").getAll());
+  db.close();
+  return rows;
+}
+
+/** All rows in one readwrite transaction: what a hand-written app does at best. */
+function putAll(db, rows, durability) {
+  const tx = db.transaction("records", "readwrite", { durability });
+  const store = tx.objectStore("records");
+  for (const row of rows) store.put(row);
+  return committed(tx);
+}
+
+// ---------- helpers ----------
+
+function items(events, relays, extra = {}) {
+  return events.map((event) => ({ event, relays, ...extra }));
+}
+
+/** The same event with the last hex digit of `sig` changed: right shape, bad signature. */
+function badSig(event) {
+  const last = event.sig.slice(-1);
+  return { ...event, sig: event.sig.slice(0, -1) + (last === "0" ? "1" : "0") };
+}
+
+/** A fresh copy: nostr-tools' verifyEvent caches its verdict on the object. */
+function fresh(event) {
+  return { ...event, tags: event.tags.map((t) => t.slice()) };
+}
+
+/**
+ * Diagnostic transports (public `transport` option) named by a string, since the driver
+ * cannot pass functions: "instant" answers OK at once without any I/O (the outbox's own
+ * cost), "nostr-tools" publishes through nostr-tools' Relay (our store and flusher with
+ * their socket code).
+ */
+function withTransport(options) {
+  if (options.transport === "instant") {
+    return { ...options, transport: { publish: async () => ({ ok: true, message: "" }) } };
+  }
+  if (options.transport === "nostr-tools") {
+    const conns = new Map();
+    return {
+      ...options,
+      transport: {
+        async publish(url, json) {
+          if (!conns.has(url)) conns.set(url, Relay.connect(url));
+          const relay = await conns.get(url);
+          try {
+            return { ok: true, message: await relay.publish(JSON.parse(json)) };
+          } catch (e) {
+            return { ok: false, message: `error: ${e?.message || e}` };
+          }
+        },
+      },
+    };
+  }
+  return options;
+}
+
+async function openOutbox(options) {
+  const name = `bench-${rand()}`;
+  const outbox = await pkg.Outbox.open({ name, ...options });
+  return { name, outbox };
+}
+
+async function closeAndDelete({ name, outbox }) {
+  await outbox.close();
+  await deleteDb(name);
+}
+
+/** Runs `fn` over `list` with at most `width` calls in flight. */
+async function windowed(list, width, fn) {
+  if (!Number.isFinite(width) || width >= list.length) return Promise.all(list.map(fn));
+  let next = 0;
+  const worker = async () => {
+    while (next < list.length) {
+      const i = next++;
+      await fn(list[i], i);
+    }
+  };
+  await Promise.all(Array.from({ length: width }, worker));
+}
+
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
+
+// ---------- the API the driver calls ----------
+
+const bench = {
+  /** Imports the package the way a user does: through the entry its package.json names. */
+  async setup({ base = "/pkg" } = {}) {
+    const meta = await (await fetch(`${base}/package.json`)).json();
+    const e = meta.exports?.["."];
+    const entry = (e && (e.browser || e.import || e.default)) || meta.module || meta.main;
+    pkg = await import(`${base}/${String(entry).replace(/^\.\//, "")}`);
+    wasm = await pkg.default();
+    return { version: pkg.version(), userAgent: navigator.userAgent, wasmBytes: wasm.memory.buffer.byteLength };
+  },
+
+  load(events) {
+    EVENTS = events;
+    return EVENTS.length;
+  },
+
+  forget() {
+    EVENTS = [];
+    ROWS = null;
+  },
+
+  wasmBytes() {
+    return wasm.memory.buffer.byteLength;
+  },
+
+  // --- 1. enqueue ---
+
+  /** `enqueueMany` of the first `n` events (public API: parse, verify, plan, one transaction). */
+  async enqueueMany({ n, relays, durability, capture = false }) {
+    const box = await openOutbox({ durability });
+    const list = items(EVENTS.slice(0, n), relays);
+    const t = now();
+    const results = await box.outbox.enqueueMany(list);
+    const ms = now() - t;
+    const created = results.filter((r) => r.disposition === "created").length;
+    if (created !== n) throw new Error(`enqueueMany created ${created} of ${n}`);
+    if (capture) {
+      await box.outbox.close();
+      ROWS = await readRows(box.name);
+      await deleteDb(box.name);
+    } else {
+      await closeAndDelete(box);
+    }
+    return { ms };
+  },
+
+  /**
+   * The validation part of `enqueueMany` alone: the same items with the last signature
+   * broken, so every event is converted, parsed, id-checked and signature-checked, then
+   * the batch is refused before anything is written.
+   */
+  async enqueueManyValidationOnly({ n, relays, durability }) {
+    const box = await openOutbox({ durability });
+    const list = items(EVENTS.slice(0, n), relays);
+    list[n - 1] = { event: badSig(list[n - 1].event), relays };
+    let err = null;
+    const t = now();
+    try {
+      await box.outbox.enqueueMany(list);
+    } catch (e) {
+      err = e;
+    }
+    const ms = now() - t;
+    const status = await box.outbox.status();
+    await closeAndDelete(box);
+    if (err?.code !== "invalid_event" || err?.details?.index !== n - 1 || status.total !== 0) {
+      throw new Error(`expected invalid_event at #${n - 1} and nothing written, got ${err?.code} ${JSON.stringify(err?.details)} total=${status.total}`);
+    }
+    return { ms };
+  },
+
+  /** The rows the outbox wrote, put again in one transaction into a database with the same schema. */
+  async rawPutAll({ durability }) {
+    const name = `bench-raw-${rand()}`;
+    const db = await openRawDb(name);
+    const t = now();
+    await putAll(db, ROWS, durability);
+    const ms = now() - t;
+    db.close();
+    await deleteDb(name);
+    return { ms, rows: ROWS.length, rowBytes: JSON.stringify(ROWS[0]).length };
+  },
+
+  /** A hand-written verified outbox: nostr-tools verifyEvent on each event, then the raw puts. */
+  async peerVerifyThenPut({ n, durability }) {
+    const copies = EVENTS.slice(0, n).map(fresh);
+    const name = `bench-peer-${rand()}`;
+    const db = await openRawDb(name);
+    const t = now();
+    for (const e of copies) if (!verifyEvent(e)) throw new Error("nostr-tools rejected a valid event");
+    const tv = now();
+    await putAll(db, ROWS.slice(0, n), durability);
+    const ms = now() - t;
+    db.close();
+    await deleteDb(name);
+    return { ms, verifyMs: tv - t };
+  },
+
+  /**
+   * Single operations, interleaved one by one: raw put of one row (own transaction, same
+   * durability), `enqueue`, `enqueue` of a bad-signature copy (validation only), and
+   * nostr-tools verifyEvent + raw put. Returns the median of each.
+   */
+  async single({ n, offset, relays, durability }) {
+    const box = await openOutbox({ durability });
+    const rawName = `bench-raw1-${rand()}`;
+    const db = await openRawDb(rawName);
+    const peerName = `bench-peer1-${rand()}`;
+    const peerDb = await openRawDb(peerName);
+    const events = EVENTS.slice(offset, offset + n);
+    const bad = events.map(badSig);
+    const copies = events.map(fresh);
+    const rows = ROWS.slice(offset, offset + n);
+    const times = { raw: [], api: [], validation: [], peer: [] };
+    const steps = {
+      raw: async (i) => putAll(db, [rows[i]], durability),
+      api: async (i) => {
+        const r = await box.outbox.enqueue(events[i], relays);
+        if (r.disposition !== "created") throw new Error("not created");
+      },
+      validation: async (i) => {
+        try {
+          await box.outbox.enqueue(bad[i], relays);
+        } catch (e) {
+          if (e.code === "invalid_event") return;
+          throw e;
+        }
+        throw new Error("a bad signature was accepted");
+      },
+      peer: async (i) => {
+        if (!verifyEvent(copies[i])) throw new Error("nostr-tools rejected a valid event");
+        await putAll(peerDb, [rows[i]], durability);
+      },
+    };
+    const order = Object.keys(steps);
+    for (let i = 0; i < n; i++) {
+      for (let k = 0; k < order.length; k++) {
+        const key = order[(i + k) % order.length];
+        const t = now();
+        await steps[key](i);
+        times[key].push(now() - t);
+      }
+    }
+    db.close();
+    peerDb.close();
+    await closeAndDelete(box);
+    await deleteDb(rawName);
+    await deleteDb(peerName);
+    return Object.fromEntries(Object.entries(times).map(([k, v]) => [k, median(v)]));
+  },
+
+  /** Diagnosis of single enqueue: the same op under other public options, interleaved. */
+  async singleVariants({ n, offset, relays }) {
+    const variants = {
+      default: { durability: "strict" },
+      noBroadcast: { durability: "strict", broadcast: false },
+      relaxed: { durability: "relaxed" },
+      memory: { storage: "memory" },
+    };
+    const boxes = {};
+    for (const [k, o] of Object.entries(variants)) boxes[k] = await openOutbox(o);
+    const rawName = `bench-raw1-${rand()}`;
+    const db = await openRawDb(rawName);
+    const events = EVENTS.slice(offset, offset + n);
+    const rows = ROWS.slice(offset, offset + n);
+    const times = { rawStrict: [], rawRelaxed: [], ...Object.fromEntries(Object.keys(variants).map((k) => [k, []])) };
+    for (let i = 0; i < n; i++) {
+      let t = now();
+      await putAll(db, [rows[i]], "strict");
+      times.rawStrict.push(now() - t);
+      t = now();
+      await putAll(db, [{ ...rows[i], id: rows[i].id + "r" }], "relaxed");
+      times.rawRelaxed.push(now() - t);
+      for (const k of Object.keys(variants)) {
+        t = now();
+        await boxes[k].outbox.enqueue(events[i], relays);
+        times[k].push(now() - t);
+      }
+    }
+    db.close();
+    await deleteDb(rawName);
+    for (const b of Object.values(boxes)) await (b.outbox.storage === "memory" ? b.outbox.close() : closeAndDelete(b));
+    return Object.fromEntries(Object.entries(times).map(([k, v]) => [k, median(v)]));
+  },
+
+  // --- 3/4. flush ---
+
+  /** Enqueues `n` events for `relays` (not timed), then times one `flush()` of them. */
+  async outboxFlush(args) {
+    await bench.flushPrepare(args);
+    return bench.flushRun();
+  },
+
+  async flushPrepare({ n, offset = 0, relays, policy, options = {} }) {
+    const box = await openOutbox({ policy, ...withTransport(options) });
+    await box.outbox.enqueueMany(items(EVENTS.slice(offset, offset + n), relays));
+    state.flush = box;
+    return true;
+  },
+
+  async flushRun() {
+    const box = state.flush;
+    state.flush = null;
+    const t = now();
+    const result = await box.outbox.flush();
+    const ms = now() - t;
+    const status = await box.outbox.status();
+    await closeAndDelete(box);
+    return { ms, result, status };
+  },
+
+  /**
+   * nostr-tools publishing the same events, awaiting every OK: `Relay.publish` for one
+   * relay, `SimplePool.publish` for several. `width` = publishes (events) in flight.
+   */
+  async peerPublish({ n, offset = 0, relays, width }) {
+    const events = EVENTS.slice(offset, offset + n);
+    const errors = {};
+    let ok = 0;
+    const fail = (e) => {
+      const k = String(e?.message || e).slice(0, 80);
+      errors[k] = (errors[k] || 0) + 1;
+    };
+    const t = now();
+    if (relays.length === 1) {
+      const relay = await Relay.connect(relays[0]);
+      await windowed(events, width, async (e) => {
+        try {
+          await relay.publish(e);
+          ok += 1;
+        } catch (err) {
+          fail(err);
+        }
+      });
+      const ms = now() - t;
+      relay.close();
+      return { ms, ok, errors };
+    }
+    const pool = new SimplePool();
+    await windowed(events, width, async (e) => {
+      const answers = await Promise.allSettled(pool.publish(relays, e));
+      for (const a of answers) (a.status === "fulfilled" ? (ok += 1) : fail(a.reason));
+    });
+    const ms = now() - t;
+    pool.close(relays);
+    return { ms, ok, errors };
+  },
+
+  // --- 5. recovery ---
+
+  /** Opens an auto-flushing outbox, enqueues `n` events for `relays` (which are down). */
+  async recoveryStart({ n, offset = 0, relays, options = {} }) {
+    const box = await openOutbox(options);
+    const rec = { box, n, delivered: 0, first: null, last: null, attempts: 0 };
+    box.outbox.addEventListener("attempt", () => {
+      rec.attempts += 1;
+    });
+    box.outbox.addEventListener("delivered", () => {
+      const t = Date.now();
+      rec.delivered += 1;
+      if (rec.first === null) rec.first = t;
+      rec.last = t;
+    });
+    await box.outbox.enqueueMany(items(EVENTS.slice(offset, offset + n), relays));
+    box.outbox.startAutoFlush();
+    state.recovery = rec;
+    return true;
+  },
+
+  async recoveryStatus() {
+    const rec = state.recovery;
+    const status = await rec.box.outbox.status();
+    const sample = await rec.box.outbox.list({ limit: 1 });
+    return {
+      status,
+      delivered: rec.delivered,
+      first: rec.first,
+      last: rec.last,
+      attempts: rec.attempts,
+      sample: sample[0] && { attempts: sample[0].attempts, nextAttemptAt: sample[0].nextAttemptAt, lastError: sample[0].lastError },
+    };
+  },
+
+  async recoveryEnd() {
+    const rec = state.recovery;
+    state.recovery = null;
+    await closeAndDelete(rec.box);
+  },
+
+  // --- 6. memory ---
+
+  async memoryOpen(options = {}) {
+    state.memory = await openOutbox(options);
+    return wasm.memory.buffer.byteLength;
+  },
+
+  /** Enqueues the loaded events in one batch, then drops every page reference to them. */
+  async memoryEnqueue({ relays }) {
+    const list = items(EVENTS, relays);
+    EVENTS = [];
+    const results = await state.memory.outbox.enqueueMany(list);
+    return results.length;
+  },
+
+  memoryFlushStart() {
+    state.memoryFlush = state.memory.outbox.flush().then(
+      (r) => ({ ok: true, r }),
+      (e) => ({ ok: false, e: String(e?.message || e) }),
+    );
+    return true;
+  },
+
+  async memoryFlushWait() {
+    const r = await state.memoryFlush;
+    state.memoryFlush = null;
+    const status = await state.memory.outbox.status();
+    return { ...r, status };
+  },
+
+  async memoryPurge() {
+    return state.memory.outbox.purge();
+  },
+
+  async memoryClose() {
+    await closeAndDelete(state.memory);
+    state.memory = null;
+  },
+};
+
+window.bench = bench;
+window.benchReady = true;
