@@ -46,9 +46,14 @@ fi
 # --- lifecycle --------------------------------------------------------------------
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/with-relays.XXXXXX")"
 PIDS=()
+CMD_PID=
 cleanup() {
   local rc=$?
   trap - EXIT INT TERM
+  if [ -n "$CMD_PID" ]; then
+    kill -TERM "$CMD_PID" 2>/dev/null || true
+    wait "$CMD_PID" 2>/dev/null || true
+  fi
   for pid in "${PIDS[@]}"; do
     kill "$pid" 2>/dev/null || true
   done
@@ -85,25 +90,6 @@ wait_port() { # wait_port PORT NAME PID LOG
   return 1
 }
 
-# --- fault relay ------------------------------------------------------------------
-"$FAULT_RELAY_BIN" --switch --ready-file "$WORK/fault.env" --parent-pid $$ \
-  >"$WORK/fault-relay.log" 2>&1 &
-PIDS+=($!)
-fault_pid=$!
-for _ in $(seq 1 200); do
-  [ -s "$WORK/fault.env" ] && break
-  if ! kill -0 "$fault_pid" 2>/dev/null; then break; fi
-  sleep 0.05
-done
-if [ ! -s "$WORK/fault.env" ]; then
-  log "fault-relay did not start; its log:"
-  tail -n 30 "$WORK/fault-relay.log" >&2 || true
-  exit 1
-fi
-set -a
-. "$WORK/fault.env"
-set +a
-
 # --- nostr-rs-relay ---------------------------------------------------------------
 nrr_port="$("$FAULT_RELAY_BIN" free-port)"
 mkdir -p "$WORK/nrr-db"
@@ -131,17 +117,45 @@ max_ws_frame_bytes = 131072
 EOF
 RUST_LOG="${NRR_LOG:-warn}" "$NOSTR_RS_RELAY" --config "$WORK/nrr.toml" --db "$WORK/nrr-db" \
   >"$WORK/nostr-rs-relay.log" 2>&1 &
+nrr_pid=$!
+PIDS+=("$nrr_pid")
+
+# --- fault relay ------------------------------------------------------------------
+# It also watches this script: if the script dies without running its trap (SIGKILL), the
+# fault relay stops nostr-rs-relay and itself.
+"$FAULT_RELAY_BIN" --switch --ready-file "$WORK/fault.env" --parent-pid $$ \
+  --also-kill "$nrr_pid" >"$WORK/fault-relay.log" 2>&1 &
 PIDS+=($!)
-wait_port "$nrr_port" nostr-rs-relay "$!" "$WORK/nostr-rs-relay.log"
+fault_pid=$!
+for _ in $(seq 1 200); do
+  [ -s "$WORK/fault.env" ] && break
+  if ! kill -0 "$fault_pid" 2>/dev/null; then break; fi
+  sleep 0.05
+done
+if [ ! -s "$WORK/fault.env" ]; then
+  log "fault-relay did not start; its log:"
+  tail -n 30 "$WORK/fault-relay.log" >&2 || true
+  exit 1
+fi
+set -a
+. "$WORK/fault.env"
+set +a
+
+wait_port "$nrr_port" nostr-rs-relay "$nrr_pid" "$WORK/nostr-rs-relay.log"
 
 export OUTBOX_TEST_RELAY_URL="ws://127.0.0.1:$nrr_port"
 export OUTBOX_TEST_CLOSED_URL="ws://127.0.0.1:$("$FAULT_RELAY_BIN" free-port)"
 log "nostr-rs-relay $OUTBOX_TEST_RELAY_URL, fault relay $OUTBOX_TEST_FAULT_URL (switch $OUTBOX_TEST_SWITCH_URL), closed $OUTBOX_TEST_CLOSED_URL"
 
-# Not exec: the trap must run after the command.
+# Not exec: the trap must run after the command. In the background plus `wait`, so a
+# signal to this script is handled at once (bash defers traps until a foreground child
+# exits) and forwarded to the command.
 set +e
-"$@"
+"$@" &
+CMD_PID=$!
+wait "$CMD_PID"
 rc=$?
+CMD_PID=
 set -e
 if [ "$rc" != 0 ] && [ -n "${WITH_RELAYS_SHOW_LOGS:-1}" ]; then
   log "command failed ($rc); last relay log lines:"

@@ -24,11 +24,12 @@
 //! stopped (connections refused, live ones closed) and restarted on the same port through
 //! `/control`: "the relay is down, then comes back".
 //!
-//! Usage: `fault-relay [--switch] [--ready-file FILE] [--parent-pid PID]` — binds
-//! 127.0.0.1 on free ports and writes `OUTBOX_TEST_FAULT_URL=...` (and
+//! Usage: `fault-relay [--switch] [--ready-file FILE] [--parent-pid PID [--also-kill PID]...]`
+//! — binds 127.0.0.1 on free ports and writes `OUTBOX_TEST_FAULT_URL=...` (and
 //! `OUTBOX_TEST_SWITCH_URL=...`) lines to FILE (or stdout) once listening. With
-//! `--parent-pid` it exits by itself soon after that process is gone, so a killed test
-//! script leaves nothing behind. `fault-relay free-port` prints a free port and exits. It
+//! `--parent-pid` it exits by itself soon after that process is gone, first sending
+//! SIGTERM to every `--also-kill` process (the script's other relays), so even a test
+//! script killed with SIGKILL leaves nothing behind. `fault-relay free-port` prints a free port and exits. It
 //! keeps no state on disk (events live in memory).
 
 use std::collections::BTreeMap;
@@ -145,12 +146,18 @@ async fn main() {
     let mut ready_file: Option<String> = None;
     let mut with_switch = false;
     let mut parent_pid: Option<u32> = None;
+    let mut also_kill: Vec<u32> = Vec::new();
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
             "--switch" => with_switch = true,
             "--ready-file" => ready_file = it.next().cloned(),
             "--parent-pid" => parent_pid = it.next().and_then(|p| p.parse::<u32>().ok()),
+            "--also-kill" => {
+                if let Some(pid) = it.next().and_then(|p| p.parse::<u32>().ok()) {
+                    also_kill.push(pid);
+                }
+            }
             other => {
                 eprintln!("fault-relay: unknown argument `{other}`");
                 std::process::exit(2);
@@ -219,6 +226,11 @@ async fn main() {
                 tokio::time::sleep(Duration::from_millis(500)).await;
                 if !std::path::Path::new(&proc_dir).exists() {
                     eprintln!("fault-relay: parent {pid} is gone; exiting");
+                    for other in &also_kill {
+                        let _ = std::process::Command::new("kill")
+                            .arg(other.to_string())
+                            .status();
+                    }
                     std::process::exit(0);
                 }
             }
