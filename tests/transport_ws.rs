@@ -14,7 +14,7 @@ use std::rc::Rc;
 use futures_util::future::{join, join_all};
 use k256::schnorr::SigningKey;
 use nostr_outbox::core::{EventEnvelope, Outcome, Plan, Policy, RejectReason, Stage, StopReason};
-use nostr_outbox::flush::{tick, FlushConfig, FlushEvent};
+use nostr_outbox::flush::{flush_until_idle, tick, FlushConfig, FlushEvent};
 use nostr_outbox::nostr::{req_by_ids, Event, RelayUrl};
 use nostr_outbox::store::idb::{IdbOptions, IdbStore};
 use nostr_outbox::store::{MemoryStore, Store};
@@ -472,6 +472,25 @@ async fn failing_signers_leave_auth_required() {
     }
 }
 
+#[wasm_bindgen_test]
+async fn misbehaving_js_signers_leave_auth_required() {
+    let cases = [
+        ("throw", "throw new Error('no key')", "signer threw"),
+        ("number", "return 42", "invalid event"),
+        ("unsigned", "return t", "invalid event"),
+        ("null", "return Promise.resolve(null)", "invalid event"),
+    ];
+    for (tag, body, expect) in cases {
+        let t = transport(|_| {});
+        t.set_js_signer(Some(js_sys::Function::new_with_args("t", body)));
+        let url = fault(&format!("/auth?t=js-{tag}"));
+        let r = t.publish(&url, &note(tag)).await;
+        assert_eq!(r.outcome, Outcome::AuthRequired, "{tag}: {r:?}");
+        assert!(r.message.contains(expect), "{tag}: {r:?}");
+        assert_eq!(t.diagnostics().relay(&url).unwrap().auth_sent, 0, "{tag}");
+    }
+}
+
 /// A Rust signer works through the same trait.
 struct RustSigner;
 
@@ -793,6 +812,48 @@ async fn relay_down_then_back<S: Store>(store: &S, tag: &str) {
     assert_eq!(rec.evidence.len(), 2);
     assert_eq!(rec.evidence[1].outcome, Outcome::Accepted);
     assert_eq!(fetch_by_id(&url, &ev.id).await.len(), 1);
+}
+
+#[wasm_bindgen_test]
+async fn flush_of_many_records_shares_one_connection_per_relay() {
+    let store = MemoryStore::new();
+    let t = transport(|_| {});
+    let now = Cell::new(js_sys::Date::now() as u64);
+    let targets = vec![norm(&relay()), norm(&fault("/accept?t=many"))];
+    let n = 200;
+    let plans: Vec<Plan> = (0..n)
+        .map(|i| Plan::new(note(&format!("many {i}")), targets.clone(), Policy::All))
+        .collect();
+    store.enqueue_many(plans, now.get()).await.expect("enqueue");
+    let mut config = FlushConfig::new("transport-test-many");
+    config.batch_size = 256;
+    config.concurrency = 64;
+    let clock = || now.get();
+    let start = js_sys::Date::now();
+    let summary = flush_until_idle(
+        &store,
+        &t,
+        &config,
+        &clock,
+        &mut random_u32(),
+        &mut |_| {},
+        10,
+    )
+    .await
+    .expect("flush");
+    let elapsed = js_sys::Date::now() - start;
+    assert_eq!(summary.stats.satisfied, n, "{summary:?}");
+    assert_eq!(summary.stats.publishes, 2 * n);
+    assert_eq!(store.status().await.unwrap().satisfied, n);
+    let d = t.diagnostics();
+    for url in &targets {
+        let rd = d.relay(url).unwrap();
+        assert_eq!(rd.connections_opened, 1, "{rd:?}");
+        assert_eq!(rd.oks, u64::from(n));
+    }
+    console_log!(
+        "transport_ws: flush of {n} records to 2 relays (nostr-rs-relay + fault relay) took {elapsed} ms"
+    );
 }
 
 #[wasm_bindgen_test]
