@@ -1,0 +1,140 @@
+//! Runtime feature detection and its fallbacks, in every browser of the browser tier:
+//! without Web Locks (old Safari, some embedded webviews) two outboxes of one database
+//! both flush, and the expiring leases alone keep every record to one publisher.
+#![cfg(target_arch = "wasm32")]
+
+use nostr_outbox::js::Outbox;
+use serde_json::{json, Value};
+use wasm_bindgen::prelude::*;
+use wasm_bindgen_futures::JsFuture;
+use wasm_bindgen_test::*;
+
+wasm_bindgen_test_configure!(run_in_browser);
+
+const VECTORS: &str = include_str!("data/event_vectors.json");
+
+#[wasm_bindgen(inline_js = r#"
+export function hideWebLocks() {
+  const had = "locks" in navigator;
+  Object.defineProperty(navigator, "locks", { value: undefined, configurable: true });
+  return had;
+}
+export function restoreWebLocks() { delete navigator.locks; return navigator.locks !== undefined; }
+// A transport that answers OK after a short pause and logs every publish.
+export function slowOkTransport(log) {
+  return {
+    publish(relay, event) {
+      log.push(JSON.parse(event).id + " " + relay);
+      return new Promise((r) => setTimeout(() => r({ ok: true, message: "" }), 5));
+    },
+  };
+}
+export async function raceFlushes(a, b, rounds) {
+  const stats = [];
+  for (let i = 0; i < rounds; i++) stats.push(...(await Promise.all([a.flush(), b.flush()])));
+  return stats;
+}
+"#)]
+extern "C" {
+    #[wasm_bindgen(js_name = hideWebLocks)]
+    fn hide_web_locks() -> bool;
+    #[wasm_bindgen(js_name = restoreWebLocks)]
+    fn restore_web_locks() -> bool;
+    #[wasm_bindgen(js_name = slowOkTransport)]
+    fn slow_ok_transport(log: &js_sys::Array) -> JsValue;
+    #[wasm_bindgen(js_name = raceFlushes)]
+    fn race_flushes(a: &JsValue, b: &JsValue, rounds: u32) -> js_sys::Promise;
+}
+
+fn valid_events(n: usize) -> Vec<Value> {
+    let doc: Value = serde_json::from_str(VECTORS).expect("vectors");
+    doc["vectors"]
+        .as_array()
+        .expect("array")
+        .iter()
+        .filter(|v| v["valid_sig"] == json!(true))
+        .map(|v| v["json"].as_str().expect("json").to_string())
+        .filter(|j| !j.contains("expiration"))
+        .take(n)
+        .map(|j| serde_json::from_str(&j).expect("event"))
+        .collect()
+}
+
+fn js(v: &Value) -> JsValue {
+    js_sys::JSON::parse(&v.to_string()).expect("json")
+}
+
+async fn call(obj: &JsValue, method: &str, args: &[JsValue]) -> JsValue {
+    let f: js_sys::Function = js_sys::Reflect::get(obj, &method.into())
+        .expect("method")
+        .dyn_into()
+        .expect("function");
+    let out = f
+        .apply(obj, &args.iter().collect::<js_sys::Array>())
+        .expect("call");
+    match out.dyn_into::<js_sys::Promise>() {
+        Ok(p) => JsFuture::from(p).await.expect("resolved"),
+        Err(v) => v,
+    }
+}
+
+async fn open(name: &str, log: &js_sys::Array) -> JsValue {
+    let options = js(&json!({ "name": name, "broadcast": false }));
+    js_sys::Reflect::set(&options, &"transport".into(), &slow_ok_transport(log)).expect("set");
+    JsFuture::from(Outbox::open(options)).await.expect("open")
+}
+
+#[wasm_bindgen_test]
+async fn without_web_locks_leases_alone_keep_each_record_to_one_publisher() {
+    let had_locks = hide_web_locks();
+    let name = format!("fallback-nolocks-{}", js_sys::Math::random());
+    let log = js_sys::Array::new();
+    let a = open(&name, &log).await;
+    let b = open(&name, &log).await;
+    let events = valid_events(40);
+    for ev in &events {
+        call(&a, "enqueue", &[js(ev), js(&json!(["wss://one.example"]))]).await;
+    }
+    let stats = JsFuture::from(race_flushes(&a, &b, 3))
+        .await
+        .expect("flushes");
+    let stats: Vec<Value> = serde_json::from_str(&String::from(
+        js_sys::JSON::stringify(&stats).expect("stringify"),
+    ))
+    .expect("stats");
+    let restored = restore_web_locks();
+
+    // Nobody was skipped as "locked": there is no lock to take.
+    assert!(
+        stats.iter().all(|s| s["skipped"] != json!("locked")),
+        "{stats:?}"
+    );
+    // Both contexts flushed concurrently and both got records (stats alternate a, b).
+    let claimed_by = |parity: usize| -> u64 {
+        stats
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| i % 2 == parity)
+            .map(|(_, s)| s["claimed"].as_u64().unwrap_or(0))
+            .sum()
+    };
+    assert!(claimed_by(0) > 0 && claimed_by(1) > 0, "{stats:?}");
+    // Every record was published exactly once, by whichever outbox leased it.
+    let mut sent: Vec<String> = log.iter().filter_map(|v| v.as_string()).collect();
+    sent.sort();
+    let before = sent.len();
+    sent.dedup();
+    assert_eq!(before, sent.len(), "a record was published twice: {sent:?}");
+    assert_eq!(sent.len(), events.len());
+    let status = call(&a, "status", &[]).await;
+    let satisfied = js_sys::Reflect::get(&status, &"satisfied".into())
+        .expect("satisfied")
+        .as_f64();
+    assert_eq!(satisfied, Some(events.len() as f64));
+    assert_eq!(
+        restored, had_locks,
+        "navigator.locks is back for the other tests"
+    );
+    call(&a, "close", &[]).await;
+    call(&b, "close", &[]).await;
+}
