@@ -99,11 +99,11 @@ step "Browsers and drivers"
 apt_install chromium chromium-driver firefox-esr
 note_found "$(chromium --version 2>/dev/null | head -1) / $(chromedriver --version | head -1)"
 if command -v geckodriver >/dev/null; then
-  note_found "$(geckodriver --version | head -1) / $(firefox-esr --version 2>/dev/null)"
+  note_found "$(geckodriver --version 2>/dev/null | sed -n 1p) / $(firefox-esr --version 2>/dev/null)"
 else
   # npm's geckodriver downloads a binary (fails offline); the crate builds from source.
   cargo install -q geckodriver --locked 2>/dev/null || cargo install -q geckodriver
-  note_installed "$(geckodriver --version | head -1)"
+  note_installed "$(geckodriver --version 2>/dev/null | sed -n 1p)"
 fi
 
 step "Local Nostr relay (nostr-rs-relay)"
