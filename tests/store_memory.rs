@@ -32,6 +32,7 @@ cases!(
     attempt_records_evidence,
     policies,
     exhaustion,
+    unreachable_attempts_keep_the_budget,
     expiration,
     retry_and_cancel,
     release_hands_back,

@@ -412,12 +412,16 @@ pub fn complete_attempt(
     let mut next = record.clone();
     let mut failures = Vec::new();
     let mut rate_limited = false;
+    // True while no relay of this attempt was reached at all (offline, every relay
+    // down): such an attempt does not use up the attempt budget.
+    let mut unreached = true;
     for target in &open {
         let (outcome, message) = match completion.results.iter().find(|r| r.target == *target) {
             Some(r) => (r.outcome, r.message.clone()),
             None => (Outcome::NotAttempted, String::new()),
         };
         rate_limited |= outcome == Outcome::RateLimited;
+        unreached &= matches!(outcome, Outcome::Unreachable | Outcome::NotAttempted);
         if !outcome.is_accepted() {
             if message.is_empty() {
                 failures.push(format!("{target}: {}", outcome.as_str()));
@@ -442,6 +446,12 @@ pub fn complete_attempt(
     };
     next.satisfaction = next.evaluate();
     bump(&mut next, now_ms);
+    if unreached && next.satisfaction == Satisfaction::Pending {
+        // Waiting for connectivity is not a failed delivery: the budget moves along,
+        // the backoff keeps growing (up to the maximum delay) and a deadline, when
+        // set, still ends the wait.
+        next.attempt_limit = next.attempt_limit.saturating_add(1);
+    }
     match next.satisfaction {
         Satisfaction::Satisfied => finish(&mut next, Stage::Satisfied, None),
         Satisfaction::Exhausted => {

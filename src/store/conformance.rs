@@ -145,6 +145,7 @@ where
     attempt_records_evidence(&factory().await).await;
     policies(&factory().await).await;
     exhaustion(&factory().await).await;
+    unreachable_attempts_keep_the_budget(&factory().await).await;
     expiration(&factory().await).await;
     retry_and_cancel(&factory().await).await;
     release_hands_back(&factory().await).await;
@@ -1076,6 +1077,77 @@ pub async fn policies<S: Store>(s: &S) {
     }
 }
 
+/// An attempt that reached no relay (all unreachable) does not use up the budget: the
+/// record keeps waiting with a growing backoff; the first attempt that reaches a relay
+/// counts again, and a deadline still ends the wait.
+pub async fn unreachable_attempts_keep_the_budget<S: Store>(s: &S) {
+    const C: &str = "unreachable_attempts_keep_the_budget";
+    let plan = fixture_plan(1, &RELAYS[..1], Policy::All).with_max_attempts(2);
+    let id = ok(C, "enqueue", s.enqueue(plan, 0).await).record.id;
+    let mut now = 0;
+    let mut last_delay = 0;
+    for attempt in 1..=5u32 {
+        let r = claim_one(C, s, &format!("u{attempt}"), now, &id).await;
+        let outcome = if attempt < 5 {
+            Outcome::Unreachable
+        } else {
+            Outcome::Error
+        };
+        let done = ok(
+            C,
+            "complete",
+            s.complete_attempt(
+                &completion(&r, &format!("u{attempt}"), vec![answer(RELAYS[0], outcome)]),
+                &fixture_retry(),
+                now,
+            )
+            .await,
+        );
+        check_eq!(C, done.attempts, attempt, "attempts stay consecutive");
+        if attempt < 5 {
+            check_eq!(
+                C,
+                done.stage,
+                Stage::Retryable,
+                "still waiting for the relay"
+            );
+            let delay = done.due_ms.unwrap_or(0) - now;
+            check!(
+                C,
+                delay >= last_delay,
+                "backoff does not shrink while unreachable"
+            );
+            last_delay = delay;
+        } else {
+            check_eq!(
+                C,
+                done.stage,
+                Stage::Retryable,
+                "one reached attempt of two"
+            );
+        }
+        now = done.due_ms.unwrap_or(now);
+    }
+    let r = claim_one(C, s, "u6", now, &id).await;
+    let done = ok(
+        C,
+        "complete",
+        s.complete_attempt(
+            &completion(&r, "u6", vec![answer(RELAYS[0], Outcome::Error)]),
+            &fixture_retry(),
+            now,
+        )
+        .await,
+    );
+    check_eq!(
+        C,
+        done.stage,
+        Stage::Exhausted,
+        "two reached attempts spend the budget"
+    );
+    check_eq!(C, done.reason, Some(StopReason::MaxAttempts), "reason");
+}
+
 /// The attempt budget ends a record as `exhausted` with reason `maxAttempts`.
 pub async fn exhaustion<S: Store>(s: &S) {
     const C: &str = "exhaustion";
@@ -1091,7 +1163,7 @@ pub async fn exhaustion<S: Store>(s: &S) {
                 &completion(
                     &r,
                     &format!("l{attempt}"),
-                    vec![answer(RELAYS[0], Outcome::Unreachable)],
+                    vec![answer(RELAYS[0], Outcome::Timeout)],
                 ),
                 &fixture_retry(),
                 now,
