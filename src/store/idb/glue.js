@@ -137,3 +137,11 @@ export function storageManager() {
   const nav = globalThis.navigator;
   return nav && nav.storage ? nav.storage : null;
 }
+
+// A stored row (format 1, docs/STORE.md) as a plain object, fields in this order;
+// `dueMs` is left out when undefined (a terminal record stays out of the due index).
+export function newRow(id, v, stage, dueMs, createdMs, eventId, doc) {
+  return dueMs === undefined
+    ? { id, v, stage, createdMs, eventId, doc }
+    : { id, v, stage, dueMs, createdMs, eventId, doc };
+}

@@ -17,6 +17,7 @@
 //! `corrupt_record` errors, skipped by claims and lists, and never deleted.
 
 pub mod persistence;
+mod row;
 mod schema;
 mod sys;
 
@@ -32,7 +33,7 @@ use crate::core::{
     self, ClaimRequest, Completion, CoreError, EnqueueDecision, Enqueued, ListQuery, Plan, Record,
     RetryConfig, Stage, StageCounts,
 };
-use crate::store::codec::{self, StoredRow};
+use crate::store::codec;
 use crate::store::{Store, StoreError};
 
 pub use schema::MAX_VERSION as SCHEMA_VERSION;
@@ -75,14 +76,6 @@ impl std::fmt::Debug for IdbStore {
             .field("open", &self.conn.borrow().is_some())
             .finish()
     }
-}
-
-fn js_err(e: serde_wasm_bindgen::Error) -> Failure {
-    Failure::Store(StoreError::Backend(format!("encoding: {e}")))
-}
-
-fn to_js(row: &StoredRow) -> Result<JsValue, Failure> {
-    serde_wasm_bindgen::to_value(row).map_err(js_err)
 }
 
 fn key(parts: &[JsValue]) -> JsValue {
@@ -251,7 +244,7 @@ impl IdbStore {
         if value.is_undefined() || value.is_null() {
             return Ok(None);
         }
-        let result = serde_wasm_bindgen::from_value::<StoredRow>(value.clone())
+        let result = row::from_js(&value)
             .map_err(|e| StoreError::Corrupt {
                 id: js_sys::Reflect::get(&value, &"id".into())
                     .ok()
@@ -295,7 +288,7 @@ impl IdbStore {
                 .ok_or_else(|| CoreError::NotFound { id: id.to_string() })?;
             let next = f(&current)?;
             store
-                .put(&to_js(&codec::encode(&next)?)?)
+                .put(&row::to_js(&codec::encode(&next)?))
                 .map_err(failure)?;
             tx.commit().await?;
             Ok(next)
@@ -333,7 +326,10 @@ impl IdbStore {
                 .collect();
             let rows = Array::new_with_length(created.len() as u32);
             for (slot, &i) in created.iter().enumerate() {
-                rows.set(slot as u32, to_js(&codec::encode(decisions[i].record())?)?);
+                rows.set(
+                    slot as u32,
+                    row::to_js(&codec::encode(decisions[i].record())?),
+                );
             }
             // Optimistic: add every new row; rows whose key exists come back by index
             // and are decided against the stored record (replay, or conflict → abort).
@@ -468,7 +464,7 @@ impl Store for IdbStore {
                     }
                     let next = core::claim(&record, request_, now_ms)?.into_record();
                     store
-                        .put(&to_js(&codec::encode(&next)?)?)
+                        .put(&row::to_js(&codec::encode(&next)?))
                         .map_err(failure)?;
                     claimed.push(next);
                 }
