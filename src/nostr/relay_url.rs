@@ -7,9 +7,13 @@
 //! literals in their canonical compressed form; the default port (80 for `ws`, 443 for
 //! `wss`) dropped; a path of exactly `/` dropped; the rest of the path and the query
 //! kept byte for byte.
+//!
+//! IP literals are read by a small parser of its own that accepts exactly what
+//! `core::net`'s `Ipv4Addr`/`Ipv6Addr` `FromStr` accept and prints what their
+//! `Display` prints (tested against them natively); `core::net`'s generic parser and
+//! formatter would cost about 5 KB of wasm.
 
 use core::fmt;
-use core::net::{Ipv4Addr, Ipv6Addr};
 use core::str::FromStr;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -152,8 +156,8 @@ fn split_host_port(authority: &str) -> Result<(String, Option<&str>), RelayUrlEr
             .find(']')
             .ok_or_else(|| host_error(authority, "unclosed `[` in IPv6 literal"))?;
         let literal = &after_open[..close];
-        let addr = Ipv6Addr::from_str(literal)
-            .map_err(|_| host_error(literal, "not a valid IPv6 address"))?;
+        let addr =
+            parse_ipv6(literal).ok_or_else(|| host_error(literal, "not a valid IPv6 address"))?;
         let after = &after_open[close + 1..];
         let port = if after.is_empty() {
             None
@@ -162,7 +166,7 @@ fn split_host_port(authority: &str) -> Result<(String, Option<&str>), RelayUrlEr
         } else {
             return Err(host_error(authority, "unexpected characters after `]`"));
         };
-        return Ok((format!("[{addr}]"), port));
+        return Ok((format_ipv6(&addr), port));
     }
     let (host, port) = match authority.split_once(':') {
         Some((h, p)) => (h, Some(p)),
@@ -211,10 +215,228 @@ fn normalize_reg_host(host: &str) -> Result<String, RelayUrlError> {
         ));
     }
     let last = labels.rsplit('.').next().unwrap_or(labels);
-    if last.bytes().all(|b| b.is_ascii_digit()) && Ipv4Addr::from_str(labels).is_err() {
+    if last.bytes().all(|b| b.is_ascii_digit()) && !is_ipv4(labels) {
         return Err(host_error(host, "not a valid IPv4 address"));
     }
     Ok(host.to_ascii_lowercase())
+}
+
+/// A cursor over the bytes of an IP literal. Every reader is atomic: on failure it
+/// leaves the position where it was (as `core::net`'s parser does).
+struct Cursor<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Cursor<'a> {
+    fn new(s: &'a str) -> Cursor<'a> {
+        Cursor {
+            bytes: s.as_bytes(),
+            pos: 0,
+        }
+    }
+
+    fn at_end(&self) -> bool {
+        self.pos == self.bytes.len()
+    }
+
+    fn eat(&mut self, c: u8) -> bool {
+        let hit = self.bytes.get(self.pos) == Some(&c);
+        self.pos += usize::from(hit);
+        hit
+    }
+
+    /// Runs `f`, first reading `sep` unless this is item 0; rewinds on failure.
+    fn separated<T>(
+        &mut self,
+        sep: u8,
+        index: usize,
+        f: impl FnOnce(&mut Self) -> Option<T>,
+    ) -> Option<T> {
+        let start = self.pos;
+        let out = if index == 0 || self.eat(sep) {
+            f(self)
+        } else {
+            None
+        };
+        if out.is_none() {
+            self.pos = start;
+        }
+        out
+    }
+
+    /// A number of 1 to `max_digits` digits in `radix`, at most `max`; with
+    /// `zero_prefix` false, more than one digit must not start with `0`.
+    fn number(
+        &mut self,
+        radix: u32,
+        max_digits: usize,
+        max: u32,
+        zero_prefix: bool,
+    ) -> Option<u32> {
+        let start = self.pos;
+        let mut value = 0u32;
+        let mut digits = 0;
+        while let Some(d) = self
+            .bytes
+            .get(self.pos)
+            .and_then(|&b| char::from(b).to_digit(radix))
+        {
+            value = value * radix + d;
+            digits += 1;
+            self.pos += 1;
+            if digits > max_digits {
+                break;
+            }
+        }
+        let ok = digits >= 1
+            && digits <= max_digits
+            && value <= max
+            && (zero_prefix || digits == 1 || self.bytes[start] != b'0');
+        if !ok {
+            self.pos = start;
+        }
+        ok.then_some(value)
+    }
+
+    /// A dotted-decimal IPv4 address (no leading zeros, each octet at most 255).
+    fn ipv4(&mut self) -> Option<[u8; 4]> {
+        let start = self.pos;
+        let mut octets = [0u8; 4];
+        for (i, slot) in octets.iter_mut().enumerate() {
+            match self.separated(b'.', i, |p| p.number(10, 3, 255, false)) {
+                Some(n) => *slot = n as u8,
+                None => {
+                    self.pos = start;
+                    return None;
+                }
+            }
+        }
+        Some(octets)
+    }
+
+    /// Colon-separated groups into `groups`, possibly ending with an embedded IPv4
+    /// address (two groups): how many groups were read and whether IPv4 ended them.
+    fn ipv6_groups(&mut self, groups: &mut [u16]) -> (usize, bool) {
+        let limit = groups.len();
+        for i in 0..limit {
+            if i + 1 < limit {
+                if let Some([a, b, c, d]) = self.separated(b':', i, Cursor::ipv4) {
+                    groups[i] = u16::from_be_bytes([a, b]);
+                    groups[i + 1] = u16::from_be_bytes([c, d]);
+                    return (i + 2, true);
+                }
+            }
+            match self.separated(b':', i, |p| p.number(16, 4, 0xffff, true)) {
+                Some(g) => groups[i] = g as u16,
+                None => return (i, false),
+            }
+        }
+        (limit, false)
+    }
+
+    /// An IPv6 address: eight groups, or a head and a tail around one `::`.
+    fn ipv6(&mut self) -> Option<[u16; 8]> {
+        let mut head = [0u16; 8];
+        let (head_len, head_v4) = self.ipv6_groups(&mut head);
+        if head_len == 8 {
+            return Some(head);
+        }
+        // An embedded IPv4 address is allowed only at the very end.
+        if head_v4 || !(self.eat(b':') && self.eat(b':')) {
+            return None;
+        }
+        // `::` stands for at least one zero group.
+        let mut tail = [0u16; 7];
+        let (tail_len, _) = self.ipv6_groups(&mut tail[..7 - head_len]);
+        head[8 - tail_len..].copy_from_slice(&tail[..tail_len]);
+        Some(head)
+    }
+}
+
+/// Whether `s` is an IPv4 address as `core::net::Ipv4Addr::from_str` reads one.
+fn is_ipv4(s: &str) -> bool {
+    let mut p = Cursor::new(s);
+    s.len() <= 15 && p.ipv4().is_some() && p.at_end()
+}
+
+/// The groups of an IPv6 address as `core::net::Ipv6Addr::from_str` reads one.
+fn parse_ipv6(s: &str) -> Option<[u16; 8]> {
+    let mut p = Cursor::new(s);
+    p.ipv6().filter(|_| p.at_end())
+}
+
+fn push_hex(out: &mut String, n: u16) {
+    let mut started = false;
+    for shift in [12, 8, 4, 0] {
+        let d = (n >> shift) & 0xf;
+        started |= d != 0 || shift == 0;
+        if started {
+            out.push(char::from_digit(u32::from(d), 16).unwrap_or('0'));
+        }
+    }
+}
+
+fn push_groups(out: &mut String, groups: &[u16]) {
+    for (i, &g) in groups.iter().enumerate() {
+        if i > 0 {
+            out.push(':');
+        }
+        push_hex(out, g);
+    }
+}
+
+/// An IPv6 address in brackets, as `core::net::Ipv6Addr`'s `Display` prints it: an
+/// IPv4-mapped address as `::ffff:a.b.c.d`; otherwise lowercase hex groups with the
+/// first longest run of two or more zero groups written `::`.
+fn format_ipv6(groups: &[u16; 8]) -> String {
+    let mut out = String::with_capacity(41);
+    out.push('[');
+    if groups[..6] == [0, 0, 0, 0, 0, 0xffff] {
+        out.push_str("::ffff:");
+        let [a, b] = groups[6].to_be_bytes();
+        let [c, d] = groups[7].to_be_bytes();
+        for (i, octet) in [a, b, c, d].into_iter().enumerate() {
+            if i > 0 {
+                out.push('.');
+            }
+            push_decimal(&mut out, octet);
+        }
+    } else {
+        let (mut best_start, mut best_len, mut run_start, mut run_len) = (0, 0, 0, 0);
+        for (i, &g) in groups.iter().enumerate() {
+            if g == 0 {
+                if run_len == 0 {
+                    run_start = i;
+                }
+                run_len += 1;
+                if run_len > best_len {
+                    (best_start, best_len) = (run_start, run_len);
+                }
+            } else {
+                run_len = 0;
+            }
+        }
+        if best_len > 1 {
+            push_groups(&mut out, &groups[..best_start]);
+            out.push_str("::");
+            push_groups(&mut out, &groups[best_start + best_len..]);
+        } else {
+            push_groups(&mut out, groups);
+        }
+    }
+    out.push(']');
+    out
+}
+
+fn push_decimal(out: &mut String, n: u8) {
+    if n >= 100 {
+        out.push(char::from(b'0' + n / 100));
+    }
+    if n >= 10 {
+        out.push(char::from(b'0' + n / 10 % 10));
+    }
+    out.push(char::from(b'0' + n % 10));
 }
 
 fn parse_port(p: &str) -> Result<u16, RelayUrlError> {
@@ -273,5 +495,131 @@ impl<'de> Deserialize<'de> for RelayUrl {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let s = String::deserialize(d)?;
         RelayUrl::parse(&s).map_err(serde::de::Error::custom)
+    }
+}
+
+/// The IP literal parser and formatter against `core::net`, whose behaviour they
+/// must match exactly (native only: the point is not to link `core::net` into wasm).
+#[cfg(all(test, not(target_arch = "wasm32")))]
+mod ip_tests {
+    use super::*;
+    use core::net::{Ipv4Addr, Ipv6Addr};
+    use proptest::prelude::*;
+
+    fn check(s: &str) {
+        let ours = parse_ipv6(s);
+        let std = Ipv6Addr::from_str(s).ok();
+        assert_eq!(ours, std.map(|a| a.segments()), "parse {s:?}");
+        if let (Some(ours), Some(std)) = (ours, std) {
+            assert_eq!(format_ipv6(&ours), format!("[{std}]"), "display {s:?}");
+        }
+        assert_eq!(is_ipv4(s), Ipv4Addr::from_str(s).is_ok(), "ipv4 {s:?}");
+    }
+
+    #[test]
+    fn edge_cases_match_core_net() {
+        for s in [
+            "",
+            ":",
+            "::",
+            ":::",
+            "::1",
+            "1::",
+            "1::1",
+            "::1:",
+            ":1::",
+            "1:2:3:4:5:6:7:8",
+            "1:2:3:4:5:6:7:8:9",
+            "1:2:3:4:5:6:7::",
+            "::2:3:4:5:6:7:8",
+            "1:2:3:4:5:6:7:8::",
+            "::1:2:3:4:5:6:7:8",
+            "1::2::3",
+            "0:0:0:0:0:0:0:1",
+            "0:0:1:0:0:0:1:0",
+            "1:0:0:1:0:0:1:1",
+            "0:0:1:0:0:1:0:0",
+            "1:0:1:0:1:0:1:0",
+            "00000::1",
+            "0000::1",
+            "fffff::",
+            "FFFF::abcd",
+            "::ffff:1.2.3.4",
+            "::ffff:01.2.3.4",
+            "::ffff:1.2.3.256",
+            "::ffff:1.2.3.255",
+            "::1.2.3.4",
+            "1.2.3.4::",
+            "1:2:3:4:5:6:1.2.3.4",
+            "1:2:3:4:5:6:7:1.2.3.4",
+            "1:2:3:4:5:1.2.3.4",
+            "1:2:3:4:5::1.2.3.4",
+            "::1.2.3.4:5",
+            "::1.2.3",
+            "::1.2.3.4.5",
+            "::0.0.0.0",
+            "::ffff:0.0.0.0",
+            "::ffff:0:0",
+            "::fffe:1.2.3.4",
+            "0:0:0:0:0:ffff:102:304",
+            "1.2.3.4",
+            "01.2.3.4",
+            "0.0.0.0",
+            "255.255.255.255",
+            "256.1.1.1",
+            "1.2.3",
+            "1.2.3.4.",
+            "1..2.3",
+            "001.2.3.4",
+            "1.2.3.4 ",
+            " ::1",
+            "::1%1",
+            "fe80::1",
+            "2001:db8::a",
+            "2001:DB8:0:0:1:0:0:1",
+            "a:b:c:d:e:f:0:0",
+            "0:0:a:b:c:d:e:f",
+            "::g",
+            "1.1.1.1111",
+            "1111.1.1.1",
+            "::ffff:1.2.3.4x",
+            "12345::",
+            "::12345",
+            "1:2:3:4:5:6:7:8:",
+        ] {
+            check(s);
+        }
+    }
+
+    #[test]
+    fn all_group_patterns_format_like_core_net() {
+        // Every pattern of zero / non-zero groups, with non-zero values of 1 to 4 digits.
+        for mask in 0u32..256 {
+            let groups: [u16; 8] = core::array::from_fn(|i| {
+                if mask >> i & 1 == 1 {
+                    [0x1, 0xab, 0xf00, 0xffff][i % 4]
+                } else {
+                    0
+                }
+            });
+            let std = Ipv6Addr::from(groups);
+            assert_eq!(format_ipv6(&groups), format!("[{std}]"));
+            check(&std.to_string());
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(3_000))]
+        #[test]
+        fn random_literals_match_core_net(s in "[0-9a-fA-F:.]{0,40}|[0-9:.fF]{0,20}|[0-9.]{0,16}") {
+            check(&s);
+        }
+
+        #[test]
+        fn structured_literals_match_core_net(
+            parts in proptest::collection::vec("[0-9a-f]{0,5}|[0-9]{1,3}\\.[0-9]{1,3}\\.[0-9]{1,3}\\.[0-9]{1,3}|", 0..10),
+        ) {
+            check(&parts.join(":"));
+        }
     }
 }
