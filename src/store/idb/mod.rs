@@ -66,7 +66,9 @@ pub struct IdbStore {
     options: IdbOptions,
     conn: RefCell<Option<JsValue>>,
     closed: std::cell::Cell<bool>,
-    corrupt: RefCell<BTreeMap<String, String>>,
+    /// Corrupt rows seen so far, `(id, reason)` sorted by id (a sorted `Vec`
+    /// instead of one more `BTreeMap` instantiation in the .wasm).
+    corrupt: RefCell<Vec<(String, String)>>,
 }
 
 impl std::fmt::Debug for IdbStore {
@@ -104,7 +106,7 @@ impl IdbStore {
             options,
             conn: RefCell::new(None),
             closed: std::cell::Cell::new(false),
-            corrupt: RefCell::new(BTreeMap::new()),
+            corrupt: RefCell::new(Vec::new()),
         };
         store.connection().await?;
         Ok(store)
@@ -150,11 +152,7 @@ impl IdbStore {
     /// Rows seen so far that could not be decoded: `(item id, reason)`. They stay
     /// stored, untouched.
     pub fn corrupt_records(&self) -> Vec<(String, String)> {
-        self.corrupt
-            .borrow()
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect()
+        self.corrupt.borrow().clone()
     }
 
     async fn connection(&self) -> Result<IdbDatabase, Failure> {
@@ -256,9 +254,11 @@ impl IdbStore {
         match result {
             Ok(record) => Ok(Some(record)),
             Err(StoreError::Corrupt { id, message }) => {
-                self.corrupt
-                    .borrow_mut()
-                    .insert(id.clone(), message.clone());
+                let mut corrupt = self.corrupt.borrow_mut();
+                match corrupt.binary_search_by(|(k, _)| k.as_str().cmp(&id)) {
+                    Ok(i) => corrupt[i].1 = message.clone(),
+                    Err(i) => corrupt.insert(i, (id.clone(), message.clone())),
+                }
                 Err(StoreError::Corrupt { id, message })
             }
             Err(e) => Err(e),
@@ -273,11 +273,12 @@ impl IdbStore {
             .collect()
     }
 
-    /// Read-modify-write of one record in one transaction.
+    /// Read-modify-write of one record in one transaction (`f` is a trait object:
+    /// one copy of this state machine in the .wasm for every caller).
     async fn update(
         &self,
         id: &str,
-        f: impl Fn(&Record) -> Result<Record, CoreError>,
+        f: &dyn Fn(&Record) -> Result<Record, CoreError>,
     ) -> Result<Record, StoreError> {
         self.run(async |db| {
             let tx = Tx::open(db, &[RECORDS], true, self.options.durability)?;
@@ -484,7 +485,7 @@ impl Store for IdbStore {
         retry: &RetryConfig,
         now_ms: u64,
     ) -> Result<Record, StoreError> {
-        self.update(&completion.id, |r| {
+        self.update(&completion.id, &|r| {
             core::complete_attempt(r, completion, now_ms, retry)
         })
         .await
@@ -497,16 +498,16 @@ impl Store for IdbStore {
         revision: u64,
         now_ms: u64,
     ) -> Result<Record, StoreError> {
-        self.update(id, |r| core::release(r, lease_id, revision, now_ms))
+        self.update(id, &|r| core::release(r, lease_id, revision, now_ms))
             .await
     }
 
     async fn retry(&self, id: &str, now_ms: u64) -> Result<Record, StoreError> {
-        self.update(id, |r| core::retry(r, now_ms)).await
+        self.update(id, &|r| core::retry(r, now_ms)).await
     }
 
     async fn cancel(&self, id: &str, now_ms: u64) -> Result<Record, StoreError> {
-        self.update(id, |r| core::cancel(r, now_ms)).await
+        self.update(id, &|r| core::cancel(r, now_ms)).await
     }
 
     async fn purge(&self, before_ms: u64) -> Result<u32, StoreError> {
