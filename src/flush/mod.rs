@@ -269,8 +269,17 @@ pub async fn tick<S: Store, T: Transport>(
     Ok(stats)
 }
 
-/// Runs [`tick`] until a tick claims nothing (or `max_ticks`, at most
-/// [`MAX_TICKS`], have run), then reports the totals and the next due time.
+/// True while some record was already due at `started_ms`. A flush run attempts what
+/// was due when it started and stops there: records that became due again during the
+/// run (a short backoff while every relay is down) wait for the next run instead of
+/// keeping this one going until its tick limit.
+pub async fn due_since<S: Store>(store: &S, started_ms: u64) -> Result<bool, StoreError> {
+    Ok(store.next_due().await?.is_some_and(|d| d <= started_ms))
+}
+
+/// Runs [`tick`] until a tick claims nothing or nothing that was due at the start of
+/// the run is left ([`due_since`]), or `max_ticks` (at most [`MAX_TICKS`]) have run;
+/// then reports the totals and the next due time.
 pub async fn flush_until_idle<S: Store, T: Transport>(
     store: &S,
     transport: &T,
@@ -281,11 +290,12 @@ pub async fn flush_until_idle<S: Store, T: Transport>(
     max_ticks: u32,
 ) -> Result<FlushSummary, StoreError> {
     let mut summary = FlushSummary::default();
+    let started_ms = clock();
     while summary.ticks < max_ticks.min(MAX_TICKS) {
         let stats = tick(store, transport, config, clock, random, observer).await?;
         summary.ticks += 1;
         summary.stats.add(&stats);
-        if stats.claimed == 0 {
+        if stats.claimed == 0 || !due_since(store, started_ms).await? {
             break;
         }
     }

@@ -430,6 +430,7 @@ impl<S: Store + 'static, T: Transport + 'static> Shared<S, T> {
         let clock = sys::now_ms;
         let mut random = sys::random_u32;
         let mut observer = |ev: FlushEvent<'_>| (self.on_event)(ev);
+        let started_ms = clock();
         while view.ticks < self.config.max_ticks && !self.closed.get() && sys::is_online() {
             let stats = flush::tick(
                 &*self.store,
@@ -442,7 +443,11 @@ impl<S: Store + 'static, T: Transport + 'static> Shared<S, T> {
             .await
             .map_err(RunError::Store)?;
             view.add(&stats);
-            if stats.claimed == 0 {
+            let more = stats.claimed > 0
+                && flush::due_since(&*self.store, started_ms)
+                    .await
+                    .map_err(RunError::Store)?;
+            if !more {
                 break;
             }
         }
