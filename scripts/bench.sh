@@ -9,7 +9,7 @@ mkdir -p target
 log=target/bench.log
 : > "$log"
 echo "== IndexedDB store vs raw IndexedDB (headless Chromium, release build)" | tee -a "$log"
-wasm-pack test --release --headless --chrome -- --test bench_store -- --nocapture 2>&1 \
+chrome_env wasm-pack test --release --headless --chrome -- --test bench_store -- --nocapture 2>&1 \
   | grep -E '^BENCH' | sort -u | tee -a "$log"
 echo "== Event verification, native (release)" | tee -a "$log"
 cargo run -q --release --example bench_verify 2>&1 | tee -a "$log"

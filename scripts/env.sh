@@ -24,9 +24,10 @@ else
   export NOSTR_OUTBOX_WASM_TOOLCHAIN=rustup
 fi
 export PATH
-export CHROMEDRIVER="${CHROMEDRIVER:-/usr/bin/chromedriver}"
-if [ -z "${GECKODRIVER:-}" ] && [ -x "$HOME/.cargo/bin/geckodriver" ]; then
-  export GECKODRIVER="$HOME/.cargo/bin/geckodriver"
-fi
+# Browser drivers are chosen per command, never exported here: wasm-bindgen-test-runner
+# picks Firefox whenever GECKODRIVER is set, even under `wasm-pack test --chrome`.
+# Use `chrome_env CMD…` / `firefox_env CMD…` to run a command with exactly one driver.
+chrome_env() { env -u GECKODRIVER CHROMEDRIVER="${CHROMEDRIVER:-/usr/bin/chromedriver}" "$@"; }
+firefox_env() { env -u CHROMEDRIVER GECKODRIVER="${GECKODRIVER:-$HOME/.cargo/bin/geckodriver}" "$@"; }
 export WASM_BINDGEN_TEST_TIMEOUT="${WASM_BINDGEN_TEST_TIMEOUT:-180}"
 unset _rustup_wasm _sysroot

@@ -41,6 +41,23 @@ run_tier() {
   TIER_DETAIL+=("$passed passed, $failed failed, $((end - start)) s")
 }
 
+# in_browser Chrome|Firefox CMD…: runs CMD and fails unless every wasm test binary ran in
+# that browser (wasm-bindgen-test-runner prints "Running headless tests in <Browser>").
+in_browser() {
+  local want="$1"; shift
+  local out rc
+  out="$(mktemp)"
+  "$@" 2>&1 | tee "$out"
+  rc=${PIPESTATUS[0]}
+  if ! grep -q "Running headless tests in $want" "$out" \
+     || grep "Running headless tests in" "$out" | grep -vq "in $want"; then
+    echo "test.sh: expected every browser test to run in $want" >&2
+    rc=1
+  fi
+  rm -f "$out"
+  return "$rc"
+}
+
 # Test targets that carry browser tests (they use wasm_bindgen_test).
 browser_tests=()
 for f in tests/*.rs; do
@@ -54,8 +71,8 @@ run_tier clippy-wasm32 cargo clippy --target wasm32-unknown-unknown --lib --test
 run_tier rustdoc env RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --lib --locked -q
 run_tier native cargo test --locked
 # Browser tiers run with real relays on 127.0.0.1 (nostr-rs-relay and tests/fault-relay).
-run_tier browser-chrome scripts/with-relays.sh wasm-pack test --headless --chrome -- "${browser_tests[@]}"
-run_tier browser-firefox scripts/with-relays.sh wasm-pack test --headless --firefox -- "${browser_tests[@]}"
+run_tier browser-chrome in_browser Chrome chrome_env scripts/with-relays.sh wasm-pack test --headless --chrome -- "${browser_tests[@]}"
+run_tier browser-firefox in_browser Firefox firefox_env scripts/with-relays.sh wasm-pack test --headless --firefox -- "${browser_tests[@]}"
 if [ -x tests/js/run.sh ]; then
   run_tier js bash tests/js/run.sh
 fi
