@@ -79,7 +79,9 @@ fi
 # End-to-end in real Chromium (playwright-core + /usr/bin/chromium) on the built package.
 run_tier package bash scripts/build.sh
 run_tier js-package bash tests/ts/run.sh
-run_tier e2e bash -c 'cd tests/e2e && node --test --test-concurrency=1 ./*.test.mjs'
+# The files are listed (not globbed) so a test lands in CI only once it is reviewed.
+E2E_TESTS="${E2E_TESTS:-quota.test.mjs demo.test.mjs recovery.test.mjs}"
+run_tier e2e bash -c "cd tests/e2e && node --test --test-concurrency=1 $E2E_TESTS"
 
 
 printf '\n%-16s %-7s %s\n' tier status detail
