@@ -21,20 +21,28 @@ after(async () => {
   await server?.close();
 });
 
+// REQ by ids, 100 ids per subscription (relays cap filter sizes), until EOSE each.
 async function countOnRelay(url, ids) {
   const ws = new WebSocket(url);
+  await new Promise((ok, fail) => { ws.onopen = ok; ws.onerror = () => fail(new Error("relay unreachable")); });
   let count = 0;
   const seen = new Set();
-  await new Promise((ok, fail) => {
-    const timer = setTimeout(() => fail(new Error("COUNT timed out")), 20_000);
-    ws.onopen = () => ws.send(JSON.stringify(["REQ", "all", { ids, limit: ids.length }]));
-    ws.onmessage = (m) => {
-      const msg = JSON.parse(String(m.data));
-      if (msg[0] === "EVENT") { count += 1; seen.add(msg[2].id + msg[2].sig); }
-      if (msg[0] === "EOSE") { clearTimeout(timer); ok(); }
-    };
-    ws.onerror = () => { clearTimeout(timer); fail(new Error("relay unreachable")); };
-  });
+  for (let i = 0; i < ids.length; i += 100) {
+    const chunk = ids.slice(i, i + 100);
+    await new Promise((ok, fail) => {
+      const sub = `q${i}`;
+      const timer = setTimeout(() => fail(new Error(`REQ ${sub} timed out`)), 60_000);
+      ws.onmessage = (m) => {
+        const msg = JSON.parse(String(m.data));
+        if (msg[1] !== sub) return;
+        if (msg[0] === "EVENT") { count += 1; seen.add(msg[2].id + msg[2].sig); }
+        if (msg[0] === "EOSE") { clearTimeout(timer); ok(); }
+        if (msg[0] === "CLOSED") { clearTimeout(timer); fail(new Error(`relay closed ${sub}: ${msg[2]}`)); }
+      };
+      ws.send(JSON.stringify(["REQ", sub, { ids: chunk, limit: chunk.length }]));
+    });
+    ws.send(JSON.stringify(["CLOSE", `q${i}`]));
+  }
   ws.close();
   return { count, seen };
 }
