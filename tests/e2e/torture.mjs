@@ -94,9 +94,13 @@ export async function runTorture(opts = {}) {
   const plans = new Map(); // id -> plan
   const kills = [];
   const killReasons = [];
+  const reloads = [];
+  let retries = 0;
+  let swPhase = false;
+  const swPhases = [];
   const restarts = [];
   const opStats = {};
-  const swFlushes = { ran: 0, locked: 0, failed: 0 };
+  const swFlushes = { ran: 0, locked: 0, failed: 0, errors: [] };
   const flaps = [];
   const hangs = [];
   const pageErrors = [];
@@ -166,6 +170,15 @@ export async function runTorture(opts = {}) {
         o.n += 1;
         o.ms += Date.now() - t0;
         o.max = Math.max(o.max, Date.now() - t0);
+      }
+    }
+
+    function countSwFlush(res) {
+      if (res?.ok && res.value.ran) swFlushes.ran += 1;
+      else if (res?.ok && res.value.skipped === "locked") swFlushes.locked += 1;
+      else {
+        swFlushes.failed += 1;
+        swFlushes.errors.push(res?.error ?? "no answer (page gone)");
       }
     }
 
@@ -268,6 +281,27 @@ export async function runTorture(opts = {}) {
           const plan = newPlan("sw");
           plan.state = "inflight";
           settle(plan, await call(page, "swEnqueue", plan.event, plan.relays, plan.options).catch((e) => ({ ok: false, error: { message: String(e) } })));
+        } else if (r < 0.89) {
+          // Reload a tab (a navigation in the middle of whatever it was doing).
+          const t = Date.now();
+          await withTimeout(page.reload(), 60_000, "reload");
+          await page.waitForSelector("body[data-ready]", { timeout: 60_000 });
+          reloads.push({ start: t, end: Date.now() });
+          if (swPhase) await call(page, "autoFlush", false).catch(() => {});
+        } else if (r < 0.915) {
+          // Retry an exhausted record (the others answer not_retryable).
+          const listed = await call(page, "list", { stage: "exhausted", limit: 50 }).catch(() => null);
+          const ids = (listed?.ok ? listed.value : []).map((rec) => rec.id).filter((id) => plans.has(id));
+          if (!ids.length) return;
+          const plan = plans.get(choose(ids));
+          const t = Date.now();
+          const res = await call(page, "retry", plan.event.id).catch(() => null);
+          if (res?.ok) {
+            retries += 1;
+            (plan.retries ??= []).push(t);
+          } else if (res && !res.ok && res.error?.code !== "not_retryable") {
+            opErrors[`retry:${res.error?.code}`] = (opErrors[`retry:${res.error?.code}`] || 0) + 1;
+          }
         } else if (r < 0.94) {
           // Replay a confirmed event with the same plan, from any context: "replay".
           const confirmed = [...plans.values()].filter((p) => p.state === "confirmed");
@@ -286,9 +320,7 @@ export async function runTorture(opts = {}) {
           await call(page, "cancel", plan.event.id).catch(() => {});
         } else {
           const res = await call(page, "swFlush").catch(() => null);
-          if (res?.ok && res.value.ran) swFlushes.ran += 1;
-          else if (res?.ok && res.value.skipped === "locked") swFlushes.locked += 1;
-          else swFlushes.failed += 1;
+          countSwFlush(res);
           if (chance(0.5)) await call(page, "registerSync").catch(() => {});
         }
       } catch (err) {
@@ -320,6 +352,29 @@ export async function runTorture(opts = {}) {
         flaps.push({ relay: proxies[i].name, t, downMs: Date.now() - t, whole });
       }
     })();
+    // Now and then the tabs stop flushing for a while and the service worker is the
+    // flusher (a tab asks it to flush through handleSync every ~0.5 s).
+    const swPhaser = (async () => {
+      while (Date.now() < chaosEnd - 15_000) {
+        await sleep(rand(5000, 15_000));
+        if (!chance(0.6) || Date.now() >= chaosEnd - 15_000) continue;
+        const until = Date.now() + rand(5000, 12_000);
+        swPhase = true;
+        swPhases.push(Date.now());
+        while (Date.now() < until) {
+          const s = session;
+          if (s?.alive) {
+            for (const t of s.tabs) await call(t, "autoFlush", false).catch(() => {});
+            const res = await call(choose(s.tabs), "swFlush").catch(() => null);
+            countSwFlush(res);
+          }
+          await sleep(500);
+        }
+        swPhase = false;
+        const s = session;
+        if (s?.alive) for (const t of s.tabs) await call(t, "autoFlush", true).catch(() => {});
+      }
+    })();
     const mixer = (async () => {
       while (Date.now() < chaosEnd) {
         for (const p of proxies) {
@@ -347,10 +402,11 @@ export async function runTorture(opts = {}) {
     }
     await killer;
     await Promise.allSettled([...inflight]);
-    await Promise.allSettled([flapper, mixer]);
+    await Promise.allSettled([flapper, mixer, swPhaser]);
     for (const plan of plans.values()) if (plan.state === "inflight" || plan.state === "pending") plan.state = "uncertain";
 
     // --- heal and flush to quiescence -------------------------------------------------------
+    if (session?.alive) for (const t of session.tabs) await call(t, "autoFlush", true).catch(() => {});
     for (let i = 0; i < proxies.length; i++) {
       await relays[i].start();
       await proxies[i].start();
@@ -398,7 +454,7 @@ export async function runTorture(opts = {}) {
     const { failures, counts } = checkTotalQueue({
       plans, records, relayDbs, relayNames,
       proxyLogs: Object.fromEntries(proxies.map((p) => [p.name, p.log])),
-      kills, publishTimeoutMs: outboxOptions.publishTimeoutMs, leaseMs: outboxOptions.leaseMs,
+      kills: [...kills, ...reloads], publishTimeoutMs: outboxOptions.publishTimeoutMs, leaseMs: outboxOptions.leaseMs,
     });
     if (!quiet) failures.push({ kind: "no-quiescence", status, afterMs: quiesceMs });
     if (finalStatus.total !== records.length) failures.push({ kind: "status-list-mismatch", status: finalStatus, listed: records.length });
@@ -434,6 +490,9 @@ export async function runTorture(opts = {}) {
       relayStored,
       relayDbSource: [...new Set(Object.values(relayDbs).map((m) => m.source))].join("+"),
       crashes: kills.length,
+      reloads: reloads.length,
+      retries,
+      swPhases: swPhases.length,
       killReasons,
       restartMs: restarts,
       swFlushes,
@@ -488,7 +547,7 @@ async function readRelayDb(r, ids) {
 export function formatTable(s) {
   const rows = [
     ["enqueued (enqueue resolved)", s.enqueued],
-    ["in flight at a crash (present / absent)", `${s.uncertainPresent} / ${s.uncertain - s.uncertainPresent}`],
+    ["in flight at a crash or reload (present / absent)", `${s.uncertainPresent} / ${s.uncertain - s.uncertainPresent}`],
     ["refused with a typed error", s.refused],
     ["satisfied", s.satisfied],
     ["exhausted (rejected / maxAttempts / expired)", `${s.exhausted} (${s.exhaustedBy.rejected || 0} / ${s.exhaustedBy.maxAttempts || 0} / ${s.exhaustedBy.expired || 0})`],
@@ -497,9 +556,10 @@ export function formatTable(s) {
     ["not terminal at the end (must be 0)", s.stuck],
     ["duplicates re-sent after acceptance", s.duplicates],
     ["  after a crash / late OK / cut connection / unexplained", `${s.dupAfterCrash} / ${s.dupLateOk} / ${s.dupCut} / ${s.dupUnexplained}`],
-    ["re-sent after a terminal rejection (crash / unexplained)", `${s.resendAfterRejectCrash} / ${s.resendAfterRejectUnexplained}`],
+    ["re-sent after a terminal rejection (crash / retry() / unexplained)", `${s.resendAfterRejectCrash} / ${s.resendAfterRejectRetry} / ${s.resendAfterRejectUnexplained}`],
     ["sent again while an earlier send was unanswered (must be 0)", s.concurrentSends],
     ["crashes survived (SIGKILL)", s.crashes],
+    ["tab reloads mid-flight", s.reloads],
     ["relay flaps (stopped and started)", s.flaps],
     ["EVENT frames received by the relays", s.eventFrames],
     [`events stored by the relays (${s.relayDbSource})`, s.relayStored],
@@ -507,7 +567,8 @@ export function formatTable(s) {
     ["  silent / close / forward+close / drop", `${s.faults.silent || 0} / ${s.faults.close || 0} / ${s.faults.forwardClose || 0} / ${s.faults.drop || 0}`],
     ["replays asked / answered replay", `${s.replays} / ${s.replayed}`],
     ["cancels asked", s.cancels],
-    ["service-worker flushes asked: ran / skipped (lock held) / failed", `${s.swFlushes.ran} / ${s.swFlushes.locked} / ${s.swFlushes.failed}`],
+    ["retries of exhausted records", s.retries],
+    [`service-worker flushes (${s.swPhases} phases without tab flushers): ran / lock held / failed`, `${s.swFlushes.ran} / ${s.swFlushes.locked} / ${s.swFlushes.failed}`],
     ["longest time without any relay accepting, in the chaos (s)", (s.longestGap.ms / 1000).toFixed(1)],
     ["quiescence after healing (s)", (s.quiesceMs / 1000).toFixed(1)],
     ["failed checks", s.failures.length],
@@ -543,6 +604,8 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     console.log(formatTable(summary));
     console.log(`calls: ${JSON.stringify(summary.opStats)}`);
     console.log(`tab counters: ${JSON.stringify(summary.tabCounts)}`);
+    if (summary.swFlushes.errors.length) console.log(`service-worker flush failures: ${JSON.stringify(summary.swFlushes.errors.slice(0, 10))}`);
+    if (Object.keys(summary.refusedCodes).length) console.log(`typed refusals: ${JSON.stringify(summary.refusedCodes)}`);
     console.log(`crashes: ${summary.killReasons.map((r, i) => `${i + 1}. ${r} (restart ${summary.restartMs[i]} ms)`).join("; ")}`);
     if (summary.failures.length) {
       console.log("\nfailed checks:");

@@ -15,6 +15,7 @@ import { generateSecretKey, finalizeEvent } from "nostr-tools/pure";
 import { startServer, launch, relay, queryRelay, IMPORT_PACKAGE } from "./harness.mjs";
 import { faultProxy } from "./torture/proxy.mjs";
 import { snapshotRoot } from "./torture/snapshot.mjs";
+import { startFaultRelay, faultRelayBinary } from "./torture/fault-relay.mjs";
 import { badInputCases, runBadInput } from "./torture/bad-input.mjs";
 import { runTorture, formatTable } from "./torture.mjs";
 
@@ -133,6 +134,56 @@ test("hostile relays: junk, 10 MB frames, unknown/wrong-typed OKs, NOTICE floods
   assert.deepEqual(errors, [], "no uncaught errors or panics in the page");
   console.log(`# hostile: flush ${JSON.stringify(out.stats)}`);
   await page.close();
+});
+
+test("the project's fault relay: every misbehaviour ends in its typed outcome, each event sent once", { skip: faultRelayBinary() ? false : "fault-relay not built (scripts/setup.sh builds it)" }, async () => {
+  const fault = await startFaultRelay();
+  const { page, errors } = await newPage();
+  try {
+    const tag = `t=torture-${Date.now()}`;
+    const paths = {
+      hostile: { path: "/hostile", outcome: "accepted", stage: "satisfied" },
+      blocked: { path: "/reply/blocked", outcome: "rejected", rejectReason: "blocked", stage: "exhausted", reason: "rejected" },
+      invalid: { path: "/reply/invalid", outcome: "rejected", rejectReason: "invalid", stage: "exhausted", reason: "rejected" },
+      rateLimited: { path: "/reply/rate-limited", outcome: "rateLimited", stage: "exhausted", reason: "maxAttempts" },
+      error: { path: "/reply/error", outcome: "error", stage: "exhausted", reason: "maxAttempts" },
+      duplicate: { path: "/reply/duplicate", outcome: "duplicate", stage: "satisfied" },
+      silent: { path: "/silent", outcome: "timeout", stage: "exhausted", reason: "maxAttempts" },
+      // An attempt that reached no relay does not use up the budget: still retryable.
+      close: { path: "/close", outcome: "unreachable", stage: "retryable" },
+      drop: { path: "/drop", outcome: "unreachable", stage: "retryable" },
+    };
+    const evs = events(Object.keys(paths).length);
+    const plan = Object.entries(paths).map(([k, v], i) => ({ k, event: evs[i], relay: `${fault.url}${v.path}?${tag}` }));
+    const out = await page.evaluate(async ([IMPORT_PACKAGE, plan]) => {
+      const { Outbox } = await eval(IMPORT_PACKAGE);
+      const outbox = await Outbox.open({ name: `fault-relay-${Date.now()}`, publishTimeoutMs: 3000, connectTimeoutMs: 3000, maxAttempts: 1 });
+      for (const p of plan) await outbox.enqueue(p.event, [p.relay]);
+      const stats = await outbox.flush();
+      const records = {};
+      for (const p of plan) records[p.k] = await outbox.get(p.event.id);
+      await outbox.close();
+      return { stats, records };
+    }, [IMPORT_PACKAGE, plan]);
+    const wrong = [];
+    for (const [k, want] of Object.entries(paths)) {
+      const rec = out.records[k];
+      const latest = rec.targets[0].latest;
+      const got = { outcome: latest?.outcome, rejectReason: latest?.rejectReason, stage: rec.stage, reason: rec.reason };
+      if (got.outcome !== want.outcome || got.stage !== want.stage || (want.rejectReason && got.rejectReason !== want.rejectReason) || (want.reason && got.reason !== want.reason)) {
+        wrong.push(`${k}: ${JSON.stringify(got)} (${latest?.message})`);
+      }
+    }
+    assert.deepEqual(wrong, [], "each misbehaviour is recorded as its typed outcome");
+    const stats = await fault.control(["STATS"]);
+    for (const v of Object.values(paths)) {
+      assert.equal(stats.events[`${v.path}?${tag}`], 1, `${v.path}: sent once (${JSON.stringify(stats.events)})`);
+    }
+    assert.deepEqual(errors, []);
+  } finally {
+    await page.close();
+    await fault.stop();
+  }
 });
 
 test("storage: quota exhausted mid-batch and mid-flush: typed quota_exceeded, nothing lost, delivered once there is room", async () => {

@@ -40,7 +40,7 @@ export function normalizeRelay(url) {
  * @param input.relayNames { normalized URL → relay name }
  * @param input.proxyLogs  { relayName: { events, oks, closes } }
  * @param input.kills      [{ start, end }] each crash, from SIGKILL until the browser's
- *                         last process was gone (ms)
+ *                         last process was gone, and each tab reload (ms)
  * @param input.publishTimeoutMs, input.leaseMs
  */
 export function checkTotalQueue(input) {
@@ -53,7 +53,7 @@ export function checkTotalQueue(input) {
     satisfied: 0, exhausted: 0, exhaustedBy: {}, cancelled: 0, lost: 0, stuck: 0,
     eventFrames: 0, faults: {}, resends: 0,
     dupAfterCrash: 0, dupLateOk: 0, dupCut: 0, dupUnexplained: 0, concurrentSends: 0,
-    resendAfterRejectCrash: 0, resendAfterRejectUnexplained: 0,
+    resendAfterRejectCrash: 0, resendAfterRejectRetry: 0, resendAfterRejectUnexplained: 0,
   };
 
   // 1. Every confirmed enqueue is in the outbox, complete and terminal; nothing else is.
@@ -203,8 +203,9 @@ export function checkTotalQueue(input) {
           }
         } else if (firstReject && e.t > firstReject.t && !(firstAccept && firstAccept.t < e.t)) {
           if (crashBetween(firstReject.t, e.t)) counts.resendAfterRejectCrash += 1;
+          else if ((plan?.retries || []).some((t) => t >= firstReject.t && t <= e.t)) counts.resendAfterRejectRetry += 1;
           else {
-            // A retry of the record re-arms rejected relays; the driver never calls retry.
+            // Only a retry() of the record re-arms the relays that rejected it.
             counts.resendAfterRejectUnexplained += 1;
             fail("resent-after-rejected", { relay: name, id, rejectedAt: firstReject.t, resentAt: e.t });
           }

@@ -68,6 +68,12 @@ async function start() {
     }),
     enqueueMany: (items) => wrap(async () => (await outbox.enqueueMany(items)).map((r) => ({ id: r.id, disposition: r.disposition }))),
     cancel: (id) => wrap(async () => (await outbox.cancel(id)).stage),
+    retry: (id) => wrap(async () => (await outbox.retry(id)).stage),
+    autoFlush: (on) => {
+      if (on) outbox.startAutoFlush();
+      else outbox.stopAutoFlush();
+      return outbox.autoFlush;
+    },
     get: (id) => wrap(() => outbox.get(id)),
     status: () => wrap(() => outbox.status()),
     list: (query) => wrap(() => outbox.list(query)),

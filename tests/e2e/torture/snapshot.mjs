@@ -1,7 +1,8 @@
 // A private web root for the torture suite: a copy of the built package (pkg/ is shared
 // build output that other work may rebuild at any moment, and a run spans many browser
-// restarts that must all load the same build) next to a link to the repository's tests/.
-import { cp, mkdtemp, rm, symlink, stat } from "node:fs/promises";
+// restarts that must all load the same build) and of the pages and service worker the
+// suite serves (tests/e2e/pages/, tests/e2e/torture/).
+import { cp, mkdtemp, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ROOT } from "../harness.mjs";
@@ -31,6 +32,8 @@ export async function snapshotRoot() {
     if (Date.now() > until) throw new Error("pkg/ is missing or incomplete: build it with `. scripts/env.sh && bash scripts/build.sh`");
     await new Promise((r) => setTimeout(r, 2000));
   }
-  await symlink(join(ROOT, "tests"), join(root, "tests"));
+  for (const dir of ["tests/e2e/pages", "tests/e2e/torture"]) {
+    await cp(join(ROOT, dir), join(root, dir), { recursive: true });
+  }
   return { root, remove: () => rm(root, { recursive: true, force: true }) };
 }
