@@ -438,6 +438,32 @@ test("storage: undecodable rows are skipped by flush and list, reported by get a
   await page.close();
 });
 
+// Found by this suite: status() counts undecodable rows under the stage their row claims,
+// while list() skips them and nothing in the JS API names them (IdbStore::corrupt_records
+// is Rust-only), so an app sees e.g. `pending: 3` that no list() or flush ever resolves.
+test("storage: status() and list() agree when rows are corrupt (or status reports them apart)", { todo: "status() counts corrupt rows under their claimed stage; list() hides them; no JS API names them (src/store/idb/mod.rs counts, src/js)" }, async () => {
+  const { page } = await newPage();
+  const name = `corrupt-count-${Date.now()}`;
+  const evs = events(2);
+  const out = await page.evaluate(async ([IMPORT_PACKAGE, name, evs]) => {
+    const { Outbox } = await eval(IMPORT_PACKAGE);
+    const req = (r) => new Promise((ok, fail) => { r.onsuccess = () => ok(r.result); r.onerror = () => fail(r.error); });
+    const outbox = await Outbox.open({ name });
+    for (const e of evs) await outbox.enqueue(e, ["ws://127.0.0.1:9"]);
+    const db = await req(indexedDB.open(name));
+    const tx = db.transaction("records", "readwrite");
+    tx.objectStore("records").put({ id: "garbage", v: 1, stage: "pending", dueMs: 0, createdMs: 0, eventId: "x", doc: "{not json" });
+    await new Promise((ok) => { tx.oncomplete = ok; });
+    db.close();
+    const status = await outbox.status();
+    const listed = await outbox.list({ limit: 1000 });
+    await outbox.close();
+    return { status, listed: listed.length };
+  }, [IMPORT_PACKAGE, name, evs]);
+  await page.close();
+  assert.equal(out.status.total - (out.status.corrupt ?? 0), out.listed, JSON.stringify(out));
+});
+
 test("torture (short): tabs + service worker, flapping faulty relays, SIGKILLed browser: nothing lost", { timeout: 6 * 60_000 }, async () => {
   const lines = [];
   const summary = await runTorture({ short: true, log: (...a) => lines.push(a.join(" ")) });
