@@ -95,6 +95,8 @@ export async function runTorture(opts = {}) {
   const kills = [];
   const killReasons = [];
   const reloads = [];
+  const doubles = { asked: 0, oneCreated: 0, wrong: [] };
+  let snapshots = 0;
   let retries = 0;
   let swPhase = false;
   const swPhases = [];
@@ -266,7 +268,33 @@ export async function runTorture(opts = {}) {
       const page = s.tabs[tabIndex];
       const r = random();
       try {
-        if (r < 0.62) {
+        if (r < 0.03) {
+          // The same new event enqueued at once by a tab and the worker: one record,
+          // exactly one `created`.
+          const plan = newPlan(`tab${tabIndex}+sw`);
+          plan.state = "inflight";
+          const [a, b] = await Promise.all([
+            call(page, "enqueue", plan.event, plan.relays, plan.options).catch((e) => ({ ok: false, error: { message: String(e) } })),
+            call(page, "swEnqueue", plan.event, plan.relays, plan.options).catch((e) => ({ ok: false, error: { message: String(e) } })),
+          ]);
+          settle(plan, a.ok ? a : b.ok ? b : a.error?.isOutboxError ? a : b);
+          doubles.asked += 1;
+          if (a.ok && b.ok) {
+            const created = [a, b].filter((x) => x.value.disposition === "created").length;
+            if (created === 1) doubles.oneCreated += 1;
+            else doubles.wrong.push({ id: plan.event.id, a: a.value, b: b.value });
+          }
+        } else if (r < 0.06) {
+          // Remember a record as it is now: its history may only grow.
+          const confirmed = [...plans.values()].filter((p) => p.state === "confirmed");
+          if (!confirmed.length) return;
+          const plan = choose(confirmed);
+          const res = await call(page, "get", plan.event.id).catch(() => null);
+          if (res?.ok && res.value) {
+            (plan.snapshots ??= []).push({ t: Date.now(), stage: res.value.stage, revision: res.value.revision, evidence: JSON.stringify(res.value.evidence) });
+            snapshots += 1;
+          }
+        } else if (r < 0.62) {
           const plan = newPlan(`tab${tabIndex}`);
           plan.state = "inflight";
           settle(plan, await call(page, "enqueue", plan.event, plan.relays, plan.options).catch((e) => ({ ok: false, error: { message: String(e) }, hang: e.hang })));
@@ -462,6 +490,7 @@ export async function runTorture(opts = {}) {
     for (const e of pageErrors) failures.push({ kind: "page-error", ...e });
     for (const e of consoleErrors) failures.push({ kind: "panic", ...e });
     for (const o of replays.other) failures.push({ kind: "replay-not-replay", ...o });
+    for (const o of doubles.wrong) failures.push({ kind: "concurrent-enqueue-not-one-created", ...o });
 
     // Liveness during the chaos: the longest stretch without any relay accepting anything.
     const accepts = proxies.flatMap((p) => p.log.oks.filter((o) => o.accepted).map((o) => o.t)).sort((a, b) => a - b);
@@ -492,6 +521,8 @@ export async function runTorture(opts = {}) {
       crashes: kills.length,
       reloads: reloads.length,
       retries,
+      doubles: { asked: doubles.asked, oneCreated: doubles.oneCreated },
+      snapshots,
       swPhases: swPhases.length,
       killReasons,
       restartMs: restarts,
@@ -566,6 +597,8 @@ export function formatTable(s) {
     ["  forwarded / rate-limited / error / blocked", `${s.faults.forward || 0} / ${s.faults.rateLimited || 0} / ${s.faults.error || 0} / ${s.faults.blocked || 0}`],
     ["  silent / close / forward+close / drop", `${s.faults.silent || 0} / ${s.faults.close || 0} / ${s.faults.forwardClose || 0} / ${s.faults.drop || 0}`],
     ["replays asked / answered replay", `${s.replays} / ${s.replayed}`],
+    ["same event enqueued at once by a tab and the worker / exactly one created", `${s.doubles.asked} / ${s.doubles.oneCreated}`],
+    ["records snapshotted mid-run whose history only grew", `${s.snapshots - s.historyViolations} / ${s.snapshots}`],
     ["cancels asked", s.cancels],
     ["retries of exhausted records", s.retries],
     [`service-worker flushes (${s.swPhases} phases without tab flushers): ran / lock held / failed`, `${s.swFlushes.ran} / ${s.swFlushes.locked} / ${s.swFlushes.failed}`],

@@ -51,7 +51,7 @@ export function checkTotalQueue(input) {
   const counts = {
     enqueued: 0, uncertain: 0, uncertainPresent: 0, refused: 0,
     satisfied: 0, exhausted: 0, exhaustedBy: {}, cancelled: 0, lost: 0, stuck: 0,
-    eventFrames: 0, faults: {}, resends: 0,
+    eventFrames: 0, faults: {}, resends: 0, historyViolations: 0,
     dupAfterCrash: 0, dupLateOk: 0, dupCut: 0, dupUnexplained: 0, concurrentSends: 0,
     resendAfterRejectCrash: 0, resendAfterRejectRetry: 0, resendAfterRejectUnexplained: 0,
   };
@@ -133,6 +133,20 @@ export function checkTotalQueue(input) {
       if (!plan.cancelRequested) fail("cancelled-unasked", { id: rec.id });
     }
     if (!rec.event || latest.size === 0) fail("record-incomplete", { id: rec.id });
+    // History is append-only and terminal is terminal: every snapshot taken during the
+    // run is a prefix of the final record.
+    for (const snap of plan.snapshots || []) {
+      const finalEvidence = JSON.stringify(rec.evidence);
+      const problems = [];
+      if (rec.revision < snap.revision) problems.push(`revision ${snap.revision} → ${rec.revision}`);
+      if (!finalEvidence.startsWith(snap.evidence.slice(0, -1))) problems.push("evidence rewritten");
+      if ((snap.stage === "satisfied" || snap.stage === "cancelled") && rec.stage !== snap.stage) problems.push(`${snap.stage} → ${rec.stage}`);
+      if (snap.stage === "exhausted" && rec.stage !== "exhausted" && !(plan.retries || []).some((t) => t >= snap.t)) problems.push(`exhausted → ${rec.stage} without retry()`);
+      if (problems.length) {
+        counts.historyViolations += 1;
+        fail("history-not-append-only", { id: rec.id, problems });
+      }
+    }
   }
 
   // 2. Relays stored nothing that was not enqueued, and only the enqueued bytes.
