@@ -188,6 +188,18 @@ const bench = {
     return { ms };
   },
 
+  /** Diagnosis: `enqueueMany` under other public options, or in chunks of `chunk` items. */
+  async enqueueManyVariant({ n, relays, options = {}, chunk = n }) {
+    const box = await openOutbox(options);
+    const list = items(EVENTS.slice(0, n), relays);
+    const t = now();
+    for (let i = 0; i < n; i += chunk) await box.outbox.enqueueMany(list.slice(i, i + chunk));
+    const ms = now() - t;
+    if (options.storage === "memory") await box.outbox.close();
+    else await closeAndDelete(box);
+    return { ms };
+  },
+
   /**
    * The validation part of `enqueueMany` alone: the same items with the last signature
    * broken, so every event is converted, parsed, id-checked and signature-checked, then
@@ -388,6 +400,47 @@ const bench = {
     const ms = now() - t;
     pool.close(relays);
     return { ms, ok, errors };
+  },
+
+  /**
+   * The least IndexedDB work a lease-based flush of `n` records can do, in raw calls on a
+   * database with the same schema and rows: per batch of `batch`, one relaxed readwrite
+   * transaction that reads the due index and rewrites each row (the lease), then one
+   * strict readwrite transaction that reads and rewrites each row again (the evidence).
+   * No network, no wasm: the store's physical limit for one flush.
+   */
+  async rawFlushEquivalent({ n, relays, batch }) {
+    const box = await openOutbox({});
+    await box.outbox.enqueueMany(items(EVENTS.slice(0, n), relays));
+    await box.outbox.close();
+    const rows = await readRows(box.name);
+    await deleteDb(box.name);
+    const name = `bench-rawflush-${rand()}`;
+    const db = await openRawDb(name);
+    await putAll(db, rows, "relaxed");
+    const t = now();
+    let done = 0;
+    while (done < n) {
+      const tx1 = db.transaction("records", "readwrite", { durability: "relaxed" });
+      const s1 = tx1.objectStore("records");
+      const page = await request(s1.index("due").getAll(IDBKeyRange.upperBound([Date.now() + 1, []]), batch));
+      for (const row of page) s1.put({ ...row, dueMs: row.dueMs + 3_600_000_000 });
+      await committed(tx1);
+      const tx2 = db.transaction("records", "readwrite", { durability: "strict" });
+      const s2 = tx2.objectStore("records");
+      for (const row of page) {
+        const cur = await request(s2.get(row.id));
+        const { dueMs, ...rest } = cur;
+        s2.put({ ...rest, stage: "satisfied" });
+      }
+      await committed(tx2);
+      done += page.length;
+      if (page.length === 0) break;
+    }
+    const ms = now() - t;
+    db.close();
+    await deleteDb(name);
+    return { ms, done };
   },
 
   // --- 5. recovery ---

@@ -25,6 +25,43 @@ export function topSelfTimes(profile, k = 20) {
     .map(([key, us]) => `${(us / 1000).toFixed(0).padStart(7)} ms ${((100 * us) / total).toFixed(1).padStart(5)} %  ${key}`);
 }
 
+// Self time grouped by what it is spent on (wasm names need a build with a name section,
+// e.g. wasm-bindgen without wasm-opt; an optimized build shows wasm-function[N]).
+const CATEGORIES = [
+  ["signature and id check (k256, sha2)", /k256|sha2|elliptic_curve|subtle::|primeorder|crypto_bigint|schnorr|ecdsa|FieldElement|ProjectivePoint|Scalar/],
+  ["JSON (serde_json / serde)", /serde_json|serde_core|serde::|Deserialize|Serialize/],
+  ["wasm<->JS conversion and glue", /serde_wasm_bindgen|wasm_bindgen|js_sys|web_sys|getStringFromWasm|passStringToWasm|getArrayU8|__wbg_|__wbindgen|wasm-to-js|js-to-wasm|^decode |^encode|^encodeInto|^stringify|^parse /],
+  ["IndexedDB calls", /^(put|add|get|getAll|getAllKeys|transaction|commit|count|openCursor|delete|objectStore|index|bound|upperBound|lowerBound) |glue\.js/],
+  ["events (BroadcastChannel, CustomEvent)", /^postMessage|^dispatchEvent|^CustomEvent|^fire /],
+  ["allocation and copies (dlmalloc, memcpy)", /dlmalloc|memcpy|memmove|memset|alloc::|__rust_alloc|__rust_dealloc|__rust_realloc|RawVec/],
+  ["other Rust (nostr_outbox and std)", /nostr_outbox::|core::|std::|hashbrown|futures/],
+  ["benchmark counters (instrumentation)", /^proto\.<computed>/],
+  ["(idle)", /^\(idle\)/],
+  ["(program)", /^\(program\)/],
+  ["(garbage collector)", /^\(garbage collector\)/],
+];
+
+/** Self time per category (see CATEGORIES); unmatched functions count as "other JS". */
+export function categories(profile) {
+  const byNode = new Map(profile.nodes.map((n) => [n.id, n]));
+  const totals = new Map();
+  let total = 0;
+  const { samples = [], timeDeltas = [] } = profile;
+  for (let i = 0; i < samples.length; i++) {
+    const dt = timeDeltas[i] || 0;
+    total += dt;
+    const f = byNode.get(samples[i])?.callFrame;
+    if (!f) continue;
+    const file = (f.url || "").split("/").pop();
+    const key = `${f.functionName || "(anonymous)"} ${file}`;
+    const cat = (CATEGORIES.find(([, re]) => re.test(key)) || ["other JS"])[0];
+    totals.set(cat, (totals.get(cat) || 0) + dt);
+  }
+  return [...totals.entries()]
+    .sort((a, b) => b[1] - a[1])
+    .map(([cat, us]) => ({ category: cat, ms: us / 1000, percent: (100 * us) / total }));
+}
+
 /** Runs in the page: starts counting. */
 export function INSTRUMENT() {
   const c = { transactions: {}, requests: {}, webSocketSends: 0, broadcasts: 0, dispatchedEvents: 0 };
