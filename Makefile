@@ -6,7 +6,7 @@ SHELL := /bin/bash
 ENV := . scripts/env.sh &&
 DEMO_PORT ?= 8080
 
-.PHONY: all setup build test demo bench clean fmt lint
+.PHONY: all setup build test demo bench torture clean fmt lint
 
 all: test
 
@@ -29,6 +29,10 @@ demo: build
 ## bench: benchmarks (programs that print ratios measured side by side in one run)
 bench: setup
 	@bash scripts/bench.sh
+
+## torture: the long reliability run (tabs + service worker, flapping relays, SIGKILLs)
+torture: build
+	@. scripts/env.sh && node tests/e2e/torture.mjs
 
 fmt:
 	cargo fmt
