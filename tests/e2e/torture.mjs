@@ -10,8 +10,9 @@
 //
 //   node tests/e2e/torture.mjs            the long run (`make torture`)
 //   node tests/e2e/torture.mjs --short    the short run (inside `make test`)
-//   options: --seed N  --chaos-seconds S  --kills K  --tabs T  --json FILE
-// Exit status 0 only when no check failed.
+//   options: --seed N  --chaos-seconds S  --kills K  --tabs T  --json FILE [--timeline]
+//            --keep (keep the Chromium profile)
+// Exit status 0 only when no check failed. docs/RELIABILITY.md explains the checks.
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -102,7 +103,7 @@ export async function runTorture(opts = {}) {
   const swPhases = [];
   const restarts = [];
   const opStats = {};
-  const swFlushes = { ran: 0, locked: 0, failed: 0, errors: [] };
+  const swFlushes = { ran: 0, locked: 0, failed: 0, errors: [], holders: {} };
   const flaps = [];
   const hangs = [];
   const pageErrors = [];
@@ -173,6 +174,22 @@ export async function runTorture(opts = {}) {
         o.ms += Date.now() - t0;
         o.max = Math.max(o.max, Date.now() - t0);
       }
+    }
+
+    // Who holds the outbox's Web Lock: "tab N", "worker" (with whether a handleSync is
+    // running in it), or "other".
+    async function lockHolder(s) {
+      const holders = await call(s.tabs[0], "lockHolders");
+      if (!holders.length) return "nobody (released meanwhile)";
+      const tabIds = [];
+      for (const t of s.tabs) tabIds.push(await call(t, "lockClientId"));
+      const worker = await call(s.tabs[0], "swLockClientId");
+      return holders.map((h) => {
+        const i = tabIds.indexOf(h);
+        if (i >= 0) return `tab ${i}`;
+        if (worker?.ok && worker.value.id === h) return `worker (handleSync running: ${worker.value.flushing})`;
+        return "other";
+      }).join(",");
     }
 
     function countSwFlush(res) {
@@ -347,7 +364,7 @@ export async function runTorture(opts = {}) {
           cancels += 1;
           await call(page, "cancel", plan.event.id).catch(() => {});
         } else {
-          const res = await call(page, "swFlush").catch(() => null);
+          const res = await call(page, "swFlush").catch((e) => ({ ok: false, error: String(e.message || e).slice(0, 160) }));
           countSwFlush(res);
           if (chance(0.5)) await call(page, "registerSync").catch(() => {});
         }
@@ -393,8 +410,13 @@ export async function runTorture(opts = {}) {
           const s = session;
           if (s?.alive) {
             for (const t of s.tabs) await call(t, "autoFlush", false).catch(() => {});
-            const res = await call(choose(s.tabs), "swFlush").catch(() => null);
+            const tab = choose(s.tabs);
+            const res = await call(tab, "swFlush").catch((e) => ({ ok: false, error: String(e.message || e).slice(0, 160) }));
             countSwFlush(res);
+            if (res?.ok && res.value.skipped === "locked") {
+              const key = await lockHolder(s).catch((e) => `unknown (${e.message})`);
+              swFlushes.holders[key] = (swFlushes.holders[key] || 0) + 1;
+            }
           }
           await sleep(500);
         }
@@ -637,6 +659,7 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     console.log(formatTable(summary));
     console.log(`calls: ${JSON.stringify(summary.opStats)}`);
     console.log(`tab counters: ${JSON.stringify(summary.tabCounts)}`);
+    if (Object.keys(summary.swFlushes.holders).length) console.log(`Web Lock holders when the worker found it held: ${JSON.stringify(summary.swFlushes.holders)}`);
     if (summary.swFlushes.errors.length) console.log(`service-worker flush failures: ${JSON.stringify(summary.swFlushes.errors.slice(0, 10))}`);
     if (Object.keys(summary.refusedCodes).length) console.log(`typed refusals: ${JSON.stringify(summary.refusedCodes)}`);
     console.log(`crashes: ${summary.killReasons.map((r, i) => `${i + 1}. ${r} (restart ${summary.restartMs[i]} ms)`).join("; ")}`);

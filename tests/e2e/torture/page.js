@@ -21,6 +21,16 @@ function describe(err) {
   };
 }
 
+/** This context's client id as the Web Locks API reports it. */
+export async function lockClientId() {
+  const probe = `probe-${Math.random()}`;
+  let id = null;
+  await navigator.locks.request(probe, async () => {
+    id = (await navigator.locks.query()).held.find((l) => l.name === probe)?.clientId ?? null;
+  });
+  return id;
+}
+
 async function wrap(f) {
   try {
     return { ok: true, value: await f() };
@@ -84,6 +94,12 @@ async function start() {
     swEnqueue: (event, relays, opts) => sw("enqueue", [event, relays, opts]).catch((err) => ({ ok: false, error: describe(err) })),
     swEnqueueMany: (items) => sw("enqueueMany", [items]).catch((err) => ({ ok: false, error: describe(err) })),
     swFlush: () => sw("flush", []).catch((err) => ({ ok: false, error: describe(err) })),
+    // The Web Lock client id of this tab, of the worker, and of whoever holds the
+    // outbox's lock now (Web Locks ids are not Client.id, so each context learns its own
+    // by holding a probe lock).
+    lockClientId: () => lockClientId(),
+    swLockClientId: () => sw("lockClientId", []),
+    lockHolders: async () => (await navigator.locks.query()).held.filter((l) => l.name === `nostr-outbox:${options.name}`).map((l) => l.clientId),
   };
   document.body.dataset.ready = "true";
 }

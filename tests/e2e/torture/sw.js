@@ -20,6 +20,18 @@ function describe(err) {
   };
 }
 
+// How many handleSync calls are running here now (messages and Background Sync).
+let flushing = 0;
+async function flushHere(event) {
+  flushing += 1;
+  try {
+    await ready;
+    return await handleSync(event, { ...options, tag: options.name });
+  } finally {
+    flushing -= 1;
+  }
+}
+
 const ops = {
   async enqueue(event, relays, opts) {
     const r = await (await open()).enqueue(event, relays, opts);
@@ -28,15 +40,20 @@ const ops = {
   async enqueueMany(items) {
     return (await (await open()).enqueueMany(items)).map((r) => ({ id: r.id, disposition: r.disposition }));
   },
-  async flush(event) {
-    await ready;
-    return handleSync(event, { ...options, tag: options.name });
+  async lockClientId() {
+    const probe = `probe-${Math.random()}`;
+    let id = null;
+    await navigator.locks.request(probe, async () => {
+      id = (await navigator.locks.query()).held.find((l) => l.name === probe)?.clientId ?? null;
+    });
+    return { id, flushing };
   },
+  flush: (event) => flushHere(event),
 };
 
 self.addEventListener("install", () => self.skipWaiting());
 self.addEventListener("activate", (e) => e.waitUntil(self.clients.claim()));
-self.addEventListener("sync", (e) => e.waitUntil(ready.then(() => handleSync(e, { ...options, tag: options.name }))));
+self.addEventListener("sync", (e) => e.waitUntil(flushHere(e)));
 self.addEventListener("message", (e) => {
   const port = e.ports[0];
   const { op, args } = e.data || {};
