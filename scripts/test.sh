@@ -40,7 +40,11 @@ run_tier() {
   total_failed=$((total_failed + failed))
   TIER_NAMES+=("$name")
   if [ $rc = 0 ]; then TIER_STATUS+=("ok"); else TIER_STATUS+=("FAILED"); fi
-  TIER_DETAIL+=("$passed passed, $failed failed, $((end - start)) s")
+  local detail="$passed passed, $failed failed, $((end - start)) s"
+  local retries
+  retries=$(grep -ac 'wasm-test-runner: harness start-up failure' "$log")
+  [ "$retries" = 0 ] || detail="$detail, $retries harness start-up retries"
+  TIER_DETAIL+=("$detail")
 }
 
 # in_browser Chrome|Firefox CMD…: runs CMD and fails unless every wasm test binary ran in
@@ -71,10 +75,10 @@ run_tier fmt cargo fmt --all -- --check
 run_tier clippy-native cargo clippy --all-targets --locked -- -D warnings
 run_tier clippy-wasm32 cargo clippy --target wasm32-unknown-unknown --lib --tests --locked -- -D warnings
 run_tier rustdoc env RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --lib --locked -q
-run_tier native cargo test --locked
+run_tier native cargo test --locked --no-fail-fast
 # Browser tiers run with real relays on 127.0.0.1 (nostr-rs-relay and tests/fault-relay).
-run_tier browser-chrome in_browser Chrome chrome_env scripts/with-relays.sh wasm-pack test --headless --chrome -- "${browser_tests[@]}"
-run_tier browser-firefox in_browser Firefox firefox_env scripts/with-relays.sh wasm-pack test --headless --firefox -- "${browser_tests[@]}"
+run_tier browser-chrome in_browser Chrome scripts/with-relays.sh scripts/browser-test.sh chrome "${browser_tests[@]}"
+run_tier browser-firefox in_browser Firefox scripts/with-relays.sh scripts/browser-test.sh firefox "${browser_tests[@]}"
 if [ -x tests/js/run.sh ]; then
   run_tier js bash tests/js/run.sh
 fi
@@ -85,6 +89,15 @@ run_tier js-package bash tests/ts/run.sh
 E2E_TESTS="${E2E_TESTS:-quota.test.mjs demo.test.mjs recovery.test.mjs torture.test.mjs}"
 run_tier e2e bash -c "cd tests/e2e && node --test --test-concurrency=1 $E2E_TESTS"
 
+
+# The lines that say why a tier failed, just above the table, so the end of the output
+# (often all a CI page shows) names the failing tests.
+for i in "${!TIER_NAMES[@]}"; do
+  [ "${TIER_STATUS[$i]}" = ok ] && continue
+  printf '\n--- why %s failed (from %s/%s.log):\n' "${TIER_NAMES[$i]}" "$LOG_DIR" "${TIER_NAMES[$i]}"
+  grep -aE "^test .* FAILED|panicked at|^not ok|Failed to detect|^error(\[|:)|^failures:$|AssertionError|Error: |rerun pass|expected every browser" \
+    "$LOG_DIR/${TIER_NAMES[$i]}.log" | grep -av '# TODO' | head -n 30
+done
 
 printf '\n%-16s %-7s %s\n' tier status detail
 for i in "${!TIER_NAMES[@]}"; do
