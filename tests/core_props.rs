@@ -165,7 +165,41 @@ fn check_record(r: &Record) -> Result<(), TestCaseError> {
         );
         last = e.attempt;
     }
-    prop_assert_eq!(r.attempts, last, "attempts counter");
+    // The last attempt number is uncounted when none of its tries reached a relay.
+    let last_unreached = last > 0
+        && r.evidence
+            .iter()
+            .filter(|e| e.attempt == last)
+            .all(|e| matches!(e.outcome, Outcome::Unreachable | Outcome::NotAttempted));
+    if r.attempts + 1 == last {
+        prop_assert!(last_unreached, "uncounted attempt reached a relay: {r:?}");
+    } else {
+        prop_assert_eq!(r.attempts, last, "attempts counter");
+    }
+    // Repeated tries only for unreached entries; one entry per target and attempt.
+    for (i, e) in r.evidence.iter().enumerate() {
+        prop_assert!(e.tries >= 1);
+        prop_assert_eq!(e.tries > 1, e.first_at_ms.is_some());
+        if e.tries > 1 {
+            prop_assert!(matches!(
+                e.outcome,
+                Outcome::Unreachable | Outcome::NotAttempted
+            ));
+        }
+        let dup = r.evidence[..i]
+            .iter()
+            .any(|p| p.target == e.target && p.attempt == e.attempt);
+        if dup {
+            // Only a reached try after unreached tries of the same attempt number.
+            prop_assert!(
+                r.evidence[..i]
+                    .iter()
+                    .filter(|p| p.target == e.target && p.attempt == e.attempt)
+                    .all(|p| matches!(p.outcome, Outcome::Unreachable | Outcome::NotAttempted)),
+                "{r:?}"
+            );
+        }
+    }
     // Satisfaction agrees with the policy.
     prop_assert_eq!(
         r.satisfaction,
@@ -198,7 +232,7 @@ fn check_record(r: &Record) -> Result<(), TestCaseError> {
         Stage::Pending | Stage::Retryable => {
             prop_assert!(r.lease.is_none() && r.due_ms.is_some(), "{r:?}");
             prop_assert_eq!(r.satisfaction, Satisfaction::Pending);
-            prop_assert_eq!(r.stage == Stage::Pending, r.attempts == 0);
+            prop_assert_eq!(r.stage == Stage::Pending, r.evidence.is_empty());
         }
         Stage::Leased => {
             let l = r.lease.as_ref().expect("leased without lease");
@@ -359,12 +393,40 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
                     };
                     match store.complete_attempt(&c, &retry_cfg(), now).await {
                         Ok(r) => {
-                            prop_assert_eq!(r.attempts, current.attempts + 1, "attempt numbering");
+                            let unreached = !current.unsettled_targets().is_empty()
+                                && r.evidence
+                                    .iter()
+                                    .filter(|e| e.attempt == current.attempts + 1 && e.at_ms == now)
+                                    .all(|e| {
+                                        matches!(
+                                            e.outcome,
+                                            Outcome::Unreachable | Outcome::NotAttempted
+                                        )
+                                    });
+                            if unreached {
+                                prop_assert_eq!(
+                                    r.attempts,
+                                    current.attempts,
+                                    "unreached attempts are not counted"
+                                );
+                                prop_assert!(
+                                    r.evidence.len()
+                                        <= current.evidence.len()
+                                            + current.unsettled_targets().len()
+                                );
+                            } else {
+                                prop_assert_eq!(
+                                    r.attempts,
+                                    current.attempts + 1,
+                                    "attempt numbering"
+                                );
+                            }
                             if r.stage == Stage::Retryable {
                                 prop_assert!(r.due_ms.unwrap() > now);
-                                let rate_limited = r.evidence.iter().any(|e| {
-                                    e.attempt == r.attempts && e.outcome == Outcome::RateLimited
-                                });
+                                let rate_limited = !unreached
+                                    && r.evidence.iter().any(|e| {
+                                        e.attempt == r.attempts && e.outcome == Outcome::RateLimited
+                                    });
                                 if rate_limited {
                                     prop_assert!(
                                         r.due_ms.unwrap() >= now + 2_000,
@@ -457,10 +519,16 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
                 let Some(prev) = before.get(id) else { continue };
                 if r != prev {
                     prop_assert!(r.revision > prev.revision, "revision must grow on {id}");
-                    prop_assert!(
-                        r.evidence.starts_with(&prev.evidence),
-                        "evidence is append-only on {id}"
-                    );
+                    // Append-only, but for an unreached entry repeated in place.
+                    prop_assert!(r.evidence.len() >= prev.evidence.len());
+                    for (a, b) in prev.evidence.iter().zip(&r.evidence) {
+                        let repeated = a.tries < b.tries
+                            && a.target == b.target
+                            && a.attempt == b.attempt
+                            && b.first_at_ms == Some(a.first_at_ms.unwrap_or(a.at_ms))
+                            && matches!(b.outcome, Outcome::Unreachable | Outcome::NotAttempted);
+                        prop_assert!(a == b || repeated, "evidence is append-only on {id}");
+                    }
                     prop_assert!(
                         !prev.is_terminal() || retried.as_deref() == Some(id.as_str()),
                         "terminal record {id} changed without retry"

@@ -4,7 +4,7 @@
 #![cfg(target_arch = "wasm32")]
 
 use futures_util::future::join;
-use nostr_outbox::core::Policy;
+use nostr_outbox::core::{ListQuery, Policy, Stage};
 use nostr_outbox::store::conformance::{self, fixture_claim, fixture_plan};
 use nostr_outbox::store::idb::{Durability, IdbOptions, IdbStore, SCHEMA_VERSION};
 use nostr_outbox::store::Store;
@@ -333,12 +333,43 @@ async fn corrupt_rows_are_reported_skipped_and_kept() {
         2,
         "both healthy records claimed past the corrupt head"
     );
-    assert!(store.corrupt_records().iter().any(|(id, _)| id == "broken"));
+    assert!(store.corrupt_records().iter().any(|c| c.id == "broken"));
     assert_eq!(store.purge(u64::MAX).await.expect("purge"), 0);
     assert_eq!(
         store.get("broken").await.expect_err("still there").code(),
         "corrupt_record",
         "a corrupt row is never deleted"
+    );
+    store.close();
+
+    // A fresh connection that has not met the row: status() reads every row once, so
+    // the corrupt row is counted apart, not as the `pending` its index field claims.
+    let store = open(&name).await;
+    assert!(store.corrupt_records().is_empty());
+    let counts = store.status().await.expect("status");
+    assert_eq!(counts.corrupt, 1, "{counts:?}");
+    assert_eq!(counts.leased, 2, "{counts:?}");
+    assert_eq!(
+        counts.pending, 0,
+        "the corrupt row is not pending: {counts:?}"
+    );
+    assert_eq!(counts.total(), 3, "every stored row: {counts:?}");
+    let rows = store.corrupt_rows().await.expect("corrupt rows");
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(rows[0].id, "broken");
+    assert_eq!(rows[0].stage, Some(Stage::Pending));
+    assert!(!rows[0].reason.is_empty());
+    assert_eq!(
+        store
+            .list(&ListQuery {
+                limit: 100,
+                ..ListQuery::default()
+            })
+            .await
+            .expect("list")
+            .len() as u32,
+        counts.total() - counts.corrupt,
+        "list and status agree"
     );
 }
 

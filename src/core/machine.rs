@@ -211,6 +211,10 @@ pub struct StageCounts {
     pub exhausted: u32,
     /// Records in `cancelled`.
     pub cancelled: u32,
+    /// Stored rows that cannot be decoded into a record, counted apart from the stages
+    /// (a store that can hold them reports them; they are never deleted or changed).
+    #[serde(default)]
+    pub corrupt: u32,
 }
 
 impl StageCounts {
@@ -240,8 +244,12 @@ impl StageCounts {
     }
 
     /// All records.
+    /// Every stored row: the records of every stage plus the corrupt rows.
     pub fn total(&self) -> u32 {
-        Stage::ALL.iter().map(|s| self.get(*s)).sum()
+        Stage::ALL
+            .iter()
+            .map(|s| self.get(*s))
+            .fold(self.corrupt, u32::saturating_add)
     }
 }
 
@@ -380,6 +388,12 @@ fn truncate(mut s: String, max: usize) -> String {
 /// (rejected, attempt budget spent, or the next retry would fall past the deadline)
 /// or `retryable` at `now + delay` from the retry schedule.
 ///
+/// An attempt that reached no relay at all (every answer `unreachable` or
+/// `notAttempted`) is not counted: `attempts` and the budget stay, the next claim tries
+/// the same attempt number again, and its evidence entries are reused (`tries` and
+/// `at_ms` grow) instead of appended, so a record waiting offline stays bounded. Its
+/// backoff still grows with every try, and a deadline still ends the wait.
+///
 /// A stale lease or revision is a lost claim ([`CoreError::LeaseExpired`] /
 /// [`CoreError::RevisionConflict`]) and nothing changes.
 pub fn complete_attempt(
@@ -409,19 +423,29 @@ pub fn complete_attempt(
             ));
         }
     }
+    let answers: Vec<(&String, Outcome, String)> = open
+        .iter()
+        .map(
+            |target| match completion.results.iter().find(|r| r.target == *target) {
+                Some(r) => (target, r.outcome, r.message.clone()),
+                None => (target, Outcome::NotAttempted, String::new()),
+            },
+        )
+        .collect();
+    // An attempt that reached no relay at all (offline, every relay down, circuit
+    // open) is not counted: waiting for connectivity is not a failed delivery. It is
+    // tried again under the same number, its evidence entries are reused (their
+    // `tries` grow) and the backoff keeps growing; a deadline still ends the wait.
+    let unreached = !answers.is_empty()
+        && answers
+            .iter()
+            .all(|(_, o, _)| matches!(o, Outcome::Unreachable | Outcome::NotAttempted));
     let mut next = record.clone();
     let mut failures = Vec::new();
     let mut rate_limited = false;
-    // True while no relay of this attempt was reached at all (offline, every relay
-    // down): such an attempt does not use up the attempt budget.
-    let mut unreached = true;
-    for target in &open {
-        let (outcome, message) = match completion.results.iter().find(|r| r.target == *target) {
-            Some(r) => (r.outcome, r.message.clone()),
-            None => (Outcome::NotAttempted, String::new()),
-        };
+    let mut streak = 1u32;
+    for (target, outcome, message) in answers {
         rate_limited |= outcome == Outcome::RateLimited;
-        unreached &= matches!(outcome, Outcome::Unreachable | Outcome::NotAttempted);
         if !outcome.is_accepted() {
             if message.is_empty() {
                 failures.push(format!("{target}: {}", outcome.as_str()));
@@ -429,15 +453,40 @@ pub fn complete_attempt(
                 failures.push(format!("{target}: {} ({message})", outcome.as_str()));
             }
         }
-        next.evidence.push(Evidence {
-            target: target.clone(),
-            attempt,
-            outcome,
-            message: truncate(message, MAX_MESSAGE_LEN),
-            at_ms: now_ms,
-        });
+        let message = truncate(message, MAX_MESSAGE_LEN);
+        let repeat = if unreached {
+            next.evidence
+                .iter_mut()
+                .rev()
+                .find(|e| e.target == *target)
+                .filter(|e| {
+                    e.attempt == attempt
+                        && matches!(e.outcome, Outcome::Unreachable | Outcome::NotAttempted)
+                })
+        } else {
+            None
+        };
+        match repeat {
+            Some(e) => {
+                e.first_at_ms.get_or_insert(e.at_ms);
+                e.tries = e.tries.saturating_add(1);
+                e.outcome = outcome;
+                e.message = message;
+                e.at_ms = now_ms;
+                streak = streak.max(e.tries);
+            }
+            None => next.evidence.push(Evidence {
+                target: target.clone(),
+                attempt,
+                outcome,
+                message,
+                at_ms: now_ms,
+                tries: 1,
+                first_at_ms: None,
+            }),
+        }
     }
-    next.attempts = attempt;
+    next.attempts = if unreached { record.attempts } else { attempt };
     next.last_attempt_ms = Some(now_ms);
     next.last_error = if failures.is_empty() {
         None
@@ -446,23 +495,27 @@ pub fn complete_attempt(
     };
     next.satisfaction = next.evaluate();
     bump(&mut next, now_ms);
-    if unreached && next.satisfaction == Satisfaction::Pending {
-        // Waiting for connectivity is not a failed delivery: the budget moves along,
-        // the backoff keeps growing (up to the maximum delay) and a deadline, when
-        // set, still ends the wait.
-        next.attempt_limit = next.attempt_limit.saturating_add(1);
-    }
+    // The backoff of an unreached wait grows with its tries: 1st try of attempt n
+    // waits as after attempt n, the k-th as after attempt n + k - 1.
+    let backoff_after = if unreached {
+        record.attempts.saturating_add(streak)
+    } else {
+        attempt
+    };
     match next.satisfaction {
         Satisfaction::Satisfied => finish(&mut next, Stage::Satisfied, None),
         Satisfaction::Exhausted => {
             finish(&mut next, Stage::Exhausted, Some(StopReason::Rejected));
         }
-        Satisfaction::Pending if attempt >= next.attempt_limit => {
+        Satisfaction::Pending if !unreached && attempt >= next.attempt_limit => {
             finish(&mut next, Stage::Exhausted, Some(StopReason::MaxAttempts));
         }
         Satisfaction::Pending => {
-            let at =
-                now_ms.saturating_add(retry.delay_ms(attempt, completion.jitter, rate_limited));
+            let at = now_ms.saturating_add(retry.delay_ms(
+                backoff_after,
+                completion.jitter,
+                rate_limited,
+            ));
             if next.effective_deadline_ms().is_some_and(|d| at >= d) {
                 finish(&mut next, Stage::Exhausted, Some(StopReason::Expired));
             } else {
@@ -489,7 +542,7 @@ pub fn release(
     let mut next = record.clone();
     bump(&mut next, now_ms);
     next.lease = None;
-    next.stage = if next.attempts == 0 {
+    next.stage = if next.evidence.is_empty() {
         Stage::Pending
     } else {
         Stage::Retryable
@@ -517,7 +570,7 @@ pub fn retry(record: &Record, now_ms: u64) -> Result<Record, CoreError> {
     bump(&mut next, now_ms);
     next.rearmed_after_attempt = next.attempts;
     next.attempt_limit = next.attempts.saturating_add(next.max_attempts);
-    next.stage = if next.attempts == 0 {
+    next.stage = if next.evidence.is_empty() {
         Stage::Pending
     } else {
         Stage::Retryable

@@ -127,7 +127,10 @@ impl fmt::Debug for Lease {
     }
 }
 
-/// What one target answered in one attempt. Appended, never changed or removed.
+/// What one target answered in one attempt. Appended, never removed; the one exception
+/// to "never changed": consecutive tries of one attempt that reached no relay at all
+/// (offline, every relay down) share one entry per target, whose [`Evidence::tries`]
+/// and [`Evidence::at_ms`] grow, so a record waiting for connectivity stays small.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Evidence {
@@ -140,8 +143,23 @@ pub struct Evidence {
     /// The relay's message (the `OK` message text, or a transport description),
     /// truncated to [`super::machine::MAX_MESSAGE_LEN`] bytes.
     pub message: String,
-    /// When the attempt was recorded (unix ms).
+    /// When the attempt was recorded (unix ms); for a repeated unreached try, the last.
     pub at_ms: u64,
+    /// How many tries this entry stands for: 1, or more for an attempt that reached no
+    /// relay and was tried again (see the type's docs).
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub tries: u32,
+    /// When the first of several tries was recorded (unix ms); `None` for one try.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_at_ms: Option<u64>,
+}
+
+fn one() -> u32 {
+    1
+}
+
+fn is_one(n: &u32) -> bool {
+    *n == 1
 }
 
 /// One outbox item: its plan, its stage and its whole delivery history.
@@ -168,7 +186,8 @@ pub struct Record {
     pub stage: Stage,
     /// The current (possibly expired) lease, when stage is `leased`.
     pub lease: Option<Lease>,
-    /// The number of the last recorded attempt (0 before the first).
+    /// The number of the last counted attempt (0 before the first). An attempt that
+    /// reached no relay at all is not counted: it is tried again under the same number.
     pub attempts: u32,
     /// The highest attempt number allowed before exhaustion (`retry` raises it).
     pub attempt_limit: u32,

@@ -13,7 +13,7 @@ use crate::core::{
     RetryConfig, StageCounts,
 };
 use crate::store::idb::IdbStore;
-use crate::store::{MemoryStore, Store, StoreError};
+use crate::store::{CorruptRow, MemoryStore, Store, StoreError};
 use crate::transport::websocket::WsTransport;
 use crate::transport::{PublishReport, Transport};
 
@@ -93,6 +93,9 @@ impl Store for AnyStore {
     }
     async fn status(&self) -> Result<StageCounts, StoreError> {
         delegate!(self, s => s.status())
+    }
+    async fn corrupt_rows(&self) -> Result<Vec<CorruptRow>, StoreError> {
+        delegate!(self, s => s.corrupt_rows())
     }
     async fn next_due(&self) -> Result<Option<u64>, StoreError> {
         delegate!(self, s => s.next_due())

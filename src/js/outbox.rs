@@ -517,6 +517,16 @@ impl Outbox {
         })
     }
 
+    /// Stored rows that cannot be decoded (reads every row): `[{ id, stage, reason }]`.
+    #[wasm_bindgen(js_name = corruptRecords, skip_typescript)]
+    pub fn corrupt_records(&self) -> Promise {
+        let inner = self.live();
+        promise(async move {
+            let inner = inner?;
+            Ok(view::corrupt_rows(&inner.store.corrupt_rows().await?))
+        })
+    }
+
     /// Re-arms an exhausted record.
     #[wasm_bindgen(skip_typescript)]
     pub fn retry(&self, id: JsValue) -> Promise {

@@ -155,8 +155,16 @@ export interface Evidence {
   rejectReason?: RejectReason;
   /** The relay's `OK` message, or a description of the transport failure. */
   message: string;
-  /** When it was recorded, unix ms. */
+  /** When it was recorded, unix ms (for repeated tries, the last one). */
   at: number;
+  /**
+   * How many tries this entry stands for: 1, or more when an attempt reached no relay
+   * at all (offline, relays down) and was tried again under the same attempt number.
+   * Such tries do not use up `maxAttempts`.
+   */
+  tries: number;
+  /** When the first of several tries was recorded, unix ms (only when `tries > 1`). */
+  firstAt?: number;
 }
 
 /** One target relay of a record and its latest answer. */
@@ -179,7 +187,10 @@ export interface OutboxRecord {
   targets: TargetStatus[];
   /** Every answer of every relay in every attempt, oldest first. */
   evidence: Evidence[];
-  /** Attempts made so far. */
+  /**
+   * Attempts counted so far: attempts that reached at least one relay. A try that reached
+   * none (offline, every relay down) is retried under the same number and not counted.
+   */
   attempts: number;
   /** The attempt budget asked for. */
   maxAttempts: number;
@@ -210,7 +221,24 @@ export interface OutboxStatus {
   satisfied: number;
   exhausted: number;
   cancelled: number;
+  /**
+   * Stored rows that cannot be decoded (written by other software or a newer version,
+   * or damaged), counted apart from the stages. They are never deleted or changed;
+   * `corruptRecords()` names them. Always 0 with `storage: "memory"`.
+   */
+  corrupt: number;
+  /** Every stored row: the stages plus `corrupt`. */
   total: number;
+}
+
+/** A stored row that cannot be decoded into a record. */
+export interface CorruptRecord {
+  /** The row's key (the item id it claims). */
+  id: string;
+  /** The stage its index field files it under, if any. */
+  stage: Stage | null;
+  /** Why it cannot be decoded. */
+  reason: string;
 }
 
 /** Options of `list`. */
@@ -350,8 +378,16 @@ export class Outbox {
   get(id: string): Promise<OutboxRecord | null>;
   /** A page of records in creation order. */
   list(options?: ListOptions): Promise<OutboxRecord[]>;
-  /** Counts per stage. */
+  /**
+   * Counts per stage, and undecodable rows apart. The first call on an IndexedDB outbox
+   * reads every row once (to find undecodable ones); later calls count by index.
+   */
   status(): Promise<OutboxStatus>;
+  /**
+   * Stored rows that cannot be decoded, sorted by id (reads every row). `list()` and
+   * `flush()` skip them; `get(id)` rejects with `corrupt_record`.
+   */
+  corruptRecords(): Promise<CorruptRecord[]>;
   /** Re-arms an exhausted record. */
   retry(id: string): Promise<OutboxRecord>;
   /** Cancels a record that is not terminal. */

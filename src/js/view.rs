@@ -21,6 +21,9 @@ struct EvidenceView<'a> {
     reject_reason: Option<&'static str>,
     message: &'a str,
     at: u64,
+    tries: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    first_at: Option<u64>,
 }
 
 impl<'a> From<&'a Evidence> for EvidenceView<'a> {
@@ -35,6 +38,8 @@ impl<'a> From<&'a Evidence> for EvidenceView<'a> {
             },
             message: &e.message,
             at: e.at_ms,
+            tries: e.tries,
+            first_at: e.first_at_ms,
         }
     }
 }
@@ -169,7 +174,29 @@ struct StatusView {
     satisfied: u32,
     exhausted: u32,
     cancelled: u32,
+    corrupt: u32,
     total: u32,
+}
+
+#[derive(Serialize)]
+struct CorruptView<'a> {
+    id: &'a str,
+    stage: Option<&'static str>,
+    reason: &'a str,
+}
+
+/// Undecodable rows as a JavaScript array of `CorruptRecord`.
+pub(crate) fn corrupt_rows(rows: &[crate::store::CorruptRow]) -> JsValue {
+    to_js(
+        &rows
+            .iter()
+            .map(|c| CorruptView {
+                id: &c.id,
+                stage: c.stage.map(|s| s.as_str()),
+                reason: &c.reason,
+            })
+            .collect::<Vec<_>>(),
+    )
 }
 
 /// Counts per stage as a JavaScript `OutboxStatus`.
@@ -181,6 +208,7 @@ pub(crate) fn status(c: &StageCounts) -> JsValue {
         satisfied: c.satisfied,
         exhausted: c.exhausted,
         cancelled: c.cancelled,
+        corrupt: c.corrupt,
         total: c.total(),
     })
 }

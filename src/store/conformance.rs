@@ -1077,63 +1077,123 @@ pub async fn policies<S: Store>(s: &S) {
     }
 }
 
-/// An attempt that reached no relay (all unreachable) does not use up the budget: the
-/// record keeps waiting with a growing backoff; the first attempt that reaches a relay
-/// counts again, and a deadline still ends the wait.
+/// An attempt that reached no relay (all unreachable) is not counted: the record keeps
+/// waiting with a growing backoff under the same attempt number, its evidence stays one
+/// entry per target (whose `tries` grow), the first attempt that reaches a relay counts
+/// again, and the budget still ends the record.
 pub async fn unreachable_attempts_keep_the_budget<S: Store>(s: &S) {
     const C: &str = "unreachable_attempts_keep_the_budget";
-    let plan = fixture_plan(1, &RELAYS[..1], Policy::All).with_max_attempts(2);
+    let plan = fixture_plan(1, &RELAYS[..2], Policy::All).with_max_attempts(2);
     let id = ok(C, "enqueue", s.enqueue(plan, 0).await).record.id;
     let mut now = 0;
     let mut last_delay = 0;
-    for attempt in 1..=5u32 {
-        let r = claim_one(C, s, &format!("u{attempt}"), now, &id).await;
-        let outcome = if attempt < 5 {
-            Outcome::Unreachable
-        } else {
-            Outcome::Error
-        };
+    for k in 1..=40u32 {
+        let r = claim_one(C, s, &format!("u{k}"), now, &id).await;
+        check_eq!(
+            C,
+            r.lease.as_ref().map(|l| l.attempt),
+            Some(1),
+            "same attempt number"
+        );
+        // One relay refuses the connection, the other is not even tried.
         let done = ok(
             C,
             "complete",
             s.complete_attempt(
-                &completion(&r, &format!("u{attempt}"), vec![answer(RELAYS[0], outcome)]),
+                &completion(
+                    &r,
+                    &format!("u{k}"),
+                    vec![answer(RELAYS[0], Outcome::Unreachable)],
+                ),
                 &fixture_retry(),
                 now,
             )
             .await,
         );
-        check_eq!(C, done.attempts, attempt, "attempts stay consecutive");
-        if attempt < 5 {
-            check_eq!(
-                C,
-                done.stage,
-                Stage::Retryable,
-                "still waiting for the relay"
-            );
-            let delay = done.due_ms.unwrap_or(0) - now;
-            check!(
-                C,
-                delay >= last_delay,
-                "backoff does not shrink while unreachable"
-            );
-            last_delay = delay;
-        } else {
-            check_eq!(
-                C,
-                done.stage,
-                Stage::Retryable,
-                "one reached attempt of two"
-            );
+        check_eq!(C, done.attempts, 0, "an unreached attempt is not counted");
+        check_eq!(
+            C,
+            done.stage,
+            Stage::Retryable,
+            "still waiting for the relays"
+        );
+        check_eq!(
+            C,
+            done.evidence.len(),
+            2,
+            "one entry per target, however long the wait"
+        );
+        check!(
+            C,
+            done.evidence.iter().all(|e| e.tries == k && e.attempt == 1),
+            "tries counted on the entries"
+        );
+        if k > 1 {
+            check_eq!(C, done.evidence[0].first_at_ms, Some(0), "first try kept");
         }
+        check_eq!(C, done.evidence[0].at_ms, now, "last try time");
+        let delay = done.due_ms.unwrap_or(0) - now;
+        check!(
+            C,
+            delay >= last_delay,
+            "backoff does not shrink while unreachable"
+        );
+        last_delay = delay;
         now = done.due_ms.unwrap_or(now);
     }
-    let r = claim_one(C, s, "u6", now, &id).await;
+    check!(C, last_delay > 0, "an unreached wait has a backoff");
+    // The stored record is the returned one.
+    let stored = must_get(C, s, &id).await;
+    check_eq!(C, stored.evidence.len(), 2, "stored evidence bounded");
+    // A reached attempt counts: number 1, appended after the unreached entries.
+    let r = claim_one(C, s, "r1", now, &id).await;
     let done = ok(
         C,
         "complete",
         s.complete_attempt(
-            &completion(&r, "u6", vec![answer(RELAYS[0], Outcome::Error)]),
+            &completion(
+                &r,
+                "r1",
+                vec![
+                    answer(RELAYS[0], Outcome::Error),
+                    answer(RELAYS[1], Outcome::Unreachable),
+                ],
+            ),
+            &fixture_retry(),
+            now,
+        )
+        .await,
+    );
+    check_eq!(C, done.attempts, 1, "a reached attempt is counted");
+    check_eq!(C, done.evidence.len(), 4, "reached attempt appended");
+    check_eq!(
+        C,
+        done.stage,
+        Stage::Retryable,
+        "one reached attempt of two"
+    );
+    now = done.due_ms.unwrap_or(now);
+    // An unreached attempt after it starts a new entry under number 2.
+    let r = claim_one(C, s, "u-after", now, &id).await;
+    let done = ok(
+        C,
+        "complete",
+        s.complete_attempt(
+            &completion(&r, "u-after", vec![answer(RELAYS[0], Outcome::Unreachable)]),
+            &fixture_retry(),
+            now,
+        )
+        .await,
+    );
+    check_eq!(C, done.attempts, 1, "still one counted attempt");
+    check_eq!(C, done.evidence.len(), 6, "new attempt number, new entries");
+    now = done.due_ms.unwrap_or(now);
+    let r = claim_one(C, s, "r2", now, &id).await;
+    let done = ok(
+        C,
+        "complete",
+        s.complete_attempt(
+            &completion(&r, "r2", vec![answer(RELAYS[0], Outcome::Error)]),
             &fixture_retry(),
             now,
         )
@@ -1146,6 +1206,7 @@ pub async fn unreachable_attempts_keep_the_budget<S: Store>(s: &S) {
         "two reached attempts spend the budget"
     );
     check_eq!(C, done.reason, Some(StopReason::MaxAttempts), "reason");
+    check_eq!(C, done.attempts, 2, "attempts");
 }
 
 /// The attempt budget ends a record as `exhausted` with reason `maxAttempts`.

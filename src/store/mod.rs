@@ -7,7 +7,7 @@
 use thiserror::Error;
 
 use crate::core::{
-    ClaimRequest, Completion, CoreError, Enqueued, ListQuery, Plan, Record, RetryConfig,
+    ClaimRequest, Completion, CoreError, Enqueued, ListQuery, Plan, Record, RetryConfig, Stage,
     StageCounts,
 };
 
@@ -18,6 +18,20 @@ pub mod idb;
 pub mod memory;
 
 pub use memory::MemoryStore;
+
+/// A stored row that cannot be decoded into a record: written by other software or a
+/// newer row format, or damaged. Stores skip it in claims and lists, report it in
+/// [`Store::status`] and [`Store::corrupt_rows`], and never delete or change it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CorruptRow {
+    /// The row's key (the item id it claims).
+    pub id: String,
+    /// The stage the store's stage index files the row under (so [`Store::status`]
+    /// takes it out of that stage's count), when any.
+    pub stage: Option<Stage>,
+    /// Why it cannot be decoded.
+    pub reason: String,
+}
 
 /// Why a store operation failed. Nothing was written when one of these is returned.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
@@ -134,8 +148,16 @@ pub trait Store {
     /// A page of records in `(created_ms, id)` order.
     async fn list(&self, query: &ListQuery) -> Result<Vec<Record>, StoreError>;
 
-    /// How many records are in each stage.
+    /// How many records are in each stage, and how many rows are corrupt (counted
+    /// apart, in no stage).
     async fn status(&self) -> Result<StageCounts, StoreError>;
+
+    /// Every stored row that cannot be decoded into a record, sorted by id. It reads
+    /// every row. The default (for stores that cannot hold such rows, like the memory
+    /// store) is none.
+    async fn corrupt_rows(&self) -> Result<Vec<CorruptRow>, StoreError> {
+        Ok(Vec::new())
+    }
 
     /// The smallest `due_ms` of any non-terminal record: when the next claim can
     /// succeed (a leased record is due when its lease expires).

@@ -34,7 +34,7 @@ use crate::core::{
     RetryConfig, Stage, StageCounts,
 };
 use crate::store::codec;
-use crate::store::{Store, StoreError};
+use crate::store::{CorruptRow, Store, StoreError};
 
 pub use schema::MAX_VERSION as SCHEMA_VERSION;
 pub use sys::Durability;
@@ -66,9 +66,13 @@ pub struct IdbStore {
     options: IdbOptions,
     conn: RefCell<Option<JsValue>>,
     closed: std::cell::Cell<bool>,
-    /// Corrupt rows seen so far, `(id, reason)` sorted by id (a sorted `Vec`
-    /// instead of one more `BTreeMap` instantiation in the .wasm).
-    corrupt: RefCell<Vec<(String, String)>>,
+    /// Corrupt rows seen so far, sorted by id (a sorted `Vec` instead of one more
+    /// `BTreeMap` instantiation in the .wasm).
+    corrupt: RefCell<Vec<CorruptRow>>,
+    /// True once every row has been read (the first `status()` does it), so the
+    /// corrupt rows above are all of them (but for rows written later by other software,
+    /// noticed when a read meets them).
+    scanned: std::cell::Cell<bool>,
 }
 
 impl std::fmt::Debug for IdbStore {
@@ -107,6 +111,7 @@ impl IdbStore {
             conn: RefCell::new(None),
             closed: std::cell::Cell::new(false),
             corrupt: RefCell::new(Vec::new()),
+            scanned: std::cell::Cell::new(false),
         };
         store.connection().await?;
         Ok(store)
@@ -149,10 +154,48 @@ impl IdbStore {
             .is_some_and(|c| !sys::is_closed(c))
     }
 
-    /// Rows seen so far that could not be decoded: `(item id, reason)`. They stay
-    /// stored, untouched.
-    pub fn corrupt_records(&self) -> Vec<(String, String)> {
+    /// Rows seen so far that could not be decoded, sorted by id. They stay stored,
+    /// untouched. [`Store::corrupt_rows`] reads every row first.
+    pub fn corrupt_records(&self) -> Vec<CorruptRow> {
         self.corrupt.borrow().clone()
+    }
+
+    /// Reads (and decodes) every row, page by page in short read-only transactions,
+    /// so that the corrupt rows noted are all of them.
+    async fn scan_all(&self) -> Result<(), StoreError> {
+        const PAGE: u32 = 500;
+        let mut after: Option<JsValue> = None;
+        loop {
+            let page = self
+                .run(async |db| {
+                    let tx = Tx::open(db, &[RECORDS], false, Durability::Relaxed)?;
+                    let store = tx.store(RECORDS)?;
+                    let range = match &after {
+                        Some(last) => IdbKeyRange::lower_bound_with_open(last, true)
+                            .map_err(failure)?
+                            .into(),
+                        None => JsValue::UNDEFINED,
+                    };
+                    let page: Array = request(store.get_all_with_key_and_limit(&range, PAGE))
+                        .await?
+                        .unchecked_into();
+                    Ok(page)
+                })
+                .await?;
+            let n = page.length();
+            after = page
+                .iter()
+                .last()
+                .and_then(|row| js_sys::Reflect::get(&row, &"id".into()).ok());
+            for row in page.iter() {
+                let _ = self.decode(row);
+            }
+            if n < PAGE || after.is_none() {
+                break;
+            }
+        }
+        self.scanned.set(true);
+        Ok(())
     }
 
     async fn connection(&self) -> Result<IdbDatabase, Failure> {
@@ -252,12 +295,33 @@ impl IdbStore {
             })
             .and_then(|row| codec::decode(&row));
         match result {
-            Ok(record) => Ok(Some(record)),
-            Err(StoreError::Corrupt { id, message }) => {
+            Ok(record) => {
+                // A row rewritten since (by other software) is no longer corrupt.
                 let mut corrupt = self.corrupt.borrow_mut();
-                match corrupt.binary_search_by(|(k, _)| k.as_str().cmp(&id)) {
-                    Ok(i) => corrupt[i].1 = message.clone(),
-                    Err(i) => corrupt.insert(i, (id.clone(), message.clone())),
+                if let Ok(i) = corrupt.binary_search_by(|c| c.id.as_str().cmp(&record.id)) {
+                    corrupt.remove(i);
+                }
+                Ok(Some(record))
+            }
+            Err(StoreError::Corrupt { id, message }) => {
+                // The stage the `stage` index files the row under: its `stage` names one
+                // and `createdMs` is a valid key (else the row is in no index entry).
+                let field = |name: &str| js_sys::Reflect::get(&value, &name.into()).ok();
+                let indexed = field("createdMs")
+                    .is_some_and(|c| !c.is_undefined() && IdbKeyRange::only(&c).is_ok());
+                let stage = field("stage")
+                    .and_then(|v| v.as_string())
+                    .and_then(|s| Stage::ALL.into_iter().find(|x| x.as_str() == s))
+                    .filter(|_| indexed);
+                let row = CorruptRow {
+                    id: id.clone(),
+                    stage,
+                    reason: message.clone(),
+                };
+                let mut corrupt = self.corrupt.borrow_mut();
+                match corrupt.binary_search_by(|c| c.id.as_str().cmp(&id)) {
+                    Ok(i) => corrupt[i] = row,
+                    Err(i) => corrupt.insert(i, row),
                 }
                 Err(StoreError::Corrupt { id, message })
             }
@@ -596,26 +660,52 @@ impl Store for IdbStore {
     }
 
     async fn status(&self) -> Result<StageCounts, StoreError> {
-        self.run(async |db| {
-            let tx = Tx::open(db, &[RECORDS], false, Durability::Relaxed)?;
-            let index = tx.store(RECORDS)?.index(IDX_STAGE).map_err(failure)?;
-            let mut counts = StageCounts::default();
-            for stage in Stage::ALL {
-                let range = stage_range(stage)?;
-                let n = request(index.count_with_key(&range)).await?;
-                let n = n.as_f64().unwrap_or(0.0) as u32;
-                *match stage {
+        if !self.scanned.get() {
+            self.scan_all().await?;
+        }
+        let mut counts = self
+            .run(async |db| {
+                let tx = Tx::open(db, &[RECORDS], false, Durability::Relaxed)?;
+                let index = tx.store(RECORDS)?.index(IDX_STAGE).map_err(failure)?;
+                let mut counts = StageCounts::default();
+                for stage in Stage::ALL {
+                    let range = stage_range(stage)?;
+                    let n = request(index.count_with_key(&range)).await?;
+                    let n = n.as_f64().unwrap_or(0.0) as u32;
+                    *match stage {
+                        Stage::Pending => &mut counts.pending,
+                        Stage::Leased => &mut counts.leased,
+                        Stage::Retryable => &mut counts.retryable,
+                        Stage::Satisfied => &mut counts.satisfied,
+                        Stage::Exhausted => &mut counts.exhausted,
+                        Stage::Cancelled => &mut counts.cancelled,
+                    } = n;
+                }
+                Ok(counts)
+            })
+            .await?;
+        // Corrupt rows are counted apart, not under the stage their index field names.
+        for row in self.corrupt.borrow().iter() {
+            if let Some(stage) = row.stage {
+                let slot = match stage {
                     Stage::Pending => &mut counts.pending,
                     Stage::Leased => &mut counts.leased,
                     Stage::Retryable => &mut counts.retryable,
                     Stage::Satisfied => &mut counts.satisfied,
                     Stage::Exhausted => &mut counts.exhausted,
                     Stage::Cancelled => &mut counts.cancelled,
-                } = n;
+                };
+                *slot = slot.saturating_sub(1);
             }
-            Ok(counts)
-        })
-        .await
+            counts.corrupt = counts.corrupt.saturating_add(1);
+        }
+        Ok(counts)
+    }
+
+    async fn corrupt_rows(&self) -> Result<Vec<CorruptRow>, StoreError> {
+        self.corrupt.borrow_mut().clear();
+        self.scan_all().await?;
+        Ok(self.corrupt_records())
     }
 
     async fn next_due(&self) -> Result<Option<u64>, StoreError> {

@@ -135,11 +135,13 @@ export function checkTotalQueue(input) {
     if (!rec.event || latest.size === 0) fail("record-incomplete", { id: rec.id });
     // History is append-only and terminal is terminal: every snapshot taken during the
     // run is a prefix of the final record.
+    // The one allowed change: an entry of an attempt that reached no relay grows its
+    // `tries` (and `at`, `message`) when that attempt is tried again.
     for (const snap of plan.snapshots || []) {
-      const finalEvidence = JSON.stringify(rec.evidence);
       const problems = [];
       if (rec.revision < snap.revision) problems.push(`revision ${snap.revision} → ${rec.revision}`);
-      if (!finalEvidence.startsWith(snap.evidence.slice(0, -1))) problems.push("evidence rewritten");
+      const before = JSON.parse(snap.evidence);
+      if (before.length > rec.evidence.length || before.some((e, i) => !evidenceGrew(e, rec.evidence[i]))) problems.push("evidence rewritten");
       if ((snap.stage === "satisfied" || snap.stage === "cancelled") && rec.stage !== snap.stage) problems.push(`${snap.stage} → ${rec.stage}`);
       if (snap.stage === "exhausted" && rec.stage !== "exhausted" && !(plan.retries || []).some((t) => t >= snap.t)) problems.push(`exhausted → ${rec.stage} without retry()`);
       if (problems.length) {
@@ -229,4 +231,16 @@ export function checkTotalQueue(input) {
   }
   counts.duplicates = counts.dupAfterCrash + counts.dupLateOk + counts.dupCut + counts.dupUnexplained;
   return { failures, counts };
+}
+
+const UNREACHED = new Set(["unreachable", "notAttempted"]);
+
+/** True when evidence entry `after` is `before`, or `before` repeated (more tries). */
+export function evidenceGrew(before, after) {
+  if (JSON.stringify(before) === JSON.stringify(after)) return true;
+  return !!after
+    && UNREACHED.has(before.outcome) && UNREACHED.has(after.outcome)
+    && before.relay === after.relay && before.attempt === after.attempt
+    && after.tries > before.tries && after.at >= before.at
+    && after.firstAt === (before.firstAt ?? before.at);
 }
