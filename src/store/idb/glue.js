@@ -16,10 +16,25 @@ export function requestPromise(req) {
 
 // Resolves when the transaction commits; rejects with the transaction's error (e.g.
 // QuotaExceededError, which Chromium reports only as the abort) or an AbortError.
+// It also rejects when any write request of the transaction failed unhandled, even if
+// the browser then completed the transaction: Firefox refuses a write over quota at
+// the request, and a transaction already committing (commit() called) completes
+// without it; that must never look like success.
 export function transactionDone(tx) {
   return new Promise((resolve, reject) => {
-    tx.oncomplete = () => resolve();
-    tx.onabort = () => reject(tx.error || new DOMException("transaction aborted", "AbortError"));
+    let failed = null;
+    tx.addEventListener("error", (event) => {
+      // Errors a caller handled (preventDefault: reads, duplicate keys) are not ours.
+      if (event.defaultPrevented || failed) return;
+      failed = (event.target && event.target.error) || new DOMException("request failed", "UnknownError");
+      try {
+        tx.abort();
+      } catch (_) {
+        // Already committing or finished: `complete` below reports the failure.
+      }
+    });
+    tx.oncomplete = () => (failed ? reject(failed) : resolve());
+    tx.onabort = () => reject(tx.error || failed || new DOMException("transaction aborted", "AbortError"));
   });
 }
 
@@ -27,9 +42,14 @@ export function transactionDone(tx) {
 // its index is reported so the caller can decide between replay and conflict. Any
 // other failure aborts the transaction as usual. Resolves with the indexes of the
 // rows that already existed.
+//
+// Any other failure (QuotaExceededError at the request in Firefox) aborts the
+// transaction at once, inside the error event, before the caller can commit it, and
+// rejects with that error: an add that did not happen is never reported as done.
 export function addRows(store, rows) {
-  return new Promise((resolve) => {
+  return new Promise((resolve, reject) => {
     const existing = [];
+    let failed = null;
     let pending = rows.length;
     if (pending === 0) {
       resolve(existing);
@@ -37,7 +57,9 @@ export function addRows(store, rows) {
     }
     const settle = () => {
       pending -= 1;
-      if (pending === 0) resolve(existing.sort((a, b) => a - b));
+      if (pending > 0) return;
+      if (failed) reject(failed);
+      else resolve(existing.sort((a, b) => a - b));
     };
     rows.forEach((row, i) => {
       const req = store.add(row);
@@ -47,6 +69,13 @@ export function addRows(store, rows) {
           event.preventDefault();
           event.stopPropagation();
           existing.push(i);
+        } else if (!failed) {
+          failed = req.error || new DOMException("add failed", "UnknownError");
+          try {
+            store.transaction.abort();
+          } catch (_) {
+            // Already aborting.
+          }
         }
         settle();
       };
@@ -58,8 +87,15 @@ export function openTransaction(db, stores, mode, durability) {
   return db.transaction(stores, mode, { durability });
 }
 
+// Commits now where the browser can; a transaction that already aborted (a failed
+// request aborted it) cannot be committed and is left to report its abort.
 export function commitTransaction(tx) {
-  if (typeof tx.commit === "function") tx.commit();
+  if (typeof tx.commit !== "function") return;
+  try {
+    tx.commit();
+  } catch (_) {
+    // InvalidStateError: not active any more (aborted or finishing); `done` tells.
+  }
 }
 
 // Opens `name` at `version`. `upgrade(db, tx, oldVersion)` runs synchronously inside
