@@ -17,6 +17,7 @@
 
 pub mod core;
 pub mod flush;
+mod json;
 pub mod nostr;
 pub mod store;
 pub mod transport;
