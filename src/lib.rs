@@ -19,6 +19,7 @@ pub mod core;
 pub mod flush;
 mod json;
 pub mod nostr;
+mod sort;
 pub mod store;
 pub mod transport;
 
