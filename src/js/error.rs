@@ -5,6 +5,8 @@
 //! object), `storage_unavailable` and `closed`.
 
 use serde_json::{json, Value};
+
+use crate::json::JsonWriter;
 use wasm_bindgen::prelude::*;
 
 use crate::core::CoreError;
@@ -100,7 +102,11 @@ impl ApiError {
         make_error(
             self.code,
             &self.message,
-            self.details.map(|d| d.to_string()),
+            self.details.map(|d| {
+                let mut w = JsonWriter::new();
+                w.value(&d);
+                w.finish()
+            }),
             self.cause.unwrap_or(JsValue::UNDEFINED),
         )
     }

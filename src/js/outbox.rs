@@ -565,7 +565,7 @@ impl Outbox {
         promise(async move {
             let inner = inner?;
             let result = inner.runtime.flush().await.map_err(run_error)?;
-            Ok(view::to_js(&result))
+            Ok(result.to_js())
         })
     }
 
@@ -627,7 +627,7 @@ impl Outbox {
                 return Ok(JsValue::NULL);
             };
             let persisted = persistence::is_persisted().await;
-            Ok(view::to_js(&json!({
+            Ok(view::value_to_js(&json!({
                 "usage": estimate.usage,
                 "quota": estimate.quota,
                 "persisted": persisted,

@@ -75,7 +75,7 @@ pub fn handle_sync(event: JsValue, options: JsValue) -> Promise {
                     skipped: Some("tag"),
                     ..view::FlushView::default()
                 };
-                return Ok(view::to_js(&skipped));
+                return Ok(skipped.to_js());
             }
         }
         let outbox = cached(config).await?;
@@ -84,7 +84,7 @@ pub fn handle_sync(event: JsValue, options: JsValue) -> Promise {
         // its promise rejects: ask for that while records wait for a retry.
         let one_off = bool_prop(&event, "lastChance");
         if stats.ran && stats.retrying > 0 && one_off == Some(false) {
-            let details = serde_json::to_value(stats).unwrap_or_default();
+            let details = stats.to_value();
             return Err(ApiError::new(
                 "sync_incomplete",
                 format!(
@@ -94,6 +94,6 @@ pub fn handle_sync(event: JsValue, options: JsValue) -> Promise {
             )
             .with_details(json!({ "stats": details })));
         }
-        Ok(view::to_js(&stats))
+        Ok(stats.to_js())
     })
 }
