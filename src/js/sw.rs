@@ -6,7 +6,6 @@
 //! another sync (unless it is the browser's last chance).
 
 use std::cell::RefCell;
-use std::collections::BTreeMap;
 
 use js_sys::{Promise, Reflect};
 use serde_json::json;
@@ -20,7 +19,9 @@ use super::{sys, view};
 pub const DEFAULT_SYNC_TAG: &str = "nostr-outbox";
 
 thread_local! {
-    static OPEN: RefCell<BTreeMap<String, Outbox>> = const { RefCell::new(BTreeMap::new()) };
+    /// The outboxes opened here, by name (a few at most: a `Vec`, not one more
+    /// `BTreeMap` instantiation in the .wasm).
+    static OPEN: RefCell<Vec<(String, Outbox)>> = const { RefCell::new(Vec::new()) };
 }
 
 /// Registers a one-off Background Sync with `tag` (default `"nostr-outbox"`).
@@ -48,15 +49,21 @@ async fn cached(config: OpenConfig) -> Result<Outbox, ApiError> {
     let name = config.name().to_string();
     let existing = OPEN.with(|m| {
         m.borrow()
-            .get(&name)
-            .filter(|o| !o.is_closed())
-            .map(Outbox::share)
+            .iter()
+            .find(|(n, o)| *n == name && !o.is_closed())
+            .map(|(_, o)| o.share())
     });
     if let Some(outbox) = existing {
         return Ok(outbox);
     }
     let outbox = Outbox::open_with(config).await?;
-    OPEN.with(|m| m.borrow_mut().insert(name, outbox.share()));
+    OPEN.with(|m| {
+        let mut open = m.borrow_mut();
+        match open.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, slot)) => *slot = outbox.share(),
+            None => open.push((name, outbox.share())),
+        }
+    });
     Ok(outbox)
 }
 
