@@ -8,10 +8,9 @@
 use std::cell::RefCell;
 
 use js_sys::{Promise, Reflect};
-use serde_json::json;
 use wasm_bindgen::prelude::*;
 
-use super::error::ApiError;
+use super::error::{self, ApiError};
 use super::outbox::{promise, OpenConfig, Outbox};
 use super::{sys, view};
 
@@ -99,7 +98,7 @@ pub fn handle_sync(event: JsValue, options: JsValue) -> Promise {
                     stats.retrying
                 ),
             )
-            .with_details(json!({ "stats": details })));
+            .with_details(error::details(vec![("stats", details)])));
         }
         Ok(stats.to_js())
     })

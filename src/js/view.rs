@@ -6,6 +6,7 @@
 use serde::Serialize;
 use serde_json::Value;
 
+use super::error::details;
 use crate::json::JsonWriter;
 use wasm_bindgen::prelude::*;
 
@@ -30,8 +31,8 @@ pub(crate) fn policy_json(policy: &Policy) -> Value {
     match policy {
         Policy::All => Value::from("all"),
         Policy::Any => Value::from("any"),
-        Policy::AtLeast { k } => serde_json::json!({ "atLeast": k }),
-        Policy::Required { relays } => serde_json::json!({ "required": relays }),
+        Policy::AtLeast { k } => details(vec![("atLeast", Value::from(*k))]),
+        Policy::Required { relays } => details(vec![("required", Value::from(relays.clone()))]),
     }
 }
 

@@ -178,7 +178,9 @@ impl AuthSigner for JsAuthSigner {
     fn sign(&self, template: Value) -> LocalBoxFuture<'static, Result<Value, String>> {
         let function = self.function.clone();
         Box::pin(async move {
-            let arg = js_sys::JSON::parse(&template.to_string())
+            let mut text = crate::json::JsonWriter::new();
+            text.value(&template);
+            let arg = js_sys::JSON::parse(&text.finish())
                 .map_err(|e| format!("cannot build the template: {}", describe_js_error(&e)))?;
             let returned = function
                 .call1(&JsValue::UNDEFINED, &arg)
