@@ -17,7 +17,9 @@
 
 pub mod core;
 pub mod flush;
+mod json;
 pub mod nostr;
+mod sort;
 pub mod store;
 pub mod transport;
 

@@ -222,7 +222,7 @@ pub async fn tick<S: Store, T: Transport>(
         .buffer_unordered(config.concurrency as usize)
         .collect()
         .await;
-    answers.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+    crate::sort::sort_by(&mut answers, |a, b| (a.0, a.1).cmp(&(b.0, b.1)));
 
     for (i, (record, _)) in work.iter().enumerate() {
         let results = answers

@@ -4,7 +4,9 @@
 //! through unchanged; this layer only adds `invalid_options` (a malformed options
 //! object), `storage_unavailable` and `closed`.
 
-use serde_json::{json, Value};
+use serde_json::{Map, Value};
+
+use crate::json::JsonWriter;
 use wasm_bindgen::prelude::*;
 
 use crate::core::CoreError;
@@ -25,6 +27,16 @@ extern "C" {
 
     #[wasm_bindgen(js_name = makeError)]
     fn make_error(code: &str, message: &str, details: Option<String>, cause: JsValue) -> JsValue;
+}
+
+/// A details object from `(key, value)` pairs (what `json!({ .. })` built, without
+/// `serde_json`'s value serializer in the .wasm).
+pub(crate) fn details(pairs: Vec<(&str, Value)>) -> Value {
+    let mut map = Map::new();
+    for (k, v) in pairs {
+        map.insert(k.to_owned(), v);
+    }
+    Value::Object(map)
 }
 
 /// A failure on its way to JavaScript: code, message, details and an optional cause.
@@ -57,7 +69,7 @@ impl ApiError {
             "invalid_options",
             format!("invalid options: `{option}` {message}"),
         )
-        .with_details(json!({ "option": option }))
+        .with_details(details(vec![("option", Value::from(option))]))
     }
 
     /// A malformed argument (`invalid_argument`), naming it.
@@ -66,7 +78,7 @@ impl ApiError {
             "invalid_argument",
             format!("invalid argument `{argument}`: {message}"),
         )
-        .with_details(json!({ "argument": argument }))
+        .with_details(details(vec![("argument", Value::from(argument))]))
     }
 
     /// The outbox was closed.
@@ -100,7 +112,11 @@ impl ApiError {
         make_error(
             self.code,
             &self.message,
-            self.details.map(|d| d.to_string()),
+            self.details.map(|d| {
+                let mut w = JsonWriter::new();
+                w.value(&d);
+                w.finish()
+            }),
             self.cause.unwrap_or(JsValue::UNDEFINED),
         )
     }
@@ -116,17 +132,22 @@ impl From<CoreError> for ApiError {
     fn from(e: CoreError) -> ApiError {
         let details = match &e {
             CoreError::InvalidArgument { field, .. } | CoreError::InvalidConfig { field, .. } => {
-                Some(json!({ "field": field }))
+                Some(details(vec![("field", Value::from(*field))]))
             }
             CoreError::PlanConflict { id }
             | CoreError::NotFound { id }
             | CoreError::LeaseExpired { id }
             | CoreError::NotReady { id }
-            | CoreError::NotRetryable { id, .. } => Some(json!({ "id": id })),
-            CoreError::AlreadyTerminal { id, stage } => {
-                Some(json!({ "id": id, "stage": stage.as_str() }))
+            | CoreError::NotRetryable { id, .. } => {
+                Some(details(vec![("id", Value::from(id.as_str()))]))
             }
-            CoreError::RevisionConflict { id, .. } => Some(json!({ "id": id })),
+            CoreError::AlreadyTerminal { id, stage } => Some(details(vec![
+                ("id", Value::from(id.as_str())),
+                ("stage", Value::from(stage.as_str())),
+            ])),
+            CoreError::RevisionConflict { id, .. } => {
+                Some(details(vec![("id", Value::from(id.as_str()))]))
+            }
             _ => None,
         };
         ApiError {
@@ -143,12 +164,14 @@ impl From<StoreError> for ApiError {
         match e {
             StoreError::Core(core) => core.into(),
             StoreError::VersionTooNew { found, supported } => {
-                ApiError::new(e.code(), e.to_string())
-                    .with_details(json!({ "found": found, "supported": supported }))
+                ApiError::new(e.code(), e.to_string()).with_details(details(vec![
+                    ("found", Value::from(found)),
+                    ("supported", Value::from(supported)),
+                ]))
             }
             StoreError::Corrupt { ref id, .. } => {
-                let details = json!({ "id": id });
-                ApiError::new(e.code(), e.to_string()).with_details(details)
+                let d = details(vec![("id", Value::from(id.as_str()))]);
+                ApiError::new(e.code(), e.to_string()).with_details(d)
             }
             other => ApiError::new(other.code(), other.to_string()),
         }
@@ -157,11 +180,11 @@ impl From<StoreError> for ApiError {
 
 impl From<EventError> for ApiError {
     fn from(e: EventError) -> ApiError {
-        let mut details = json!({ "reason": e.reason() });
+        let mut pairs = vec![("reason", Value::from(e.reason()))];
         if let Some(field) = e.field() {
-            details["field"] = json!(field);
+            pairs.push(("field", Value::from(field)));
         }
-        ApiError::new(e.code(), e.to_string()).with_details(details)
+        ApiError::new(e.code(), e.to_string()).with_details(details(pairs))
     }
 }
 
@@ -173,12 +196,14 @@ impl From<RelayUrlError> for ApiError {
 
 impl From<TargetsError> for ApiError {
     fn from(e: TargetsError) -> ApiError {
-        ApiError::new(e.code(), e.to_string()).with_details(json!({ "index": e.index }))
+        ApiError::new(e.code(), e.to_string())
+            .with_details(details(vec![("index", Value::from(e.index))]))
     }
 }
 
 impl From<WsConfigError> for ApiError {
     fn from(e: WsConfigError) -> ApiError {
-        ApiError::new(e.code(), e.to_string()).with_details(json!({ "field": e.field }))
+        ApiError::new(e.code(), e.to_string())
+            .with_details(details(vec![("field", Value::from(e.field))]))
     }
 }

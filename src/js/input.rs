@@ -4,11 +4,11 @@
 //! [`crate::nostr`]; this module only checks shapes.
 
 use js_sys::{Array, Object, Reflect};
-use serde_json::json;
+use serde_json::Value;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
-use super::error::ApiError;
+use super::error::{details, ApiError};
 use crate::core::Policy;
 use crate::nostr::{Event, RelayUrl};
 
@@ -77,7 +77,7 @@ impl Options {
                         allowed.join(", ")
                     ),
                 )
-                .with_details(json!({ "option": key })));
+                .with_details(details(vec![("option", Value::from(key))])));
             }
         }
         Ok(Options {
@@ -236,8 +236,10 @@ pub(crate) fn parse_policy(v: &JsValue) -> Result<Policy, ApiError> {
             let mut out = Vec::with_capacity(relays.len());
             for (index, url) in relays.iter().enumerate() {
                 let url = RelayUrl::parse(url).map_err(|e| {
-                    ApiError::from(e)
-                        .with_details(json!({ "option": "policy.required", "index": index }))
+                    ApiError::from(e).with_details(details(vec![
+                        ("option", Value::from("policy.required")),
+                        ("index", Value::from(index)),
+                    ]))
                 })?;
                 out.push(url.as_str().to_string());
             }
@@ -279,7 +281,7 @@ pub(crate) fn parse_relays(v: &JsValue) -> Result<Vec<String>, ApiError> {
                     type_name(&item)
                 ),
             )
-            .with_details(json!({ "index": index })));
+            .with_details(details(vec![("index", Value::from(index))])));
         };
         urls.push(s);
     }
@@ -313,7 +315,7 @@ pub(crate) fn parse_event(v: &JsValue) -> Result<Event, ApiError> {
                 "invalid_event",
                 "invalid event: its fields cannot be serialized as JSON",
             )
-            .with_details(json!({ "reason": "not_json" }))
+            .with_details(details(vec![("reason", Value::from("not_json"))]))
             .with_cause(e)
         })?;
         let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
@@ -321,7 +323,7 @@ pub(crate) fn parse_event(v: &JsValue) -> Result<Event, ApiError> {
                 "invalid_event",
                 format!("invalid event: not valid JSON: {e}"),
             )
-            .with_details(json!({ "reason": "not_json" }))
+            .with_details(details(vec![("reason", Value::from("not_json"))]))
         })?;
         Event::from_value(value)?
     } else {
@@ -332,7 +334,7 @@ pub(crate) fn parse_event(v: &JsValue) -> Result<Event, ApiError> {
                 type_name(v)
             ),
         )
-        .with_details(json!({ "reason": "not_object" })));
+        .with_details(details(vec![("reason", Value::from("not_object"))])));
     };
     event.verify()?;
     Ok(event)

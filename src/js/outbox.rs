@@ -8,12 +8,12 @@ use std::rc::Rc;
 
 use futures_util::future::LocalBoxFuture;
 use js_sys::{Array, Promise};
-use serde_json::json;
+use serde_json::Value;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::future_to_promise;
 
 use super::backend::{AnyStore, AnyTransport, JsTransport};
-use super::error::ApiError;
+use super::error::{details, ApiError};
 use super::events::Events;
 use super::input::{self, Options};
 use super::runtime::{RunError, Runtime, RuntimeConfig};
@@ -162,7 +162,7 @@ impl OpenConfig {
                 "invalid_config",
                 format!("invalid configuration `maxAttempts`: must be 1..={MAX_ATTEMPTS_LIMIT}"),
             )
-            .with_details(json!({ "field": "maxAttempts" })));
+            .with_details(details(vec![("field", Value::from("maxAttempts"))])));
         }
         Ok(OpenConfig {
             name,
@@ -444,7 +444,8 @@ impl Outbox {
             let items: Array = items.into();
             let mut plans = Vec::with_capacity(items.length() as usize);
             for (index, item) in items.iter().enumerate() {
-                let with_index = |e: ApiError| e.add_details(json!({ "index": index }));
+                let with_index =
+                    |e: ApiError| e.add_details(details(vec![("index", Value::from(index))]));
                 let o = Options::new(&item, "enqueueMany item", &ITEM_KEYS).map_err(with_index)?;
                 if o.present("event").is_none() || o.present("relays").is_none() {
                     return Err(with_index(ApiError::argument(
@@ -575,7 +576,7 @@ impl Outbox {
         promise(async move {
             let inner = inner?;
             let result = inner.runtime.flush().await.map_err(run_error)?;
-            Ok(view::to_js(&result))
+            Ok(result.to_js())
         })
     }
 
@@ -637,11 +638,12 @@ impl Outbox {
                 return Ok(JsValue::NULL);
             };
             let persisted = persistence::is_persisted().await;
-            Ok(view::to_js(&json!({
-                "usage": estimate.usage,
-                "quota": estimate.quota,
-                "persisted": persisted,
-            })))
+            let number = |n: Option<f64>| n.map_or(Value::Null, Value::from);
+            Ok(view::value_to_js(&details(vec![
+                ("usage", number(estimate.usage)),
+                ("quota", number(estimate.quota)),
+                ("persisted", persisted.map_or(Value::Null, Value::from)),
+            ])))
         })
     }
 

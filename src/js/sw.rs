@@ -6,13 +6,11 @@
 //! another sync (unless it is the browser's last chance).
 
 use std::cell::RefCell;
-use std::collections::BTreeMap;
 
 use js_sys::{Promise, Reflect};
-use serde_json::json;
 use wasm_bindgen::prelude::*;
 
-use super::error::ApiError;
+use super::error::{self, ApiError};
 use super::outbox::{promise, OpenConfig, Outbox};
 use super::{sys, view};
 
@@ -20,7 +18,9 @@ use super::{sys, view};
 pub const DEFAULT_SYNC_TAG: &str = "nostr-outbox";
 
 thread_local! {
-    static OPEN: RefCell<BTreeMap<String, Outbox>> = const { RefCell::new(BTreeMap::new()) };
+    /// The outboxes opened here, by name (a few at most: a `Vec`, not one more
+    /// `BTreeMap` instantiation in the .wasm).
+    static OPEN: RefCell<Vec<(String, Outbox)>> = const { RefCell::new(Vec::new()) };
 }
 
 /// Registers a one-off Background Sync with `tag` (default `"nostr-outbox"`).
@@ -48,15 +48,21 @@ async fn cached(config: OpenConfig) -> Result<Outbox, ApiError> {
     let name = config.name().to_string();
     let existing = OPEN.with(|m| {
         m.borrow()
-            .get(&name)
-            .filter(|o| !o.is_closed())
-            .map(Outbox::share)
+            .iter()
+            .find(|(n, o)| *n == name && !o.is_closed())
+            .map(|(_, o)| o.share())
     });
     if let Some(outbox) = existing {
         return Ok(outbox);
     }
     let outbox = Outbox::open_with(config).await?;
-    OPEN.with(|m| m.borrow_mut().insert(name, outbox.share()));
+    OPEN.with(|m| {
+        let mut open = m.borrow_mut();
+        match open.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, slot)) => *slot = outbox.share(),
+            None => open.push((name, outbox.share())),
+        }
+    });
     Ok(outbox)
 }
 
@@ -75,7 +81,7 @@ pub fn handle_sync(event: JsValue, options: JsValue) -> Promise {
                     skipped: Some("tag"),
                     ..view::FlushView::default()
                 };
-                return Ok(view::to_js(&skipped));
+                return Ok(skipped.to_js());
             }
         }
         let outbox = cached(config).await?;
@@ -84,7 +90,7 @@ pub fn handle_sync(event: JsValue, options: JsValue) -> Promise {
         // its promise rejects: ask for that while records wait for a retry.
         let one_off = bool_prop(&event, "lastChance");
         if stats.ran && stats.retrying > 0 && one_off == Some(false) {
-            let details = serde_json::to_value(stats).unwrap_or_default();
+            let details = stats.to_value();
             return Err(ApiError::new(
                 "sync_incomplete",
                 format!(
@@ -92,8 +98,8 @@ pub fn handle_sync(event: JsValue, options: JsValue) -> Promise {
                     stats.retrying
                 ),
             )
-            .with_details(json!({ "stats": details })));
+            .with_details(error::details(vec![("stats", details)])));
         }
-        Ok(view::to_js(&stats))
+        Ok(stats.to_js())
     })
 }

@@ -5,82 +5,29 @@
 
 use serde::Serialize;
 use serde_json::Value;
+
+use super::error::details;
+use crate::json::JsonWriter;
 use wasm_bindgen::prelude::*;
 
 use crate::core::{Evidence, Outcome, Policy, Record, Stage, StageCounts, TargetState};
 use crate::flush::TickStats;
 
-/// One answer of one relay in one attempt.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct EvidenceView<'a> {
-    relay: &'a str,
-    attempt: u32,
-    outcome: &'static str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    reject_reason: Option<&'static str>,
-    message: &'a str,
-    at: u64,
-    tries: u32,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    first_at: Option<u64>,
-}
-
-impl<'a> From<&'a Evidence> for EvidenceView<'a> {
-    fn from(e: &'a Evidence) -> Self {
-        EvidenceView {
-            relay: &e.target,
-            attempt: e.attempt,
-            outcome: e.outcome.as_str(),
-            reject_reason: match e.outcome {
-                Outcome::Rejected(r) => Some(r.as_str()),
-                _ => None,
-            },
-            message: &e.message,
-            at: e.at_ms,
-            tries: e.tries,
-            first_at: e.first_at_ms,
-        }
+/// One answer of one relay in one attempt: `{ relay, attempt, outcome, rejectReason?,
+/// message, at, tries, firstAt? }`.
+fn evidence(w: &mut JsonWriter, e: &Evidence) {
+    w.begin_object().key("relay").str(&e.target);
+    w.key("attempt").u64(u64::from(e.attempt));
+    w.key("outcome").str(e.outcome.as_str());
+    if let Outcome::Rejected(r) = e.outcome {
+        w.key("rejectReason").str(r.as_str());
     }
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct TargetView<'a> {
-    relay: &'a str,
-    state: &'static str,
-    required: bool,
-    latest: Option<EvidenceView<'a>>,
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct LeaseView {
-    attempt: u32,
-    expires_at: u64,
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct RecordView<'a> {
-    id: &'a str,
-    stage: &'static str,
-    event: Value,
-    policy: Value,
-    targets: Vec<TargetView<'a>>,
-    evidence: Vec<EvidenceView<'a>>,
-    attempts: u32,
-    max_attempts: u32,
-    attempt_limit: u32,
-    next_attempt_at: Option<u64>,
-    lease: Option<LeaseView>,
-    deadline: Option<u64>,
-    reason: Option<&'static str>,
-    last_error: Option<&'a str>,
-    created_at: u64,
-    updated_at: u64,
-    last_attempt_at: Option<u64>,
-    revision: u64,
+    w.key("message").str(&e.message).key("at").u64(e.at_ms);
+    w.key("tries").u64(u64::from(e.tries));
+    if let Some(first) = e.first_at_ms {
+        w.key("firstAt").u64(first);
+    }
+    w.end_object();
 }
 
 /// The JavaScript form of a policy: `"all"`, `"any"`, `{ atLeast }`, `{ required }`.
@@ -88,8 +35,8 @@ pub(crate) fn policy_json(policy: &Policy) -> Value {
     match policy {
         Policy::All => Value::from("all"),
         Policy::Any => Value::from("any"),
-        Policy::AtLeast { k } => serde_json::json!({ "atLeast": k }),
-        Policy::Required { relays } => serde_json::json!({ "required": relays }),
+        Policy::AtLeast { k } => details(vec![("atLeast", Value::from(*k))]),
+        Policy::Required { relays } => details(vec![("required", Value::from(relays.clone()))]),
     }
 }
 
@@ -101,116 +48,126 @@ fn state_str(s: TargetState) -> &'static str {
     }
 }
 
-fn record_view(r: &Record) -> RecordView<'_> {
+/// A record as `OutboxRecord` JSON (fields in the order `docs/API.md` lists them).
+fn record_view(w: &mut JsonWriter, r: &Record) {
     let required = |t: &str| match &r.policy {
         Policy::Required { relays } => relays.iter().any(|x| x == t),
         Policy::All => true,
         _ => false,
     };
-    RecordView {
-        id: &r.id,
-        stage: r.stage.as_str(),
-        event: serde_json::from_str(&r.event.raw).unwrap_or(Value::Null),
-        policy: policy_json(&r.policy),
-        targets: r
-            .targets
-            .iter()
-            .map(|t| TargetView {
-                relay: t,
-                state: state_str(r.target_state(t)),
-                required: required(t),
-                latest: r.latest_evidence(t).map(EvidenceView::from),
-            })
-            .collect(),
-        evidence: r.evidence.iter().map(EvidenceView::from).collect(),
-        attempts: r.attempts,
-        max_attempts: r.max_attempts,
-        attempt_limit: r.attempt_limit,
-        next_attempt_at: match r.stage {
-            Stage::Pending | Stage::Retryable => r.due_ms,
-            _ => None,
-        },
-        lease: match (r.stage, &r.lease) {
-            (Stage::Leased, Some(l)) => Some(LeaseView {
-                attempt: l.attempt,
-                expires_at: l.expires_ms,
-            }),
-            _ => None,
-        },
-        deadline: r.effective_deadline_ms(),
-        reason: r.reason.map(|x| x.as_str()),
-        last_error: r.last_error.as_deref(),
-        created_at: r.created_ms,
-        updated_at: r.updated_ms,
-        last_attempt_at: r.last_attempt_ms,
-        revision: r.revision,
+    w.begin_object().key("id").str(&r.id);
+    w.key("stage").str(r.stage.as_str());
+    w.key("event")
+        .value(&serde_json::from_str(&r.event.raw).unwrap_or(Value::Null));
+    w.key("policy").value(&policy_json(&r.policy));
+    w.key("targets").begin_array();
+    for t in &r.targets {
+        w.begin_object().key("relay").str(t);
+        w.key("state").str(state_str(r.target_state(t)));
+        w.key("required").bool(required(t)).key("latest");
+        match r.latest_evidence(t) {
+            Some(e) => evidence(w, e),
+            None => {
+                w.null();
+            }
+        }
+        w.end_object();
     }
+    w.end_array();
+    w.key("evidence").begin_array();
+    for e in &r.evidence {
+        evidence(w, e);
+    }
+    w.end_array();
+    w.key("attempts").u64(u64::from(r.attempts));
+    w.key("maxAttempts").u64(u64::from(r.max_attempts));
+    w.key("attemptLimit").u64(u64::from(r.attempt_limit));
+    w.key("nextAttemptAt").opt_u64(match r.stage {
+        Stage::Pending | Stage::Retryable => r.due_ms,
+        _ => None,
+    });
+    w.key("lease");
+    match (r.stage, &r.lease) {
+        (Stage::Leased, Some(l)) => {
+            w.begin_object().key("attempt").u64(u64::from(l.attempt));
+            w.key("expiresAt").u64(l.expires_ms).end_object();
+        }
+        _ => {
+            w.null();
+        }
+    }
+    w.key("deadline").opt_u64(r.effective_deadline_ms());
+    w.key("reason").opt_str(r.reason.map(|x| x.as_str()));
+    w.key("lastError").opt_str(r.last_error.as_deref());
+    w.key("createdAt").u64(r.created_ms);
+    w.key("updatedAt").u64(r.updated_ms);
+    w.key("lastAttemptAt").opt_u64(r.last_attempt_ms);
+    w.key("revision").u64(r.revision);
+    w.end_object();
 }
 
-/// Serializes a view to a plain JavaScript object (one JSON crossing).
-pub(crate) fn to_js<T: Serialize>(value: &T) -> JsValue {
-    match serde_json::to_string(value) {
-        Ok(text) => js_sys::JSON::parse(&text).unwrap_or(JsValue::NULL),
-        Err(_) => JsValue::NULL,
-    }
+/// JSON text to a plain JavaScript object (one JSON crossing).
+fn parse(text: &str) -> JsValue {
+    js_sys::JSON::parse(text).unwrap_or(JsValue::NULL)
+}
+
+/// A JSON value as a plain JavaScript value.
+pub(crate) fn value_to_js(value: &Value) -> JsValue {
+    let mut w = JsonWriter::new();
+    w.value(value);
+    parse(&w.finish())
 }
 
 /// A record as a JavaScript `OutboxRecord`.
 pub(crate) fn record(r: &Record) -> JsValue {
-    to_js(&record_view(r))
+    let mut w = JsonWriter::new();
+    record_view(&mut w, r);
+    parse(&w.finish())
 }
 
 /// Records as a JavaScript array of `OutboxRecord`.
 pub(crate) fn records(rs: &[Record]) -> JsValue {
-    to_js(&rs.iter().map(record_view).collect::<Vec<_>>())
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct StatusView {
-    pending: u32,
-    leased: u32,
-    retryable: u32,
-    satisfied: u32,
-    exhausted: u32,
-    cancelled: u32,
-    corrupt: u32,
-    total: u32,
-}
-
-#[derive(Serialize)]
-struct CorruptView<'a> {
-    id: &'a str,
-    stage: Option<&'static str>,
-    reason: &'a str,
-}
-
-/// Undecodable rows as a JavaScript array of `CorruptRecord`.
-pub(crate) fn corrupt_rows(rows: &[crate::store::CorruptRow]) -> JsValue {
-    to_js(
-        &rows
-            .iter()
-            .map(|c| CorruptView {
-                id: &c.id,
-                stage: c.stage.map(|s| s.as_str()),
-                reason: &c.reason,
-            })
-            .collect::<Vec<_>>(),
-    )
+    let mut w = JsonWriter::new();
+    w.begin_array();
+    for r in rs {
+        record_view(&mut w, r);
+    }
+    w.end_array();
+    parse(&w.finish())
 }
 
 /// Counts per stage as a JavaScript `OutboxStatus`.
 pub(crate) fn status(c: &StageCounts) -> JsValue {
-    to_js(&StatusView {
-        pending: c.pending,
-        leased: c.leased,
-        retryable: c.retryable,
-        satisfied: c.satisfied,
-        exhausted: c.exhausted,
-        cancelled: c.cancelled,
-        corrupt: c.corrupt,
-        total: c.total(),
-    })
+    let mut w = JsonWriter::new();
+    w.begin_object();
+    for (key, n) in [
+        ("pending", c.pending),
+        ("leased", c.leased),
+        ("retryable", c.retryable),
+        ("satisfied", c.satisfied),
+        ("exhausted", c.exhausted),
+        ("cancelled", c.cancelled),
+        ("corrupt", c.corrupt),
+        ("total", c.total()),
+    ] {
+        w.key(key).u64(u64::from(n));
+    }
+    w.end_object();
+    parse(&w.finish())
+}
+
+/// Undecodable rows as a JavaScript array of `CorruptRecord`: `{ id, stage, reason }`.
+pub(crate) fn corrupt_rows(rows: &[crate::store::CorruptRow]) -> JsValue {
+    let mut w = JsonWriter::new();
+    w.begin_array();
+    for c in rows {
+        w.begin_object().key("id").str(&c.id);
+        w.key("stage").opt_str(c.stage.map(|s| s.as_str()));
+        w.key("reason").str(&c.reason);
+        w.end_object();
+    }
+    w.end_array();
+    parse(&w.finish())
 }
 
 /// What a flush did, as a JavaScript `FlushResult`.
@@ -243,6 +200,47 @@ pub struct FlushView {
 }
 
 impl FlushView {
+    /// The fields in `FlushResult` order, with their JSON values.
+    fn fields(self) -> [(&'static str, Value); 11] {
+        [
+            ("ran", Value::Bool(self.ran)),
+            ("skipped", self.skipped.map_or(Value::Null, Value::from)),
+            ("claimed", Value::from(self.claimed)),
+            ("attempts", Value::from(self.attempts)),
+            ("publishes", Value::from(self.publishes)),
+            ("delivered", Value::from(self.delivered)),
+            ("retrying", Value::from(self.retrying)),
+            ("exhausted", Value::from(self.exhausted)),
+            ("lostClaims", Value::from(self.lost_claims)),
+            ("ticks", Value::from(self.ticks)),
+            (
+                "nextDueAt",
+                self.next_due_at.map_or(Value::Null, Value::from),
+            ),
+        ]
+    }
+
+    /// As a JavaScript `FlushResult`.
+    pub(crate) fn to_js(self) -> JsValue {
+        let mut w = JsonWriter::new();
+        w.begin_object();
+        for (key, value) in self.fields() {
+            w.key(key).value(&value);
+        }
+        w.end_object();
+        parse(&w.finish())
+    }
+
+    /// As a JSON value (an object; keys in the map's order, as
+    /// `serde_json::to_value` gave them).
+    pub(crate) fn to_value(self) -> Value {
+        let mut map = serde_json::Map::new();
+        for (k, v) in self.fields() {
+            map.insert(k.to_string(), v);
+        }
+        Value::Object(map)
+    }
+
     /// Adds one tick's counts.
     pub(crate) fn add(&mut self, s: &TickStats) {
         self.claimed += s.claimed;

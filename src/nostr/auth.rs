@@ -2,7 +2,7 @@
 //! answer to a relay's `["AUTH", <challenge>]`, and the check of what the signer
 //! returns. The outbox holds no keys: signing is always the app's.
 
-use serde_json::{json, Value};
+use serde_json::{Map, Value};
 
 use super::error::AuthError;
 use super::event::Event;
@@ -16,12 +16,20 @@ pub const AUTH_KIND: u16 = 22242;
 /// <normalized url>],["challenge",<challenge>]],"content":""}`. It has no `pubkey`,
 /// `id` or `sig`: the app's signer (e.g. NIP-07 `signEvent`) adds them.
 pub fn auth_template(relay: &RelayUrl, challenge: &str, created_at: u64) -> Value {
-    json!({
-        "kind": AUTH_KIND,
-        "created_at": created_at,
-        "tags": [["relay", relay.as_str()], ["challenge", challenge]],
-        "content": "",
-    })
+    // Built directly rather than with `json!` (whose value serializer would be one more
+    // chunk of the .wasm); the same value.
+    let mut map = Map::new();
+    map.insert("kind".into(), Value::from(AUTH_KIND));
+    map.insert("created_at".into(), Value::from(created_at));
+    map.insert(
+        "tags".into(),
+        Value::from(vec![
+            Value::from(vec!["relay", relay.as_str()]),
+            Value::from(vec!["challenge", challenge]),
+        ]),
+    );
+    map.insert("content".into(), Value::from(""));
+    Value::Object(map)
 }
 
 /// Checks a signed AUTH event returned by the app's signer: kind 22242, a `relay` tag
@@ -46,4 +54,22 @@ pub fn check_auth_event(event: &Event, relay: &RelayUrl, challenge: &str) -> Res
     }
     event.verify()?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn template_is_the_nip42_shape() {
+        let relay = RelayUrl::parse("wss://relay.example").unwrap();
+        let t = auth_template(&relay, "ch\"al", 1_700_000_000);
+        let want = serde_json::json!({
+            "kind": 22242,
+            "created_at": 1_700_000_000u64,
+            "tags": [["relay", relay.as_str()], ["challenge", "ch\"al"]],
+            "content": "",
+        });
+        assert_eq!(t, want);
+    }
 }

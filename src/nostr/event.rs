@@ -388,17 +388,16 @@ impl Fields {
         })
     }
 
-    fn from_map(mut map: Map<String, Value>) -> Fields {
-        Fields {
-            id: map.remove("id"),
-            pubkey: map.remove("pubkey"),
-            created_at: map.remove("created_at"),
-            kind: map.remove("kind"),
-            tags: map.remove("tags"),
-            content: map.remove("content"),
-            sig: map.remove("sig"),
-            duplicate: None,
+    fn from_map(map: Map<String, Value>) -> Fields {
+        // One pass over the (unique) keys rather than `Map::remove`, whose B-tree
+        // rebalancing code would be one more instantiation in the .wasm.
+        let mut fields = Fields::default();
+        for (key, value) in map {
+            if let Some((_, slot)) = fields.slot(Key::of(&key)) {
+                *slot = Some(value);
+            }
         }
+        fields
     }
 
     fn into_event(self, raw: RawSource<'_>) -> Result<Event, EventError> {
@@ -578,6 +577,21 @@ enum Key {
     Other,
 }
 
+impl Key {
+    fn of(name: &str) -> Key {
+        match name {
+            "id" => Key::Id,
+            "pubkey" => Key::Pubkey,
+            "created_at" => Key::CreatedAt,
+            "kind" => Key::Kind,
+            "tags" => Key::Tags,
+            "content" => Key::Content,
+            "sig" => Key::Sig,
+            _ => Key::Other,
+        }
+    }
+}
+
 impl<'de> Deserialize<'de> for Key {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         struct KeyVisitor;
@@ -587,16 +601,7 @@ impl<'de> Deserialize<'de> for Key {
                 f.write_str("a field name")
             }
             fn visit_str<E: de::Error>(self, v: &str) -> Result<Key, E> {
-                Ok(match v {
-                    "id" => Key::Id,
-                    "pubkey" => Key::Pubkey,
-                    "created_at" => Key::CreatedAt,
-                    "kind" => Key::Kind,
-                    "tags" => Key::Tags,
-                    "content" => Key::Content,
-                    "sig" => Key::Sig,
-                    _ => Key::Other,
-                })
+                Ok(Key::of(v))
             }
         }
         d.deserialize_str(KeyVisitor)

@@ -97,7 +97,7 @@ impl Store for MemoryStore {
             .filter(|(d, _, _)| *d <= now_ms)
             .map(|(d, c, id)| (d, c, id.to_string()))
             .collect();
-        due.sort();
+        crate::sort::sort(&mut due);
         let mut out = Vec::new();
         for (_, _, id) in due {
             if out.len() >= request.limit as usize {
@@ -173,7 +173,7 @@ impl Store for MemoryStore {
                     .is_none_or(|(c, id)| r.list_key() > (*c, id.as_str()))
             })
             .collect();
-        rows.sort_by(|a, b| a.list_key().cmp(&b.list_key()));
+        crate::sort::sort_by(&mut rows, |a, b| a.list_key().cmp(&b.list_key()));
         Ok(rows
             .into_iter()
             .take(query.limit as usize)

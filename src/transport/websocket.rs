@@ -23,7 +23,6 @@
 //! See `docs/TRANSPORT.md` for the outcome table and the design notes.
 
 use std::cell::RefCell;
-use std::collections::BTreeMap;
 use std::fmt;
 use std::pin::pin;
 use std::rc::Rc;
@@ -179,7 +178,9 @@ impl AuthSigner for JsAuthSigner {
     fn sign(&self, template: Value) -> LocalBoxFuture<'static, Result<Value, String>> {
         let function = self.function.clone();
         Box::pin(async move {
-            let arg = js_sys::JSON::parse(&template.to_string())
+            let mut text = crate::json::JsonWriter::new();
+            text.value(&template);
+            let arg = js_sys::JSON::parse(&text.finish())
                 .map_err(|e| format!("cannot build the template: {}", describe_js_error(&e)))?;
             let returned = function
                 .call1(&JsValue::UNDEFINED, &arg)
@@ -334,10 +335,54 @@ impl RelayState {
     }
 }
 
+/// Per-relay state by URL: a `Vec` kept sorted by URL (iteration in URL order, as a
+/// `BTreeMap` gave). Relays are few; this avoids one more B-tree instantiation in the
+/// .wasm.
+#[derive(Default)]
+struct RelayStates(Vec<(String, RelayState)>);
+
+impl RelayStates {
+    fn find(&self, key: &str) -> Result<usize, usize> {
+        self.0.binary_search_by(|(k, _)| k.as_str().cmp(key))
+    }
+
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    fn get(&self, key: &str) -> Option<&RelayState> {
+        self.find(key).ok().map(|i| &self.0[i].1)
+    }
+
+    fn get_mut(&mut self, key: &str) -> Option<&mut RelayState> {
+        self.find(key).ok().map(|i| &mut self.0[i].1)
+    }
+
+    /// The state of `key`, created when absent.
+    fn get_or_new(&mut self, key: &str) -> &mut RelayState {
+        let i = match self.find(key) {
+            Ok(i) => i,
+            Err(i) => {
+                self.0.insert(i, (key.to_owned(), RelayState::new()));
+                i
+            }
+        };
+        &mut self.0[i].1
+    }
+
+    fn iter(&self) -> impl Iterator<Item = (&String, &RelayState)> {
+        self.0.iter().map(|(k, v)| (k, v))
+    }
+
+    fn values_mut(&mut self) -> impl Iterator<Item = &mut RelayState> {
+        self.0.iter_mut().map(|(_, v)| v)
+    }
+}
+
 struct Inner {
     config: WsTransportConfig,
     signer: RefCell<Option<Rc<dyn AuthSigner>>>,
-    relays: RefCell<BTreeMap<String, RelayState>>,
+    relays: RefCell<RelayStates>,
 }
 
 /// Publishes signed events to relays over WebSockets; see the module docs.
@@ -528,9 +573,7 @@ impl WsTransport {
     /// The relay's live connection, or a new one.
     fn connection(&self, url: &RelayUrl) -> Result<Rc<Conn>, String> {
         let mut relays = self.inner.relays.borrow_mut();
-        let st = relays
-            .entry(url.as_str().to_owned())
-            .or_insert_with(RelayState::new);
+        let st = relays.get_or_new(url.as_str());
         if let Some(c) = &st.conn {
             if c.is_usable() {
                 return Ok(c.clone());
@@ -556,7 +599,7 @@ impl WsTransport {
             }
         }
         let mut relays = self.inner.relays.borrow_mut();
-        let st = relays.entry(key.to_owned()).or_insert_with(RelayState::new);
+        let st = relays.get_or_new(key);
         st.consecutive_failures = st.consecutive_failures.saturating_add(1);
         st.last_failure = Some(message.to_owned());
         let threshold = self.inner.config.circuit_failures;

@@ -22,7 +22,6 @@ mod schema;
 mod sys;
 
 use std::cell::RefCell;
-use std::collections::BTreeMap;
 
 use js_sys::Array;
 use wasm_bindgen::prelude::*;
@@ -368,16 +367,20 @@ impl IdbStore {
     ) -> Result<Vec<Enqueued>, StoreError> {
         // Decide every plan against the batch itself first (a repeated id in one batch
         // replays or conflicts with its first occurrence), assuming no stored record.
-        let mut first: BTreeMap<&str, usize> = BTreeMap::new();
+        // `first[i]`: the index of the first plan with plan i's id (a stable sort of the
+        // indices by id groups them, lowest index first; no map instantiation).
+        let mut by_id: Vec<usize> = (0..plans.len()).collect();
+        crate::sort::sort_by(&mut by_id, |&a, &b| plans[a].id.cmp(&plans[b].id));
+        let mut first: Vec<usize> = (0..plans.len()).collect();
+        for pair in by_id.windows(2) {
+            if plans[pair[0]].id == plans[pair[1]].id {
+                first[pair[1]] = first[pair[0]];
+            }
+        }
         let mut decisions: Vec<EnqueueDecision> = Vec::with_capacity(plans.len());
         for (i, plan) in plans.iter().enumerate() {
-            let earlier = first
-                .get(plan.id.as_str())
-                .map(|&j| decisions[j].record().clone());
+            let earlier = (first[i] != i).then(|| decisions[first[i]].record().clone());
             let decision = core::decide_enqueue(earlier.as_ref(), plan.clone(), now_ms)?;
-            if earlier.is_none() {
-                first.insert(plan.id.as_str(), i);
-            }
             decisions.push(decision);
         }
         self.run(async |db| {
