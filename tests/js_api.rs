@@ -270,6 +270,18 @@ async fn open_refuses_bad_options() {
             "invalid_config",
         ),
         (
+            json!({ "storage": "memory", "circuitOpenMs": 0 }),
+            "invalid_config",
+        ),
+        (
+            json!({ "storage": "memory", "circuitFailures": 1001 }),
+            "invalid_config",
+        ),
+        (
+            json!({ "storage": "memory", "circuitFailures": "3" }),
+            "invalid_options",
+        ),
+        (
             json!({ "storage": "memory", "durability": "lazy" }),
             "invalid_options",
         ),
@@ -305,6 +317,11 @@ async fn open_refuses_bad_options() {
             }
         }
     }
+    // The circuit options in range are taken.
+    let o = open(json!({ "storage": "memory", "circuitFailures": 0, "circuitOpenMs": 1 }))
+        .await
+        .expect("circuit options in range");
+    ok(&o, "close", &[]).await;
     let details = match open(json!({ "storage": "memory", "maxAttemps": 3 })).await {
         Err(e) => assert_code(&e, "invalid_options"),
         Ok(_) => panic!("typo accepted"),

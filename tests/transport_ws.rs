@@ -597,6 +597,16 @@ async fn circuit_opens_after_repeated_unreachable_and_short_circuits() {
         t.publish(&relay(), &note("alive")).await.outcome,
         Outcome::Accepted
     );
+    // The network came back (`online`): the circuit closes, the next publish tries.
+    t.network_restored();
+    let rd = t.diagnostics().relay(&dead).cloned().unwrap();
+    assert!(rd.circuit_open_until_ms.is_none(), "{rd:?}");
+    assert_eq!(rd.consecutive_failures, 0, "{rd:?}");
+    let r = t.publish(&dead, &note("dead 4")).await;
+    assert_eq!(r.outcome, Outcome::Unreachable);
+    assert!(!r.message.contains("circuit"), "{r:?}");
+    let rd = t.diagnostics().relay(&dead).cloned().unwrap();
+    assert_eq!(rd.connections_opened, 3, "tried again: {rd:?}");
 }
 
 #[wasm_bindgen_test]

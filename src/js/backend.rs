@@ -182,4 +182,9 @@ impl Transport for AnyTransport {
         };
         future.await
     }
+    fn network_restored(&self) {
+        if let AnyTransport::Ws(t) = self {
+            t.network_restored();
+        }
+    }
 }

@@ -30,7 +30,7 @@ pub const DEFAULT_NAME: &str = "nostr-outbox";
 /// The default `list` page size.
 const DEFAULT_LIST_LIMIT: u32 = 100;
 
-const OPEN_KEYS: [&str; 17] = [
+const OPEN_KEYS: [&str; 19] = [
     "name",
     "storage",
     "durability",
@@ -40,6 +40,8 @@ const OPEN_KEYS: [&str; 17] = [
     "maxDelayMs",
     "publishTimeoutMs",
     "connectTimeoutMs",
+    "circuitFailures",
+    "circuitOpenMs",
     "batchSize",
     "concurrency",
     "leaseMs",
@@ -124,6 +126,12 @@ impl OpenConfig {
             connect_timeout_ms: o
                 .uint32("connectTimeoutMs")?
                 .unwrap_or(ws_defaults.connect_timeout_ms),
+            circuit_failures: o
+                .uint32("circuitFailures")?
+                .unwrap_or(ws_defaults.circuit_failures),
+            circuit_open_ms: o
+                .uint32("circuitOpenMs")?
+                .unwrap_or(ws_defaults.circuit_open_ms),
             ..ws_defaults
         };
         ws.validate()?;

@@ -267,6 +267,11 @@ impl<S: Store + 'static, T: Transport + 'static> Runtime<S, T> {
         if let Ok(global) = global.dyn_into::<EventTarget>() {
             let weak = Rc::downgrade(&self.shared);
             listeners.extend(Listener::new(global.clone(), "online", move |_| {
+                // Circuits opened while offline would hold publishes back for up to
+                // `circuitOpenMs` although the network is back.
+                if let Some(shared) = weak.upgrade() {
+                    shared.transport.network_restored();
+                }
                 Shared::wake(&weak);
             }));
             let weak = Rc::downgrade(&self.shared);

@@ -100,6 +100,15 @@ export interface OutboxOptions {
   publishTimeoutMs?: number;
   /** How long opening a relay connection may take (1..=600000). Default 5000 ms. */
   connectTimeoutMs?: number;
+  /**
+   * Consecutive failed connections (or connections lost with publishes in flight) after
+   * which a relay's circuit opens: publishes to it report `unreachable` at once for
+   * `circuitOpenMs` (0..=1000; 0 = never). Default 3. With auto-flush, the `online`
+   * event closes every circuit.
+   */
+  circuitFailures?: number;
+  /** How long an open circuit holds publishes back (1..=3600000). Default 30000 ms. */
+  circuitOpenMs?: number;
   /** Records claimed per flush round (1..=256). Default 16. */
   batchSize?: number;
   /** Publishes in flight at once (1..=256). Default 16. */

@@ -40,4 +40,9 @@ impl PublishReport {
 pub trait Transport {
     /// Publishes `event` to `relay` once and reports the outcome.
     async fn publish(&self, relay: &str, event: &EventEnvelope) -> PublishReport;
+
+    /// The device's network came back (the `online` event): forget what being offline
+    /// caused (open circuits, counted connection failures) so the next publish tries
+    /// at once. Rate-limit pauses a relay asked for stay. Default: nothing to forget.
+    fn network_restored(&self) {}
 }

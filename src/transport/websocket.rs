@@ -800,6 +800,15 @@ impl Drop for AuthGuard<'_> {
 }
 
 impl Transport for WsTransport {
+    /// Closes every open circuit and forgets counted connection failures; rate-limit
+    /// pauses stay.
+    fn network_restored(&self) {
+        for st in self.inner.relays.borrow_mut().values_mut() {
+            st.consecutive_failures = 0;
+            st.circuit_open_until = 0.0;
+        }
+    }
+
     async fn publish(&self, relay: &str, event: &EventEnvelope) -> PublishReport {
         let url = match RelayUrl::parse(relay) {
             Ok(u) => u,
