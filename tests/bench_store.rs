@@ -95,6 +95,11 @@ fn median(mut xs: Vec<f64>) -> f64 {
     xs[xs.len() / 2]
 }
 
+fn list(xs: &[f64]) -> String {
+    let v: Vec<String> = xs.iter().map(|x| format!("{x:.1}")).collect();
+    format!("[{}]", v.join(", "))
+}
+
 fn name(prefix: &str) -> String {
     format!("bench-{prefix}-{}", js_sys::Math::random())
 }
@@ -135,20 +140,28 @@ async fn bench_enqueue_many_vs_raw_puts() {
             let batch = plans(&format!("{label}{run}"), N);
             let rows = rows_for(&batch);
             let db = JsFuture::from(raw_db(&name("raw"))).await.expect("raw db");
-            let t = now();
-            JsFuture::from(raw_put_all(&db, &rows, label))
-                .await
-                .expect("raw puts");
-            raw.push(now() - t);
-
             let s = store("many", durability).await;
-            let t = now();
-            s.enqueue_many(batch, 1).await.expect("enqueue_many");
-            ours.push(now() - t);
+            let mut batch = Some(batch);
+            // Alternate which side goes first, so a drift in the machine's load hits both.
+            for side in [run % 2, 1 - run % 2] {
+                let t = now();
+                if side == 0 {
+                    JsFuture::from(raw_put_all(&db, &rows, label))
+                        .await
+                        .expect("raw puts");
+                    raw.push(now() - t);
+                } else {
+                    s.enqueue_many(batch.take().expect("once"), 1)
+                        .await
+                        .expect("enqueue_many");
+                    ours.push(now() - t);
+                }
+            }
         }
+        let runs = format!("runs outbox {} / raw {}", list(&ours), list(&raw));
         let (o, r) = (median(ours), median(raw));
         log(&format!(
-            "BENCH enqueue_many {N} ({label}): outbox {o:.0} ms ({:.0}/s), raw puts {r:.0} ms ({:.0}/s), throughput ratio {:.2} (goal >= 0.7)",
+            "BENCH enqueue_many {N} ({label}): outbox {o:.0} ms ({:.0}/s), raw puts {r:.0} ms ({:.0}/s), throughput ratio {:.2} (goal >= 0.7); {runs}",
             N as f64 / o * 1000.0,
             N as f64 / r * 1000.0,
             r / o
@@ -170,16 +183,24 @@ async fn bench_single_enqueue_vs_raw_put() {
         let db = JsFuture::from(raw_db(&name("raw1"))).await.expect("raw db");
         let s = store("single", durability).await;
         let (mut ours, mut raw) = (Vec::new(), Vec::new());
-        for (plan, row) in batch.into_iter().zip(rows.iter()) {
+        for (i, (plan, row)) in batch.into_iter().zip(rows.iter()).enumerate() {
             let one: js_sys::Array = std::iter::once(row).collect();
-            let t = now();
-            JsFuture::from(raw_put_all(&db, &one, label))
-                .await
-                .expect("raw put");
-            raw.push(now() - t);
-            let t = now();
-            s.enqueue(plan, 1).await.expect("enqueue");
-            ours.push(now() - t);
+            // Alternate which side goes first.
+            let mut plan = Some(plan);
+            for side in [i % 2, 1 - i % 2] {
+                let t = now();
+                if side == 0 {
+                    JsFuture::from(raw_put_all(&db, &one, label))
+                        .await
+                        .expect("raw put");
+                    raw.push(now() - t);
+                } else {
+                    s.enqueue(plan.take().expect("once"), 1)
+                        .await
+                        .expect("enqueue");
+                    ours.push(now() - t);
+                }
+            }
         }
         let (o, r) = (median(ours), median(raw));
         log(&format!(
@@ -191,8 +212,12 @@ async fn bench_single_enqueue_vs_raw_put() {
 
 #[wasm_bindgen_test]
 async fn bench_claim_scaling() {
-    let mut results = Vec::new();
-    for total in [1_000u32, 10_000, 100_000] {
+    // Three stores filled first, then claim(64) on each in turn, round by round (the
+    // order rotates), so the 1k baseline and the 100k figure see the same machine load.
+    const SIZES: [u32; 3] = [1_000, 10_000, 100_000];
+    const ROUNDS: u32 = 15; // 15 x 64 = 960 claimed: the 1k store never runs dry
+    let mut stores = Vec::new();
+    for total in SIZES {
         let s = store("claim", Durability::Relaxed).await;
         let mut n = 0;
         while n < total {
@@ -200,7 +225,7 @@ async fn bench_claim_scaling() {
             let batch: Vec<Plan> = (n..n + chunk)
                 .map(|i| {
                     Plan::new(
-                        envelope("claim", i),
+                        envelope(&format!("claim{total}"), i),
                         vec![RELAYS[0].to_string()],
                         Policy::All,
                     )
@@ -209,8 +234,12 @@ async fn bench_claim_scaling() {
             s.enqueue_many(batch, 1).await.expect("fill");
             n += chunk;
         }
-        let mut times = Vec::new();
-        for round in 0..15u32 {
+        stores.push(s);
+    }
+    let mut times: Vec<Vec<f64>> = vec![Vec::new(); SIZES.len()];
+    for round in 0..ROUNDS {
+        for k in 0..SIZES.len() {
+            let i = (round as usize + k) % SIZES.len();
             let request = ClaimRequest {
                 owner: "bench".into(),
                 lease_id: format!("lease-{round}"),
@@ -218,13 +247,17 @@ async fn bench_claim_scaling() {
                 lease_ms: 3_600_000,
             };
             let t = now();
-            let got = s.claim(&request, 10).await.expect("claim");
-            times.push(now() - t);
+            let got = stores[i].claim(&request, 10).await.expect("claim");
+            times[i].push(now() - t);
             assert_eq!(got.len(), 64);
         }
-        let m = median(times);
+    }
+    let mut results = Vec::new();
+    for (total, t) in SIZES.iter().zip(times) {
+        let runs = list(&t);
+        let m = median(t);
         log(&format!(
-            "BENCH claim(64) with {total} stored: median {m:.2} ms"
+            "BENCH claim(64) with {total} stored: median {m:.2} ms; runs {runs}"
         ));
         results.push(m);
     }

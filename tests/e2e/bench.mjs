@@ -12,7 +12,8 @@
 //   node tests/e2e/bench.mjs --pkg=DIR       benchmark another build of the package (default
 //                                            pkg; it is copied to target/bench/ first)
 //   node tests/e2e/bench.mjs --compare=DIR   A/B: also flush with the build in DIR (own page,
-//                                            same browser), interleaved in flush/fan-out rounds
+//                                            same browser), interleaved in flush/fan-out rounds;
+//                                            --compare-options='{"batchSize":128}' opens it so
 //   node tests/e2e/bench.mjs --profile=flush one extra instrumented round of a section
 //                                            (enqueue single flush fanout): CPU profile
 //                                            (target/bench/<section>.cpuprofile, top self
@@ -66,6 +67,7 @@ const PKG_BASE = "/target/bench/pkg-under-test";
 const COMPARE = opt("compare", "").replace(/\/+$/, "");
 const COMPARE_SNAPSHOT = join(OUT_DIR, "pkg-compare");
 const COMPARE_BASE = "/target/bench/pkg-compare";
+const COMPARE_OPTIONS = JSON.parse(opt("compare-options", "{}"));
 
 // ---------- small helpers ----------
 const median = (xs) => {
@@ -221,7 +223,7 @@ async function benchEnqueue(page) {
       { options: {}, chunk: Math.ceil(n / 10) },
       { options: { broadcast: false }, chunk: Math.ceil(n / 10) },
     ];
-    variants.push({ validationOnly: true }, { raw: true });
+    variants.push({ validationOnly: true }, { raw: true }, { rawKind: "handlers" }, { rawKind: "build" });
     const times = variants.map(() => []);
     for (let round = 0; round < RUNS; round++) {
       for (let k = 0; k < variants.length; k++) {
@@ -229,6 +231,8 @@ async function benchEnqueue(page) {
         const v = variants[i];
         const r = v.raw
           ? await call(page, "rawPutAll", { durability: "strict" })
+          : v.rawKind
+            ? await call(page, "rawEnqueueVariant", { durability: "strict", kind: v.rawKind })
           : v.validationOnly
             ? await call(page, "enqueueManyValidationOnly", args)
             : await call(page, "enqueueManyVariant", { n, relays: FAKE_RELAYS, ...v });
@@ -237,7 +241,13 @@ async function benchEnqueue(page) {
     }
     const rows = variants.map((v, i) => ({ ...v, runs: times[i], ms: median(times[i]) }));
     for (const r of rows) {
-      const what = r.raw ? "raw puts, one strict transaction" : r.validationOnly ? "API validation only" : `enqueueMany ${JSON.stringify(r.options)}${r.chunk ? ` in chunks of ${r.chunk}` : ""}`;
+      const what = r.raw
+        ? "raw puts, one strict transaction"
+        : r.rawKind === "handlers"
+          ? "raw adds with success/error handlers per request"
+          : r.rawKind === "build"
+            ? "raw puts of rows built in the timed window (JSON doc)"
+            : r.validationOnly ? "API validation only" : `enqueueMany ${JSON.stringify(r.options)}${r.chunk ? ` in chunks of ${r.chunk}` : ""}`;
       line(`   ${what.padEnd(60)} ${ms(r.ms).padStart(9)} (${rate(n, r.ms)})   runs ${list(r.runs)}`);
     }
     results.figures.variants_enqueue = rows;
@@ -286,10 +296,10 @@ async function benchFlush(page, { label, n, relayCount, policy, comparePage = nu
   line(`\n== ${label}: ${n} queued events flushed to ${relayCount} local nostr-rs-relay${relayCount > 1 ? "s" : ""}${policy ? ` (policy ${JSON.stringify(policy)})` : ""}, fresh relays per side and round`);
   const t = { outbox: [], ...Object.fromEntries(peerWidths.map((w) => [`peer${w}`, []])) };
   const details = { outbox: [], peer: [], compare: [] };
-  const outboxSide = (p, key) => async () => {
+  const outboxSide = (p, key, options = {}) => async () => {
     const rs = [];
     for (let i = 0; i < relayCount; i++) rs.push(await freshRelay());
-    const r = await call(p, "outboxFlush", { n, relays: rs.map((x) => x.url), policy });
+    const r = await call(p, "outboxFlush", { n, relays: rs.map((x) => x.url), policy, options });
     for (const x of rs) await dropRelay(x);
     if (r.status.satisfied !== n) throw new Error(`${label}: ${r.status.satisfied}/${n} satisfied: ${JSON.stringify(r)}`);
     t[key].push(r.ms);
@@ -298,7 +308,7 @@ async function benchFlush(page, { label, n, relayCount, policy, comparePage = nu
   if (comparePage) t.compare = [];
   const sides = {
     outbox: outboxSide(page, "outbox"),
-    ...(comparePage ? { compare: outboxSide(comparePage, "compare") } : {}),
+    ...(comparePage ? { compare: outboxSide(comparePage, "compare", COMPARE_OPTIONS) } : {}),
     ...Object.fromEntries(
       peerWidths.map((w) => [
         `peer${w}`,
@@ -333,7 +343,7 @@ async function benchFlush(page, { label, n, relayCount, policy, comparePage = nu
   for (const w of peerWidths) {
     line(`   nostr-tools, ${String(w).padEnd(3)} events in flight           ${ms(m[`peer${w}`])} (${rate(pubs, m[`peer${w}`])} publishes)   runs ${list(t[`peer${w}`])}`);
   }
-  if (comparePage) line(`   --compare ${COMPARE} flush()                 ${ms(m.compare)} (${rate(pubs, m.compare)} publishes)   runs ${list(t.compare)}`);
+  if (comparePage) line(`   --compare ${COMPARE} ${JSON.stringify(COMPARE_OPTIONS)} flush()   ${ms(m.compare)} (${rate(pubs, m.compare)} publishes)   runs ${list(t.compare)}`);
   // The better nostr-tools width among those that got every OK in every round.
   const complete = peerWidths.filter((w) => details.peer.filter((p) => p.width === String(w)).every((p) => p.ok === pubs));
   const best = Math.min(...(complete.length ? complete : peerWidths).map((w) => m[`peer${w}`]));
@@ -351,7 +361,7 @@ async function benchFlush(page, { label, n, relayCount, policy, comparePage = nu
   };
   line(`BENCH ${label}: nostr-tools time / outbox time: 16 in flight ${r.ratioVsPeer16.toFixed(2)}, 256 in flight ${r.ratioVsPeer256.toFixed(2)} (goal >= 0.8 against the faster complete one: ${r.ratioVsBestPeer.toFixed(2)})`);
   if (comparePage) {
-    r.compare = { pkg: COMPARE, runs: t.compare, median: m.compare, ratioVsBestPeer: best / m.compare, speedup: m.outbox / m.compare };
+    r.compare = { pkg: COMPARE, options: COMPARE_OPTIONS, runs: t.compare, median: m.compare, ratioVsBestPeer: best / m.compare, speedup: m.outbox / m.compare };
     line(`BENCH ${label} --compare ${COMPARE}: nostr-tools / compare ${r.compare.ratioVsBestPeer.toFixed(2)}; ${r.compare.speedup.toFixed(2)}x the package under test`);
   }
   noteLoad(label);

@@ -237,6 +237,48 @@ const bench = {
     return { ms, rows: ROWS.length, rowBytes: JSON.stringify(ROWS[0]).length };
   },
 
+  /**
+   * Diagnosis of the store's share of `enqueueMany`, in raw calls on the same schema:
+   * "handlers": `add` with a success and an error handler per request (what the store's
+   * glue does to tell existing keys apart); "build": the rows built inside the timed
+   * window (the record encoded as JSON text, the row object assembled) then put.
+   */
+  async rawEnqueueVariant({ durability, kind }) {
+    const name = `bench-rawv-${rand()}`;
+    const db = await openRawDb(name);
+    const docs = kind === "build" ? ROWS.map((r) => JSON.parse(r.doc)) : null;
+    const t = now();
+    const tx = db.transaction("records", "readwrite", { durability });
+    const store = tx.objectStore("records");
+    if (kind === "handlers") {
+      await new Promise((resolve) => {
+        let pending = ROWS.length;
+        const settle = () => {
+          pending -= 1;
+          if (pending === 0) resolve();
+        };
+        for (const row of ROWS) {
+          const req = store.add(row);
+          req.onsuccess = settle;
+          req.onerror = (e) => {
+            e.preventDefault();
+            settle();
+          };
+        }
+      });
+    } else {
+      for (let i = 0; i < ROWS.length; i++) {
+        const r = ROWS[i];
+        store.put({ id: r.id, v: r.v, stage: r.stage, dueMs: r.dueMs, createdMs: r.createdMs, eventId: r.eventId, doc: JSON.stringify(docs[i]) });
+      }
+    }
+    await committed(tx);
+    const ms = now() - t;
+    db.close();
+    await deleteDb(name);
+    return { ms };
+  },
+
   /** A hand-written verified outbox: nostr-tools verifyEvent on each event, then the raw puts. */
   async peerVerifyThenPut({ n, durability }) {
     const copies = EVENTS.slice(0, n).map(fresh);

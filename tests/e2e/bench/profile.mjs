@@ -36,6 +36,7 @@ const CATEGORIES = [
   ["allocation and copies (dlmalloc, memcpy)", /dlmalloc|memcpy|memmove|memset|alloc::|__rust_alloc|__rust_dealloc|__rust_realloc|RawVec/],
   ["other Rust (nostr_outbox and std)", /nostr_outbox::|core::|std::|hashbrown|futures/],
   ["benchmark counters (instrumentation)", /^proto\.<computed>/],
+  ["wasm, unnamed (profile a build without wasm-opt to see names)", /^wasm-function\[/],
   ["(idle)", /^\(idle\)/],
   ["(program)", /^\(program\)/],
   ["(garbage collector)", /^\(garbage collector\)/],
