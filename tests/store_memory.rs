@@ -33,6 +33,7 @@ cases!(
     policies,
     exhaustion,
     unreachable_attempts_keep_the_budget,
+    complete_many,
     expiration,
     retry_and_cancel,
     release_hands_back,

@@ -160,8 +160,9 @@ fn lease_id(random: &mut dyn FnMut() -> u32) -> String {
 
 /// One flush round: claims up to `batch_size` ready records under a fresh lease id
 /// (drawn from `random`), publishes each to its unsettled targets (at most
-/// `concurrency` publishes at once), then records each attempt and releases it with
-/// its next stage in one store call. `clock` is read at claim and at each record.
+/// `concurrency` publishes at once), then records every attempt and releases each
+/// lease with its next stage in one store call ([`Store::complete_attempts`]: one
+/// transaction in IndexedDB). `clock` is read at claim and once when recording.
 ///
 /// Store failures end the tick with the error; leases not completed simply expire and
 /// the records are claimed again later (at-least-once delivery).
@@ -224,27 +225,35 @@ pub async fn tick<S: Store, T: Transport>(
         .await;
     crate::sort::sort_by(&mut answers, |a, b| (a.0, a.1).cmp(&(b.0, b.1)));
 
-    for (i, (record, _)) in work.iter().enumerate() {
-        let results = answers
-            .iter()
-            .filter(|(j, _, _)| *j == i)
-            .map(|(_, target, report)| TargetResult {
-                target: (*target).to_string(),
-                outcome: report.outcome,
-                message: report.message.clone(),
-            })
-            .collect();
-        let completion = Completion {
+    let completions: Vec<Completion> = work
+        .iter()
+        .enumerate()
+        .map(|(i, (record, _))| Completion {
             id: record.id.clone(),
             lease_id: request.lease_id.clone(),
             revision: record.revision,
-            results,
+            results: answers
+                .iter()
+                .filter(|(j, _, _)| *j == i)
+                .map(|(_, target, report)| TargetResult {
+                    target: (*target).to_string(),
+                    outcome: report.outcome,
+                    message: report.message.clone(),
+                })
+                .collect(),
             jitter: random(),
-        };
-        match store
-            .complete_attempt(&completion, &config.retry, clock())
+        })
+        .collect();
+    // The whole round in one store call (one transaction in IndexedDB).
+    let recorded = if completions.is_empty() {
+        Vec::new()
+    } else {
+        store
+            .complete_attempts(&completions, &config.retry, clock())
             .await
-        {
+    };
+    for (completion, result) in completions.iter().zip(recorded) {
+        match result {
             Ok(next) => match next.stage {
                 Stage::Satisfied => {
                     stats.satisfied += 1;
@@ -259,9 +268,9 @@ pub async fn tick<S: Store, T: Transport>(
                     observer(FlushEvent::Retrying { record: &next });
                 }
             },
-            Err(e) if e.is_lost_claim() || e.code() == "not_found" => {
+            Err(e) if e.is_item_error() => {
                 stats.lost_claims += 1;
-                observer(FlushEvent::LostClaim { id: &record.id });
+                observer(FlushEvent::LostClaim { id: &completion.id });
             }
             Err(e) => return Err(e),
         }

@@ -70,6 +70,14 @@ impl Store for AnyStore {
     ) -> Result<Record, StoreError> {
         delegate!(self, s => s.complete_attempt(completion, retry, now_ms))
     }
+    async fn complete_attempts(
+        &self,
+        completions: &[Completion],
+        retry: &RetryConfig,
+        now_ms: u64,
+    ) -> Vec<Result<Record, StoreError>> {
+        delegate!(self, s => s.complete_attempts(completions, retry, now_ms))
+    }
     async fn release(
         &self,
         id: &str,

@@ -146,6 +146,7 @@ where
     policies(&factory().await).await;
     exhaustion(&factory().await).await;
     unreachable_attempts_keep_the_budget(&factory().await).await;
+    complete_many(&factory().await).await;
     expiration(&factory().await).await;
     retry_and_cancel(&factory().await).await;
     release_hands_back(&factory().await).await;
@@ -1207,6 +1208,91 @@ pub async fn unreachable_attempts_keep_the_budget<S: Store>(s: &S) {
     );
     check_eq!(C, done.reason, Some(StopReason::MaxAttempts), "reason");
     check_eq!(C, done.attempts, 2, "attempts");
+}
+
+/// A round's attempts recorded in one call: one answer per completion, in order; a
+/// lost claim among them is its own error and changes only nothing of its record.
+pub async fn complete_many<S: Store>(s: &S) {
+    const C: &str = "complete_many";
+    for n in 1..=3 {
+        ok(
+            C,
+            "enqueue",
+            s.enqueue(fixture_plan(n, &RELAYS[..1], Policy::All), 0)
+                .await,
+        );
+    }
+    let claimed = ok(
+        C,
+        "claim",
+        s.claim(&fixture_claim("owner", "round", 10, 10_000), 0)
+            .await,
+    );
+    check_eq!(C, claimed.len(), 3, "all claimed");
+    let completions = vec![
+        completion(
+            &claimed[0],
+            "round",
+            vec![answer(RELAYS[0], Outcome::Accepted)],
+        ),
+        // A stale lease id: a lost claim.
+        completion(
+            &claimed[1],
+            "someone-else",
+            vec![answer(RELAYS[0], Outcome::Accepted)],
+        ),
+        completion(
+            &claimed[2],
+            "round",
+            vec![answer(RELAYS[0], Outcome::Error)],
+        ),
+    ];
+    let answers = s
+        .complete_attempts(&completions, &fixture_retry(), 10)
+        .await;
+    check_eq!(C, answers.len(), 3, "one answer per completion");
+    let stages: Vec<Option<Stage>> = answers
+        .iter()
+        .map(|a| a.as_ref().ok().map(|r| r.stage))
+        .collect();
+    check_eq!(
+        C,
+        stages,
+        vec![Some(Stage::Satisfied), None, Some(Stage::Retryable)],
+        "in order"
+    );
+    check!(
+        C,
+        answers[1]
+            .as_ref()
+            .is_err_and(|e| e.is_lost_claim() && e.is_item_error()),
+        "the stale one is a lost claim"
+    );
+    check_eq!(
+        C,
+        must_get(C, s, &claimed[0].id).await.stage,
+        Stage::Satisfied,
+        "first recorded"
+    );
+    check_eq!(
+        C,
+        must_get(C, s, &claimed[1].id).await,
+        claimed[1].clone(),
+        "the lost claim changed nothing"
+    );
+    check_eq!(
+        C,
+        must_get(C, s, &claimed[2].id).await.attempts,
+        1,
+        "third recorded"
+    );
+    check!(
+        C,
+        s.complete_attempts(&[], &fixture_retry(), 11)
+            .await
+            .is_empty(),
+        "nothing to record"
+    );
 }
 
 /// The attempt budget ends a record as `exhausted` with reason `maxAttempts`.

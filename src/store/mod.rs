@@ -87,6 +87,12 @@ impl StoreError {
     pub fn is_lost_claim(&self) -> bool {
         matches!(self, StoreError::Core(e) if e.is_lost_claim())
     }
+
+    /// True for an error about one record (a core rule: lost claim, not found, bad
+    /// argument; or a corrupt row), as opposed to a failure of the storage itself.
+    pub fn is_item_error(&self) -> bool {
+        matches!(self, StoreError::Core(_) | StoreError::Corrupt { .. })
+    }
 }
 
 /// Durable storage of outbox records. Every method is atomic: it writes all of its
@@ -126,6 +132,31 @@ pub trait Store {
         retry: &RetryConfig,
         now_ms: u64,
     ) -> Result<Record, StoreError>;
+
+    /// Records several attempts (a flush round's), in order, each as
+    /// [`Store::complete_attempt`] would. The answer has one entry per completion, in
+    /// order: the next record, or that completion's own error (a lost claim, a corrupt
+    /// row), which leaves its record unchanged. A storage failure ends the answer early
+    /// with that error as its last entry; what the entries before it say was recorded.
+    /// The default records one after another; a store may do it in one transaction
+    /// (then a storage failure records none of them).
+    async fn complete_attempts(
+        &self,
+        completions: &[Completion],
+        retry: &RetryConfig,
+        now_ms: u64,
+    ) -> Vec<Result<Record, StoreError>> {
+        let mut out = Vec::with_capacity(completions.len());
+        for completion in completions {
+            let result = self.complete_attempt(completion, retry, now_ms).await;
+            let stop = matches!(&result, Err(e) if !e.is_item_error());
+            out.push(result);
+            if stop {
+                break;
+            }
+        }
+        out
+    }
 
     /// Hands a lease back without recording an attempt ([`crate::core::release`]).
     async fn release(

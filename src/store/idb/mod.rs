@@ -558,6 +558,42 @@ impl Store for IdbStore {
         .await
     }
 
+    /// One readwrite transaction for the whole round (not one per record): each row
+    /// read, decided by [`core::complete_attempt`] and written back; a storage failure
+    /// aborts it, so none is recorded.
+    async fn complete_attempts(
+        &self,
+        completions: &[Completion],
+        retry: &RetryConfig,
+        now_ms: u64,
+    ) -> Vec<Result<Record, StoreError>> {
+        let done = self
+            .run(async |db| {
+                let tx = Tx::open(db, &[RECORDS], true, self.options.durability)?;
+                let store = tx.store(RECORDS)?;
+                let mut out = Vec::with_capacity(completions.len());
+                for c in completions {
+                    let current = request(store.get(&JsValue::from_str(&c.id))).await?;
+                    let next = match self.decode(current) {
+                        Ok(Some(record)) => core::complete_attempt(&record, c, now_ms, retry)
+                            .map_err(StoreError::from),
+                        Ok(None) => Err(CoreError::NotFound { id: c.id.clone() }.into()),
+                        Err(e) => Err(e),
+                    };
+                    if let Ok(next) = &next {
+                        store
+                            .put(&row::to_js(&codec::encode(next)?))
+                            .map_err(failure)?;
+                    }
+                    out.push(next);
+                }
+                tx.commit().await?;
+                Ok(out)
+            })
+            .await;
+        done.unwrap_or_else(|e| vec![Err(e)])
+    }
+
     async fn release(
         &self,
         id: &str,
