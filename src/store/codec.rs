@@ -207,18 +207,22 @@ mod doc {
             }
         }
 
-        fn name(&self, key: &str) -> String {
+        /// The message for a bad field `key` of this object (one cold function, so
+        /// the many error paths stay small).
+        #[cold]
+        #[inline(never)]
+        fn err(&self, key: &str, what: &str) -> String {
             if self.path.is_empty() {
-                key.to_string()
+                bad(key, what)
             } else {
-                format!("{}.{key}", self.path)
+                bad(&format!("{}.{key}", self.path), what)
             }
         }
 
         /// A field that must be present and not null.
         fn req(&self, key: &str) -> Read<&'a Value> {
             match self.map.get(key) {
-                None | Some(Value::Null) => Err(bad(&self.name(key), "missing")),
+                None | Some(Value::Null) => Err(self.err(key, "missing")),
                 Some(v) => Ok(v),
             }
         }
@@ -232,7 +236,7 @@ mod doc {
             self.req(key)?
                 .as_str()
                 .map(str::to_owned)
-                .ok_or_else(|| bad(&self.name(key), "expected a string"))
+                .ok_or_else(|| self.err(key, "expected a string"))
         }
 
         fn opt_string(&self, key: &str) -> Read<Option<String>> {
@@ -240,7 +244,7 @@ mod doc {
                 .map(|v| {
                     v.as_str()
                         .map(str::to_owned)
-                        .ok_or_else(|| bad(&self.name(key), "expected a string"))
+                        .ok_or_else(|| self.err(key, "expected a string"))
                 })
                 .transpose()
         }
@@ -255,24 +259,23 @@ mod doc {
 
         fn num(&self, v: &Value, key: &str) -> Read<u64> {
             v.as_u64()
-                .ok_or_else(|| bad(&self.name(key), "expected a non-negative integer"))
+                .ok_or_else(|| self.err(key, "expected a non-negative integer"))
         }
 
         fn u32(&self, key: &str) -> Read<u32> {
-            u32::try_from(self.u64(key)?).map_err(|_| bad(&self.name(key), "out of range for u32"))
+            u32::try_from(self.u64(key)?).map_err(|_| self.err(key, "out of range for u32"))
         }
 
         fn strings(&self, key: &str) -> Read<Vec<String>> {
-            let name = self.name(key);
             let Value::Array(items) = self.req(key)? else {
-                return Err(bad(&name, "expected an array"));
+                return Err(self.err(key, "expected an array"));
             };
             items
                 .iter()
                 .map(|v| {
                     v.as_str()
                         .map(str::to_owned)
-                        .ok_or_else(|| bad(&name, "expected an array of strings"))
+                        .ok_or_else(|| self.err(key, "expected an array of strings"))
                 })
                 .collect()
         }
@@ -281,7 +284,7 @@ mod doc {
         fn one_of(&self, value: Option<&Value>, key: &str, names: &[&str]) -> Read<usize> {
             let s = value.and_then(Value::as_str);
             s.and_then(|s| names.iter().position(|n| *n == s))
-                .ok_or_else(|| bad(&self.name(key), "unknown variant"))
+                .ok_or_else(|| self.err(key, "unknown variant"))
         }
 
         fn variant(&self, key: &str, names: &[&str]) -> Read<usize> {

@@ -1,9 +1,8 @@
-//! An in-memory [`Store`]: a `BTreeMap` behind a `RefCell`, for tests, edge runtimes
+//! An in-memory [`Store`]: records sorted by id behind a `RefCell`, for tests, edge runtimes
 //! and pages without IndexedDB. Not durable across reloads. It holds no business
 //! rule: every transition is a call into [`crate::core`].
 
 use std::cell::RefCell;
-use std::collections::BTreeMap;
 
 use crate::core::{
     self, ClaimRequest, Completion, CoreError, EnqueueDecision, Enqueued, ListQuery, Plan, Record,
@@ -12,10 +11,52 @@ use crate::core::{
 
 use super::{Store, StoreError};
 
+/// Records by id: boxed, in a `Vec` sorted by id (binary search). It behaves as the
+/// `BTreeMap<String, Record>` it replaced (id order) without one more B-tree
+/// instantiation in the .wasm; boxes keep inserts to moving pointers.
+#[derive(Debug, Default)]
+#[allow(clippy::vec_box)] // deliberate: inserts move pointers, not records
+struct Records(Vec<Box<Record>>);
+
+impl Records {
+    fn find(&self, id: &str) -> Result<usize, usize> {
+        self.0.binary_search_by(|r| r.id.as_str().cmp(id))
+    }
+
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    fn get(&self, id: &str) -> Option<&Record> {
+        self.find(id).ok().map(|i| &*self.0[i])
+    }
+
+    /// Inserts `record`, replacing the one with its id.
+    fn insert(&mut self, record: Record) {
+        match self.find(&record.id) {
+            Ok(i) => *self.0[i] = record,
+            Err(i) => self.0.insert(i, Box::new(record)),
+        }
+    }
+
+    /// In id order.
+    fn values(&self) -> impl Iterator<Item = &Record> {
+        self.0.iter().map(|r| &**r)
+    }
+
+    fn retain(&mut self, keep: impl Fn(&Record) -> bool) {
+        self.0.retain(|r| keep(r));
+    }
+}
+
 /// A non-durable store keeping records in memory, keyed by item id.
 #[derive(Debug, Default)]
 pub struct MemoryStore {
-    records: RefCell<BTreeMap<String, Record>>,
+    records: RefCell<Records>,
 }
 
 impl MemoryStore {
@@ -49,7 +90,7 @@ impl MemoryStore {
             .get(id)
             .ok_or_else(|| CoreError::NotFound { id: id.to_string() })?;
         let next = f(current)?;
-        map.insert(id.to_string(), next.clone());
+        map.insert(next.clone());
         Ok(next)
     }
 }
@@ -59,7 +100,7 @@ impl Store for MemoryStore {
         let mut map = self.records.borrow_mut();
         let decision = core::decide_enqueue(map.get(&plan.id), plan, now_ms)?;
         if let EnqueueDecision::Create(record) = &decision {
-            map.insert(record.id.clone(), record.clone());
+            map.insert(record.clone());
         }
         Ok(decision.into_enqueued())
     }
@@ -70,17 +111,19 @@ impl Store for MemoryStore {
         now_ms: u64,
     ) -> Result<Vec<Enqueued>, StoreError> {
         let mut map = self.records.borrow_mut();
-        let mut created: BTreeMap<String, Record> = BTreeMap::new();
+        let mut created = Records::default();
         let mut answers = Vec::with_capacity(plans.len());
         for plan in plans {
             let existing = created.get(&plan.id).or_else(|| map.get(&plan.id));
             let decision = core::decide_enqueue(existing, plan, now_ms)?;
             if let EnqueueDecision::Create(record) = &decision {
-                created.insert(record.id.clone(), record.clone());
+                created.insert(record.clone());
             }
             answers.push(decision.into_enqueued());
         }
-        map.extend(created);
+        for record in created.0 {
+            map.insert(*record);
+        }
         Ok(answers)
     }
 
@@ -111,7 +154,7 @@ impl Store for MemoryStore {
         }
         // Write only once every claim succeeded: all or nothing.
         for r in &out {
-            map.insert(r.id.clone(), r.clone());
+            map.insert(r.clone());
         }
         Ok(out)
     }
@@ -148,7 +191,7 @@ impl Store for MemoryStore {
     async fn purge(&self, before_ms: u64) -> Result<u32, StoreError> {
         let mut map = self.records.borrow_mut();
         let before = map.len();
-        map.retain(|_, r| !core::is_purgeable(r, before_ms));
+        map.retain(|r| !core::is_purgeable(r, before_ms));
         Ok(u32::try_from(before - map.len()).unwrap_or(u32::MAX))
     }
 

@@ -750,7 +750,9 @@ impl WsTransport {
         let template = auth_template(url, &challenge, created_at);
         let run = async {
             let signed = signer.sign(template).await?;
-            let text = signed.to_string();
+            let mut text = crate::json::JsonWriter::new();
+            text.value(&signed);
+            let text = text.finish();
             let event = Event::parse_json(&text)
                 .map_err(|e| format!("the signer returned an invalid event: {e}"))?;
             check_auth_event(&event, url, &challenge)

@@ -8,7 +8,7 @@
 //! (so no callback runs afterwards), closes the socket, and frees the closures.
 
 use std::cell::{Cell, RefCell};
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::future::poll_fn;
 use std::rc::{Rc, Weak};
 use std::task::{Poll, Waker};
@@ -101,6 +101,43 @@ struct Handlers {
     error: Closure<dyn FnMut(Event)>,
 }
 
+/// Publishes waiting for an `OK`, by event id: a `Vec` (a connection has few distinct
+/// events in flight), which keeps `HashMap`, its hasher and its random seed out of the
+/// .wasm.
+#[derive(Default)]
+struct Pending(Vec<(String, Queue)>);
+
+impl Pending {
+    fn get_mut(&mut self, event_id: &str) -> Option<&mut Queue> {
+        self.0
+            .iter_mut()
+            .find(|(id, _)| id == event_id)
+            .map(|(_, q)| q)
+    }
+
+    fn get_or_default(&mut self, event_id: &str) -> &mut Queue {
+        let i = match self.0.iter().position(|(id, _)| id == event_id) {
+            Some(i) => i,
+            None => {
+                self.0.push((event_id.to_owned(), Queue::default()));
+                self.0.len() - 1
+            }
+        };
+        &mut self.0[i].1
+    }
+
+    /// Forgets `event_id` when nobody waits for it any more.
+    fn remove_if_empty(&mut self, event_id: &str) {
+        if let Some(i) = self
+            .0
+            .iter()
+            .position(|(id, q)| id == event_id && q.is_empty())
+        {
+            self.0.swap_remove(i);
+        }
+    }
+}
+
 /// A connection to one relay.
 pub(crate) struct Conn {
     ws: WebSocket,
@@ -108,7 +145,7 @@ pub(crate) struct Conn {
     idle_ms: u32,
     state: RefCell<ConnState>,
     notify: Notify,
-    pending: RefCell<HashMap<String, Queue>>,
+    pending: RefCell<Pending>,
     next_waiter: Cell<u64>,
     busy: Cell<u32>,
     challenge: RefCell<Option<String>>,
@@ -216,7 +253,7 @@ impl Conn {
 
     /// How many publishes wait for an `OK` on this connection.
     pub(crate) fn in_flight(&self) -> u32 {
-        let n: usize = self.pending.borrow().values().map(VecDeque::len).sum();
+        let n: usize = self.pending.borrow().0.iter().map(|(_, q)| q.len()).sum();
         u32::try_from(n).unwrap_or(u32::MAX)
     }
 
@@ -278,8 +315,7 @@ impl Conn {
         let slot = Rc::new(Slot::default());
         self.pending
             .borrow_mut()
-            .entry(event_id.to_owned())
-            .or_default()
+            .get_or_default(event_id)
             .push_back((key, slot.clone()));
         let waiter = Waiter {
             conn: self.clone(),
@@ -337,9 +373,7 @@ impl Conn {
                         .get_mut(&event_id)
                         .and_then(VecDeque::pop_front)
                         .map(|(_, s)| s);
-                    if pending.get(&event_id).is_some_and(VecDeque::is_empty) {
-                        pending.remove(&event_id);
-                    }
+                    pending.remove_if_empty(&event_id);
                     slot
                 };
                 match slot {
@@ -385,7 +419,8 @@ impl Conn {
         let pending: Vec<Rc<Slot>> = self
             .pending
             .borrow_mut()
-            .drain()
+            .0
+            .drain(..)
             .flat_map(|(_, q)| q.into_iter().map(|(_, s)| s))
             .collect();
         for slot in pending {
@@ -426,10 +461,8 @@ impl Conn {
         let mut pending = self.pending.borrow_mut();
         if let Some(q) = pending.get_mut(event_id) {
             q.retain(|(k, _)| *k != key);
-            if q.is_empty() {
-                pending.remove(event_id);
-            }
         }
+        pending.remove_if_empty(event_id);
     }
 }
 
