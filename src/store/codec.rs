@@ -389,8 +389,9 @@ mod doc {
                 at_ms: e.u64("atMs")?,
                 tries: match e.opt_u64("tries")? {
                     None => 1,
-                    Some(n) => u32::try_from(n)
-                        .map_err(|_| bad(&e.name("tries"), "out of range for u32"))?,
+                    Some(n) => {
+                        u32::try_from(n).map_err(|_| e.err("tries", "out of range for u32"))?
+                    }
                 },
                 first_at_ms: e.opt_u64("firstAtMs")?,
             });
