@@ -12,15 +12,12 @@ use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
 use futures_util::future::{join, join_all};
-use k256::schnorr::SigningKey;
 use nostr_outbox::core::{EventEnvelope, Outcome, Plan, Policy, RejectReason, Stage, StopReason};
 use nostr_outbox::flush::{flush_until_idle, tick, FlushConfig, FlushEvent};
-use nostr_outbox::nostr::{req_by_ids, Event, RelayUrl};
+use nostr_outbox::nostr::{req_by_ids, RelayUrl};
 use nostr_outbox::store::idb::{IdbOptions, IdbStore};
 use nostr_outbox::store::{MemoryStore, Store};
-use nostr_outbox::transport::websocket::{
-    AuthSigner, ConnectionState, WsTransport, WsTransportConfig,
-};
+use nostr_outbox::transport::websocket::{ConnectionState, WsTransport, WsTransportConfig};
 use nostr_outbox::transport::Transport;
 use serde_json::{json, Value};
 use wasm_bindgen::prelude::*;
@@ -30,92 +27,14 @@ use wasm_bindgen_test::*;
 
 wasm_bindgen_test_configure!(run_in_browser);
 
+#[path = "ws_support/mod.rs"]
+mod ws_support;
+use ws_support::{closed, fault, note, relay, sign, switch, transport, TestSigner};
+
 // --- relays ------------------------------------------------------------------------
-
-const RELAY: Option<&str> = option_env!("OUTBOX_TEST_RELAY_URL");
-const FAULT: Option<&str> = option_env!("OUTBOX_TEST_FAULT_URL");
-const SWITCH: Option<&str> = option_env!("OUTBOX_TEST_SWITCH_URL");
-const CLOSED: Option<&str> = option_env!("OUTBOX_TEST_CLOSED_URL");
-
-fn need(value: Option<&'static str>, name: &str) -> &'static str {
-    match value {
-        Some(v) if !v.is_empty() => v,
-        _ => panic!(
-            "{name} was not set when this test was compiled: run it through \
-             scripts/with-relays.sh (it starts the relays and exports their URLs)"
-        ),
-    }
-}
-
-/// nostr-rs-relay.
-fn relay() -> String {
-    need(RELAY, "OUTBOX_TEST_RELAY_URL").to_owned()
-}
-
-/// A fault-relay behaviour, e.g. `fault("/reply/blocked?t=x")`.
-fn fault(path: &str) -> String {
-    format!("{}{path}", need(FAULT, "OUTBOX_TEST_FAULT_URL"))
-}
-
-fn switch(path: &str) -> String {
-    format!("{}{path}", need(SWITCH, "OUTBOX_TEST_SWITCH_URL"))
-}
-
-fn closed() -> String {
-    need(CLOSED, "OUTBOX_TEST_CLOSED_URL").to_owned()
-}
 
 fn norm(url: &str) -> String {
     RelayUrl::parse(url).expect("relay URL").as_str().to_owned()
-}
-
-// --- events --------------------------------------------------------------------------
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-fn now_secs() -> u64 {
-    (js_sys::Date::now() / 1000.0) as u64
-}
-
-/// Signs an event with the test key `seed` (what an app's signer would do).
-fn sign(seed: u8, kind: u16, tags: Vec<Vec<String>>, content: &str, created_at: u64) -> Event {
-    let sk = SigningKey::from_bytes(&[seed; 32]).expect("test key");
-    let pubkey = hex(&sk.verifying_key().to_bytes());
-    let unsigned = Event::from_parts(
-        "0".repeat(64),
-        pubkey.clone(),
-        created_at,
-        kind,
-        tags.clone(),
-        content.to_owned(),
-        "0".repeat(128),
-    )
-    .expect("unsigned event");
-    let id = unsigned.compute_id();
-    let id_bytes: Vec<u8> = (0..32)
-        .map(|i| u8::from_str_radix(&id[2 * i..2 * i + 2], 16).expect("hex"))
-        .collect();
-    let sig = sk.sign_raw(&id_bytes, &[7; 32]).expect("sign");
-    let event = Event::from_parts(
-        id,
-        pubkey,
-        created_at,
-        kind,
-        tags,
-        content.to_owned(),
-        hex(&sig.to_bytes()),
-    )
-    .expect("signed event");
-    event.verify().expect("valid test event");
-    event
-}
-
-/// A fresh kind-1 note.
-fn note(label: &str) -> EventEnvelope {
-    let content = format!("outbox transport test: {label} {}", js_sys::Math::random());
-    sign(1, 1, vec![], &content, now_secs()).to_envelope()
 }
 
 // --- raw WebSocket helpers (the test's own, independent of the transport) -------------
@@ -188,17 +107,6 @@ async fn fault_events(path: &str) -> u64 {
 
 async fn sleep(ms: u32) {
     JsFuture::from(sleep_ms(ms)).await.expect("sleep");
-}
-
-fn transport(edit: impl FnOnce(&mut WsTransportConfig)) -> WsTransport {
-    let mut cfg = WsTransportConfig {
-        connect_timeout_ms: 3_000,
-        publish_timeout_ms: 5_000,
-        auth_timeout_ms: 5_000,
-        ..WsTransportConfig::default()
-    };
-    edit(&mut cfg);
-    WsTransport::new(cfg).expect("valid config")
 }
 
 /// A JavaScript signer function backed by the test key `seed`; `mode` can make it
@@ -491,33 +399,10 @@ async fn misbehaving_js_signers_leave_auth_required() {
     }
 }
 
-/// A Rust signer works through the same trait.
-struct RustSigner;
-
-impl AuthSigner for RustSigner {
-    fn sign(
-        &self,
-        template: Value,
-    ) -> futures_util::future::LocalBoxFuture<'static, Result<Value, String>> {
-        Box::pin(async move {
-            let tags: Vec<Vec<String>> =
-                serde_json::from_value(template["tags"].clone()).map_err(|e| e.to_string())?;
-            let ev = sign(
-                5,
-                22242,
-                tags,
-                "",
-                template["created_at"].as_u64().unwrap_or(0),
-            );
-            serde_json::from_str(ev.raw()).map_err(|e| e.to_string())
-        })
-    }
-}
-
 #[wasm_bindgen_test]
 async fn rust_signer_authenticates() {
     let t = transport(|_| {});
-    t.set_signer(Some(Rc::new(RustSigner)));
+    t.set_signer(Some(Rc::new(TestSigner)));
     let r = t
         .publish(&fault("/auth?t=rust"), &note("rust signer"))
         .await;

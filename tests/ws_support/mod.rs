@@ -1,4 +1,4 @@
-//! Shared by the worker variants of the transport tests: relay URLs (set at compile time
+//! Shared by the transport tests (window, worker and service worker): relay URLs (set at compile time
 //! by `scripts/with-relays.sh`), test events signed with a test key, a REQ-by-id helper
 //! on a raw WebSocket, and a Rust NIP-42 signer. Worker-safe: nothing here touches
 //! `window`.
@@ -14,6 +14,8 @@ use wasm_bindgen_futures::JsFuture;
 
 const RELAY: Option<&str> = option_env!("OUTBOX_TEST_RELAY_URL");
 const FAULT: Option<&str> = option_env!("OUTBOX_TEST_FAULT_URL");
+const SWITCH: Option<&str> = option_env!("OUTBOX_TEST_SWITCH_URL");
+const CLOSED: Option<&str> = option_env!("OUTBOX_TEST_CLOSED_URL");
 
 fn need(value: Option<&'static str>, name: &str) -> &'static str {
     match value {
@@ -33,6 +35,16 @@ pub fn relay() -> String {
 /// A fault-relay behaviour, e.g. `fault("/silent?t=x")`.
 pub fn fault(path: &str) -> String {
     format!("{}{path}", need(FAULT, "OUTBOX_TEST_FAULT_URL"))
+}
+
+/// The fault relay's switchable listener (its `/control` stops and starts it).
+pub fn switch(path: &str) -> String {
+    format!("{}{path}", need(SWITCH, "OUTBOX_TEST_SWITCH_URL"))
+}
+
+/// A port where nothing listens.
+pub fn closed() -> String {
+    need(CLOSED, "OUTBOX_TEST_CLOSED_URL").to_owned()
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -58,7 +70,7 @@ pub fn sign(seed: u8, kind: u16, tags: Vec<Vec<String>>, content: &str, created_
         .map(|i| u8::from_str_radix(&id[2 * i..2 * i + 2], 16).expect("hex"))
         .collect();
     let sig = sk.sign_raw(&id_bytes, &[7; 32]).expect("sign");
-    Event::from_parts(
+    let event = Event::from_parts(
         id,
         pubkey,
         created_at,
@@ -67,12 +79,14 @@ pub fn sign(seed: u8, kind: u16, tags: Vec<Vec<String>>, content: &str, created_
         content.to_owned(),
         hex(&sig.to_bytes()),
     )
-    .expect("signed event")
+    .expect("signed event");
+    event.verify().expect("valid test event");
+    event
 }
 
 /// A fresh kind-1 note.
 pub fn note(label: &str) -> EventEnvelope {
-    let content = format!("outbox worker test: {label} {}", js_sys::Math::random());
+    let content = format!("outbox transport test: {label} {}", js_sys::Math::random());
     let now = (js_sys::Date::now() / 1000.0) as u64;
     sign(1, 1, vec![], &content, now).to_envelope()
 }
