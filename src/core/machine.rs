@@ -218,16 +218,21 @@ pub struct StageCounts {
 }
 
 impl StageCounts {
-    /// Counts one more record in `stage`.
-    pub fn add(&mut self, stage: Stage) {
-        let slot = match stage {
+    /// The count for `stage`, to change.
+    pub fn get_mut(&mut self, stage: Stage) -> &mut u32 {
+        match stage {
             Stage::Pending => &mut self.pending,
             Stage::Leased => &mut self.leased,
             Stage::Retryable => &mut self.retryable,
             Stage::Satisfied => &mut self.satisfied,
             Stage::Exhausted => &mut self.exhausted,
             Stage::Cancelled => &mut self.cancelled,
-        };
+        }
+    }
+
+    /// Counts one more record in `stage`.
+    pub fn add(&mut self, stage: Stage) {
+        let slot = self.get_mut(stage);
         *slot = slot.saturating_add(1);
     }
 

@@ -47,6 +47,11 @@ impl Stage {
         matches!(self, Stage::Satisfied | Stage::Exhausted | Stage::Cancelled)
     }
 
+    /// The stage named `name` ([`Stage::as_str`]), if any.
+    pub fn from_name(name: &str) -> Option<Stage> {
+        Stage::ALL.into_iter().find(|s| s.as_str() == name)
+    }
+
     /// The stable lowercase name used in JSON and JavaScript.
     pub fn as_str(self) -> &'static str {
         match self {

@@ -504,9 +504,7 @@ impl Outbox {
             let inner = inner?;
             let o = Options::new(&options, "list options", &["stage", "limit", "after"])?;
             let names: Vec<&str> = Stage::ALL.iter().map(|s| s.as_str()).collect();
-            let stage = o
-                .choice("stage", &names)?
-                .and_then(|s| Stage::ALL.into_iter().find(|x| x.as_str() == s));
+            let stage = o.choice("stage", &names)?.and_then(Stage::from_name);
             let query = ListQuery {
                 stage,
                 limit: o.uint32("limit")?.unwrap_or(DEFAULT_LIST_LIMIT),

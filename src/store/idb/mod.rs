@@ -310,7 +310,7 @@ impl IdbStore {
                     .is_some_and(|c| !c.is_undefined() && IdbKeyRange::only(&c).is_ok());
                 let stage = field("stage")
                     .and_then(|v| v.as_string())
-                    .and_then(|s| Stage::ALL.into_iter().find(|x| x.as_str() == s))
+                    .and_then(|s| Stage::from_name(&s))
                     .filter(|_| indexed);
                 let row = CorruptRow {
                     id: id.clone(),
@@ -711,14 +711,7 @@ impl Store for IdbStore {
                     let range = stage_range(stage)?;
                     let n = request(index.count_with_key(&range)).await?;
                     let n = n.as_f64().unwrap_or(0.0) as u32;
-                    *match stage {
-                        Stage::Pending => &mut counts.pending,
-                        Stage::Leased => &mut counts.leased,
-                        Stage::Retryable => &mut counts.retryable,
-                        Stage::Satisfied => &mut counts.satisfied,
-                        Stage::Exhausted => &mut counts.exhausted,
-                        Stage::Cancelled => &mut counts.cancelled,
-                    } = n;
+                    *counts.get_mut(stage) = n;
                 }
                 Ok(counts)
             })
@@ -726,14 +719,7 @@ impl Store for IdbStore {
         // Corrupt rows are counted apart, not under the stage their index field names.
         for row in self.corrupt.borrow().iter() {
             if let Some(stage) = row.stage {
-                let slot = match stage {
-                    Stage::Pending => &mut counts.pending,
-                    Stage::Leased => &mut counts.leased,
-                    Stage::Retryable => &mut counts.retryable,
-                    Stage::Satisfied => &mut counts.satisfied,
-                    Stage::Exhausted => &mut counts.exhausted,
-                    Stage::Cancelled => &mut counts.cancelled,
-                };
+                let slot = counts.get_mut(stage);
                 *slot = slot.saturating_sub(1);
             }
             counts.corrupt = counts.corrupt.saturating_add(1);
