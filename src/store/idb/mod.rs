@@ -552,10 +552,11 @@ impl Store for IdbStore {
         retry: &RetryConfig,
         now_ms: u64,
     ) -> Result<Record, StoreError> {
-        self.update(&completion.id, &|r| {
-            core::complete_attempt(r, completion, now_ms, retry)
-        })
-        .await
+        // A round of one: the same read, decision and write as a flush round.
+        self.complete_attempts(std::slice::from_ref(completion), retry, now_ms)
+            .await
+            .pop()
+            .unwrap_or_else(|| Err(StoreError::Backend("no answer for the completion".into())))
     }
 
     /// One readwrite transaction for the whole round (not one per record): each row
