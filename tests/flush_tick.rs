@@ -386,10 +386,13 @@ fn config_is_validated() {
     });
 }
 
-/// A transport that yields once per publish and tracks how many run at once.
+/// A transport that yields once per publish and tracks how many run at once, in all
+/// and to each relay.
 struct Gauge {
     inflight: Cell<u32>,
     peak: Cell<u32>,
+    per_relay: std::cell::RefCell<Vec<(String, u32)>>,
+    peak_per_relay: Cell<u32>,
 }
 
 struct YieldOnce(bool);
@@ -407,11 +410,29 @@ impl Future for YieldOnce {
     }
 }
 
+impl Gauge {
+    fn relay(&self, relay: &str, delta: i32) {
+        let mut loads = self.per_relay.borrow_mut();
+        let i = match loads.iter().position(|(r, _)| r == relay) {
+            Some(i) => i,
+            None => {
+                loads.push((relay.to_string(), 0));
+                loads.len() - 1
+            }
+        };
+        loads[i].1 = loads[i].1.saturating_add_signed(delta);
+        self.peak_per_relay
+            .set(self.peak_per_relay.get().max(loads[i].1));
+    }
+}
+
 impl Transport for Gauge {
-    async fn publish(&self, _relay: &str, _event: &EventEnvelope) -> PublishReport {
+    async fn publish(&self, relay: &str, _event: &EventEnvelope) -> PublishReport {
         self.inflight.set(self.inflight.get() + 1);
         self.peak.set(self.peak.get().max(self.inflight.get()));
+        self.relay(relay, 1);
         YieldOnce(false).await;
+        self.relay(relay, -1);
         self.inflight.set(self.inflight.get() - 1);
         PublishReport::new(Outcome::Accepted, "")
     }
@@ -430,17 +451,24 @@ fn publishes_run_concurrently_within_the_bound() {
         let gauge = Gauge {
             inflight: Cell::new(0),
             peak: Cell::new(0),
+            per_relay: Default::default(),
+            peak_per_relay: Cell::new(0),
         };
         let mut cfg = config();
-        cfg.concurrency = 5;
+        cfg.concurrency = 2;
         let s = tick(&store, &gauge, &cfg, &|| 0, &mut counter(), &mut |_| {})
             .await
             .unwrap();
         assert_eq!((s.publishes, s.satisfied), (12, 4));
         assert_eq!(
+            gauge.peak_per_relay.get(),
+            2,
+            "concurrent, and never more than the bound to one relay"
+        );
+        assert_eq!(
             gauge.peak.get(),
-            5,
-            "concurrent, and never more than the bound"
+            6,
+            "each of the 3 relays has its own window"
         );
     });
 }

@@ -835,6 +835,48 @@ async fn flush_reports_and_fires_events() {
     ok(&o, "close", &[]).await;
 }
 
+/// Another outbox of the same database (another tab or worker) sees every record
+/// event of this one once, each followed by its `change`, through the channel.
+#[wasm_bindgen_test]
+async fn record_events_reach_other_contexts_of_the_database() {
+    let t = transport(&js(json!({ A: { "ok": true, "message": "" } })));
+    let n = name("relay");
+    let here = open_with(
+        json!({ "name": n, "durability": "relaxed" }),
+        &[("transport", t)],
+    )
+    .await;
+    let there = open(json!({ "name": n }))
+        .await
+        .expect("open the other context");
+    let kinds = ["enqueued", "attempt", "delivered", "change"];
+    let seen: Vec<(&str, JsValue)> = kinds.iter().map(|k| (*k, counter(&there, k))).collect();
+    let local_changes = counter(&here, "change");
+    for i in 0..3 {
+        ok(&here, "enqueue", &[js(event_obj(i)), relays(&[A])]).await;
+    }
+    let stats = ok(&here, "flush", &[]).await;
+    assert_eq!(stats["delivered"], json!(3));
+    let n_of = |k: &str| count(&seen.iter().find(|(n, _)| *n == k).unwrap().1);
+    // Channel messages arrive as tasks: wait (bounded) for the last one.
+    for _ in 0..100 {
+        if n_of("change") >= 9 {
+            break;
+        }
+        pause(20).await;
+    }
+    pause(50).await;
+    assert_eq!(
+        (n_of("enqueued"), n_of("attempt"), n_of("delivered")),
+        (3, 3, 3),
+        "every record event once"
+    );
+    assert_eq!(n_of("change"), 9, "one change per record event, no more");
+    assert_eq!(count(&local_changes), 9, "and the same here");
+    ok(&here, "close", &[]).await;
+    ok(&there, "close", &[]).await;
+}
+
 #[wasm_bindgen_test]
 async fn unreachable_relays_schedule_a_retry() {
     // The default WebSocket transport, against a closed port on 127.0.0.1: the

@@ -1,10 +1,15 @@
-//! The flusher: claim a batch of due records, publish each to its unsettled targets
-//! concurrently, record the evidence and release with the next due time, in one
-//! store call per record. It holds no state between ticks and no business rule: the
-//! store and [`crate::core`] decide every transition. The clock, the randomness and
-//! the observer are arguments, so a tick is deterministic under test.
+//! The flusher: claim batches of due records, publish each to its unsettled targets
+//! (a window of publishes in flight per relay), record the evidence and release with
+//! the next due time, in grouped store calls; claiming, publishing and recording
+//! overlap ([`run`]). It holds no state between runs and no business rule: the store
+//! and [`crate::core`] decide every transition. The clock, the randomness and the
+//! observer are arguments, so a run is deterministic under test.
 
-use futures_util::stream::{self, StreamExt};
+use std::collections::VecDeque;
+use std::rc::Rc;
+
+use futures_util::future::LocalBoxFuture;
+use futures_util::stream::{FuturesUnordered, StreamExt};
 use serde::{Deserialize, Serialize};
 
 use crate::core::machine::{MAX_CLAIM, MAX_LEASE_FIELD_LEN, MAX_LEASE_MS};
@@ -12,7 +17,7 @@ use crate::core::{ClaimRequest, Completion, CoreError, Record, RetryConfig, Stag
 use crate::store::{Store, StoreError};
 use crate::transport::{PublishReport, Transport};
 
-/// The most publishes a tick runs at once.
+/// The most publishes in flight to one relay.
 pub const MAX_CONCURRENCY: u32 = 256;
 /// The most ticks one [`flush_until_idle`] runs.
 pub const MAX_TICKS: u32 = 10_000;
@@ -28,15 +33,15 @@ pub struct FlushConfig {
     /// How long a lease lasts (1..=86 400 000 ms). Must exceed the transport's publish
     /// timeout, or every answer arrives after the lease expired and is lost.
     pub lease_ms: u64,
-    /// How many publishes run at once (1..=256).
+    /// How many publishes are in flight to one relay at once (1..=256).
     pub concurrency: u32,
     /// The retry schedule.
     pub retry: RetryConfig,
 }
 
 impl FlushConfig {
-    /// A configuration for `owner` with defaults: batch 32, lease 60 s, 8 concurrent
-    /// publishes, the default retry schedule.
+    /// A configuration for `owner` with defaults: batch 32, lease 60 s, 8 publishes in
+    /// flight per relay, the default retry schedule.
     pub fn new(owner: impl Into<String>) -> FlushConfig {
         FlushConfig {
             owner: owner.into(),
@@ -158,11 +163,10 @@ fn lease_id(random: &mut dyn FnMut() -> u32) -> String {
     id
 }
 
-/// One flush round: claims up to `batch_size` ready records under a fresh lease id
-/// (drawn from `random`), publishes each to its unsettled targets (at most
-/// `concurrency` publishes at once), then records every attempt and releases each
-/// lease with its next stage in one store call ([`Store::complete_attempts`]: one
-/// transaction in IndexedDB). `clock` is read at claim and once when recording.
+/// One flush round: one claim of up to `batch_size` ready records under a fresh
+/// lease id (drawn from `random`), each published to its unsettled targets and
+/// recorded as [`run`] does (it is a [`run`] limited to one claim); the counts of
+/// that round.
 ///
 /// Store failures end the tick with the error; leases not completed simply expire and
 /// the records are claimed again later (at-least-once delivery).
@@ -174,21 +178,33 @@ pub async fn tick<S: Store, T: Transport>(
     random: &mut dyn FnMut() -> u32,
     observer: &mut dyn FnMut(FlushEvent<'_>),
 ) -> Result<TickStats, StoreError> {
-    config.validate()?;
-    let request = ClaimRequest {
+    let bounds = RunBounds {
+        max_ticks: 1,
+        keep_going: &|| true,
+    };
+    let summary = run(store, transport, config, clock, random, observer, &bounds).await?;
+    Ok(summary.stats)
+}
+
+fn claim_request(config: &FlushConfig, random: &mut dyn FnMut() -> u32) -> ClaimRequest {
+    ClaimRequest {
         owner: config.owner.clone(),
         lease_id: lease_id(random),
         limit: config.batch_size,
         lease_ms: config.lease_ms,
-    };
-    let claimed = store.claim(&request, clock()).await?;
-    let mut stats = TickStats {
-        claimed: claimed.len() as u32,
-        ..TickStats::default()
-    };
+    }
+}
 
-    let mut work: Vec<(&Record, Vec<String>)> = Vec::new();
-    for record in &claimed {
+/// Counts a claimed batch, reports each attempt about to start (or each record the
+/// claim exhausted) and lists the leased records with their unsettled targets.
+fn begin_attempts<'r>(
+    claimed: &'r [Record],
+    stats: &mut TickStats,
+    observer: &mut dyn FnMut(FlushEvent<'_>),
+) -> Vec<(&'r Record, Vec<String>)> {
+    stats.claimed += claimed.len() as u32;
+    let mut work = Vec::new();
+    for record in claimed {
         if record.stage == Stage::Leased {
             let targets = record.unsettled_targets();
             let attempt = record
@@ -200,58 +216,42 @@ pub async fn tick<S: Store, T: Transport>(
                 attempt,
                 targets: &targets,
             });
+            stats.attempts += 1;
+            stats.publishes += targets.len() as u32;
             work.push((record, targets));
         } else {
             stats.exhausted += 1;
             observer(FlushEvent::Exhausted { record });
         }
     }
-    stats.attempts = work.len() as u32;
+    work
+}
 
-    let jobs: Vec<(usize, &str)> = work
-        .iter()
-        .enumerate()
-        .flat_map(|(i, (_, targets))| targets.iter().map(move |t| (i, t.as_str())))
-        .collect();
-    stats.publishes = jobs.len() as u32;
-    let work_ref = &work;
-    let mut answers: Vec<(usize, &str, PublishReport)> = stream::iter(jobs)
-        .map(|(i, target)| async move {
-            let report = transport.publish(target, &work_ref[i].0.event).await;
-            (i, target, report)
-        })
-        .buffer_unordered(config.concurrency as usize)
-        .collect()
-        .await;
-    crate::sort::sort_by(&mut answers, |a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+/// The completion of one attempt: its results in target order.
+fn completion(
+    record: &Record,
+    lease_id: &str,
+    mut results: Vec<TargetResult>,
+    random: &mut dyn FnMut() -> u32,
+) -> Completion {
+    crate::sort::sort_by(&mut results, |a, b| a.target.cmp(&b.target));
+    Completion {
+        id: record.id.clone(),
+        lease_id: lease_id.to_string(),
+        revision: record.revision,
+        results,
+        jitter: random(),
+    }
+}
 
-    let completions: Vec<Completion> = work
-        .iter()
-        .enumerate()
-        .map(|(i, (record, _))| Completion {
-            id: record.id.clone(),
-            lease_id: request.lease_id.clone(),
-            revision: record.revision,
-            results: answers
-                .iter()
-                .filter(|(j, _, _)| *j == i)
-                .map(|(_, target, report)| TargetResult {
-                    target: (*target).to_string(),
-                    outcome: report.outcome,
-                    message: report.message.clone(),
-                })
-                .collect(),
-            jitter: random(),
-        })
-        .collect();
-    // The whole round in one store call (one transaction in IndexedDB).
-    let recorded = if completions.is_empty() {
-        Vec::new()
-    } else {
-        store
-            .complete_attempts(&completions, &config.retry, clock())
-            .await
-    };
+/// Counts and reports what the store made of a group of completions; a storage
+/// failure (not an item's lost lease) is returned.
+fn finish_attempts(
+    completions: &[Completion],
+    recorded: Vec<Result<Record, StoreError>>,
+    stats: &mut TickStats,
+    observer: &mut dyn FnMut(FlushEvent<'_>),
+) -> Result<(), StoreError> {
     for (completion, result) in completions.iter().zip(recorded) {
         match result {
             Ok(next) => match next.stage {
@@ -275,7 +275,7 @@ pub async fn tick<S: Store, T: Transport>(
             Err(e) => return Err(e),
         }
     }
-    Ok(stats)
+    Ok(())
 }
 
 /// True while some record was already due at `started_ms`. A flush run attempts what
@@ -286,9 +286,10 @@ pub async fn due_since<S: Store>(store: &S, started_ms: u64) -> Result<bool, Sto
     Ok(store.next_due().await?.is_some_and(|d| d <= started_ms))
 }
 
-/// Runs [`tick`] until a tick claims nothing or nothing that was due at the start of
-/// the run is left ([`due_since`]), or `max_ticks` (at most [`MAX_TICKS`]) have run;
-/// then reports the totals and the next due time.
+/// Runs a whole flush with [`run`], without an outside stop: until a claim finds
+/// nothing or nothing that was due at the start of the run is left ([`due_since`]),
+/// or `max_ticks` (at most [`MAX_TICKS`]) claims have run; then reports the totals
+/// and the next due time.
 pub async fn flush_until_idle<S: Store, T: Transport>(
     store: &S,
     transport: &T,
@@ -298,15 +299,232 @@ pub async fn flush_until_idle<S: Store, T: Transport>(
     observer: &mut dyn FnMut(FlushEvent<'_>),
     max_ticks: u32,
 ) -> Result<FlushSummary, StoreError> {
-    let mut summary = FlushSummary::default();
+    let bounds = RunBounds {
+        max_ticks,
+        keep_going: &|| true,
+    };
+    run(store, transport, config, clock, random, observer, &bounds).await
+}
+
+/// When a [`run`] stops claiming.
+pub struct RunBounds<'a> {
+    /// The most claims (ticks) the run makes; at most [`MAX_TICKS`].
+    pub max_ticks: u32,
+    /// Asked before each claim: `false` stops claiming (the outbox closed, the device
+    /// went offline). What was already claimed is still published and recorded.
+    pub keep_going: &'a dyn Fn() -> bool,
+}
+
+/// What a [`run`] is waiting for.
+enum Step {
+    /// A claim returned (with its lease id), and whether more was due at the start.
+    Claimed(String, Result<(Vec<Record>, bool), StoreError>),
+    /// One publish answered: the attempt's slot, the relay, the report.
+    Published(usize, String, PublishReport),
+    /// A group of completions was recorded.
+    Recorded(Vec<Completion>, Vec<Result<Record, StoreError>>),
+}
+
+/// An attempt in flight in a [`run`].
+struct Slot {
+    record: Rc<Record>,
+    lease_id: Rc<str>,
+    /// Publishes not answered yet.
+    waiting: usize,
+    results: Vec<TargetResult>,
+}
+
+/// A whole flush as a pipeline: claims, publishes and recordings overlap instead of
+/// taking turns. Up to `concurrency` publishes are in flight to each relay at any
+/// time, across claimed batches (a slow answer holds one slot, not the whole batch,
+/// and a slow relay does not hold back the others' windows); the next batch is
+/// claimed while the current one publishes (when fewer than `concurrency` publishes
+/// per relay are waiting to start); attempts whose relays have all answered are
+/// recorded in groups of about `batch_size` (sooner when nothing else is publishing
+/// or nothing is left to claim), one [`Store::complete_attempts`] call (one
+/// transaction in IndexedDB) per group and one recording at a time. Each attempt is recorded under its own lease, exactly as [`tick`]
+/// records it; observers see the same events.
+///
+/// Stops claiming when a claim finds nothing, when nothing that was due at the start
+/// is left ([`due_since`]), after `bounds.max_ticks` claims, or when
+/// `bounds.keep_going` says so; finishes what it claimed, then reports the totals and
+/// the next due time. A storage failure stops everything new (no claim, publish or
+/// recording starts), lets what is running finish, and is returned; the leases of
+/// the attempts not recorded expire and those records are published again later
+/// (at-least-once delivery).
+pub async fn run<S: Store, T: Transport>(
+    store: &S,
+    transport: &T,
+    config: &FlushConfig,
+    clock: &dyn Fn() -> u64,
+    random: &mut dyn FnMut() -> u32,
+    observer: &mut dyn FnMut(FlushEvent<'_>),
+    bounds: &RunBounds<'_>,
+) -> Result<FlushSummary, StoreError> {
+    config.validate()?;
     let started_ms = clock();
-    while summary.ticks < max_ticks.min(MAX_TICKS) {
-        let stats = tick(store, transport, config, clock, random, observer).await?;
-        summary.ticks += 1;
-        summary.stats.add(&stats);
-        if stats.claimed == 0 || !due_since(store, started_ms).await? {
-            break;
+    let max_ticks = bounds.max_ticks.min(MAX_TICKS);
+    let window = config.concurrency as usize;
+    let mut summary = FlushSummary::default();
+    let mut slots: Vec<Option<Slot>> = Vec::new();
+    let mut free: Vec<usize> = Vec::new();
+    let mut queue: VecDeque<(usize, String)> = VecDeque::new();
+    // Publishes in flight per relay (every relay this run has queued for).
+    let mut loads: Vec<(String, usize)> = Vec::new();
+    let mut ready: Vec<Completion> = Vec::new();
+    let mut running: FuturesUnordered<LocalBoxFuture<'_, Step>> = FuturesUnordered::new();
+    let (mut claiming, mut recording, mut publishing) = (false, false, 0usize);
+    let mut more = true;
+    let mut failure: Option<StoreError> = None;
+
+    loop {
+        if failure.is_none() {
+            if !claiming
+                && more
+                && summary.ticks < max_ticks
+                && queue.len() < window * loads.len().max(1)
+                && (bounds.keep_going)()
+            {
+                let request = claim_request(config, random);
+                let now = clock();
+                claiming = true;
+                summary.ticks += 1;
+                running.push(Box::pin(async move {
+                    let claimed = async {
+                        let records = store.claim(&request, now).await?;
+                        let more = !records.is_empty() && due_since(store, started_ms).await?;
+                        Ok((records, more))
+                    }
+                    .await;
+                    Step::Claimed(request.lease_id, claimed)
+                }));
+            }
+            // The oldest waiting publish of each relay that has room in its window.
+            let mut i = 0;
+            while i < queue.len() && publishing < window * loads.len() {
+                let Some(load) = loads.iter_mut().find(|(relay, _)| *relay == queue[i].1) else {
+                    i += 1;
+                    continue;
+                };
+                if load.1 >= window {
+                    i += 1;
+                    continue;
+                }
+                let Some((slot, target)) = queue.remove(i) else {
+                    break;
+                };
+                let Some(record) = slots[slot].as_ref().map(|s| Rc::clone(&s.record)) else {
+                    continue;
+                };
+                load.1 += 1;
+                publishing += 1;
+                running.push(Box::pin(async move {
+                    let report = transport.publish(&target, &record.event).await;
+                    Step::Published(slot, target, report)
+                }));
+            }
+            // Recordings are grouped: while more attempts are on their way, a group
+            // waits until it has `batch_size` of them (fewer transactions, each one
+            // a disk flush with strict durability); at the tail, or when nothing is
+            // publishing, whatever is ready goes at once.
+            let tail = queue.is_empty() && !claiming && (!more || summary.ticks >= max_ticks);
+            if !recording
+                && !ready.is_empty()
+                && (ready.len() >= config.batch_size as usize || publishing == 0 || tail)
+            {
+                let group = std::mem::take(&mut ready);
+                let now = clock();
+                recording = true;
+                running.push(Box::pin(async move {
+                    let recorded = store.complete_attempts(&group, &config.retry, now).await;
+                    Step::Recorded(group, recorded)
+                }));
+            }
         }
+        let Some(step) = running.next().await else {
+            break;
+        };
+        match step {
+            Step::Claimed(_, Err(e)) => {
+                claiming = false;
+                failure.get_or_insert(e);
+            }
+            Step::Claimed(lease_id, Ok((records, due))) => {
+                claiming = false;
+                more = due;
+                let lease_id: Rc<str> = Rc::from(lease_id);
+                let work = begin_attempts(&records, &mut summary.stats, observer);
+                let leased: Vec<Vec<String>> = work.into_iter().map(|(_, t)| t).collect();
+                let mut targets = leased.into_iter();
+                for record in records.into_iter().filter(|r| r.stage == Stage::Leased) {
+                    let Some(targets) = targets.next() else {
+                        break;
+                    };
+                    let record = Rc::new(record);
+                    if targets.is_empty() {
+                        ready.push(completion(&record, &lease_id, Vec::new(), random));
+                        continue;
+                    }
+                    let slot = Slot {
+                        record,
+                        lease_id: Rc::clone(&lease_id),
+                        waiting: targets.len(),
+                        results: Vec::with_capacity(targets.len()),
+                    };
+                    let index = match free.pop() {
+                        Some(i) => {
+                            slots[i] = Some(slot);
+                            i
+                        }
+                        None => {
+                            slots.push(Some(slot));
+                            slots.len() - 1
+                        }
+                    };
+                    for target in targets {
+                        if !loads.iter().any(|(relay, _)| *relay == target) {
+                            loads.push((target.clone(), 0));
+                        }
+                        queue.push_back((index, target));
+                    }
+                }
+            }
+            Step::Published(index, target, report) => {
+                publishing -= 1;
+                if let Some(load) = loads.iter_mut().find(|(relay, _)| *relay == target) {
+                    load.1 -= 1;
+                }
+                let Some(slot) = slots[index].as_mut() else {
+                    continue;
+                };
+                slot.results.push(TargetResult {
+                    target,
+                    outcome: report.outcome,
+                    message: report.message,
+                });
+                slot.waiting -= 1;
+                if slot.waiting == 0 {
+                    if let Some(slot) = slots[index].take() {
+                        free.push(index);
+                        ready.push(completion(
+                            &slot.record,
+                            &slot.lease_id,
+                            slot.results,
+                            random,
+                        ));
+                    }
+                }
+            }
+            Step::Recorded(group, recorded) => {
+                recording = false;
+                if let Err(e) = finish_attempts(&group, recorded, &mut summary.stats, observer) {
+                    failure.get_or_insert(e);
+                }
+            }
+        }
+    }
+    if let Some(e) = failure {
+        return Err(e);
     }
     summary.next_due_ms = store.next_due().await?;
     Ok(summary)

@@ -68,6 +68,12 @@ impl Events {
                             .unwrap_or(JsValue::NULL);
                         if let Some(kind) = kind.filter(|k| RELAYED.contains(&k.as_str())) {
                             let _ = sys::fire(&local, &kind, &detail);
+                            // A record event posted by `emit_record` stands for two.
+                            let change = Reflect::get(&data, &JsValue::from_str("change"))
+                                .is_ok_and(|v| v.is_truthy());
+                            if change && kind != "change" {
+                                let _ = sys::fire(&local, "change", &detail);
+                            }
                         }
                     });
                 let _ = channel
@@ -93,6 +99,20 @@ impl Events {
     /// Dispatches `kind` with `detail` here and relays it to the other contexts.
     pub(crate) fn emit(&self, kind: &str, detail: &JsValue) {
         let _ = sys::fire(&self.target, kind, detail);
+        self.post(kind, detail, false);
+    }
+
+    /// A record event: dispatches `kind`, then `change`, with the same `detail`, here
+    /// and (in one channel message, one structured clone of the record) in the other
+    /// contexts.
+    pub(crate) fn emit_record(&self, kind: &str, detail: &JsValue) {
+        let _ = sys::fire(&self.target, kind, detail);
+        let _ = sys::fire(&self.target, "change", detail);
+        self.post(kind, detail, true);
+    }
+
+    /// Posts `{ type, detail, change? }` to the channel, if joined.
+    fn post(&self, kind: &str, detail: &JsValue, change: bool) {
         if let Some(ch) = self.channel.borrow().as_ref() {
             if let Ok(post) = Reflect::get(&ch.channel, &JsValue::from_str("postMessage")) {
                 if let Some(post) = post.dyn_ref::<js_sys::Function>() {
@@ -100,6 +120,9 @@ impl Events {
                     let _ =
                         Reflect::set(&msg, &JsValue::from_str("type"), &JsValue::from_str(kind));
                     let _ = Reflect::set(&msg, &JsValue::from_str("detail"), detail);
+                    if change {
+                        let _ = Reflect::set(&msg, &JsValue::from_str("change"), &JsValue::TRUE);
+                    }
                     let _ = post.call1(&ch.channel, &msg);
                 }
             }

@@ -312,8 +312,7 @@ impl Outbox {
                 FlushEvent::LostClaim { .. } => return,
             };
             let detail = view::record(record);
-            sink.emit(kind, &detail);
-            sink.emit("change", &detail);
+            sink.emit_record(kind, &detail);
         });
         let sink = events.clone();
         let on_error = Box::new(move |e: &crate::store::StoreError| {
@@ -398,8 +397,7 @@ impl Inner {
         if e.outcome == EnqueueOutcome::Created {
             let detail =
                 js_sys::Reflect::get(result, &JsValue::from_str("record")).unwrap_or(JsValue::NULL);
-            self.events.emit("enqueued", &detail);
-            self.events.emit("change", &detail);
+            self.events.emit_record("enqueued", &detail);
         }
     }
 

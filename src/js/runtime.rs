@@ -1,5 +1,6 @@
-//! The flusher runtime: runs [`crate::flush::tick`] until nothing is due, then sleeps
-//! until the earliest retry time, and wakes on the triggers a browser offers.
+//! The flusher runtime: runs [`crate::flush::run`] (claims, publishes and recordings
+//! overlapped) until nothing is due, then sleeps until the earliest retry time, and
+//! wakes on the triggers a browser offers.
 //!
 //! - One run at a time per outbox; concurrent `flush()` calls share a run (a call made
 //!   while a run is in progress waits for the next one, so its records are seen).
@@ -435,28 +436,24 @@ impl<S: Store + 'static, T: Transport + 'static> Shared<S, T> {
         let clock = sys::now_ms;
         let mut random = sys::random_u32;
         let mut observer = |ev: FlushEvent<'_>| (self.on_event)(ev);
-        let started_ms = clock();
-        while view.ticks < self.config.max_ticks && !self.closed.get() && sys::is_online() {
-            let stats = flush::tick(
-                &*self.store,
-                &*self.transport,
-                &self.config.flush,
-                &clock,
-                &mut random,
-                &mut observer,
-            )
-            .await
-            .map_err(RunError::Store)?;
-            view.add(&stats);
-            let more = stats.claimed > 0
-                && flush::due_since(&*self.store, started_ms)
-                    .await
-                    .map_err(RunError::Store)?;
-            if !more {
-                break;
-            }
-        }
-        view.next_due_at = self.store.next_due().await.map_err(RunError::Store)?;
+        let keep_going = || !self.closed.get() && sys::is_online();
+        let bounds = flush::RunBounds {
+            max_ticks: self.config.max_ticks,
+            keep_going: &keep_going,
+        };
+        let summary = flush::run(
+            &*self.store,
+            &*self.transport,
+            &self.config.flush,
+            &clock,
+            &mut random,
+            &mut observer,
+            &bounds,
+        )
+        .await
+        .map_err(RunError::Store)?;
+        view.add(&summary);
+        view.next_due_at = summary.next_due_ms;
         view.ran = true;
         Ok(())
     }

@@ -11,7 +11,7 @@ use crate::json::JsonWriter;
 use wasm_bindgen::prelude::*;
 
 use crate::core::{Evidence, Outcome, Policy, Record, Stage, StageCounts, TargetState};
-use crate::flush::TickStats;
+use crate::flush::FlushSummary;
 
 /// One answer of one relay in one attempt: `{ relay, attempt, outcome, rejectReason?,
 /// message, at, tries, firstAt? }`.
@@ -241,8 +241,9 @@ impl FlushView {
         Value::Object(map)
     }
 
-    /// Adds one tick's counts.
-    pub(crate) fn add(&mut self, s: &TickStats) {
+    /// Adds a run's counts.
+    pub(crate) fn add(&mut self, summary: &FlushSummary) {
+        let s = &summary.stats;
         self.claimed += s.claimed;
         self.attempts += s.attempts;
         self.publishes += s.publishes;
@@ -250,6 +251,6 @@ impl FlushView {
         self.retrying += s.retrying;
         self.exhausted += s.exhausted;
         self.lost_claims += s.lost_claims;
-        self.ticks += 1;
+        self.ticks += summary.ticks;
     }
 }

@@ -37,7 +37,7 @@ use crate::store::{CorruptRow, Store, StoreError};
 
 pub use schema::MAX_VERSION as SCHEMA_VERSION;
 pub use sys::Durability;
-use sys::{failure, request, Failure, Tx};
+use sys::{failure, get_many, request, Failure, Tx};
 
 use schema::{IDX_CREATED, IDX_DUE, IDX_STAGE, RECORDS};
 
@@ -559,9 +559,9 @@ impl Store for IdbStore {
             .unwrap_or_else(|| Err(StoreError::Backend("no answer for the completion".into())))
     }
 
-    /// One readwrite transaction for the whole round (not one per record): each row
-    /// read, decided by [`core::complete_attempt`] and written back; a storage failure
-    /// aborts it, so none is recorded.
+    /// One readwrite transaction for the whole round (not one per record): every row
+    /// read at once, then each decided by [`core::complete_attempt`] and written back;
+    /// a storage failure aborts it, so none is recorded.
     async fn complete_attempts(
         &self,
         completions: &[Completion],
@@ -573,8 +573,9 @@ impl Store for IdbStore {
                 let tx = Tx::open(db, &[RECORDS], true, self.options.durability)?;
                 let store = tx.store(RECORDS)?;
                 let mut out = Vec::with_capacity(completions.len());
-                for c in completions {
-                    let current = request(store.get(&JsValue::from_str(&c.id))).await?;
+                // Every row read at once, then decided and written in order.
+                let rows = get_many(&store, completions.iter().map(|c| c.id.as_str())).await?;
+                for (c, current) in completions.iter().zip(rows.iter()) {
                     let next = match self.decode(current) {
                         Ok(Some(record)) => core::complete_attempt(&record, c, now_ms, retry)
                             .map_err(StoreError::from),

@@ -16,6 +16,8 @@ extern "C" {
     fn request_promise(req: &IdbRequest) -> Promise;
     #[wasm_bindgen(js_name = transactionDone)]
     fn transaction_done(tx: &IdbTransaction) -> Promise;
+    #[wasm_bindgen(js_name = getMany)]
+    fn get_many_js(store: &web_sys::IdbObjectStore, keys: &Array) -> Promise;
     #[wasm_bindgen(js_name = addRows)]
     pub(super) fn add_rows(store: &web_sys::IdbObjectStore, rows: &Array) -> Promise;
     #[wasm_bindgen(js_name = openTransaction, catch)]
@@ -113,6 +115,19 @@ pub(super) fn failure(err: JsValue) -> Failure {
 pub(super) async fn request(req: Result<IdbRequest, JsValue>) -> Result<JsValue, Failure> {
     let req = req.map_err(failure)?;
     JsFuture::from(request_promise(&req)).await.map_err(failure)
+}
+
+/// Reads the rows stored under `keys`, all requests issued at once; in key order,
+/// `undefined` where a key has no row.
+pub(super) async fn get_many<'k>(
+    store: &web_sys::IdbObjectStore,
+    keys: impl Iterator<Item = &'k str>,
+) -> Result<Array, Failure> {
+    let keys: Array = keys.map(JsValue::from_str).collect();
+    let rows = JsFuture::from(get_many_js(store, &keys))
+        .await
+        .map_err(failure)?;
+    Ok(rows.unchecked_into())
 }
 
 /// Whether a transaction must survive power loss (`strict`) or may trade that for

@@ -1,0 +1,394 @@
+//! The pipelined flush ([`run`] / [`flush_until_idle`]): the publish window spans
+//! claimed batches, a slow relay holds one slot instead of the whole batch, attempts
+//! finished while a recording runs are recorded together, and a storage failure stops
+//! everything new and is returned without losing a record.
+
+use std::cell::{Cell, RefCell};
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use futures::executor::block_on;
+use nostr_outbox::core::{
+    ClaimRequest, Completion, Enqueued, EventEnvelope, ListQuery, Outcome, Plan, Policy, Record,
+    RetryConfig, Stage, StageCounts,
+};
+use nostr_outbox::flush::{flush_until_idle, run, FlushConfig, FlushEvent, RunBounds};
+use nostr_outbox::store::conformance::{fixture_plan, RELAYS};
+use nostr_outbox::store::{MemoryStore, Store, StoreError};
+use nostr_outbox::transport::{PublishReport, Transport};
+
+fn config(batch_size: u32, concurrency: u32) -> FlushConfig {
+    FlushConfig {
+        owner: "tab-1".into(),
+        batch_size,
+        lease_ms: 10_000,
+        concurrency,
+        retry: RetryConfig {
+            base_delay_ms: 1_000,
+            max_delay_ms: 8_000,
+            jitter_permille: 0,
+            rate_limit_min_ms: 30_000,
+        },
+    }
+}
+
+fn counter() -> impl FnMut() -> u32 {
+    let mut n = 0u32;
+    move || {
+        n = n.wrapping_add(1);
+        n
+    }
+}
+
+/// Pending `n` times (waking itself each time), then ready: `n` turns of the executor.
+struct Yield(u32);
+
+impl Future for Yield {
+    type Output = ();
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if self.0 == 0 {
+            Poll::Ready(())
+        } else {
+            self.0 -= 1;
+            cx.waker().wake_by_ref();
+            Poll::Pending
+        }
+    }
+}
+
+/// Accepts every event after `turns` turns (`slow_turns` for `slow_id`); counts
+/// publishes in flight.
+struct Paced {
+    turns: u32,
+    slow_id: String,
+    slow_turns: u32,
+    inflight: Cell<u32>,
+    peak: Cell<u32>,
+}
+
+impl Paced {
+    fn new(slow_id: &str, slow_turns: u32) -> Paced {
+        Paced {
+            turns: 1,
+            slow_id: slow_id.to_string(),
+            slow_turns,
+            inflight: Cell::new(0),
+            peak: Cell::new(0),
+        }
+    }
+}
+
+impl Transport for Paced {
+    async fn publish(&self, _relay: &str, event: &EventEnvelope) -> PublishReport {
+        self.inflight.set(self.inflight.get() + 1);
+        self.peak.set(self.peak.get().max(self.inflight.get()));
+        let turns = if event.id == self.slow_id {
+            self.slow_turns
+        } else {
+            self.turns
+        };
+        Yield(turns).await;
+        self.inflight.set(self.inflight.get() - 1);
+        PublishReport::new(Outcome::Accepted, "")
+    }
+}
+
+/// A memory store whose claims and recordings take a few executor turns (as
+/// IndexedDB's do), which notes the size of every recorded group and how many
+/// recordings overlap, and can fail its `fail_on`-th recording.
+struct Slow {
+    inner: MemoryStore,
+    turns: u32,
+    claims: Cell<u32>,
+    groups: RefCell<Vec<usize>>,
+    recording: Cell<u32>,
+    overlapping: Cell<u32>,
+    fail_on: Option<usize>,
+}
+
+impl Slow {
+    fn new(turns: u32, fail_on: Option<usize>) -> Slow {
+        Slow {
+            inner: MemoryStore::new(),
+            turns,
+            claims: Cell::new(0),
+            groups: RefCell::new(Vec::new()),
+            recording: Cell::new(0),
+            overlapping: Cell::new(0),
+            fail_on,
+        }
+    }
+}
+
+impl Store for Slow {
+    async fn enqueue(&self, plan: Plan, now_ms: u64) -> Result<Enqueued, StoreError> {
+        self.inner.enqueue(plan, now_ms).await
+    }
+    async fn enqueue_many(
+        &self,
+        plans: Vec<Plan>,
+        now_ms: u64,
+    ) -> Result<Vec<Enqueued>, StoreError> {
+        self.inner.enqueue_many(plans, now_ms).await
+    }
+    async fn get(&self, id: &str) -> Result<Option<Record>, StoreError> {
+        self.inner.get(id).await
+    }
+    async fn claim(&self, request: &ClaimRequest, now_ms: u64) -> Result<Vec<Record>, StoreError> {
+        self.claims.set(self.claims.get() + 1);
+        Yield(self.turns).await;
+        self.inner.claim(request, now_ms).await
+    }
+    async fn complete_attempt(
+        &self,
+        completion: &Completion,
+        retry: &RetryConfig,
+        now_ms: u64,
+    ) -> Result<Record, StoreError> {
+        self.inner.complete_attempt(completion, retry, now_ms).await
+    }
+    async fn complete_attempts(
+        &self,
+        completions: &[Completion],
+        retry: &RetryConfig,
+        now_ms: u64,
+    ) -> Vec<Result<Record, StoreError>> {
+        self.recording.set(self.recording.get() + 1);
+        self.overlapping
+            .set(self.overlapping.get().max(self.recording.get()));
+        self.groups.borrow_mut().push(completions.len());
+        Yield(self.turns).await;
+        self.recording.set(self.recording.get() - 1);
+        if self.fail_on == Some(self.groups.borrow().len()) {
+            return vec![Err(StoreError::Backend("disk went away".into()))];
+        }
+        self.inner
+            .complete_attempts(completions, retry, now_ms)
+            .await
+    }
+    async fn release(
+        &self,
+        id: &str,
+        lease_id: &str,
+        revision: u64,
+        now_ms: u64,
+    ) -> Result<Record, StoreError> {
+        self.inner.release(id, lease_id, revision, now_ms).await
+    }
+    async fn retry(&self, id: &str, now_ms: u64) -> Result<Record, StoreError> {
+        self.inner.retry(id, now_ms).await
+    }
+    async fn cancel(&self, id: &str, now_ms: u64) -> Result<Record, StoreError> {
+        self.inner.cancel(id, now_ms).await
+    }
+    async fn purge(&self, before_ms: u64) -> Result<u32, StoreError> {
+        self.inner.purge(before_ms).await
+    }
+    async fn list(&self, query: &ListQuery) -> Result<Vec<Record>, StoreError> {
+        self.inner.list(query).await
+    }
+    async fn status(&self) -> Result<StageCounts, StoreError> {
+        self.inner.status().await
+    }
+    async fn next_due(&self) -> Result<Option<u64>, StoreError> {
+        self.inner.next_due().await
+    }
+}
+
+async fn fill(store: &impl Store, n: u32, relays: usize) -> Vec<String> {
+    let mut ids = Vec::new();
+    for i in 1..=n {
+        let plan = fixture_plan(i, &RELAYS[..relays], Policy::All);
+        ids.push(store.enqueue(plan, 0).await.unwrap().record.id);
+    }
+    ids
+}
+
+#[test]
+fn a_slow_relay_holds_one_slot_not_the_whole_batch() {
+    block_on(async {
+        let store = MemoryStore::new();
+        let ids = fill(&store, 6, 1).await;
+        // The first record's relay answers after 200 turns, the others after one.
+        let t = Paced::new(&ids[0], 200);
+        let mut delivered = Vec::new();
+        let summary = flush_until_idle(
+            &store,
+            &t,
+            &config(2, 2),
+            &|| 0,
+            &mut counter(),
+            &mut |e| {
+                if let FlushEvent::Delivered { record } = e {
+                    delivered.push(record.id.clone());
+                }
+            },
+            100,
+        )
+        .await
+        .unwrap();
+        assert_eq!(
+            (summary.stats.claimed, summary.stats.satisfied),
+            (6, 6),
+            "{summary:?}"
+        );
+        // A barrier per batch would have delivered the first batch (ids 0 and 1)
+        // together, first; the window moved on past the slow answer instead.
+        assert_eq!(delivered.len(), 6);
+        assert_eq!(delivered.last(), Some(&ids[0]), "{delivered:?}");
+        assert_eq!(store.status().await.unwrap().satisfied, 6);
+    });
+}
+
+#[test]
+fn the_publish_window_spans_claimed_batches_and_never_exceeds_concurrency() {
+    block_on(async {
+        let store = MemoryStore::new();
+        fill(&store, 8, 1).await;
+        let mut t = Paced::new("none", 0);
+        t.turns = 10;
+        // One record per claim, three publishes at once, each answered after more
+        // turns than a claim takes: the window is filled from several claims.
+        let summary = flush_until_idle(
+            &store,
+            &t,
+            &config(1, 3),
+            &|| 0,
+            &mut counter(),
+            &mut |_| {},
+            100,
+        )
+        .await
+        .unwrap();
+        assert_eq!(summary.stats.satisfied, 8, "{summary:?}");
+        assert_eq!(
+            t.peak.get(),
+            3,
+            "filled from several batches, within the bound"
+        );
+        assert!(summary.ticks >= 8, "{summary:?}");
+    });
+}
+
+#[test]
+fn attempts_finished_during_a_recording_are_recorded_together() {
+    block_on(async {
+        let store = Slow::new(5, None);
+        let ids = fill(&store, 12, 2).await;
+        let t = Paced::new("none", 0);
+        let summary = flush_until_idle(
+            &store,
+            &t,
+            &config(4, 8),
+            &|| 0,
+            &mut counter(),
+            &mut |_| {},
+            100,
+        )
+        .await
+        .unwrap();
+        assert_eq!(summary.stats.satisfied, 12, "{summary:?}");
+        let groups = store.groups.borrow().clone();
+        assert_eq!(
+            groups.iter().sum::<usize>(),
+            12,
+            "each attempt once: {groups:?}"
+        );
+        assert!(groups.len() < 12, "grouped: {groups:?}");
+        assert_eq!(store.overlapping.get(), 1, "one recording at a time");
+        for id in &ids {
+            let r = store.get(id).await.unwrap().unwrap();
+            assert_eq!(r.stage, Stage::Satisfied);
+            assert_eq!(r.attempts, 1, "{id}");
+        }
+    });
+}
+
+#[test]
+fn a_storage_failure_stops_the_run_and_loses_nothing() {
+    block_on(async {
+        let store = Slow::new(3, Some(1));
+        let ids = fill(&store, 10, 1).await;
+        let t = Paced::new("none", 0);
+        let err = flush_until_idle(
+            &store,
+            &t,
+            &config(2, 2),
+            &|| 0,
+            &mut counter(),
+            &mut |_| {},
+            100,
+        )
+        .await
+        .unwrap_err();
+        assert_eq!(err.code(), "storage", "{err}");
+        // Nothing was recorded, and no claim started after the failure: at most the
+        // claims running when it happened.
+        assert_eq!(
+            store.groups.borrow().len(),
+            1,
+            "no recording after the failure"
+        );
+        let claims_at_failure = store.claims.get();
+        assert!(claims_at_failure < 5, "claims stopped: {claims_at_failure}");
+        assert_eq!(store.inner.status().await.unwrap().satisfied, 0);
+        // The leases expire; the next run delivers every record (at least once).
+        let later = flush_until_idle(
+            &store,
+            &t,
+            &config(2, 2),
+            &|| 20_000,
+            &mut counter(),
+            &mut |_| {},
+            100,
+        )
+        .await
+        .unwrap();
+        assert_eq!(later.stats.satisfied, 10, "{later:?}");
+        for id in &ids {
+            assert_eq!(
+                store.get(id).await.unwrap().unwrap().stage,
+                Stage::Satisfied
+            );
+        }
+    });
+}
+
+#[test]
+fn keep_going_stops_claiming_but_finishes_what_was_claimed() {
+    block_on(async {
+        let store = MemoryStore::new();
+        fill(&store, 6, 1).await;
+        let t = Paced::new("none", 0);
+        let claims = Cell::new(0u32);
+        let keep_going = || {
+            claims.set(claims.get() + 1);
+            claims.get() <= 1
+        };
+        let bounds = RunBounds {
+            max_ticks: 100,
+            keep_going: &keep_going,
+        };
+        let summary = run(
+            &store,
+            &t,
+            &config(2, 2),
+            &|| 0,
+            &mut counter(),
+            &mut |_| {},
+            &bounds,
+        )
+        .await
+        .unwrap();
+        assert_eq!(summary.ticks, 1, "{summary:?}");
+        assert_eq!(
+            (summary.stats.claimed, summary.stats.satisfied),
+            (2, 2),
+            "the claimed batch is published and recorded"
+        );
+        let status = store.status().await.unwrap();
+        assert_eq!((status.satisfied, status.pending), (2, 4), "{status:?}");
+        assert_eq!(summary.next_due_ms, Some(0), "the rest is due now");
+    });
+}
