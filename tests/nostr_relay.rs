@@ -268,6 +268,21 @@ fn relay_messages_parse() {
             message_type: "COUNT".into()
         }
     );
+    // Floats are valid JSON: a message carrying one is not malformed.
+    assert_eq!(
+        p(r#"["COUNT","s",{"count":1.5e3,"ratio":-0.25}]"#),
+        RelayMessage::Unknown {
+            message_type: "COUNT".into()
+        }
+    );
+    assert_eq!(
+        p(r#"["EVENT","s",{"id":"x","score":1E-7}]"#),
+        RelayMessage::Event {
+            subscription_id: "s".into(),
+            // Numbers keep their text.
+            event: json::parse(r#"{"id":"x","score":1E-7}"#).unwrap()
+        }
+    );
     assert_eq!(
         p(r#"["ok","x"]"#),
         RelayMessage::Unknown {

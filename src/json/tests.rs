@@ -206,6 +206,19 @@ fn valid_texts_read_alike() {
 }
 
 #[test]
+fn numbers_beyond_f64_are_valid_here_and_refused_by_serde_json() {
+    // The one known difference (see the module docs): serde_json converts every
+    // number and refuses one that overflows an f64; ours keeps the text.
+    for text in ["1e400", "-1e400", "[1E999]", &"9".repeat(400)] {
+        let e = serde_json::from_str::<serde_json::Value>(text).unwrap_err();
+        assert!(e.to_string().contains("number out of range"), "{e}");
+        let v = parse(text).unwrap();
+        assert_eq!(v.to_string(), text);
+        assert_eq!(v.as_u64(), None);
+    }
+}
+
+#[test]
 fn nesting_limit_is_serde_json_limit() {
     for depth in 1..=MAX_DEPTH + 3 {
         let open = |i: usize| if i % 2 == 0 { "[" } else { "{\"k\":" };
