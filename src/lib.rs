@@ -7,6 +7,7 @@
 //! never will.
 //!
 //! Layers (data flows one way, top to bottom):
+//! - [`json`]: the JSON value, parser and writer the other layers use (pure).
 //! - [`nostr`]: NIP-01 events, relay URLs and relay messages (pure).
 //! - [`core`]: the outbox state machine (pure: no I/O, no clock, no randomness).
 //! - [`store`]: the [`store::Store`] trait, a memory store and (wasm only) IndexedDB.
@@ -17,7 +18,7 @@
 
 pub mod core;
 pub mod flush;
-mod json;
+pub mod json;
 pub mod nostr;
 mod sort;
 pub mod store;

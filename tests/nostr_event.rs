@@ -39,8 +39,14 @@ fn without(field: &str) -> String {
 fn err(text: &str) -> EventError {
     let e = Event::parse_json(text).expect_err(text);
     assert_eq!(e.code(), "invalid_event");
+    // Not JSON exactly when serde_json, the oracle, says so.
+    assert_eq!(
+        e.reason() == "not_json",
+        serde_json::from_str::<Value>(text).is_err(),
+        "{text}"
+    );
     // The value path refuses the same input the same way (when it is JSON).
-    if let Ok(v) = serde_json::from_str::<Value>(text) {
+    if let Ok(v) = nostr_outbox::json::parse(text) {
         assert_eq!(
             Event::from_value(v).expect_err(text).reason(),
             e.reason(),
@@ -244,7 +250,7 @@ fn unknown_fields_are_tolerated_and_kept_in_raw() {
     let plain = Event::parse_json(&base().to_string()).unwrap();
     assert_eq!(e.compute_id(), plain.compute_id());
     // The value path drops them from raw.
-    let v = Event::from_value(serde_json::from_str(&text).unwrap()).unwrap();
+    let v = Event::from_value(nostr_outbox::json::parse(&text).unwrap()).unwrap();
     assert!(!v.raw().contains("relays"));
 }
 
@@ -261,6 +267,16 @@ fn duplicate_fields_are_refused() {
     let e = Event::parse_json(&dup).unwrap_err();
     assert_eq!(e, EventError::Duplicate { field: "content" });
     assert_eq!(e.reason(), "duplicate_field");
+    // The value path sees the repeat too (a parsed object keeps both members).
+    let v = nostr_outbox::json::parse(&dup).unwrap();
+    assert_eq!(Event::from_value(v).unwrap_err(), e);
+    // The field whose repeat comes first is the one named.
+    let two = dup.replacen('{', "{\"kind\":1,\"kind\":1,", 1);
+    assert_ne!(two, dup);
+    assert_eq!(
+        Event::parse_json(&two).unwrap_err(),
+        EventError::Duplicate { field: "kind" }
+    );
     // Unknown fields may repeat.
     let dup_unknown = text.replacen('{', "{\"x\":1,\"x\":2,", 1);
     Event::parse_json(&dup_unknown).unwrap();

@@ -6,6 +6,7 @@ wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_browser);
 
 use k256::schnorr::SigningKey;
 use nostr_outbox::core::{Outcome, RejectReason};
+use nostr_outbox::json;
 use nostr_outbox::nostr::{
     auth_message, auth_template, check_auth_event, classify_ok, close_message, event_message,
     is_auth_required, normalize_targets, req_by_ids, AuthError, Event, RelayMessage, RelayUrl,
@@ -14,6 +15,16 @@ use nostr_outbox::nostr::{
 use serde_json::{json, Value};
 
 const ID: &str = "4376c65d2f232afbe9b882a35baa4f6fe8667c4e684749af565f981833ed6a65";
+
+/// serde_json's value as ours (through its text).
+fn ours(v: &Value) -> json::Value {
+    json::parse(&v.to_string()).expect("serde_json wrote JSON")
+}
+
+/// Our value as serde_json's (through its text).
+fn theirs(v: &json::Value) -> Value {
+    serde_json::from_str(&v.to_string()).expect("we wrote JSON")
+}
 
 fn norm(s: &str) -> String {
     RelayUrl::parse(s)
@@ -248,13 +259,28 @@ fn relay_messages_parse() {
         p(r#"["EVENT","s",{"id":"x","kind":1}]"#),
         RelayMessage::Event {
             subscription_id: "s".into(),
-            event: json!({"id":"x","kind":1})
+            event: ours(&json!({"id":"x","kind":1}))
         }
     );
     assert_eq!(
         p(r#"["COUNT","s",{"count":3}]"#),
         RelayMessage::Unknown {
             message_type: "COUNT".into()
+        }
+    );
+    // Floats are valid JSON: a message carrying one is not malformed.
+    assert_eq!(
+        p(r#"["COUNT","s",{"count":1.5e3,"ratio":-0.25}]"#),
+        RelayMessage::Unknown {
+            message_type: "COUNT".into()
+        }
+    );
+    assert_eq!(
+        p(r#"["EVENT","s",{"id":"x","score":1E-7}]"#),
+        RelayMessage::Event {
+            subscription_id: "s".into(),
+            // Numbers keep their text.
+            event: json::parse(r#"{"id":"x","score":1E-7}"#).unwrap()
         }
     );
     assert_eq!(
@@ -431,7 +457,7 @@ fn sign(template: &Value, seed: u8) -> Event {
 fn auth_template_and_check() {
     let relay = RelayUrl::parse("WSS://Relay.Example.com/").unwrap();
     let challenge = "c-\"123\"";
-    let t = auth_template(&relay, challenge, 1_700_000_000);
+    let t = theirs(&auth_template(&relay, challenge, 1_700_000_000));
     assert_eq!(
         t,
         json!({
@@ -450,7 +476,7 @@ fn auth_template_and_check() {
     // The signer's output also arrives as text or a JS object.
     let from_text = Event::parse_json(signed.raw()).unwrap();
     check_auth_event(&from_text, &relay, challenge).unwrap();
-    let from_value = Event::from_value(serde_json::from_str(signed.raw()).unwrap()).unwrap();
+    let from_value = Event::from_value(json::parse(signed.raw()).unwrap()).unwrap();
     check_auth_event(&from_value, &relay, challenge).unwrap();
     assert_eq!(
         auth_message(signed.raw()),
@@ -488,7 +514,7 @@ fn auth_template_and_check() {
         &sig[1..]
     );
     v["sig"] = json!(flipped);
-    let tampered = Event::from_value(v).unwrap();
+    let tampered = Event::from_value(ours(&v)).unwrap();
     let e = check_auth_event(&tampered, &relay, challenge).unwrap_err();
     assert!(matches!(e, AuthError::Event(_)), "{e}");
 }
@@ -502,7 +528,7 @@ fn auth_challenge_round_trip() {
     };
     assert_eq!(challenge, "abc\0def");
     let relay = RelayUrl::parse("ws://127.0.0.1:7777").unwrap();
-    let signed = sign(&auth_template(&relay, &challenge, 5), 3);
+    let signed = sign(&theirs(&auth_template(&relay, &challenge, 5)), 3);
     check_auth_event(&signed, &relay, &challenge).unwrap();
     assert!(signed.raw().contains("\\u0000"));
 }

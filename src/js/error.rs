@@ -4,9 +4,7 @@
 //! through unchanged; this layer only adds `invalid_options` (a malformed options
 //! object), `storage_unavailable` and `closed`.
 
-use serde_json::{Map, Value};
-
-use crate::json::JsonWriter;
+use crate::json::Value;
 use wasm_bindgen::prelude::*;
 
 use crate::core::CoreError;
@@ -29,14 +27,9 @@ extern "C" {
     fn make_error(code: &str, message: &str, details: Option<String>, cause: JsValue) -> JsValue;
 }
 
-/// A details object from `(key, value)` pairs (what `json!({ .. })` built, without
-/// `serde_json`'s value serializer in the .wasm).
+/// A details object from `(key, value)` pairs, in their order.
 pub(crate) fn details(pairs: Vec<(&str, Value)>) -> Value {
-    let mut map = Map::new();
-    for (k, v) in pairs {
-        map.insert(k.to_owned(), v);
-    }
-    Value::Object(map)
+    Value::object(pairs)
 }
 
 /// A failure on its way to JavaScript: code, message, details and an optional cause.
@@ -98,10 +91,18 @@ impl ApiError {
         self
     }
 
-    /// Merges `extra` into the details object.
+    /// Merges `extra` into the details object (a key already there takes the new
+    /// value).
     pub fn add_details(mut self, extra: Value) -> ApiError {
         match (&mut self.details, extra) {
-            (Some(Value::Object(map)), Value::Object(more)) => map.extend(more),
+            (Some(Value::Object(members)), Value::Object(more)) => {
+                for (key, value) in more {
+                    match members.iter_mut().find(|(k, _)| *k == key) {
+                        Some(member) => member.1 = value,
+                        None => members.push((key, value)),
+                    }
+                }
+            }
             (slot, extra) => *slot = Some(extra),
         }
         self
@@ -112,11 +113,7 @@ impl ApiError {
         make_error(
             self.code,
             &self.message,
-            self.details.map(|d| {
-                let mut w = JsonWriter::new();
-                w.value(&d);
-                w.finish()
-            }),
+            self.details.map(|d| d.to_string()),
             self.cause.unwrap_or(JsValue::UNDEFINED),
         )
     }

@@ -4,12 +4,12 @@
 //! [`crate::nostr`]; this module only checks shapes.
 
 use js_sys::{Array, Object, Reflect};
-use serde_json::Value;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
 use super::error::{details, ApiError};
 use crate::core::Policy;
+use crate::json::{self, Value};
 use crate::nostr::{Event, RelayUrl};
 
 /// The largest integer a JavaScript number holds exactly (2^53 − 1).
@@ -318,7 +318,7 @@ pub(crate) fn parse_event(v: &JsValue) -> Result<Event, ApiError> {
             .with_details(details(vec![("reason", Value::from("not_json"))]))
             .with_cause(e)
         })?;
-        let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
+        let value = json::parse(&text).map_err(|e| {
             ApiError::new(
                 "invalid_event",
                 format!("invalid event: not valid JSON: {e}"),

@@ -8,7 +8,6 @@ use std::rc::Rc;
 
 use futures_util::future::LocalBoxFuture;
 use js_sys::{Array, Promise};
-use serde_json::Value;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::future_to_promise;
 
@@ -21,6 +20,7 @@ use super::{sys, view};
 use crate::core::plan::MAX_ATTEMPTS_LIMIT;
 use crate::core::{EnqueueOutcome, Enqueued, ListQuery, Plan, Policy, RetryConfig, Stage};
 use crate::flush::{FlushConfig, FlushEvent};
+use crate::json::Value;
 use crate::store::idb::{persistence, Durability, IdbOptions, IdbStore};
 use crate::store::{MemoryStore, Store};
 use crate::transport::websocket::{WsTransport, WsTransportConfig};
@@ -642,12 +642,26 @@ impl Outbox {
                 return Ok(JsValue::NULL);
             };
             let persisted = persistence::is_persisted().await;
-            let number = |n: Option<f64>| n.map_or(Value::Null, Value::from);
-            Ok(view::value_to_js(&details(vec![
-                ("usage", number(estimate.usage)),
-                ("quota", number(estimate.quota)),
-                ("persisted", persisted.map_or(Value::Null, Value::from)),
-            ])))
+            // Built as a JavaScript object: the numbers are JavaScript's, never
+            // formatted as text here.
+            let out = js_sys::Object::new();
+            for (key, value) in [
+                (
+                    "usage",
+                    estimate.usage.map_or(JsValue::NULL, JsValue::from_f64),
+                ),
+                (
+                    "quota",
+                    estimate.quota.map_or(JsValue::NULL, JsValue::from_f64),
+                ),
+                (
+                    "persisted",
+                    persisted.map_or(JsValue::NULL, JsValue::from_bool),
+                ),
+            ] {
+                let _ = js_sys::Reflect::set(&out, &JsValue::from_str(key), &value);
+            }
+            Ok(out.into())
         })
     }
 

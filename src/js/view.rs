@@ -4,10 +4,9 @@
 //! effective deadline); nothing is decided here.
 
 use serde::Serialize;
-use serde_json::Value;
 
 use super::error::details;
-use crate::json::JsonWriter;
+use crate::json::{self, JsonWriter, Value};
 use wasm_bindgen::prelude::*;
 
 use crate::core::{Evidence, Outcome, Policy, Record, Stage, StageCounts, TargetState};
@@ -58,7 +57,7 @@ fn record_view(w: &mut JsonWriter, r: &Record) {
     w.begin_object().key("id").str(&r.id);
     w.key("stage").str(r.stage.as_str());
     w.key("event")
-        .value(&serde_json::from_str(&r.event.raw).unwrap_or(Value::Null));
+        .value(&json::parse(&r.event.raw).unwrap_or(Value::Null));
     w.key("policy").value(&policy_json(&r.policy));
     w.key("targets").begin_array();
     for t in &r.targets {
@@ -109,13 +108,6 @@ fn record_view(w: &mut JsonWriter, r: &Record) {
 /// JSON text to a plain JavaScript object (one JSON crossing).
 fn parse(text: &str) -> JsValue {
     js_sys::JSON::parse(text).unwrap_or(JsValue::NULL)
-}
-
-/// A JSON value as a plain JavaScript value.
-pub(crate) fn value_to_js(value: &Value) -> JsValue {
-    let mut w = JsonWriter::new();
-    w.value(value);
-    parse(&w.finish())
 }
 
 /// A record as a JavaScript `OutboxRecord`.
@@ -222,23 +214,12 @@ impl FlushView {
 
     /// As a JavaScript `FlushResult`.
     pub(crate) fn to_js(self) -> JsValue {
-        let mut w = JsonWriter::new();
-        w.begin_object();
-        for (key, value) in self.fields() {
-            w.key(key).value(&value);
-        }
-        w.end_object();
-        parse(&w.finish())
+        parse(&self.to_value().to_string())
     }
 
-    /// As a JSON value (an object; keys in the map's order, as
-    /// `serde_json::to_value` gave them).
+    /// As a JSON value (an object with the fields in `FlushResult` order).
     pub(crate) fn to_value(self) -> Value {
-        let mut map = serde_json::Map::new();
-        for (k, v) in self.fields() {
-            map.insert(k.to_string(), v);
-        }
-        Value::Object(map)
+        Value::object(self.fields())
     }
 
     /// Adds a run's counts.

@@ -2,11 +2,10 @@
 //! answer to a relay's `["AUTH", <challenge>]`, and the check of what the signer
 //! returns. The outbox holds no keys: signing is always the app's.
 
-use serde_json::{Map, Value};
-
 use super::error::AuthError;
 use super::event::Event;
 use super::relay_url::RelayUrl;
+use crate::json::Value;
 
 /// The NIP-42 client authentication event kind.
 pub const AUTH_KIND: u16 = 22242;
@@ -16,20 +15,18 @@ pub const AUTH_KIND: u16 = 22242;
 /// <normalized url>],["challenge",<challenge>]],"content":""}`. It has no `pubkey`,
 /// `id` or `sig`: the app's signer (e.g. NIP-07 `signEvent`) adds them.
 pub fn auth_template(relay: &RelayUrl, challenge: &str, created_at: u64) -> Value {
-    // Built directly rather than with `json!` (whose value serializer would be one more
-    // chunk of the .wasm); the same value.
-    let mut map = Map::new();
-    map.insert("kind".into(), Value::from(AUTH_KIND));
-    map.insert("created_at".into(), Value::from(created_at));
-    map.insert(
-        "tags".into(),
-        Value::from(vec![
-            Value::from(vec!["relay", relay.as_str()]),
-            Value::from(vec!["challenge", challenge]),
-        ]),
-    );
-    map.insert("content".into(), Value::from(""));
-    Value::Object(map)
+    Value::object([
+        ("kind", Value::from(AUTH_KIND)),
+        ("created_at", Value::from(created_at)),
+        (
+            "tags",
+            Value::from(vec![
+                Value::from(vec!["relay", relay.as_str()]),
+                Value::from(vec!["challenge", challenge]),
+            ]),
+        ),
+        ("content", Value::from("")),
+    ])
 }
 
 /// Checks a signed AUTH event returned by the app's signer: kind 22242, a `relay` tag
@@ -70,6 +67,13 @@ mod tests {
             "tags": [["relay", relay.as_str()], ["challenge", "ch\"al"]],
             "content": "",
         });
-        assert_eq!(t, want);
+        assert_eq!(
+            serde_json::from_str::<serde_json::Value>(&t.to_string()).unwrap(),
+            want
+        );
+        assert_eq!(
+            t.to_string(),
+            r#"{"kind":22242,"created_at":1700000000,"tags":[["relay","wss://relay.example"],["challenge","ch\"al"]],"content":""}"#
+        );
     }
 }

@@ -9,8 +9,8 @@ use thiserror::Error;
 /// gives a finer stable sub-code and [`EventError::field`] the field concerned.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum EventError {
-    /// The text is not valid JSON (or holds something serde_json refuses, such as a
-    /// lone UTF-16 surrogate escape or nesting deeper than 128 levels).
+    /// The text is not valid JSON (see [`crate::json::parse`]: this includes a lone
+    /// UTF-16 surrogate escape and nesting deeper than [`crate::json::MAX_DEPTH`]).
     #[error("invalid event: not valid JSON: {detail}")]
     NotJson {
         /// What the JSON parser reported.

@@ -6,16 +6,13 @@
 //! the checked fields cannot drift apart. This module performs no I/O and never panics on
 //! any input.
 
-use core::fmt;
-
 use k256::schnorr::{Signature, VerifyingKey};
-use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
-use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
 use super::error::EventError;
 use super::hex;
 use crate::core::EventEnvelope;
+use crate::json::{self, Value};
 
 /// The largest `created_at` accepted: 2^53 − 1, the largest integer JavaScript numbers
 /// hold exactly. Larger values would serialize differently in JavaScript clients and
@@ -44,23 +41,25 @@ impl Event {
     /// refused; unknown extra fields are tolerated (they are not part of the id, and
     /// they stay in [`Event::raw`]). The text is kept verbatim as [`Event::raw`].
     pub fn parse_json(text: &str) -> Result<Event, EventError> {
-        let top: Top = serde_json::from_str(text).map_err(|e| EventError::NotJson {
+        let value = json::parse(text).map_err(|e| EventError::NotJson {
             detail: e.to_string(),
         })?;
-        match top {
-            Top::Object(fields) => fields.into_event(RawSource::Given(text)),
-            Top::Other(found) => Err(EventError::NotObject { found }),
-        }
+        Event::from_json(value, RawSource::Given(text))
     }
 
     /// Builds an event from a JSON value (the JavaScript layer's path for event
-    /// objects), with the same checks as [`Event::parse_json`]. Unknown fields are
-    /// dropped; [`Event::raw`] is a compact serialization of the seven NIP-01 fields.
+    /// objects), with the same checks as [`Event::parse_json`], including the refusal of
+    /// a field given twice. Unknown fields are dropped; [`Event::raw`] is a compact
+    /// serialization of the seven NIP-01 fields.
     pub fn from_value(value: Value) -> Result<Event, EventError> {
+        Event::from_json(value, RawSource::Canonical)
+    }
+
+    fn from_json(value: Value, raw: RawSource<'_>) -> Result<Event, EventError> {
         match value {
-            Value::Object(map) => Fields::from_map(map).into_event(RawSource::Canonical),
+            Value::Object(members) => Fields::from_members(members).into_event(raw),
             other => Err(EventError::NotObject {
-                found: type_name(&other),
+                found: other.type_name(),
             }),
         }
     }
@@ -388,13 +387,17 @@ impl Fields {
         })
     }
 
-    fn from_map(map: Map<String, Value>) -> Fields {
-        // One pass over the (unique) keys rather than `Map::remove`, whose B-tree
-        // rebalancing code would be one more instantiation in the .wasm.
+    /// The NIP-01 fields among an object's members (in document order, repeats
+    /// included): the first known field that repeats is remembered as the duplicate.
+    fn from_members(members: Vec<(String, Value)>) -> Fields {
         let mut fields = Fields::default();
-        for (key, value) in map {
-            if let Some((_, slot)) = fields.slot(Key::of(&key)) {
-                *slot = Some(value);
+        for (key, value) in members {
+            if let Some((name, slot)) = fields.slot(Key::of(&key)) {
+                if slot.is_some() {
+                    fields.duplicate.get_or_insert(name);
+                } else {
+                    *slot = Some(value);
+                }
             }
         }
         fields
@@ -429,17 +432,6 @@ impl Fields {
     }
 }
 
-fn type_name(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
-
 fn take_string(field: &'static str, v: Option<Value>) -> Result<String, EventError> {
     match v {
         None => Err(EventError::Missing { field }),
@@ -448,7 +440,7 @@ fn take_string(field: &'static str, v: Option<Value>) -> Result<String, EventErr
             field,
             at: String::new(),
             expected: "a string",
-            found: type_name(&other),
+            found: other.type_name(),
         }),
     }
 }
@@ -504,7 +496,7 @@ fn take_created_at(v: Option<Value>) -> Result<u64, EventError> {
             field: FIELD,
             at: String::new(),
             expected: "an integer",
-            found: type_name(&other),
+            found: other.type_name(),
         }),
     }
 }
@@ -524,7 +516,7 @@ fn take_kind(v: Option<Value>) -> Result<u16, EventError> {
             field: FIELD,
             at: String::new(),
             expected: "an integer",
-            found: type_name(&other),
+            found: other.type_name(),
         }),
     }
 }
@@ -540,20 +532,20 @@ fn take_tags(v: Option<Value>) -> Result<Vec<Vec<String>>, EventError> {
     let outer = match v {
         None => return Err(EventError::Missing { field: FIELD }),
         Some(Value::Array(a)) => a,
-        Some(other) => return Err(wrong(String::new(), "an array", type_name(&other))),
+        Some(other) => return Err(wrong(String::new(), "an array", other.type_name())),
     };
     let mut tags = Vec::with_capacity(outer.len());
     for (i, tag) in outer.into_iter().enumerate() {
         let inner = match tag {
             Value::Array(a) => a,
-            other => return Err(wrong(format!("[{i}]"), "an array", type_name(&other))),
+            other => return Err(wrong(format!("[{i}]"), "an array", other.type_name())),
         };
         let mut strings = Vec::with_capacity(inner.len());
         for (j, item) in inner.into_iter().enumerate() {
             match item {
                 Value::String(s) => strings.push(s),
                 other => {
-                    return Err(wrong(format!("[{i}][{j}]"), "a string", type_name(&other)));
+                    return Err(wrong(format!("[{i}][{j}]"), "a string", other.type_name()));
                 }
             }
         }
@@ -562,10 +554,7 @@ fn take_tags(v: Option<Value>) -> Result<Vec<Vec<String>>, EventError> {
     Ok(tags)
 }
 
-// ---------------------------------------------------------------------------
-// Deserialization that sees duplicate keys (serde_json::Value would keep the last)
-// ---------------------------------------------------------------------------
-
+/// A member name: one of the seven NIP-01 fields, or another.
 enum Key {
     Id,
     Pubkey,
@@ -589,87 +578,6 @@ impl Key {
             "sig" => Key::Sig,
             _ => Key::Other,
         }
-    }
-}
-
-impl<'de> Deserialize<'de> for Key {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct KeyVisitor;
-        impl Visitor<'_> for KeyVisitor {
-            type Value = Key;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a field name")
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<Key, E> {
-                Ok(Key::of(v))
-            }
-        }
-        d.deserialize_str(KeyVisitor)
-    }
-}
-
-/// The top-level JSON value: an object's fields, or the name of another type.
-enum Top {
-    Object(Box<Fields>),
-    Other(&'static str),
-}
-
-impl<'de> Deserialize<'de> for Top {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct TopVisitor;
-        impl<'de> Visitor<'de> for TopVisitor {
-            type Value = Top;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a JSON value")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Top, A::Error> {
-                let mut fields = Fields::default();
-                while let Some(key) = map.next_key::<Key>()? {
-                    let repeated = match fields.slot(key) {
-                        Some((name, slot)) => {
-                            let value: Value = map.next_value()?;
-                            if slot.is_some() {
-                                Some(name)
-                            } else {
-                                *slot = Some(value);
-                                None
-                            }
-                        }
-                        None => {
-                            map.next_value::<IgnoredAny>()?;
-                            None
-                        }
-                    };
-                    if let Some(name) = repeated {
-                        fields.duplicate.get_or_insert(name);
-                    }
-                }
-                Ok(Top::Object(Box::new(fields)))
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Top, A::Error> {
-                while seq.next_element::<IgnoredAny>()?.is_some() {}
-                Ok(Top::Other("an array"))
-            }
-            fn visit_bool<E: de::Error>(self, _: bool) -> Result<Top, E> {
-                Ok(Top::Other("a boolean"))
-            }
-            fn visit_i64<E: de::Error>(self, _: i64) -> Result<Top, E> {
-                Ok(Top::Other("a number"))
-            }
-            fn visit_u64<E: de::Error>(self, _: u64) -> Result<Top, E> {
-                Ok(Top::Other("a number"))
-            }
-            fn visit_f64<E: de::Error>(self, _: f64) -> Result<Top, E> {
-                Ok(Top::Other("a number"))
-            }
-            fn visit_str<E: de::Error>(self, _: &str) -> Result<Top, E> {
-                Ok(Top::Other("a string"))
-            }
-            fn visit_unit<E: de::Error>(self) -> Result<Top, E> {
-                Ok(Top::Other("null"))
-            }
-        }
-        d.deserialize_any(TopVisitor)
     }
 }
 

@@ -7,11 +7,10 @@
 //! use is [`RelayMessage::Unknown`]. Builders embed the event's raw text verbatim: the
 //! outbox never re-serializes an event it resends.
 
-use serde_json::Value;
-
 use super::event::write_json_str;
 use super::hex;
 use crate::core::{Outcome, RejectReason};
+use crate::json::{self, Value};
 
 /// A sensible default frame limit for [`RelayMessage::parse`]: 1 MiB.
 pub const DEFAULT_MAX_MESSAGE_LEN: usize = 1024 * 1024;
@@ -117,7 +116,7 @@ impl RelayMessage {
                 max: max_len,
             };
         }
-        let mut items = match serde_json::from_str::<Value>(text) {
+        let mut items = match json::parse(text) {
             Ok(Value::Array(items)) => items,
             Ok(_) => return malformed("not a JSON array"),
             Err(e) => return malformed(format!("not JSON: {e}")),

@@ -11,7 +11,7 @@
 //!   "dueMs": 1700000000000,      absent when terminal (keeps the row out of the due index)
 //!   "createdMs": 1700000000000,
 //!   "eventId": "<64 hex>",
-//!   "doc": "{...}" }             serde_json of core::Record (camelCase fields)
+//!   "doc": "{...}" }             core::Record as JSON (camelCase fields)
 //! ```
 //! A future format bumps `v`; a reader refuses (as corrupt, never deleting) a row
 //! whose `v` it does not know. Times are unix milliseconds, exact as JavaScript numbers
@@ -93,13 +93,11 @@ pub fn decode(row: &StoredRow) -> Result<Record, StoreError> {
 /// from that writer: unknown fields are ignored, an absent or `null` optional field
 /// is `None`, integers must be non-negative whole numbers in range.
 mod doc {
-    use serde_json::{Map, Value};
-
     use crate::core::{
         EventEnvelope, Evidence, Lease, Outcome, Policy, Record, RejectReason, Satisfaction, Stage,
         StopReason,
     };
-    use crate::json::JsonWriter;
+    use crate::json::{self, JsonWriter, Value};
 
     /// The document text of `r`.
     pub(super) fn write(r: &Record) -> String {
@@ -195,14 +193,18 @@ mod doc {
 
     /// An object's fields, with the path of the object for messages.
     struct Obj<'a> {
-        map: &'a Map<String, Value>,
+        /// The members; a repeated key reads as its last value.
+        object: &'a Value,
         path: &'a str,
     }
 
     impl<'a> Obj<'a> {
         fn of(value: &'a Value, path: &'a str) -> Read<Obj<'a>> {
             match value {
-                Value::Object(map) => Ok(Obj { map, path }),
+                Value::Object(_) => Ok(Obj {
+                    object: value,
+                    path,
+                }),
                 _ => Err(bad(path, "expected an object")),
             }
         }
@@ -221,7 +223,7 @@ mod doc {
 
         /// A field that must be present and not null.
         fn req(&self, key: &str) -> Read<&'a Value> {
-            match self.map.get(key) {
+            match self.object.get(key) {
                 None | Some(Value::Null) => Err(self.err(key, "missing")),
                 Some(v) => Ok(v),
             }
@@ -229,7 +231,7 @@ mod doc {
 
         /// A field that may be absent or null.
         fn opt(&self, key: &str) -> Option<&'a Value> {
-            self.map.get(key).filter(|v| !v.is_null())
+            self.object.get(key).filter(|v| !v.is_null())
         }
 
         fn string(&self, key: &str) -> Read<String> {
@@ -324,7 +326,7 @@ mod doc {
 
     /// Reads a document written by [`write`] (or by the derived `Serialize` before it).
     pub(super) fn read(text: &str) -> Read<Record> {
-        let value: Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
+        let value = json::parse(text).map_err(|e| e.to_string())?;
         let o = Obj::of(&value, "")?;
         let ev = Obj::of(o.req("event")?, "event")?;
         let event = EventEnvelope {

@@ -29,7 +29,6 @@ use std::rc::Rc;
 
 use futures_util::future::{select, Either, LocalBoxFuture};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use thiserror::Error;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
@@ -37,6 +36,7 @@ use wasm_bindgen_futures::JsFuture;
 
 use super::{PublishReport, Transport};
 use crate::core::{EventEnvelope, Outcome};
+use crate::json::{self, Value};
 use crate::nostr::{
     auth_message, auth_template, check_auth_event, classify_ok, event_message, Event, RelayUrl,
 };
@@ -178,9 +178,7 @@ impl AuthSigner for JsAuthSigner {
     fn sign(&self, template: Value) -> LocalBoxFuture<'static, Result<Value, String>> {
         let function = self.function.clone();
         Box::pin(async move {
-            let mut text = crate::json::JsonWriter::new();
-            text.value(&template);
-            let arg = js_sys::JSON::parse(&text.finish())
+            let arg = js_sys::JSON::parse(&template.to_string())
                 .map_err(|e| format!("cannot build the template: {}", describe_js_error(&e)))?;
             let returned = function
                 .call1(&JsValue::UNDEFINED, &arg)
@@ -196,7 +194,7 @@ impl AuthSigner for JsAuthSigner {
                     )
                 })?
                 .into();
-            serde_json::from_str(&text)
+            json::parse(&text)
                 .map_err(|e| format!("signer returned a value that is not an event: {e}"))
         })
     }
@@ -750,10 +748,7 @@ impl WsTransport {
         let template = auth_template(url, &challenge, created_at);
         let run = async {
             let signed = signer.sign(template).await?;
-            let mut text = crate::json::JsonWriter::new();
-            text.value(&signed);
-            let text = text.finish();
-            let event = Event::parse_json(&text)
+            let event = Event::parse_json(&signed.to_string())
                 .map_err(|e| format!("the signer returned an invalid event: {e}"))?;
             check_auth_event(&event, url, &challenge)
                 .map_err(|e| format!("the signer returned a wrong AUTH event: {e}"))?;

