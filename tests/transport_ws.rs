@@ -494,6 +494,98 @@ async fn circuit_opens_after_repeated_unreachable_and_short_circuits() {
     assert_eq!(rd.connections_opened, 3, "tried again: {rd:?}");
 }
 
+/// `obj[method](...args)`, awaited (the public JS API as a page calls it).
+async fn js_call(obj: &JsValue, method: &str, args: &[JsValue]) -> Result<JsValue, JsValue> {
+    let f: js_sys::Function = js_sys::Reflect::get(obj, &JsValue::from_str(method))
+        .expect("method")
+        .dyn_into()
+        .expect("a function");
+    let promise = f.apply(obj, &args.iter().collect::<js_sys::Array>())?;
+    JsFuture::from(js_sys::Promise::from(promise)).await
+}
+
+fn to_js(v: &Value) -> JsValue {
+    js_sys::JSON::parse(&v.to_string()).expect("JSON")
+}
+
+fn to_rust(v: &JsValue) -> Value {
+    let text: String = js_sys::JSON::stringify(v).expect("stringify").into();
+    serde_json::from_str(&text).expect("JSON")
+}
+
+/// A Background Sync `sync` event means the browser saw the network come back:
+/// `handleSync` closes the circuits opened while offline before it flushes, so the
+/// record goes out at once. A flush from a `message` (no sync event) does not.
+#[wasm_bindgen_test]
+async fn a_sync_event_closes_open_circuits_before_flushing() {
+    use nostr_outbox::js::sw::handle_sync;
+    let url = norm(&switch("/accept?t=sync-circuit"));
+    let name = format!("ws-sync-circuit-{}", js_sys::Math::random());
+    let options = json!({
+        "name": name,
+        "circuitFailures": 1,
+        "circuitOpenMs": 600_000,
+        "baseDelayMs": 1,
+        "maxDelayMs": 2,
+    });
+    assert_eq!(control(json!(["SWITCH", "down"])).await["switch"], "down");
+    let page = JsFuture::from(nostr_outbox::js::Outbox::open(to_js(&options)))
+        .await
+        .expect("open");
+    let ev = note("sync closes circuits");
+    let relays = to_js(&json!([url]));
+    js_call(&page, "enqueue", &[JsValue::from_str(&ev.raw), relays])
+        .await
+        .expect("enqueue");
+    let flush = |event: JsValue| {
+        let options = to_js(&options);
+        async move {
+            to_rust(
+                &JsFuture::from(handle_sync(event, options))
+                    .await
+                    .expect("flush"),
+            )
+        }
+    };
+    // Down: unreachable, and the circuit opens after this one failure.
+    let s = flush(JsValue::UNDEFINED).await;
+    assert_eq!(
+        (s["ran"].clone(), s["retrying"].clone()),
+        (json!(true), json!(1)),
+        "{s}"
+    );
+    assert_eq!(control(json!(["SWITCH", "up"])).await["switch"], "up");
+    sleep(30).await;
+    // Up, but a flush from a message still finds the circuit open.
+    let s = flush(JsValue::UNDEFINED).await;
+    assert_eq!(
+        (s["delivered"].clone(), s["retrying"].clone()),
+        (json!(0), json!(1)),
+        "{s}"
+    );
+    let rec = to_rust(
+        &js_call(&page, "get", &[JsValue::from_str(&ev.id)])
+            .await
+            .unwrap(),
+    );
+    let last = rec["evidence"]
+        .as_array()
+        .and_then(|e| e.last())
+        .cloned()
+        .unwrap_or_default();
+    assert!(
+        last["message"].as_str().unwrap_or("").contains("circuit"),
+        "{rec}"
+    );
+    sleep(30).await;
+    // The sync event: circuits closed, published at once.
+    let sync = to_js(&json!({ "tag": "nostr-outbox", "lastChance": true }));
+    let s = flush(sync).await;
+    assert_eq!(s["delivered"], json!(1), "{s}");
+    assert_eq!(fetch_by_id(&url, &ev.id).await.len(), 1);
+    js_call(&page, "close", &[]).await.expect("close");
+}
+
 #[wasm_bindgen_test]
 async fn idle_connection_closes_and_reopens_lazily() {
     let t = transport(|c| c.idle_close_ms = 100);

@@ -359,9 +359,17 @@ impl Outbox {
         }
     }
 
-    /// Runs the flusher once (used by `handleSync`).
-    pub(crate) async fn flush_now(&self) -> Result<view::FlushView, ApiError> {
+    /// Runs the flusher once (used by `handleSync`). With `network_restored` (a
+    /// Background Sync `sync` event: the browser saw connectivity come back) every
+    /// open circuit is closed first, as the `online` event does under auto-flush.
+    pub(crate) async fn flush_now(
+        &self,
+        network_restored: bool,
+    ) -> Result<view::FlushView, ApiError> {
         let inner = self.live()?;
+        if network_restored {
+            crate::transport::Transport::network_restored(&*inner.transport);
+        }
         inner.runtime.flush().await.map_err(run_error)
     }
 

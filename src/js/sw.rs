@@ -85,10 +85,12 @@ pub fn handle_sync(event: JsValue, options: JsValue) -> Promise {
             }
         }
         let outbox = cached(config).await?;
-        let stats = outbox.flush_now().await?;
-        // A one-off sync event (it has `lastChance`) is retried by the browser when
-        // its promise rejects: ask for that while records wait for a retry.
+        // A one-off sync event (it has `lastChance`) fires when the browser sees the
+        // network back: circuits opened while offline must not hold the flush back.
         let one_off = bool_prop(&event, "lastChance");
+        let stats = outbox.flush_now(one_off.is_some()).await?;
+        // The browser retries a one-off sync whose promise rejects: ask for that
+        // while records wait for a retry.
         if stats.ran && stats.retrying > 0 && one_off == Some(false) {
             let details = stats.to_value();
             return Err(ApiError::new(
