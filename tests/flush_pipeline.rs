@@ -65,9 +65,25 @@ struct Paced {
     slow_turns: u32,
     inflight: Cell<u32>,
     peak: Cell<u32>,
+    per_relay: RefCell<Vec<(String, u32)>>,
+    peak_per_relay: Cell<u32>,
 }
 
 impl Paced {
+    fn relay(&self, relay: &str, delta: i32) {
+        let mut loads = self.per_relay.borrow_mut();
+        let i = match loads.iter().position(|(r, _)| r == relay) {
+            Some(i) => i,
+            None => {
+                loads.push((relay.to_string(), 0));
+                loads.len() - 1
+            }
+        };
+        loads[i].1 = loads[i].1.saturating_add_signed(delta);
+        self.peak_per_relay
+            .set(self.peak_per_relay.get().max(loads[i].1));
+    }
+
     fn new(slow_id: &str, slow_turns: u32) -> Paced {
         Paced {
             turns: 1,
@@ -75,20 +91,24 @@ impl Paced {
             slow_turns,
             inflight: Cell::new(0),
             peak: Cell::new(0),
+            per_relay: RefCell::new(Vec::new()),
+            peak_per_relay: Cell::new(0),
         }
     }
 }
 
 impl Transport for Paced {
-    async fn publish(&self, _relay: &str, event: &EventEnvelope) -> PublishReport {
+    async fn publish(&self, relay: &str, event: &EventEnvelope) -> PublishReport {
         self.inflight.set(self.inflight.get() + 1);
         self.peak.set(self.peak.get().max(self.inflight.get()));
+        self.relay(relay, 1);
         let turns = if event.id == self.slow_id {
             self.slow_turns
         } else {
             self.turns
         };
         Yield(turns).await;
+        self.relay(relay, -1);
         self.inflight.set(self.inflight.get() - 1);
         PublishReport::new(Outcome::Accepted, "")
     }
@@ -268,6 +288,55 @@ fn the_publish_window_spans_claimed_batches_and_never_exceeds_concurrency() {
             "filled from several batches, within the bound"
         );
         assert!(summary.ticks >= 8, "{summary:?}");
+    });
+}
+
+/// Many distinct relays (as when each note goes to its author's and mentions' relays):
+/// each relay has its own window, every record is delivered to every one of its
+/// relays exactly once.
+#[test]
+fn every_relay_has_its_own_window() {
+    block_on(async {
+        let store = MemoryStore::new();
+        let relays: Vec<String> = (0..40).map(|r| format!("wss://r{r}.example")).collect();
+        let mut ids = Vec::new();
+        for i in 0..30u32 {
+            // Eight relays per record, overlapping between records.
+            let targets: Vec<&str> = (0..8)
+                .map(|k| relays[((i * 3 + k * 5) % 40) as usize].as_str())
+                .collect();
+            let plan = fixture_plan(i + 1, &targets, Policy::All);
+            ids.push(store.enqueue(plan, 0).await.unwrap().record.id);
+        }
+        let mut t = Paced::new("none", 0);
+        t.turns = 3;
+        let summary = flush_until_idle(
+            &store,
+            &t,
+            &config(4, 1),
+            &|| 0,
+            &mut counter(),
+            &mut |_| {},
+            100,
+        )
+        .await
+        .unwrap();
+        assert_eq!(
+            (summary.stats.satisfied, summary.stats.publishes),
+            (30, 240),
+            "{summary:?}"
+        );
+        assert_eq!(t.peak_per_relay.get(), 1, "one publish at a time per relay");
+        assert!(
+            t.peak.get() > 8,
+            "relays publish side by side: {}",
+            t.peak.get()
+        );
+        for id in &ids {
+            let r = store.get(id).await.unwrap().unwrap();
+            assert_eq!(r.stage, Stage::Satisfied);
+            assert_eq!(r.evidence.len(), 8, "each relay answered once: {id}");
+        }
     });
 }
 

@@ -319,10 +319,19 @@ pub struct RunBounds<'a> {
 enum Step {
     /// A claim returned (with its lease id), and whether more was due at the start.
     Claimed(String, Result<(Vec<Record>, bool), StoreError>),
-    /// One publish answered: the attempt's slot, the relay, the report.
-    Published(usize, String, PublishReport),
+    /// One publish answered: the attempt's slot, the relay's lane, the report.
+    Published(usize, usize, PublishReport),
     /// A group of completions was recorded.
     Recorded(Vec<Completion>, Vec<Result<Record, StoreError>>),
+}
+
+/// One relay's publishes in a [`run`].
+struct Lane {
+    relay: String,
+    /// Publishes in flight (at most the window).
+    inflight: usize,
+    /// Slots of the attempts waiting to publish here, oldest first.
+    queue: VecDeque<usize>,
 }
 
 /// An attempt in flight in a [`run`].
@@ -368,9 +377,10 @@ pub async fn run<S: Store, T: Transport>(
     let mut summary = FlushSummary::default();
     let mut slots: Vec<Option<Slot>> = Vec::new();
     let mut free: Vec<usize> = Vec::new();
-    let mut queue: VecDeque<(usize, String)> = VecDeque::new();
-    // Publishes in flight per relay (every relay this run has queued for).
-    let mut loads: Vec<(String, usize)> = Vec::new();
+    // One lane per relay this run has published to: its publishes in flight and the
+    // slots waiting for it, oldest first. `waiting` counts every lane's queue.
+    let mut lanes: Vec<Lane> = Vec::new();
+    let mut waiting = 0usize;
     let mut ready: Vec<Completion> = Vec::new();
     let mut running: FuturesUnordered<LocalBoxFuture<'_, Step>> = FuturesUnordered::new();
     let (mut claiming, mut recording, mut publishing) = (false, false, 0usize);
@@ -382,7 +392,7 @@ pub async fn run<S: Store, T: Transport>(
             if !claiming
                 && more
                 && summary.ticks < max_ticks
-                && queue.len() < window * loads.len().max(1)
+                && waiting < window * lanes.len().max(1)
                 && (bounds.keep_going)()
             {
                 let request = claim_request(config, random);
@@ -399,35 +409,30 @@ pub async fn run<S: Store, T: Transport>(
                     Step::Claimed(request.lease_id, claimed)
                 }));
             }
-            // The oldest waiting publish of each relay that has room in its window.
-            let mut i = 0;
-            while i < queue.len() && publishing < window * loads.len() {
-                let Some(load) = loads.iter_mut().find(|(relay, _)| *relay == queue[i].1) else {
-                    i += 1;
-                    continue;
-                };
-                if load.1 >= window {
-                    i += 1;
-                    continue;
+            // Each relay's oldest waiting publishes, while its window has room.
+            for (lane_index, lane) in lanes.iter_mut().enumerate() {
+                while lane.inflight < window {
+                    let Some(slot) = lane.queue.pop_front() else {
+                        break;
+                    };
+                    waiting -= 1;
+                    let Some(record) = slots[slot].as_ref().map(|s| Rc::clone(&s.record)) else {
+                        continue;
+                    };
+                    lane.inflight += 1;
+                    publishing += 1;
+                    let target = lane.relay.clone();
+                    running.push(Box::pin(async move {
+                        let report = transport.publish(&target, &record.event).await;
+                        Step::Published(slot, lane_index, report)
+                    }));
                 }
-                let Some((slot, target)) = queue.remove(i) else {
-                    break;
-                };
-                let Some(record) = slots[slot].as_ref().map(|s| Rc::clone(&s.record)) else {
-                    continue;
-                };
-                load.1 += 1;
-                publishing += 1;
-                running.push(Box::pin(async move {
-                    let report = transport.publish(&target, &record.event).await;
-                    Step::Published(slot, target, report)
-                }));
             }
             // Recordings are grouped: while more attempts are on their way, a group
             // waits until it has `batch_size` of them (fewer transactions, each one
             // a disk flush with strict durability); at the tail, or when nothing is
             // publishing, whatever is ready goes at once.
-            let tail = queue.is_empty() && !claiming && (!more || summary.ticks >= max_ticks);
+            let tail = waiting == 0 && !claiming && (!more || summary.ticks >= max_ticks);
             if !recording
                 && !ready.is_empty()
                 && (ready.len() >= config.batch_size as usize || publishing == 0 || tail)
@@ -482,18 +487,26 @@ pub async fn run<S: Store, T: Transport>(
                         }
                     };
                     for target in targets {
-                        if !loads.iter().any(|(relay, _)| *relay == target) {
-                            loads.push((target.clone(), 0));
-                        }
-                        queue.push_back((index, target));
+                        let lane = match lanes.iter().position(|l| l.relay == target) {
+                            Some(i) => i,
+                            None => {
+                                lanes.push(Lane {
+                                    relay: target,
+                                    inflight: 0,
+                                    queue: VecDeque::new(),
+                                });
+                                lanes.len() - 1
+                            }
+                        };
+                        lanes[lane].queue.push_back(index);
+                        waiting += 1;
                     }
                 }
             }
-            Step::Published(index, target, report) => {
+            Step::Published(index, lane, report) => {
                 publishing -= 1;
-                if let Some(load) = loads.iter_mut().find(|(relay, _)| *relay == target) {
-                    load.1 -= 1;
-                }
+                lanes[lane].inflight -= 1;
+                let target = lanes[lane].relay.clone();
                 let Some(slot) = slots[index].as_mut() else {
                     continue;
                 };
