@@ -111,7 +111,7 @@ export interface OutboxOptions {
   circuitOpenMs?: number;
   /** Records claimed per flush round (1..=256). Default 16. */
   batchSize?: number;
-  /** Publishes in flight at once (1..=256). Default 16. */
+  /** Publishes in flight to each relay at once (1..=256). Default 16. */
   concurrency?: number;
   /**
    * How long a claimed record stays exclusive to this flusher (must outlast a flush
