@@ -197,11 +197,11 @@ fn claim_request(config: &FlushConfig, random: &mut dyn FnMut() -> u32) -> Claim
 
 /// Counts a claimed batch, reports each attempt about to start (or each record the
 /// claim exhausted) and lists the leased records with their unsettled targets.
-fn begin_attempts<'r>(
-    claimed: &'r [Record],
+fn begin_attempts(
+    claimed: Vec<Record>,
     stats: &mut TickStats,
     observer: &mut dyn FnMut(FlushEvent<'_>),
-) -> Vec<(&'r Record, Vec<String>)> {
+) -> Vec<(Record, Vec<String>)> {
     stats.claimed += claimed.len() as u32;
     let mut work = Vec::new();
     for record in claimed {
@@ -212,7 +212,7 @@ fn begin_attempts<'r>(
                 .as_ref()
                 .map_or(record.attempts + 1, |l| l.attempt);
             observer(FlushEvent::AttemptStarted {
-                record,
+                record: &record,
                 attempt,
                 targets: &targets,
             });
@@ -221,7 +221,7 @@ fn begin_attempts<'r>(
             work.push((record, targets));
         } else {
             stats.exhausted += 1;
-            observer(FlushEvent::Exhausted { record });
+            observer(FlushEvent::Exhausted { record: &record });
         }
     }
     work
@@ -458,13 +458,7 @@ pub async fn run<S: Store, T: Transport>(
                 claiming = false;
                 more = due;
                 let lease_id: Rc<str> = Rc::from(lease_id);
-                let work = begin_attempts(&records, &mut summary.stats, observer);
-                let leased: Vec<Vec<String>> = work.into_iter().map(|(_, t)| t).collect();
-                let mut targets = leased.into_iter();
-                for record in records.into_iter().filter(|r| r.stage == Stage::Leased) {
-                    let Some(targets) = targets.next() else {
-                        break;
-                    };
+                for (record, targets) in begin_attempts(records, &mut summary.stats, observer) {
                     let record = Rc::new(record);
                     if targets.is_empty() {
                         ready.push(completion(&record, &lease_id, Vec::new(), random));
