@@ -4,115 +4,19 @@
 //! everything new and is returned without losing a record.
 
 use std::cell::{Cell, RefCell};
-use std::future::Future;
-use std::pin::Pin;
-use std::task::{Context, Poll};
 
 use futures::executor::block_on;
 use nostr_outbox::core::{
-    ClaimRequest, Completion, Enqueued, EventEnvelope, ListQuery, Outcome, Plan, Policy, Record,
-    RetryConfig, Stage, StageCounts,
+    ClaimRequest, Completion, Enqueued, ListQuery, Plan, Policy, Record, RetryConfig, Stage,
+    StageCounts,
 };
-use nostr_outbox::flush::{flush_until_idle, run, FlushConfig, FlushEvent, RunBounds};
+use nostr_outbox::flush::{flush_until_idle, run, FlushEvent, RunBounds};
 use nostr_outbox::store::conformance::{fixture_plan, RELAYS};
 use nostr_outbox::store::{MemoryStore, Store, StoreError};
-use nostr_outbox::transport::{PublishReport, Transport};
 
-fn config(batch_size: u32, concurrency: u32) -> FlushConfig {
-    FlushConfig {
-        owner: "tab-1".into(),
-        batch_size,
-        lease_ms: 10_000,
-        concurrency,
-        retry: RetryConfig {
-            base_delay_ms: 1_000,
-            max_delay_ms: 8_000,
-            jitter_permille: 0,
-            rate_limit_min_ms: 30_000,
-        },
-    }
-}
-
-fn counter() -> impl FnMut() -> u32 {
-    let mut n = 0u32;
-    move || {
-        n = n.wrapping_add(1);
-        n
-    }
-}
-
-/// Pending `n` times (waking itself each time), then ready: `n` turns of the executor.
-struct Yield(u32);
-
-impl Future for Yield {
-    type Output = ();
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        if self.0 == 0 {
-            Poll::Ready(())
-        } else {
-            self.0 -= 1;
-            cx.waker().wake_by_ref();
-            Poll::Pending
-        }
-    }
-}
-
-/// Accepts every event after `turns` turns (`slow_turns` for `slow_id`); counts
-/// publishes in flight.
-struct Paced {
-    turns: u32,
-    slow_id: String,
-    slow_turns: u32,
-    inflight: Cell<u32>,
-    peak: Cell<u32>,
-    per_relay: RefCell<Vec<(String, u32)>>,
-    peak_per_relay: Cell<u32>,
-}
-
-impl Paced {
-    fn relay(&self, relay: &str, delta: i32) {
-        let mut loads = self.per_relay.borrow_mut();
-        let i = match loads.iter().position(|(r, _)| r == relay) {
-            Some(i) => i,
-            None => {
-                loads.push((relay.to_string(), 0));
-                loads.len() - 1
-            }
-        };
-        loads[i].1 = loads[i].1.saturating_add_signed(delta);
-        self.peak_per_relay
-            .set(self.peak_per_relay.get().max(loads[i].1));
-    }
-
-    fn new(slow_id: &str, slow_turns: u32) -> Paced {
-        Paced {
-            turns: 1,
-            slow_id: slow_id.to_string(),
-            slow_turns,
-            inflight: Cell::new(0),
-            peak: Cell::new(0),
-            per_relay: RefCell::new(Vec::new()),
-            peak_per_relay: Cell::new(0),
-        }
-    }
-}
-
-impl Transport for Paced {
-    async fn publish(&self, relay: &str, event: &EventEnvelope) -> PublishReport {
-        self.inflight.set(self.inflight.get() + 1);
-        self.peak.set(self.peak.get().max(self.inflight.get()));
-        self.relay(relay, 1);
-        let turns = if event.id == self.slow_id {
-            self.slow_turns
-        } else {
-            self.turns
-        };
-        Yield(turns).await;
-        self.relay(relay, -1);
-        self.inflight.set(self.inflight.get() - 1);
-        PublishReport::new(Outcome::Accepted, "")
-    }
-}
+#[path = "flush_support/mod.rs"]
+mod flush_support;
+use flush_support::{config, counter, flush_all, Paced, Yield};
 
 /// A memory store whose claims and recordings take a few executor turns (as
 /// IndexedDB's do), which notes the size of every recorded group and how many
@@ -270,17 +174,7 @@ fn the_publish_window_spans_claimed_batches_and_never_exceeds_concurrency() {
         t.turns = 10;
         // One record per claim, three publishes at once, each answered after more
         // turns than a claim takes: the window is filled from several claims.
-        let summary = flush_until_idle(
-            &store,
-            &t,
-            &config(1, 3),
-            &|| 0,
-            &mut counter(),
-            &mut |_| {},
-            100,
-        )
-        .await
-        .unwrap();
+        let summary = flush_all(&store, &t, &config(1, 3)).await.unwrap();
         assert_eq!(summary.stats.satisfied, 8, "{summary:?}");
         assert_eq!(
             t.peak.get(),
@@ -310,17 +204,7 @@ fn every_relay_has_its_own_window() {
         }
         let mut t = Paced::new("none", 0);
         t.turns = 3;
-        let summary = flush_until_idle(
-            &store,
-            &t,
-            &config(4, 1),
-            &|| 0,
-            &mut counter(),
-            &mut |_| {},
-            100,
-        )
-        .await
-        .unwrap();
+        let summary = flush_all(&store, &t, &config(4, 1)).await.unwrap();
         assert_eq!(
             (summary.stats.satisfied, summary.stats.publishes),
             (30, 240),
@@ -346,17 +230,7 @@ fn attempts_finished_during_a_recording_are_recorded_together() {
         let store = Slow::new(5, None);
         let ids = fill(&store, 12, 2).await;
         let t = Paced::new("none", 0);
-        let summary = flush_until_idle(
-            &store,
-            &t,
-            &config(4, 8),
-            &|| 0,
-            &mut counter(),
-            &mut |_| {},
-            100,
-        )
-        .await
-        .unwrap();
+        let summary = flush_all(&store, &t, &config(4, 8)).await.unwrap();
         assert_eq!(summary.stats.satisfied, 12, "{summary:?}");
         let groups = store.groups.borrow().clone();
         assert_eq!(
@@ -380,17 +254,7 @@ fn a_storage_failure_stops_the_run_and_loses_nothing() {
         let store = Slow::new(3, Some(1));
         let ids = fill(&store, 10, 1).await;
         let t = Paced::new("none", 0);
-        let err = flush_until_idle(
-            &store,
-            &t,
-            &config(2, 2),
-            &|| 0,
-            &mut counter(),
-            &mut |_| {},
-            100,
-        )
-        .await
-        .unwrap_err();
+        let err = flush_all(&store, &t, &config(2, 2)).await.unwrap_err();
         assert_eq!(err.code(), "storage", "{err}");
         // Nothing was recorded, and no claim started after the failure: at most the
         // claims running when it happened.

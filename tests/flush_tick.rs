@@ -1,41 +1,17 @@
 //! The flusher over the memory store and the scripted transport.
 
 use std::cell::Cell;
-use std::future::Future;
-use std::pin::Pin;
-use std::task::{Context, Poll};
 
 use futures::executor::block_on;
-use nostr_outbox::core::{
-    EventEnvelope, Outcome, Policy, RejectReason, RetryConfig, Stage, StopReason,
-};
+use nostr_outbox::core::{Outcome, Policy, RejectReason, RetryConfig, Stage, StopReason};
 use nostr_outbox::flush::{flush_until_idle, tick, FlushConfig, FlushEvent, TickStats};
 use nostr_outbox::store::conformance::{fixture_plan, RELAYS};
 use nostr_outbox::store::{MemoryStore, Store};
-use nostr_outbox::transport::{PublishReport, ScriptedTransport, Transport};
+use nostr_outbox::transport::ScriptedTransport;
 
-fn config() -> FlushConfig {
-    FlushConfig {
-        owner: "tab-1".into(),
-        batch_size: 16,
-        lease_ms: 10_000,
-        concurrency: 4,
-        retry: RetryConfig {
-            base_delay_ms: 1_000,
-            max_delay_ms: 8_000,
-            jitter_permille: 0,
-            rate_limit_min_ms: 30_000,
-        },
-    }
-}
-
-fn counter() -> impl FnMut() -> u32 {
-    let mut n = 0u32;
-    move || {
-        n = n.wrapping_add(1);
-        n
-    }
-}
+#[path = "flush_support/mod.rs"]
+mod flush_support;
+use flush_support::{config, counter, flush_all, Paced};
 
 #[derive(Debug, PartialEq)]
 enum Seen {
@@ -80,7 +56,7 @@ fn tick_delivers_to_every_relay_once() {
         let stats = tick(
             &store,
             &t,
-            &config(),
+            &config(16, 4),
             &|| 5,
             &mut counter(),
             &mut record_into(&mut log),
@@ -110,7 +86,7 @@ fn tick_delivers_to_every_relay_once() {
         let again = tick(
             &store,
             &t,
-            &config(),
+            &config(16, 4),
             &|| 100_000,
             &mut counter(),
             &mut |_| {},
@@ -149,7 +125,7 @@ fn retries_only_unsettled_relays_until_satisfied() {
         let s1 = tick(
             &store,
             &t,
-            &config(),
+            &config(16, 4),
             &clock,
             &mut counter(),
             &mut record_into(&mut log),
@@ -161,7 +137,7 @@ fn retries_only_unsettled_relays_until_satisfied() {
         let s2 = tick(
             &store,
             &t,
-            &config(),
+            &config(16, 4),
             &clock,
             &mut counter(),
             &mut record_into(&mut log),
@@ -173,7 +149,7 @@ fn retries_only_unsettled_relays_until_satisfied() {
         let s3 = tick(
             &store,
             &t,
-            &config(),
+            &config(16, 4),
             &clock,
             &mut counter(),
             &mut record_into(&mut log),
@@ -229,7 +205,7 @@ fn terminal_rejection_exhausts_and_rate_limit_defers() {
         let s = tick(
             &store,
             &t,
-            &config(),
+            &config(16, 4),
             &|| 10,
             &mut counter(),
             &mut record_into(&mut log),
@@ -253,7 +229,7 @@ fn expired_records_are_reported_not_published() {
         let s = tick(
             &store,
             &t,
-            &config(),
+            &config(16, 4),
             &|| 60,
             &mut counter(),
             &mut record_into(&mut log),
@@ -275,7 +251,7 @@ fn a_run_does_not_chase_records_that_come_due_again_during_it() {
         let store = MemoryStore::new();
         let t = ScriptedTransport::new();
         t.always(RELAYS[0], Outcome::Unreachable, "down");
-        let mut cfg = config();
+        let mut cfg = config(16, 4);
         cfg.batch_size = 2;
         for n in 1..=6 {
             store
@@ -304,7 +280,7 @@ fn flush_until_idle_reports_next_due() {
         let store = MemoryStore::new();
         let t = ScriptedTransport::new();
         t.script(RELAYS[0], [Outcome::Unreachable, Outcome::Accepted]);
-        let mut cfg = config();
+        let mut cfg = config(16, 4);
         cfg.batch_size = 2;
         for n in 1..=5 {
             store
@@ -313,9 +289,7 @@ fn flush_until_idle_reports_next_due() {
                 .unwrap();
         }
         t.always(RELAYS[0], Outcome::Accepted, "");
-        let summary = flush_until_idle(&store, &t, &cfg, &|| 0, &mut counter(), &mut |_| {}, 100)
-            .await
-            .unwrap();
+        let summary = flush_all(&store, &t, &cfg).await.unwrap();
         // Record 1 fails once (due at 1000); the others are delivered.
         assert_eq!(summary.stats.claimed, 5);
         assert_eq!(summary.stats.satisfied, 4);
@@ -350,30 +324,30 @@ fn config_is_validated() {
         let bad = [
             FlushConfig {
                 owner: String::new(),
-                ..config()
+                ..config(16, 4)
             },
             FlushConfig {
                 batch_size: 0,
-                ..config()
+                ..config(16, 4)
             },
             FlushConfig {
                 batch_size: 257,
-                ..config()
+                ..config(16, 4)
             },
             FlushConfig {
                 lease_ms: 0,
-                ..config()
+                ..config(16, 4)
             },
             FlushConfig {
                 concurrency: 0,
-                ..config()
+                ..config(16, 4)
             },
             FlushConfig {
                 retry: RetryConfig {
                     base_delay_ms: 0,
                     ..RetryConfig::default()
                 },
-                ..config()
+                ..config(16, 4)
             },
         ];
         for cfg in bad {
@@ -386,58 +360,6 @@ fn config_is_validated() {
     });
 }
 
-/// A transport that yields once per publish and tracks how many run at once, in all
-/// and to each relay.
-struct Gauge {
-    inflight: Cell<u32>,
-    peak: Cell<u32>,
-    per_relay: std::cell::RefCell<Vec<(String, u32)>>,
-    peak_per_relay: Cell<u32>,
-}
-
-struct YieldOnce(bool);
-
-impl Future for YieldOnce {
-    type Output = ();
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        if self.0 {
-            Poll::Ready(())
-        } else {
-            self.0 = true;
-            cx.waker().wake_by_ref();
-            Poll::Pending
-        }
-    }
-}
-
-impl Gauge {
-    fn relay(&self, relay: &str, delta: i32) {
-        let mut loads = self.per_relay.borrow_mut();
-        let i = match loads.iter().position(|(r, _)| r == relay) {
-            Some(i) => i,
-            None => {
-                loads.push((relay.to_string(), 0));
-                loads.len() - 1
-            }
-        };
-        loads[i].1 = loads[i].1.saturating_add_signed(delta);
-        self.peak_per_relay
-            .set(self.peak_per_relay.get().max(loads[i].1));
-    }
-}
-
-impl Transport for Gauge {
-    async fn publish(&self, relay: &str, _event: &EventEnvelope) -> PublishReport {
-        self.inflight.set(self.inflight.get() + 1);
-        self.peak.set(self.peak.get().max(self.inflight.get()));
-        self.relay(relay, 1);
-        YieldOnce(false).await;
-        self.relay(relay, -1);
-        self.inflight.set(self.inflight.get() - 1);
-        PublishReport::new(Outcome::Accepted, "")
-    }
-}
-
 #[test]
 fn publishes_run_concurrently_within_the_bound() {
     block_on(async {
@@ -448,17 +370,18 @@ fn publishes_run_concurrently_within_the_bound() {
                 .await
                 .unwrap();
         }
-        let gauge = Gauge {
-            inflight: Cell::new(0),
-            peak: Cell::new(0),
-            per_relay: Default::default(),
-            peak_per_relay: Cell::new(0),
-        };
-        let mut cfg = config();
-        cfg.concurrency = 2;
-        let s = tick(&store, &gauge, &cfg, &|| 0, &mut counter(), &mut |_| {})
-            .await
-            .unwrap();
+        // Every publish answers after one turn of the executor.
+        let gauge = Paced::new("none", 0);
+        let s = tick(
+            &store,
+            &gauge,
+            &config(16, 2),
+            &|| 0,
+            &mut counter(),
+            &mut |_| {},
+        )
+        .await
+        .unwrap();
         assert_eq!((s.publishes, s.satisfied), (12, 4));
         assert_eq!(
             gauge.peak_per_relay.get(),
