@@ -319,8 +319,9 @@ pub struct RunBounds<'a> {
 enum Step {
     /// A claim returned (with its lease id), and whether more was due at the start.
     Claimed(String, Result<(Vec<Record>, bool), StoreError>),
-    /// One publish answered: the attempt's slot, the relay's lane, the report.
-    Published(usize, usize, PublishReport),
+    /// One publish answered: the attempt's slot, the relay's lane, the relay, the
+    /// report.
+    Published(usize, usize, String, PublishReport),
     /// A group of completions was recorded.
     Recorded(Vec<Completion>, Vec<Result<Record, StoreError>>),
 }
@@ -424,7 +425,7 @@ pub async fn run<S: Store, T: Transport>(
                     let target = lane.relay.clone();
                     running.push(Box::pin(async move {
                         let report = transport.publish(&target, &record.event).await;
-                        Step::Published(slot, lane_index, report)
+                        Step::Published(slot, lane_index, target, report)
                     }));
                 }
             }
@@ -497,10 +498,9 @@ pub async fn run<S: Store, T: Transport>(
                     }
                 }
             }
-            Step::Published(index, lane, report) => {
+            Step::Published(index, lane, target, report) => {
                 publishing -= 1;
                 lanes[lane].inflight -= 1;
-                let target = lanes[lane].relay.clone();
                 let Some(slot) = slots[index].as_mut() else {
                     continue;
                 };
