@@ -15,6 +15,10 @@ use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 use wasm_bindgen_test::*;
 
+#[path = "js_support/mod.rs"]
+mod js_support;
+use js_support::{call, js, rust};
+
 wasm_bindgen_test_configure!(run_in_browser);
 
 const VECTORS: &str = include_str!("data/event_vectors.json");
@@ -83,18 +87,6 @@ fn event_obj(i: usize) -> Value {
     serde_json::from_str(&events()[i]).expect("event json")
 }
 
-fn js(v: Value) -> JsValue {
-    js_sys::JSON::parse(&v.to_string()).expect("json")
-}
-
-fn rust(v: &JsValue) -> Value {
-    if v.is_undefined() {
-        return Value::Null;
-    }
-    let s: String = js_sys::JSON::stringify(v).expect("stringify").into();
-    serde_json::from_str(&s).expect("json")
-}
-
 fn name(prefix: &str) -> String {
     format!("js-api-{prefix}-{}", js_sys::Math::random())
 }
@@ -115,20 +107,6 @@ async fn open_with(options: Value, extra: &[(&str, JsValue)]) -> JsValue {
         Reflect::set(&o, &JsValue::from_str(k), v).expect("set");
     }
     JsFuture::from(Outbox::open(o)).await.expect("open")
-}
-
-/// Calls `obj[method](...args)` like JavaScript; awaits the result when it is a promise.
-async fn call(obj: &JsValue, method: &str, args: &[JsValue]) -> Result<JsValue, JsValue> {
-    let f: Function = Reflect::get(obj, &JsValue::from_str(method))
-        .expect("get")
-        .dyn_into()
-        .unwrap_or_else(|_| panic!("{method} is not a function"));
-    let args: Array = args.iter().collect();
-    let out = f.apply(obj, &args)?;
-    match out.dyn_into::<js_sys::Promise>() {
-        Ok(p) => JsFuture::from(p).await,
-        Err(v) => Ok(v),
-    }
 }
 
 async fn ok(obj: &JsValue, method: &str, args: &[JsValue]) -> Value {

@@ -9,6 +9,10 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
 use wasm_bindgen_test::*;
 
+#[path = "js_support/mod.rs"]
+mod js_support;
+use js_support::{call, js};
+
 wasm_bindgen_test_configure!(run_in_browser);
 
 const VECTORS: &str = include_str!("data/event_vectors.json");
@@ -60,26 +64,8 @@ fn valid_events(n: usize) -> Vec<Value> {
         .collect()
 }
 
-fn js(v: &Value) -> JsValue {
-    js_sys::JSON::parse(&v.to_string()).expect("json")
-}
-
-async fn call(obj: &JsValue, method: &str, args: &[JsValue]) -> JsValue {
-    let f: js_sys::Function = js_sys::Reflect::get(obj, &method.into())
-        .expect("method")
-        .dyn_into()
-        .expect("function");
-    let out = f
-        .apply(obj, &args.iter().collect::<js_sys::Array>())
-        .expect("call");
-    match out.dyn_into::<js_sys::Promise>() {
-        Ok(p) => JsFuture::from(p).await.expect("resolved"),
-        Err(v) => v,
-    }
-}
-
 async fn open(name: &str, log: &js_sys::Array) -> JsValue {
-    let options = js(&json!({ "name": name, "broadcast": false }));
+    let options = js(json!({ "name": name, "broadcast": false }));
     js_sys::Reflect::set(&options, &"transport".into(), &slow_ok_transport(log)).expect("set");
     JsFuture::from(Outbox::open(options)).await.expect("open")
 }
@@ -93,7 +79,13 @@ async fn without_web_locks_leases_alone_keep_each_record_to_one_publisher() {
     let b = open(&name, &log).await;
     let events = valid_events(40);
     for ev in &events {
-        call(&a, "enqueue", &[js(ev), js(&json!(["wss://one.example"]))]).await;
+        call(
+            &a,
+            "enqueue",
+            &[js(ev.clone()), js(json!(["wss://one.example"]))],
+        )
+        .await
+        .expect("resolved");
     }
     let stats = JsFuture::from(race_flushes(&a, &b, 3))
         .await
@@ -126,7 +118,7 @@ async fn without_web_locks_leases_alone_keep_each_record_to_one_publisher() {
     sent.dedup();
     assert_eq!(before, sent.len(), "a record was published twice: {sent:?}");
     assert_eq!(sent.len(), events.len());
-    let status = call(&a, "status", &[]).await;
+    let status = call(&a, "status", &[]).await.expect("resolved");
     let satisfied = js_sys::Reflect::get(&status, &"satisfied".into())
         .expect("satisfied")
         .as_f64();
@@ -135,6 +127,6 @@ async fn without_web_locks_leases_alone_keep_each_record_to_one_publisher() {
         restored, had_locks,
         "navigator.locks is back for the other tests"
     );
-    call(&a, "close", &[]).await;
-    call(&b, "close", &[]).await;
+    call(&a, "close", &[]).await.expect("resolved");
+    call(&b, "close", &[]).await.expect("resolved");
 }

@@ -27,6 +27,10 @@ use wasm_bindgen_test::*;
 
 wasm_bindgen_test_configure!(run_in_browser);
 
+#[path = "js_support/mod.rs"]
+mod js_support;
+use js_support::{call, js, rust};
+
 #[path = "ws_support/mod.rs"]
 mod ws_support;
 use ws_support::{closed, fault, note, relay, sign, switch, transport, TestSigner};
@@ -494,25 +498,6 @@ async fn circuit_opens_after_repeated_unreachable_and_short_circuits() {
     assert_eq!(rd.connections_opened, 3, "tried again: {rd:?}");
 }
 
-/// `obj[method](...args)`, awaited (the public JS API as a page calls it).
-async fn js_call(obj: &JsValue, method: &str, args: &[JsValue]) -> Result<JsValue, JsValue> {
-    let f: js_sys::Function = js_sys::Reflect::get(obj, &JsValue::from_str(method))
-        .expect("method")
-        .dyn_into()
-        .expect("a function");
-    let promise = f.apply(obj, &args.iter().collect::<js_sys::Array>())?;
-    JsFuture::from(js_sys::Promise::from(promise)).await
-}
-
-fn to_js(v: &Value) -> JsValue {
-    js_sys::JSON::parse(&v.to_string()).expect("JSON")
-}
-
-fn to_rust(v: &JsValue) -> Value {
-    let text: String = js_sys::JSON::stringify(v).expect("stringify").into();
-    serde_json::from_str(&text).expect("JSON")
-}
-
 /// A Background Sync `sync` event means the browser saw the network come back:
 /// `handleSync` closes the circuits opened while offline before it flushes, so the
 /// record goes out at once. A flush from a `message` (no sync event) does not.
@@ -529,18 +514,18 @@ async fn a_sync_event_closes_open_circuits_before_flushing() {
         "maxDelayMs": 2,
     });
     assert_eq!(control(json!(["SWITCH", "down"])).await["switch"], "down");
-    let page = JsFuture::from(nostr_outbox::js::Outbox::open(to_js(&options)))
+    let page = JsFuture::from(nostr_outbox::js::Outbox::open(js(options.clone())))
         .await
         .expect("open");
     let ev = note("sync closes circuits");
-    let relays = to_js(&json!([url]));
-    js_call(&page, "enqueue", &[JsValue::from_str(&ev.raw), relays])
+    let relays = js(json!([url]));
+    call(&page, "enqueue", &[JsValue::from_str(&ev.raw), relays])
         .await
         .expect("enqueue");
     let flush = |event: JsValue| {
-        let options = to_js(&options);
+        let options = js(options.clone());
         async move {
-            to_rust(
+            rust(
                 &JsFuture::from(handle_sync(event, options))
                     .await
                     .expect("flush"),
@@ -563,8 +548,8 @@ async fn a_sync_event_closes_open_circuits_before_flushing() {
         (json!(0), json!(1)),
         "{s}"
     );
-    let rec = to_rust(
-        &js_call(&page, "get", &[JsValue::from_str(&ev.id)])
+    let rec = rust(
+        &call(&page, "get", &[JsValue::from_str(&ev.id)])
             .await
             .unwrap(),
     );
@@ -579,11 +564,11 @@ async fn a_sync_event_closes_open_circuits_before_flushing() {
     );
     sleep(30).await;
     // The sync event: circuits closed, published at once.
-    let sync = to_js(&json!({ "tag": "nostr-outbox", "lastChance": true }));
+    let sync = js(json!({ "tag": "nostr-outbox", "lastChance": true }));
     let s = flush(sync).await;
     assert_eq!(s["delivered"], json!(1), "{s}");
     assert_eq!(fetch_by_id(&url, &ev.id).await.len(), 1);
-    js_call(&page, "close", &[]).await.expect("close");
+    call(&page, "close", &[]).await.expect("close");
 }
 
 #[wasm_bindgen_test]
