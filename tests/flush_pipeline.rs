@@ -7,12 +7,13 @@ use std::cell::{Cell, RefCell};
 
 use futures::executor::block_on;
 use nostr_outbox::core::{
-    ClaimRequest, Completion, Enqueued, ListQuery, Plan, Policy, Record, RetryConfig, Stage,
-    StageCounts,
+    ClaimRequest, Completion, Enqueued, EventEnvelope, ListQuery, Outcome, Plan, Policy, Record,
+    RejectReason, RetryConfig, Stage, StageCounts, StopReason,
 };
 use nostr_outbox::flush::{flush_until_idle, run, FlushEvent, RunBounds};
 use nostr_outbox::store::conformance::{fixture_plan, RELAYS};
 use nostr_outbox::store::{MemoryStore, Store, StoreError};
+use nostr_outbox::transport::{PublishReport, Transport};
 
 #[path = "flush_support/mod.rs"]
 mod flush_support;
@@ -323,5 +324,138 @@ fn keep_going_stops_claiming_but_finishes_what_was_claimed() {
         let status = store.status().await.unwrap();
         assert_eq!((status.satisfied, status.pending), (2, 4), "{status:?}");
         assert_eq!(summary.next_due_ms, Some(0), "the rest is due now");
+    });
+}
+
+/// Relays that answer every publish with `outcome`; the `slow` one takes `step_ms` of
+/// the test's clock per answer, the others a turn. Notes every publish as
+/// `relay id`.
+struct Sluggish<'a> {
+    now: &'a Cell<u64>,
+    slow: &'a str,
+    step_ms: u64,
+    outcome: Outcome,
+    sent: RefCell<Vec<String>>,
+}
+
+impl<'a> Sluggish<'a> {
+    fn new(now: &'a Cell<u64>, slow: &'a str, outcome: Outcome) -> Sluggish<'a> {
+        Sluggish {
+            now,
+            slow,
+            step_ms: 3_000,
+            outcome,
+            sent: RefCell::new(Vec::new()),
+        }
+    }
+
+    /// Publishes that repeated an earlier one (same relay and event).
+    fn repeats(&self) -> Vec<String> {
+        let sent = self.sent.borrow();
+        let mut repeats: Vec<String> = sent
+            .iter()
+            .enumerate()
+            .filter(|(i, s)| sent[..*i].contains(s))
+            .map(|(_, s)| s.clone())
+            .collect();
+        repeats.dedup();
+        repeats
+    }
+}
+
+impl Transport for Sluggish<'_> {
+    async fn publish(&self, relay: &str, event: &EventEnvelope) -> PublishReport {
+        self.sent.borrow_mut().push(format!("{relay} {}", event.id));
+        Yield(1).await;
+        if relay == self.slow {
+            self.now.set(self.now.get() + self.step_ms);
+        }
+        PublishReport::new(self.outcome, "blocked: no")
+    }
+}
+
+/// Flushes until every record is in `stage` (at most 20 runs, 1 s apart on the test's
+/// clock); the runs' lost claims and released records.
+async fn flush_until(store: &MemoryStore, t: &Sluggish<'_>, stage: Stage, n: u32) -> (u32, u32) {
+    let (mut lost, mut released) = (0, 0);
+    for _ in 0..20 {
+        let summary = flush_until_idle(
+            store,
+            t,
+            &config(4, 1),
+            &|| t.now.get(),
+            &mut counter(),
+            &mut |_| {},
+            100,
+        )
+        .await
+        .unwrap();
+        lost += summary.stats.lost_claims;
+        released += summary.stats.released;
+        let status = store.status().await.unwrap();
+        if status.get(stage) == n {
+            break;
+        }
+        t.now.set(t.now.get() + 1_000);
+    }
+    (lost, released)
+}
+
+/// Publishes queue behind a slow relay's window and wait for their group to be
+/// recorded, but never past their lease: an attempt is recorded while its lease
+/// holds, and a record that would start publishing too late is handed back and
+/// claimed again. So no answer is lost and no relay is sent an event it rejected.
+#[test]
+fn a_slow_relay_never_outlasts_a_lease() {
+    block_on(async {
+        let store = MemoryStore::new();
+        let ids = fill(&store, 12, 1).await;
+        let now = Cell::new(0u64);
+        // One publish at a time, 3 s each, under a 10 s lease: the fourth record of a
+        // batch of four would start 9 s after its claim.
+        let rejected = Outcome::Rejected(RejectReason::Blocked);
+        let t = Sluggish::new(&now, RELAYS[0], rejected);
+        let (lost, released) = flush_until(&store, &t, Stage::Exhausted, 12).await;
+        assert_eq!(lost, 0, "every answer recorded under its lease");
+        assert_eq!(t.repeats(), Vec::<String>::new(), "sent once each");
+        assert_eq!(t.sent.borrow().len(), 12);
+        assert!(released > 0, "late records were handed back");
+        for id in &ids {
+            let r = store.get(id).await.unwrap().unwrap();
+            assert_eq!(r.stage, Stage::Exhausted, "{id}");
+            assert_eq!(r.reason, Some(StopReason::Rejected));
+            assert_eq!(r.evidence.len(), 1, "{:?}", r.evidence);
+        }
+    });
+}
+
+/// A record whose slow relay's window stays full past half the lease is recorded with
+/// what the other relays answered (the slow one `notAttempted`) and tried again for
+/// the slow relay only: no answer lost, no relay sent an event it accepted.
+#[test]
+fn a_slow_relay_skips_its_late_publishes_and_the_rest_is_recorded() {
+    block_on(async {
+        let store = MemoryStore::new();
+        let ids = fill(&store, 8, 2).await;
+        let now = Cell::new(0u64);
+        let t = Sluggish::new(&now, RELAYS[1], Outcome::Accepted);
+        let (lost, _) = flush_until(&store, &t, Stage::Satisfied, 8).await;
+        assert_eq!(lost, 0, "every answer recorded under its lease");
+        assert_eq!(t.repeats(), Vec::<String>::new(), "sent once each");
+        assert_eq!(t.sent.borrow().len(), 16);
+        let mut skipped = 0;
+        for id in &ids {
+            let r = store.get(id).await.unwrap().unwrap();
+            assert_eq!(r.stage, Stage::Satisfied, "{id}");
+            let slow: Vec<Outcome> = r
+                .evidence
+                .iter()
+                .filter(|e| e.target == RELAYS[1])
+                .map(|e| e.outcome)
+                .collect();
+            assert_eq!(slow.last(), Some(&Outcome::Accepted), "{:?}", r.evidence);
+            skipped += slow.iter().filter(|o| **o == Outcome::NotAttempted).count();
+        }
+        assert!(skipped > 0, "some late publishes were skipped");
     });
 }

@@ -20,6 +20,7 @@ enum Seen {
     Retrying(String, Option<u64>),
     Exhausted(String, Option<StopReason>),
     Lost(String),
+    Released(String),
 }
 
 fn record_into(log: &mut Vec<Seen>) -> impl FnMut(FlushEvent<'_>) + '_ {
@@ -34,6 +35,7 @@ fn record_into(log: &mut Vec<Seen>) -> impl FnMut(FlushEvent<'_>) + '_ {
             FlushEvent::Retrying { record } => Seen::Retrying(record.id.clone(), record.due_ms),
             FlushEvent::Exhausted { record } => Seen::Exhausted(record.id.clone(), record.reason),
             FlushEvent::LostClaim { id } => Seen::Lost(id.to_string()),
+            FlushEvent::Released { record } => Seen::Released(record.id.clone()),
         })
     }
 }

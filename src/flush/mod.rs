@@ -30,8 +30,10 @@ pub struct FlushConfig {
     pub owner: String,
     /// How many records one tick claims (1..=256).
     pub batch_size: u32,
-    /// How long a lease lasts (1..=86 400 000 ms). Must exceed the transport's publish
-    /// timeout, or every answer arrives after the lease expired and is lost.
+    /// How long a lease lasts (1..=86 400 000 ms). A claimed record starts publishing
+    /// in the first half of its lease or is handed back unattempted ([`run`]), so the
+    /// lease should be at least twice the transport's longest publish (connect and
+    /// publish timeouts); an answer that comes after the lease expired is lost.
     pub lease_ms: u64,
     /// How many publishes are in flight to one relay at once (1..=256).
     pub concurrency: u32,
@@ -94,6 +96,10 @@ pub struct TickStats {
     pub exhausted: u32,
     /// Results that arrived after their lease was lost; they changed nothing.
     pub lost_claims: u32,
+    /// Claimed records handed back without an attempt: half their lease had passed
+    /// before a relay had room for them (not counted in `attempts`).
+    #[serde(default)]
+    pub released: u32,
 }
 
 impl TickStats {
@@ -106,6 +112,7 @@ impl TickStats {
         self.retrying += other.retrying;
         self.exhausted += other.exhausted;
         self.lost_claims += other.lost_claims;
+        self.released += other.released;
     }
 }
 
@@ -133,6 +140,12 @@ pub enum FlushEvent<'a> {
     },
     /// The record became exhausted (see `record.reason`).
     Exhausted {
+        /// The record as stored.
+        record: &'a Record,
+    },
+    /// The record was handed back without an attempt (its lease ran short before a
+    /// relay had room for it) and is due again at once.
+    Released {
         /// The record as stored.
         record: &'a Record,
     },
@@ -324,6 +337,8 @@ enum Step {
     Published(usize, usize, String, PublishReport),
     /// A group of completions was recorded.
     Recorded(Vec<Completion>, Vec<Result<Record, StoreError>>),
+    /// A group of unattempted records was handed back.
+    Released(Vec<Slot>, Vec<Result<Record, StoreError>>),
 }
 
 /// One relay's publishes in a [`run`].
@@ -339,9 +354,37 @@ struct Lane {
 struct Slot {
     record: Rc<Record>,
     lease_id: Rc<str>,
-    /// Publishes not answered yet.
+    /// Half the lease: no publish starts from then on, and once its relays have
+    /// answered the attempt is recorded without waiting for a group.
+    hurry_at: u64,
+    /// Publishes started.
+    started: usize,
+    /// Publishes not answered (or skipped) yet.
     waiting: usize,
     results: Vec<TargetResult>,
+}
+
+/// Where a slot goes once every relay of it has answered or been skipped: to the
+/// completions `ready` to record (with the earliest `hurry_at` among them), or, when
+/// no publish started, to the records to hand back unattempted.
+fn settle(
+    slot: Slot,
+    ready: &mut Vec<Completion>,
+    ready_by: &mut u64,
+    releases: &mut Vec<Slot>,
+    random: &mut dyn FnMut() -> u32,
+) {
+    if slot.started == 0 {
+        releases.push(slot);
+        return;
+    }
+    *ready_by = (*ready_by).min(slot.hurry_at);
+    ready.push(completion(
+        &slot.record,
+        &slot.lease_id,
+        slot.results,
+        random,
+    ));
 }
 
 /// A whole flush as a pipeline: claims, publishes and recordings overlap instead of
@@ -352,8 +395,16 @@ struct Slot {
 /// per relay are waiting to start); attempts whose relays have all answered are
 /// recorded in groups of about `batch_size` (sooner when nothing else is publishing
 /// or nothing is left to claim), one [`Store::complete_attempts`] call (one
-/// transaction in IndexedDB) per group and one recording at a time. Each attempt is recorded under its own lease, exactly as [`tick`]
-/// records it; observers see the same events.
+/// transaction in IndexedDB) per group and one recording at a time. Each attempt is
+/// recorded under its own lease, exactly as [`tick`] records it; observers see the
+/// same events.
+///
+/// Nothing waits past half a lease, so an attempt is recorded while its lease holds
+/// (given a lease at least twice the transport's longest publish): a publish that
+/// has not started by then is skipped (its target is recorded as `notAttempted`), a
+/// record none of whose publishes started is handed back unattempted
+/// ([`Store::release`], [`FlushEvent::Released`]) and claimed again, and an attempt
+/// past half its lease is recorded without waiting for a group.
 ///
 /// Stops claiming when a claim finds nothing, when nothing that was due at the start
 /// is left ([`due_since`]), after `bounds.max_ticks` claims, or when
@@ -383,21 +434,27 @@ pub async fn run<S: Store, T: Transport>(
     let mut lanes: Vec<Lane> = Vec::new();
     let mut waiting = 0usize;
     let mut ready: Vec<Completion> = Vec::new();
+    let mut ready_by = u64::MAX;
+    let mut releases: Vec<Slot> = Vec::new();
+    let mut settled: Vec<usize> = Vec::new();
     let mut running: FuturesUnordered<LocalBoxFuture<'_, Step>> = FuturesUnordered::new();
-    let (mut claiming, mut recording, mut publishing) = (false, false, 0usize);
+    let (mut claiming, mut recording, mut releasing) = (false, false, false);
+    let mut publishing = 0usize;
     let mut more = true;
     let mut failure: Option<StoreError> = None;
 
     loop {
         if failure.is_none() {
+            let now = clock();
+            // The next batch is claimed while no relay has a window's worth of
+            // publishes waiting to start.
             if !claiming
                 && more
                 && summary.ticks < max_ticks
-                && waiting < window * lanes.len().max(1)
+                && lanes.iter().all(|l| l.queue.len() < window)
                 && (bounds.keep_going)()
             {
                 let request = claim_request(config, random);
-                let now = clock();
                 claiming = true;
                 summary.ticks += 1;
                 running.push(Box::pin(async move {
@@ -410,16 +467,27 @@ pub async fn run<S: Store, T: Transport>(
                     Step::Claimed(request.lease_id, claimed)
                 }));
             }
-            // Each relay's oldest waiting publishes, while its window has room.
+            // Each relay's oldest waiting publishes, while its window has room; one
+            // whose record is past half its lease is skipped instead.
             for (lane_index, lane) in lanes.iter_mut().enumerate() {
                 while lane.inflight < window {
                     let Some(slot) = lane.queue.pop_front() else {
                         break;
                     };
                     waiting -= 1;
-                    let Some(record) = slots[slot].as_ref().map(|s| Rc::clone(&s.record)) else {
+                    let Some(s) = slots[slot].as_mut() else {
                         continue;
                     };
+                    if now >= s.hurry_at {
+                        s.waiting -= 1;
+                        summary.stats.publishes = summary.stats.publishes.saturating_sub(1);
+                        if s.waiting == 0 {
+                            settled.push(slot);
+                        }
+                        continue;
+                    }
+                    s.started += 1;
+                    let record = Rc::clone(&s.record);
                     lane.inflight += 1;
                     publishing += 1;
                     let target = lane.relay.clone();
@@ -429,17 +497,44 @@ pub async fn run<S: Store, T: Transport>(
                     }));
                 }
             }
+            for index in settled.drain(..) {
+                if let Some(slot) = slots[index].take() {
+                    free.push(index);
+                    settle(slot, &mut ready, &mut ready_by, &mut releases, random);
+                }
+            }
+            if !releasing && !releases.is_empty() {
+                let group = std::mem::take(&mut releases);
+                releasing = true;
+                running.push(Box::pin(async move {
+                    let mut released = Vec::with_capacity(group.len());
+                    for slot in &group {
+                        let r = &slot.record;
+                        let result = store.release(&r.id, &slot.lease_id, r.revision, now).await;
+                        let stop = matches!(&result, Err(e) if !e.is_item_error());
+                        released.push(result);
+                        if stop {
+                            break;
+                        }
+                    }
+                    Step::Released(group, released)
+                }));
+            }
             // Recordings are grouped: while more attempts are on their way, a group
             // waits until it has `batch_size` of them (fewer transactions, each one
-            // a disk flush with strict durability); at the tail, or when nothing is
-            // publishing, whatever is ready goes at once.
+            // a disk flush with strict durability); at the tail, when nothing is
+            // publishing, or once one of them is past half its lease, whatever is
+            // ready goes at once.
             let tail = waiting == 0 && !claiming && (!more || summary.ticks >= max_ticks);
             if !recording
                 && !ready.is_empty()
-                && (ready.len() >= config.batch_size as usize || publishing == 0 || tail)
+                && (ready.len() >= config.batch_size as usize
+                    || publishing == 0
+                    || tail
+                    || now >= ready_by)
             {
                 let group = std::mem::take(&mut ready);
-                let now = clock();
+                ready_by = u64::MAX;
                 recording = true;
                 running.push(Box::pin(async move {
                     let recorded = store.complete_attempts(&group, &config.retry, now).await;
@@ -460,14 +555,21 @@ pub async fn run<S: Store, T: Transport>(
                 more = due;
                 let lease_id: Rc<str> = Rc::from(lease_id);
                 for (record, targets) in begin_attempts(records, &mut summary.stats, observer) {
+                    let hurry_at = record
+                        .lease
+                        .as_ref()
+                        .map_or(0, |l| l.expires_ms.saturating_sub(config.lease_ms / 2));
                     let record = Rc::new(record);
                     if targets.is_empty() {
+                        ready_by = ready_by.min(hurry_at);
                         ready.push(completion(&record, &lease_id, Vec::new(), random));
                         continue;
                     }
                     let slot = Slot {
                         record,
                         lease_id: Rc::clone(&lease_id),
+                        hurry_at,
+                        started: 0,
                         waiting: targets.len(),
                         results: Vec::with_capacity(targets.len()),
                     };
@@ -513,12 +615,7 @@ pub async fn run<S: Store, T: Transport>(
                 if slot.waiting == 0 {
                     if let Some(slot) = slots[index].take() {
                         free.push(index);
-                        ready.push(completion(
-                            &slot.record,
-                            &slot.lease_id,
-                            slot.results,
-                            random,
-                        ));
+                        settle(slot, &mut ready, &mut ready_by, &mut releases, random);
                     }
                 }
             }
@@ -526,6 +623,28 @@ pub async fn run<S: Store, T: Transport>(
                 recording = false;
                 if let Err(e) = finish_attempts(&group, recorded, &mut summary.stats, observer) {
                     failure.get_or_insert(e);
+                }
+            }
+            Step::Released(group, released) => {
+                releasing = false;
+                let stats = &mut summary.stats;
+                for (slot, result) in group.iter().zip(released) {
+                    match result {
+                        Ok(next) => {
+                            stats.released += 1;
+                            stats.attempts = stats.attempts.saturating_sub(1);
+                            observer(FlushEvent::Released { record: &next });
+                        }
+                        Err(e) if e.is_item_error() => {
+                            stats.lost_claims += 1;
+                            observer(FlushEvent::LostClaim {
+                                id: &slot.record.id,
+                            });
+                        }
+                        Err(e) => {
+                            failure.get_or_insert(e);
+                        }
+                    }
                 }
             }
         }

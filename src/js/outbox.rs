@@ -309,6 +309,11 @@ impl Outbox {
                 FlushEvent::Delivered { record } => ("delivered", record),
                 FlushEvent::Retrying { record } => ("retrying", record),
                 FlushEvent::Exhausted { record } => ("exhausted", record),
+                // Handed back unattempted: only its stage and lease changed.
+                FlushEvent::Released { record } => {
+                    sink.emit("change", &view::record(record));
+                    return;
+                }
                 FlushEvent::LostClaim { .. } => return,
             };
             let detail = view::record(record);

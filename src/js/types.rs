@@ -114,8 +114,9 @@ export interface OutboxOptions {
   /** Publishes in flight to each relay at once (1..=256). Default 16. */
   concurrency?: number;
   /**
-   * How long a claimed record stays exclusive to this flusher (must outlast a flush
-   * round). Default `max(120000, 3 × (connectTimeoutMs + 30000 + 2 × publishTimeoutMs))`.
+   * How long a claimed record stays exclusive to this flusher. Its publishes start in
+   * the first half (or it is handed back), so keep it at least twice the longest
+   * publish. Default `max(120000, 3 × (connectTimeoutMs + 30000 + 2 × publishTimeoutMs))`.
    */
   leaseMs?: number;
   /** Signs NIP-42 AUTH challenges (e.g. `window.nostr`). */
@@ -280,7 +281,13 @@ export interface FlushResult {
   delivered: number;
   retrying: number;
   exhausted: number;
+  /** Results that arrived after their lease was lost; they changed nothing. */
   lostClaims: number;
+  /**
+   * Claimed records handed back without an attempt: half their lease passed before a
+   * relay had room for them. They are due again at once.
+   */
+  released: number;
   ticks: number;
   /** When the next record is due, unix ms. */
   nextDueAt: number | null;

@@ -185,6 +185,9 @@ pub struct FlushView {
     pub exhausted: u32,
     /// Results that arrived after their lease was lost.
     pub lost_claims: u32,
+    /// Claimed records handed back unattempted (half their lease passed before a
+    /// relay had room for them); due again at once.
+    pub released: u32,
     /// Claim rounds run.
     pub ticks: u32,
     /// When the next record is due (unix ms), if any.
@@ -193,7 +196,7 @@ pub struct FlushView {
 
 impl FlushView {
     /// The fields in `FlushResult` order, with their JSON values.
-    fn fields(self) -> [(&'static str, Value); 11] {
+    fn fields(self) -> [(&'static str, Value); 12] {
         [
             ("ran", Value::Bool(self.ran)),
             ("skipped", self.skipped.map_or(Value::Null, Value::from)),
@@ -204,6 +207,7 @@ impl FlushView {
             ("retrying", Value::from(self.retrying)),
             ("exhausted", Value::from(self.exhausted)),
             ("lostClaims", Value::from(self.lost_claims)),
+            ("released", Value::from(self.released)),
             ("ticks", Value::from(self.ticks)),
             (
                 "nextDueAt",
@@ -232,6 +236,7 @@ impl FlushView {
         self.retrying += s.retrying;
         self.exhausted += s.exhausted;
         self.lost_claims += s.lost_claims;
+        self.released += s.released;
         self.ticks += summary.ticks;
     }
 }
