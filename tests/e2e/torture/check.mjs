@@ -53,7 +53,7 @@ export function checkTotalQueue(input) {
     satisfied: 0, exhausted: 0, exhaustedBy: {}, cancelled: 0, lost: 0, stuck: 0,
     eventFrames: 0, faults: {}, resends: 0, historyViolations: 0,
     dupAfterCrash: 0, dupLateOk: 0, dupCut: 0, dupUnexplained: 0, concurrentSends: 0,
-    resendAfterRejectCrash: 0, resendAfterRejectRetry: 0, resendAfterRejectUnexplained: 0,
+    resendAfterRejectCrash: 0, resendAfterRejectRetry: 0, resendAfterRejectCut: 0, resendAfterRejectUnexplained: 0,
   };
 
   // 1. Every confirmed enqueue is in the outbox, complete and terminal; nothing else is.
@@ -218,12 +218,31 @@ export function checkTotalQueue(input) {
             fail("resent-after-accepted", { relay: name, id, okAt: firstAccept.t, okConn: firstAccept.conn, resentAt: e.t, resentConn: e.conn, afterMs: e.t - firstAccept.t, okLatencyMs: firstAccept.eventAt == null ? null : firstAccept.t - firstAccept.eventAt });
           }
         } else if (firstReject && e.t > firstReject.t && !(firstAccept && firstAccept.t < e.t)) {
+          const rec = byId.get(id);
+          const evidence = (rec?.evidence || []).filter((v) => input.relayNames[v.relay] === name);
+          // The outbox learned of the rejection when its evidence says so from before
+          // this frame; then only a crash or a retry() explains a re-send.
+          const recorded = evidence.some((v) => v.outcome === "rejected" && v.at <= e.t);
           if (crashBetween(firstReject.t, e.t)) counts.resendAfterRejectCrash += 1;
           else if ((plan?.retries || []).some((t) => t >= firstReject.t && t <= e.t)) counts.resendAfterRejectRetry += 1;
+          // The connection was cut (dropped, relay stopped) within a second of the
+          // `OK`, and the outbox never recorded it: the frame was lost with the
+          // connection, as for a re-send after an acceptance.
+          else if (!recorded && cuts.some((c) => (c.conn === firstReject.conn || c.conn === 0) && c.t >= firstReject.t && c.t - firstReject.t < 1000)) counts.resendAfterRejectCut += 1;
           else {
             // Only a retry() of the record re-arms the relays that rejected it.
             counts.resendAfterRejectUnexplained += 1;
-            fail("resent-after-rejected", { relay: name, id, rejectedAt: firstReject.t, resentAt: e.t });
+            // What it takes to explain one: every frame and answer for this event at this
+            // relay (ms from the rejection) and the record's evidence for the relay.
+            const at = (t) => t - firstReject.t;
+            fail("resent-after-rejected", {
+              relay: name, id, rejectedAt: firstReject.t, resentAt: e.t, recorded,
+              frames: list.map((f) => ({ t: at(f.t), conn: f.conn, fault: f.fault })),
+              oks: oks.map((o) => ({ t: at(o.t), conn: o.conn, accepted: o.accepted, message: o.message })),
+              cuts: cuts.filter((c) => c.t >= firstReject.t - 1000 && c.t <= e.t).map((c) => ({ t: at(c.t), conn: c.conn, why: c.why })),
+              evidence: evidence.map((v) => ({ attempt: v.attempt, outcome: v.outcome, t: at(v.at), tries: v.tries })),
+              stage: rec?.stage, attempts: rec?.attempts,
+            });
           }
         }
       }
