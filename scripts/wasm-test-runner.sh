@@ -14,11 +14,43 @@
 # runner with its driver and browser (their own process group) and starts it again, at
 # most OUTBOX_HARNESS_ATTEMPTS times (default 5). A run that printed "running N tests" is
 # never retried: a test that fails or hangs fails the tier.
+#
+# Root cause of that start-up failure (measured with gdb, ss and a Chrome net-log on a
+# stuck page): the runner's HTTP server (rouille on tiny_http 0.12) serves each TCP
+# connection on one pool thread for the connection's whole keep-alive life, and its pool
+# only adds a thread when its count of idle threads is 0 — a count that still includes
+# threads already handed a connection but not yet woken. The service worker's module
+# graph opens several connections at once (the test's JS plus its snippets), on top of
+# the page's keep-alive ones; in that burst a connection can be queued with every
+# thread pinned by an idle keep-alive connection Chrome never closes, so one import
+# (e.g. snippets/.../glue.js) is never read, the worker never finishes evaluating,
+# register() never settles and the page stays at "Loading Wasm module...". It hangs for
+# good: Chrome keeps those idle connections open longer than any deadline here. (About 1
+# start in 3 hit it here on 2 cores, idle or loaded; how often depends on thread timing.)
+# The cure here: once a second, if a connection to the runner's server has had a request
+# unread (Recv-Q > 0) since the previous look, send the server one short request with
+# "Connection: close" (a "kick"): the pool has no idle thread, so it starts one, which
+# answers the kick and then takes the queued connection. Needs `ss` (iproute2); without
+# it there are no kicks, only the retries.
 set -uo pipefail
 runner="${WASM_BINDGEN_TEST_RUNNER_BIN:-wasm-bindgen-test-runner}"
 attempts="${OUTBOX_HARNESS_ATTEMPTS:-5}"
 start_deadline="${OUTBOX_HARNESS_START_S:-90}"
 started_re='^running [0-9]+ tests?$'
+have_ss=0
+command -v ss >/dev/null 2>&1 && have_ss=1
+# stuck_server_conns PORT: "peer" of each connection to the server on 127.0.0.1:PORT with
+# bytes the server has not read.
+stuck_server_conns() {
+  ss -tnH "( sport = :$1 )" 2>/dev/null | awk '$2 > 0 { print $NF }' | sort
+}
+# kick PORT: one short request that closes its connection (see above); in the background
+# with a time limit, so it never blocks this loop.
+kick() {
+  timeout 10 bash -c 'exec 3<>"/dev/tcp/127.0.0.1/$1" || exit 0
+    printf "GET /__outbox_harness_kick HTTP/1.1\r\nHost: 127.0.0.1:%s\r\nConnection: close\r\n\r\n" "$1" >&3
+    cat <&3 >/dev/null' _ "$1" >/dev/null 2>&1 &
+}
 rc=1
 for ((i = 1; i <= attempts; i++)); do
   out="$(mktemp)"
@@ -30,8 +62,29 @@ for ((i = 1; i <= attempts; i++)); do
   started=0
   stopped=0
   waited=0
+  port=
+  prev_stuck=
+  kicks=0
   while kill -0 "$pid" 2>/dev/null; do
     if [ "$started" = 0 ] && grep -qE "$started_re" "$out"; then started=1; fi
+    if [ "$have_ss" = 1 ]; then
+      # The runner's own listening socket is its test server (taken only while it is the
+      # runner's one listening socket: it also binds a port for a moment to pick the
+      # driver's).
+      if [ -z "$port" ]; then
+        port="$(ss -ltnpH 2>/dev/null | awk -v p="pid=$pid," 'index($0, p) { n = split($4, a, ":"); print a[n] }')"
+        case "$port" in *[!0-9]*) port= ;; esac
+      fi
+      if [ -n "$port" ]; then
+        stuck="$(stuck_server_conns "$port")"
+        if [ -n "$stuck" ] && [ -n "$prev_stuck" ] && [ -n "$(comm -12 <(echo "$stuck") <(echo "$prev_stuck"))" ]; then
+          kick "$port"
+          kicks=$((kicks + 1))
+          stuck=
+        fi
+        prev_stuck="$stuck"
+      fi
+    fi
     if [ "$started" = 0 ] && [ "$waited" -ge "$start_deadline" ]; then
       kill -TERM -- "-$pid" 2>/dev/null
       sleep 3
@@ -51,6 +104,9 @@ for ((i = 1; i <= attempts; i++)); do
     never_started=1
   fi
   rm -f "$out"
+  if [ "$kicks" != 0 ]; then
+    echo "wasm-test-runner: $kicks kick(s) of the test server in $(basename "${1:-?}") for a request it had left unread (tiny_http pool starvation)"
+  fi
   if [ "$rc" = 0 ] || [ "$never_started" = 0 ]; then
     exit "$rc"
   fi
