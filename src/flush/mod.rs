@@ -391,8 +391,8 @@ fn settle(
 /// taking turns. Up to `concurrency` publishes are in flight to each relay at any
 /// time, across claimed batches (a slow answer holds one slot, not the whole batch,
 /// and a slow relay does not hold back the others' windows); the next batch is
-/// claimed while the current one publishes (when fewer than `concurrency` publishes
-/// per relay are waiting to start); attempts whose relays have all answered are
+/// claimed while the current one publishes (while fewer than `concurrency` publishes
+/// per relay, on average, wait to start); attempts whose relays have all answered are
 /// recorded in groups of about `batch_size` (sooner when nothing else is publishing
 /// or nothing is left to claim), one [`Store::complete_attempts`] call (one
 /// transaction in IndexedDB) per group and one recording at a time. Each attempt is
@@ -446,12 +446,12 @@ pub async fn run<S: Store, T: Transport>(
     loop {
         if failure.is_none() {
             let now = clock();
-            // The next batch is claimed while no relay has a window's worth of
-            // publishes waiting to start.
+            // The next batch is claimed while fewer than a window's worth of
+            // publishes per relay wait to start.
             if !claiming
                 && more
                 && summary.ticks < max_ticks
-                && lanes.iter().all(|l| l.queue.len() < window)
+                && waiting < window * lanes.len().max(1)
                 && (bounds.keep_going)()
             {
                 let request = claim_request(config, random);
