@@ -107,6 +107,9 @@ impl Store for Slow {
     async fn cancel(&self, id: &str, now_ms: u64) -> Result<Record, StoreError> {
         self.inner.cancel(id, now_ms).await
     }
+    async fn relay_back(&self, relay: &str, now_ms: u64) -> Result<u32, StoreError> {
+        self.inner.relay_back(relay, now_ms).await
+    }
     async fn purge(&self, before_ms: u64) -> Result<u32, StoreError> {
         self.inner.purge(before_ms).await
     }
@@ -457,5 +460,84 @@ fn a_slow_relay_skips_its_late_publishes_and_the_rest_is_recorded() {
             skipped += slow.iter().filter(|o| **o == Outcome::NotAttempted).count();
         }
         assert!(skipped > 0, "some late publishes were skipped");
+    });
+}
+
+/// One relay that is down (`unreachable`) until `up` is set, then accepts; like the
+/// WebSocket transport, it reports the relay as recovered after its first answer.
+struct Flapping {
+    up: Cell<bool>,
+    failed: Cell<bool>,
+    recovered: RefCell<Vec<String>>,
+}
+
+impl Transport for Flapping {
+    async fn publish(&self, relay: &str, _event: &EventEnvelope) -> PublishReport {
+        Yield(1).await;
+        if !self.up.get() {
+            self.failed.set(true);
+            return PublishReport::new(Outcome::Unreachable, "connection refused");
+        }
+        if self.failed.replace(false) {
+            self.recovered.borrow_mut().push(relay.to_string());
+        }
+        PublishReport::new(Outcome::Accepted, "")
+    }
+
+    fn take_recovered(&self) -> Vec<String> {
+        std::mem::take(&mut *self.recovered.borrow_mut())
+    }
+}
+
+/// Records that found their relay unreachable wait out their backoff; when the relay
+/// answers again, the run that saw it makes them due and delivers them at once.
+#[test]
+fn a_relay_that_answers_again_wakes_the_records_waiting_for_it() {
+    block_on(async {
+        let store = MemoryStore::new();
+        let waiting = fill(&store, 4, 1).await;
+        let t = Flapping {
+            up: Cell::new(false),
+            failed: Cell::new(false),
+            recovered: RefCell::new(Vec::new()),
+        };
+        let run_at = |now: u64| {
+            let t = &t;
+            let store = &store;
+            async move {
+                // A clock that moves 1 ms per reading.
+                let clock = Cell::new(now);
+                flush_until_idle(
+                    store,
+                    t,
+                    &config(2, 2),
+                    &|| clock.replace(clock.get() + 1),
+                    &mut counter(),
+                    &mut |_| {},
+                    100,
+                )
+                .await
+                .unwrap()
+            }
+        };
+        let down = run_at(0).await;
+        assert_eq!(down.stats.retrying, 4, "{down:?}");
+        for id in &waiting {
+            let r = store.get(id).await.unwrap().unwrap();
+            assert!(r.due_ms >= Some(1_000), "backing off: {:?}", r.due_ms);
+        }
+        // The relay is back; a new note is the first to reach it, 10 ms later.
+        t.up.set(true);
+        let plan = fixture_plan(9, &RELAYS[..1], Policy::All);
+        store.enqueue(plan, 10).await.unwrap();
+        let back = run_at(10).await;
+        assert_eq!(back.stats.woken, 4, "{back:?}");
+        assert_eq!(back.stats.satisfied, 5, "{back:?}");
+        assert_eq!(store.status().await.unwrap().satisfied, 5);
+        for id in &waiting {
+            let r = store.get(id).await.unwrap().unwrap();
+            assert_eq!(r.attempts, 1, "the unreached try was not counted: {id}");
+        }
+        assert!(t.take_recovered().is_empty(), "the run took the recovery");
     });
 }

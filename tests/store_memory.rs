@@ -113,6 +113,9 @@ impl Store for Broken {
     async fn cancel(&self, id: &str, now_ms: u64) -> Result<Record, StoreError> {
         self.inner.cancel(id, now_ms).await
     }
+    async fn relay_back(&self, relay: &str, now_ms: u64) -> Result<u32, StoreError> {
+        self.inner.relay_back(relay, now_ms).await
+    }
     async fn purge(&self, before_ms: u64) -> Result<u32, StoreError> {
         if let Defect::PurgeEverything = self.defect {
             for r in self.inner.snapshot() {

@@ -777,7 +777,24 @@ async fn relay_down_then_back<S: Store>(store: &S, tag: &str) {
     assert_eq!(rec.evidence[0].outcome, Outcome::Unreachable);
 
     assert_eq!(control(json!(["SWITCH", "up"])).await["switch"], "up");
-    now.set(rec.due_ms.expect("due") + 1);
+    // A newer note reaches the relay first, before the first one's backoff ends: the
+    // relay answered again, so the first note is woken (due now).
+    let first = rec.due_ms.expect("due");
+    now.set(now.get() + 1);
+    assert!(first > now.get(), "still backing off");
+    let ev2 = note(&format!("first after up {tag}"));
+    store
+        .enqueue(
+            Plan::new(ev2.clone(), vec![url.clone()], Policy::All),
+            now.get(),
+        )
+        .await
+        .expect("enqueue");
+    let seen = run_tick(store, &t, &now).await;
+    assert_eq!(seen, ["attempt", "delivered"]);
+    let rec = store.get(&ev.id).await.unwrap().unwrap();
+    assert_eq!(rec.due_ms, Some(now.get()), "woken when the relay answered");
+    assert!(t.take_recovered().is_empty(), "the run took the recovery");
     let seen = run_tick(store, &t, &now).await;
     assert_eq!(seen, ["attempt", "delivered"]);
     let rec = store.get(&ev.id).await.unwrap().unwrap();

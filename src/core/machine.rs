@@ -556,6 +556,42 @@ pub fn release(
     Ok(next)
 }
 
+/// A relay answered again after it was unreachable: a record waiting for it comes
+/// due at `now_ms` instead of at the end of its backoff. Applies to a `retryable`
+/// record with no active lease, due later than `now_ms`, for which `relay` is an
+/// unsettled target whose latest evidence is `unreachable`, and none of whose
+/// unsettled targets last answered `rateLimited` (a relay that asked to slow down
+/// keeps its pause). Evidence, attempts and the budget stay; the revision grows.
+/// `None` when the record does not qualify.
+pub fn relay_back(record: &Record, relay: &str, now_ms: u64) -> Option<Record> {
+    let waiting = record.stage == Stage::Retryable
+        && !record.has_active_lease(now_ms)
+        && record.due_ms.is_some_and(|d| d > now_ms);
+    if !waiting {
+        return None;
+    }
+    let open = record.unsettled_targets();
+    let unreachable = open.iter().any(|t| {
+        t == relay
+            && record
+                .latest_evidence(t)
+                .is_some_and(|e| e.outcome == Outcome::Unreachable)
+    });
+    let paused = open.iter().any(|t| {
+        record
+            .latest_evidence(t)
+            .is_some_and(|e| e.outcome == Outcome::RateLimited)
+    });
+    if !unreachable || paused {
+        return None;
+    }
+    let mut next = record.clone();
+    bump(&mut next, now_ms);
+    next.due_ms = Some(now_ms);
+    next.retry_not_before_ms = Some(now_ms);
+    Some(next)
+}
+
 /// Re-arms an exhausted record: keeps all evidence, continues the attempt numbering,
 /// grants a fresh attempt budget (`attempts + max_attempts`), re-opens targets that
 /// rejected terminally, and makes it due at once. Fails with

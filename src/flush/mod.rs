@@ -100,6 +100,10 @@ pub struct TickStats {
     /// before a relay had room for them (not counted in `attempts`).
     #[serde(default)]
     pub released: u32,
+    /// Waiting records made due at once because a relay they could not reach answered
+    /// again ([`Store::relay_back`]).
+    #[serde(default)]
+    pub woken: u32,
 }
 
 impl TickStats {
@@ -113,6 +117,7 @@ impl TickStats {
         self.exhausted += other.exhausted;
         self.lost_claims += other.lost_claims;
         self.released += other.released;
+        self.woken += other.woken;
     }
 }
 
@@ -339,6 +344,9 @@ enum Step {
     Recorded(Vec<Completion>, Vec<Result<Record, StoreError>>),
     /// A group of unattempted records was handed back.
     Released(Vec<Slot>, Vec<Result<Record, StoreError>>),
+    /// The records waiting for relays that answered again were made due (at that
+    /// time).
+    Woken(u64, Result<u32, StoreError>),
 }
 
 /// One relay's publishes in a [`run`].
@@ -406,6 +414,10 @@ fn settle(
 /// ([`Store::release`], [`FlushEvent::Released`]) and claimed again, and an attempt
 /// past half its lease is recorded without waiting for a group.
 ///
+/// When the transport reports a relay that answered again after a failed connection
+/// ([`Transport::take_recovered`]), the records waiting for it are made due
+/// ([`Store::relay_back`], counted in `woken`) and this run claims them.
+///
 /// Stops claiming when a claim finds nothing, when nothing that was due at the start
 /// is left ([`due_since`]), after `bounds.max_ticks` claims, or when
 /// `bounds.keep_going` says so; finishes what it claimed, then reports the totals and
@@ -440,6 +452,10 @@ pub async fn run<S: Store, T: Transport>(
     let mut running: FuturesUnordered<LocalBoxFuture<'_, Step>> = FuturesUnordered::new();
     let (mut claiming, mut recording, mut releasing) = (false, false, false);
     let mut publishing = 0usize;
+    let mut waking = false;
+    // Claims go on while something was due at this time: the start, or when records
+    // were last woken.
+    let mut due_cutoff = started_ms;
     let mut more = true;
     let mut failure: Option<StoreError> = None;
 
@@ -460,7 +476,7 @@ pub async fn run<S: Store, T: Transport>(
                 running.push(Box::pin(async move {
                     let claimed = async {
                         let records = store.claim(&request, now).await?;
-                        let more = !records.is_empty() && due_since(store, started_ms).await?;
+                        let more = !records.is_empty() && due_since(store, due_cutoff).await?;
                         Ok((records, more))
                     }
                     .await;
@@ -494,6 +510,24 @@ pub async fn run<S: Store, T: Transport>(
                     running.push(Box::pin(async move {
                         let report = transport.publish(&target, &record.event).await;
                         Step::Published(slot, lane_index, target, report)
+                    }));
+                }
+            }
+            // A relay that could not be reached answered again: what waits for it
+            // comes due now, and this run claims it.
+            if !waking {
+                let back = transport.take_recovered();
+                if !back.is_empty() {
+                    waking = true;
+                    running.push(Box::pin(async move {
+                        let mut woken = 0u32;
+                        for relay in &back {
+                            match store.relay_back(relay, now).await {
+                                Ok(n) => woken = woken.saturating_add(n),
+                                Err(e) => return Step::Woken(now, Err(e)),
+                            }
+                        }
+                        Step::Woken(now, Ok(woken))
                     }));
                 }
             }
@@ -623,6 +657,18 @@ pub async fn run<S: Store, T: Transport>(
                 recording = false;
                 if let Err(e) = finish_attempts(&group, recorded, &mut summary.stats, observer) {
                     failure.get_or_insert(e);
+                }
+            }
+            Step::Woken(_, Err(e)) => {
+                waking = false;
+                failure.get_or_insert(e);
+            }
+            Step::Woken(at, Ok(n)) => {
+                waking = false;
+                summary.stats.woken += n;
+                if n > 0 {
+                    more = true;
+                    due_cutoff = due_cutoff.max(at);
                 }
             }
             Step::Released(group, released) => {

@@ -93,6 +93,9 @@ impl Store for AnyStore {
     async fn cancel(&self, id: &str, now_ms: u64) -> Result<Record, StoreError> {
         delegate!(self, s => s.cancel(id, now_ms))
     }
+    async fn relay_back(&self, relay: &str, now_ms: u64) -> Result<u32, StoreError> {
+        delegate!(self, s => s.relay_back(relay, now_ms))
+    }
     async fn purge(&self, before_ms: u64) -> Result<u32, StoreError> {
         delegate!(self, s => s.purge(before_ms))
     }
@@ -193,6 +196,12 @@ impl Transport for AnyTransport {
     fn network_restored(&self) {
         if let AnyTransport::Ws(t) = self {
             t.network_restored();
+        }
+    }
+    fn take_recovered(&self) -> Vec<String> {
+        match self {
+            AnyTransport::Ws(t) => t.take_recovered(),
+            AnyTransport::Js(_) => Vec::new(),
         }
     }
 }

@@ -288,6 +288,11 @@ export interface FlushResult {
    * relay had room for them. They are due again at once.
    */
   released: number;
+  /**
+   * Waiting records made due at once because a relay they could not reach answered
+   * again (then flushed in the same run).
+   */
+  woken: number;
   ticks: number;
   /** When the next record is due, unix ms. */
   nextDueAt: number | null;

@@ -188,6 +188,9 @@ pub struct FlushView {
     /// Claimed records handed back unattempted (half their lease passed before a
     /// relay had room for them); due again at once.
     pub released: u32,
+    /// Waiting records made due at once because a relay they could not reach
+    /// answered again.
+    pub woken: u32,
     /// Claim rounds run.
     pub ticks: u32,
     /// When the next record is due (unix ms), if any.
@@ -196,7 +199,7 @@ pub struct FlushView {
 
 impl FlushView {
     /// The fields in `FlushResult` order, with their JSON values.
-    fn fields(self) -> [(&'static str, Value); 12] {
+    fn fields(self) -> [(&'static str, Value); 13] {
         [
             ("ran", Value::Bool(self.ran)),
             ("skipped", self.skipped.map_or(Value::Null, Value::from)),
@@ -208,6 +211,7 @@ impl FlushView {
             ("exhausted", Value::from(self.exhausted)),
             ("lostClaims", Value::from(self.lost_claims)),
             ("released", Value::from(self.released)),
+            ("woken", Value::from(self.woken)),
             ("ticks", Value::from(self.ticks)),
             (
                 "nextDueAt",
@@ -237,6 +241,7 @@ impl FlushView {
         self.exhausted += s.exhausted;
         self.lost_claims += s.lost_claims;
         self.released += s.released;
+        self.woken += s.woken;
         self.ticks += summary.ticks;
     }
 }

@@ -150,6 +150,7 @@ where
     expiration(&factory().await).await;
     retry_and_cancel(&factory().await).await;
     release_hands_back(&factory().await).await;
+    relay_back_wakes_only_what_waits_for_it(&factory().await).await;
     purge_terminal_only(&factory().await).await;
     next_due(&factory().await).await;
 }
@@ -1535,6 +1536,127 @@ pub async fn release_hands_back<S: Store>(s: &S) {
         Some(1),
         "still attempt 1"
     );
+}
+
+/// `relay_back` makes due at once the retryable records whose latest try of that relay
+/// found it unreachable, and leaves every other record exactly as it was.
+pub async fn relay_back_wakes_only_what_waits_for_it<S: Store>(s: &S) {
+    const C: &str = "relay_back_wakes_only_what_waits_for_it";
+    let (a, b) = (RELAYS[0], RELAYS[1]);
+    // Each record: its targets and the answers of its first attempt (at 10).
+    let cases: [(&[&str], Vec<TargetResult>); 5] = [
+        // Waits for `a` (unreachable), `b` not even tried: woken.
+        (&[a, b], vec![answer(a, Outcome::Unreachable)]),
+        // `a` timed out: it was reached, not woken.
+        (&[a], vec![answer(a, Outcome::Timeout)]),
+        // `b` asked to slow down: its pause stays.
+        (
+            &[a, b],
+            vec![
+                answer(a, Outcome::Unreachable),
+                answer(b, Outcome::RateLimited),
+            ],
+        ),
+        // Waits for `b` only.
+        (&[b], vec![answer(b, Outcome::Unreachable)]),
+        // `a` accepted, `b` unreachable: `a` is settled.
+        (
+            &[a, b],
+            vec![
+                answer(a, Outcome::Accepted),
+                answer(b, Outcome::Unreachable),
+            ],
+        ),
+    ];
+    let mut ids = Vec::new();
+    for (n, (targets, results)) in cases.into_iter().enumerate() {
+        let plan = fixture_plan(n as u32 + 1, targets, Policy::All);
+        let id = ok(C, "enqueue", s.enqueue(plan, 0).await).record.id;
+        let r = claim_one(C, s, &format!("l{n}"), 5, &id).await;
+        let done = ok(
+            C,
+            "complete",
+            s.complete_attempt(
+                &completion(&r, &format!("l{n}"), results),
+                &fixture_retry(),
+                10,
+            )
+            .await,
+        );
+        check_eq!(C, done.stage, Stage::Retryable, "record {n} waits");
+        check!(C, done.due_ms > Some(11), "record {n} is due later");
+        ids.push(id);
+    }
+    // Never attempted: pending, not woken.
+    let pending = ok(
+        C,
+        "enqueue",
+        s.enqueue(fixture_plan(9, &[a], Policy::All), 0).await,
+    )
+    .record;
+    let before: Vec<Record> = {
+        let mut v = Vec::new();
+        for id in &ids {
+            v.push(must_get(C, s, id).await);
+        }
+        v
+    };
+    check_eq!(
+        C,
+        ok(
+            C,
+            "unknown relay",
+            s.relay_back("wss://other.example", 11).await
+        ),
+        0,
+        "a relay no record waits for"
+    );
+    check_eq!(
+        C,
+        ok(C, "relay_back", s.relay_back(a, 11).await),
+        1,
+        "one woken"
+    );
+    for (i, id) in ids.iter().enumerate() {
+        let now = must_get(C, s, id).await;
+        if i == 0 {
+            let mut expected = before[0].clone();
+            expected.revision += 1;
+            expected.due_ms = Some(11);
+            expected.retry_not_before_ms = Some(11);
+            expected.updated_ms = 11;
+            check_eq!(
+                C,
+                now,
+                expected,
+                "woken: due at once, evidence and attempts kept"
+            );
+        } else {
+            check_eq!(C, &now, &before[i], "record {i} unchanged");
+        }
+    }
+    check_eq!(
+        C,
+        must_get(C, s, &pending.id).await,
+        pending,
+        "pending unchanged"
+    );
+    check_eq!(
+        C,
+        ok(C, "relay_back again", s.relay_back(a, 11).await),
+        0,
+        "already due"
+    );
+    let claimed = ok(
+        C,
+        "claim",
+        s.claim(&fixture_claim("o", "w", 256, 10_000), 11).await,
+    );
+    let mut got: Vec<&str> = claimed.iter().map(|r| r.id.as_str()).collect();
+    got.sort_unstable();
+    let mut want = vec![ids[0].as_str(), pending.id.as_str()];
+    want.sort_unstable();
+    check_eq!(C, got, want, "the woken record is claimable");
 }
 
 /// `purge` deletes terminal records older than the cutoff and nothing else.

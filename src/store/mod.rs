@@ -167,6 +167,11 @@ pub trait Store {
         now_ms: u64,
     ) -> Result<Record, StoreError>;
 
+    /// A relay answered again after it was unreachable: every record waiting for it
+    /// ([`crate::core::relay_back`]) comes due at `now_ms`, in one transaction. Answers
+    /// how many changed.
+    async fn relay_back(&self, relay: &str, now_ms: u64) -> Result<u32, StoreError>;
+
     /// Re-arms an exhausted record ([`crate::core::retry()`]).
     async fn retry(&self, id: &str, now_ms: u64) -> Result<Record, StoreError>;
 

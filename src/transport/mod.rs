@@ -45,4 +45,11 @@ pub trait Transport {
     /// caused (open circuits, counted connection failures) so the next publish tries
     /// at once. Rate-limit pauses a relay asked for stay. Default: nothing to forget.
     fn network_restored(&self) {}
+
+    /// The relays (as published to) that answered again after a failed connection
+    /// since the last call; each once. The flusher then makes the records waiting for
+    /// them due at once ([`crate::store::Store::relay_back`]). Default: none.
+    fn take_recovered(&self) -> Vec<String> {
+        Vec::new()
+    }
 }

@@ -318,6 +318,9 @@ struct RelayState {
     circuit_open_until: f64,
     rate_limited_until: f64,
     last_failure: Option<String>,
+    /// A connection failed since the relay last answered (kept by
+    /// `network_restored`, which only forgets the counts).
+    unreachable: bool,
 }
 
 impl RelayState {
@@ -329,6 +332,7 @@ impl RelayState {
             circuit_open_until: 0.0,
             rate_limited_until: 0.0,
             last_failure: None,
+            unreachable: false,
         }
     }
 }
@@ -381,6 +385,8 @@ struct Inner {
     config: WsTransportConfig,
     signer: RefCell<Option<Rc<dyn AuthSigner>>>,
     relays: RefCell<RelayStates>,
+    /// Relays that answered again after a failed connection, for `take_recovered`.
+    recovered: RefCell<Vec<String>>,
 }
 
 /// Publishes signed events to relays over WebSockets; see the module docs.
@@ -427,6 +433,7 @@ impl WsTransport {
                 config,
                 signer: RefCell::new(None),
                 relays: RefCell::default(),
+                recovered: RefCell::default(),
             }),
         })
     }
@@ -600,6 +607,7 @@ impl WsTransport {
         let st = relays.get_or_new(key);
         st.consecutive_failures = st.consecutive_failures.saturating_add(1);
         st.last_failure = Some(message.to_owned());
+        st.unreachable = true;
         let threshold = self.inner.config.circuit_failures;
         if threshold > 0 && st.consecutive_failures >= threshold {
             st.circuit_open_until = now_ms() + f64::from(self.inner.config.circuit_open_ms);
@@ -611,6 +619,12 @@ impl WsTransport {
         if let Some(st) = self.inner.relays.borrow_mut().get_mut(key) {
             st.consecutive_failures = 0;
             st.circuit_open_until = 0.0;
+            if std::mem::take(&mut st.unreachable) {
+                let mut recovered = self.inner.recovered.borrow_mut();
+                if !recovered.iter().any(|r| r == key) {
+                    recovered.push(key.to_owned());
+                }
+            }
         }
     }
 
@@ -804,6 +818,10 @@ impl Transport for WsTransport {
             st.consecutive_failures = 0;
             st.circuit_open_until = 0.0;
         }
+    }
+
+    fn take_recovered(&self) -> Vec<String> {
+        std::mem::take(&mut *self.inner.recovered.borrow_mut())
     }
 
     async fn publish(&self, relay: &str, event: &EventEnvelope) -> PublishReport {

@@ -615,6 +615,29 @@ impl Store for IdbStore {
         self.update(id, &|r| core::cancel(r, now_ms)).await
     }
 
+    async fn relay_back(&self, relay: &str, now_ms: u64) -> Result<u32, StoreError> {
+        // Only `retryable` rows can qualify: read those through the stage index.
+        self.run(async |db| {
+            let tx = Tx::open(db, &[RECORDS], true, Durability::Relaxed)?;
+            let store = tx.store(RECORDS)?;
+            let index = store.index(IDX_STAGE).map_err(failure)?;
+            let range = stage_range(Stage::Retryable)?;
+            let page = request(index.get_all_with_key(&range)).await?;
+            let mut woken = 0u32;
+            for record in self.decode_page(page) {
+                if let Some(next) = core::relay_back(&record, relay, now_ms) {
+                    store
+                        .put(&row::to_js(&codec::encode(&next)?))
+                        .map_err(failure)?;
+                    woken = woken.saturating_add(1);
+                }
+            }
+            tx.commit().await?;
+            Ok(woken)
+        })
+        .await
+    }
+
     async fn purge(&self, before_ms: u64) -> Result<u32, StoreError> {
         self.run(async |db| {
             let tx = Tx::open(db, &[RECORDS], true, self.options.durability)?;
