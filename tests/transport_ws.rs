@@ -466,8 +466,11 @@ async fn circuit_opens_after_repeated_unreachable_and_short_circuits() {
         c.circuit_open_ms = 60_000;
     });
     let dead = closed();
+    let mut failed_between = (0, 0);
     for _ in 0..2 {
+        let before = js_sys::Date::now() as u64;
         let r = t.publish(&dead, &note("dead")).await;
+        failed_between = (before, js_sys::Date::now() as u64);
         assert_eq!(r.outcome, Outcome::Unreachable, "{r:?}");
         assert!(!r.message.contains("circuit"), "{r:?}");
     }
@@ -480,7 +483,13 @@ async fn circuit_opens_after_repeated_unreachable_and_short_circuits() {
         "the third publish opened nothing: {rd:?}"
     );
     assert_eq!(rd.short_circuited, 1);
-    assert!(rd.circuit_open_until_ms.is_some());
+    // It opens for a sixteenth of `circuit_open_ms` at first (3.75 s here), from the
+    // second failure.
+    let opened_at = rd.circuit_open_until_ms.expect("open") - 3_750;
+    assert!(
+        (failed_between.0..=failed_between.1).contains(&opened_at),
+        "opened at {opened_at}, failed within {failed_between:?}"
+    );
     // Another relay is not affected.
     assert_eq!(
         t.publish(&relay(), &note("alive")).await.outcome,
@@ -496,6 +505,40 @@ async fn circuit_opens_after_repeated_unreachable_and_short_circuits() {
     assert!(!r.message.contains("circuit"), "{r:?}");
     let rd = t.diagnostics().relay(&dead).cloned().unwrap();
     assert_eq!(rd.connections_opened, 3, "tried again: {rd:?}");
+}
+
+/// While a relay stays down the circuit opens for longer each time: a sixteenth of
+/// `circuit_open_ms`, doubling with every failed connection after it opened, up to
+/// `circuit_open_ms`.
+#[wasm_bindgen_test]
+async fn the_circuit_opens_longer_while_the_relay_stays_down() {
+    let t = transport(|c| {
+        c.circuit_failures = 1;
+        c.circuit_open_ms = 1_600;
+    });
+    let dead = closed();
+    for (k, open_ms) in [100u64, 200, 400, 800, 1_600, 1_600]
+        .into_iter()
+        .enumerate()
+    {
+        let before = js_sys::Date::now() as u64;
+        let r = t.publish(&dead, &note(&format!("down {k}"))).await;
+        let after = js_sys::Date::now() as u64;
+        assert_eq!(r.outcome, Outcome::Unreachable, "{r:?}");
+        assert!(
+            !r.message.contains("circuit"),
+            "a real try each time: {r:?}"
+        );
+        let rd = t.diagnostics().relay(&dead).cloned().unwrap();
+        let until = rd.circuit_open_until_ms.expect("open");
+        // It opened when this connection failed, for `open_ms`.
+        assert!(
+            (before..=after).contains(&(until - open_ms)),
+            "try {k}: open until {until}, failed within {before}..={after}, expected {open_ms} ms"
+        );
+        // Wait the circuit out, so the next publish tries a connection.
+        sleep((until.saturating_sub(js_sys::Date::now() as u64) + 20) as u32).await;
+    }
 }
 
 /// A Background Sync `sync` event means the browser saw the network come back:

@@ -107,7 +107,11 @@ export interface OutboxOptions {
    * event closes every circuit.
    */
   circuitFailures?: number;
-  /** How long an open circuit holds publishes back (1..=3600000). Default 30000 ms. */
+  /**
+   * The longest an open circuit holds publishes back (1..=3600000). Default 30000 ms. It
+   * opens for a sixteenth of this first, twice as long after each further failed
+   * connection, so a relay that restarts is tried again within seconds.
+   */
   circuitOpenMs?: number;
   /** Records claimed per flush round (1..=256). Default 16. */
   batchSize?: number;

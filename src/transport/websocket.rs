@@ -72,8 +72,11 @@ pub struct WsTransportConfig {
     /// publishes in flight, with no `OK` in between) the relay's circuit opens
     /// (0..=1 000, 0 = never; default 3).
     pub circuit_failures: u32,
-    /// How long an open circuit short-circuits publishes with `Unreachable`
-    /// (1..=3 600 000 ms; default 30 000). Afterwards one connection is tried again.
+    /// The longest an open circuit short-circuits publishes with `Unreachable`
+    /// (1..=3 600 000 ms; default 30 000). It opens for a sixteenth of this at first
+    /// and twice as long after every further failed connection, up to this: a relay
+    /// that restarts is tried again within seconds, one that stays down at most this
+    /// often. Afterwards one connection is tried again.
     pub circuit_open_ms: u32,
 }
 
@@ -610,7 +613,10 @@ impl WsTransport {
         st.unreachable = true;
         let threshold = self.inner.config.circuit_failures;
         if threshold > 0 && st.consecutive_failures >= threshold {
-            st.circuit_open_until = now_ms() + f64::from(self.inner.config.circuit_open_ms);
+            let longest = f64::from(self.inner.config.circuit_open_ms);
+            let doublings = (st.consecutive_failures - threshold).min(4);
+            let open = (longest / 16.0 * f64::from(1u32 << doublings)).min(longest);
+            st.circuit_open_until = now_ms() + open;
         }
     }
 

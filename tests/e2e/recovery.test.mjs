@@ -73,7 +73,7 @@ test(`${N} events queued while the relay is down are all delivered once it is up
     let stats = await outbox.flush();
     const runs = [stats];
     // Bounded by time, not by a number of flushes: the relay's circuit opened while it
-    // was down (3 failed connections) and stays open for `circuitOpenMs` (30 s by
+    // was down (3 failed connections) and stays open for up to `circuitOpenMs` (30 s by
     // default) whatever the number of flushes; a faster flush only makes more calls.
     while ((await outbox.status()).satisfied < 1000 && performance.now() - t0 < 90_000) {
       await new Promise((r) => setTimeout(r, 500));
