@@ -653,6 +653,59 @@ async fn enqueue_many_is_all_or_nothing() {
         fails(&o, "enqueueMany", &[inner], "plan_conflict").await;
         assert_eq!(total(&o).await, 3);
         assert_eq!(ok(&o, "enqueueMany", &[js(json!([]))]).await, json!([]));
+        // A bad signature: nothing stored (IndexedDB has already been handed the rows
+        // when the signatures are checked; the transaction is aborted), the error names
+        // the item, and it comes first: before a later item's error or a conflict.
+        let forged = |i: usize| {
+            let mut e = event_obj(i);
+            let mut sig = e["sig"].as_str().unwrap().to_string();
+            let c = if sig.ends_with('0') { "1" } else { "0" };
+            sig.replace_range(127..128, c);
+            e["sig"] = json!(sig);
+            json!({ "event": e, "relays": [A] })
+        };
+        let mut many: Vec<Value> = (10..90).map(|i| item(i, &[A, B])).collect();
+        many.push(forged(90));
+        let cases = [
+            (json!([item(4, &[A]), forged(5)]), 1),
+            (json!([item(4, &[A]), item(0, &[A]), forged(5)]), 2),
+            (json!(many), 80),
+            (
+                json!([item(4, &[A]), forged(5), { "event": event_obj(6), "relays": ["ftp://x"] }]),
+                1,
+            ),
+            (json!([forged(4), item(0, &[B])]), 0),
+            (json!([forged(4), item(5, &[A]), item(5, &[B])]), 0),
+        ];
+        for (k, (batch, index)) in cases.into_iter().enumerate() {
+            let d = fails(&o, "enqueueMany", &[js(batch)], "invalid_event").await;
+            assert_eq!(
+                d["reason"],
+                json!("bad_signature"),
+                "{storage} case {k}: {d}"
+            );
+            assert_eq!(d["index"], json!(index), "{storage} case {k}: {d}");
+            assert_eq!(total(&o).await, 3, "{storage} case {k}");
+        }
+        assert_eq!(count(&c), 3);
+        for i in [4, 10, 89] {
+            let id = event_obj(i)["id"].as_str().unwrap().to_string();
+            assert_eq!(ok(&o, "get", &[JsValue::from_str(&id)]).await, Value::Null);
+        }
+        // The same single event is refused too, and the outbox still takes good ones.
+        let single = forged(7);
+        let d = fails(
+            &o,
+            "enqueue",
+            &[js(single["event"].clone()), relays(&[A])],
+            "invalid_event",
+        )
+        .await;
+        assert_eq!(d["reason"], json!("bad_signature"), "{storage}: {d}");
+        assert_eq!(d.get("index"), None, "{storage}: {d}");
+        let r = ok(&o, "enqueueMany", &[js(json!([item(4, &[A])]))]).await;
+        assert_eq!(r[0]["disposition"], json!("created"), "{storage}");
+        assert_eq!(total(&o).await, 4, "{storage}");
         ok(&o, "close", &[]).await;
     }
 }

@@ -56,6 +56,14 @@ impl Store for AnyStore {
     ) -> Result<Vec<Enqueued>, StoreError> {
         delegate!(self, s => s.enqueue_many(plans, now_ms))
     }
+    async fn enqueue_many_checked(
+        &self,
+        plans: Vec<Plan>,
+        now_ms: u64,
+        check: &mut dyn FnMut() -> bool,
+    ) -> Result<Option<Vec<Enqueued>>, StoreError> {
+        delegate!(self, s => s.enqueue_many_checked(plans, now_ms, check))
+    }
     async fn get(&self, id: &str) -> Result<Option<Record>, StoreError> {
         delegate!(self, s => s.get(id))
     }

@@ -293,8 +293,9 @@ pub(crate) fn parse_relays(v: &JsValue) -> Result<Vec<String>, ApiError> {
 }
 
 /// Reads a signed event (an object with the NIP-01 fields, or its JSON text) and
-/// checks its id and signature. Either way the event is kept in its compact NIP-01
-/// form (the seven fields; other properties are dropped).
+/// checks its id; the caller checks its signature ([`Event::verify_signature`]).
+/// Either way the event is kept in its compact NIP-01 form (the seven fields; other
+/// properties are dropped).
 pub(crate) fn parse_event(v: &JsValue) -> Result<Event, ApiError> {
     let event = if let Some(text) = v.as_string() {
         // Strict parse of the text, then the same compact form as for objects, so one
@@ -336,6 +337,6 @@ pub(crate) fn parse_event(v: &JsValue) -> Result<Event, ApiError> {
         )
         .with_details(details(vec![("reason", Value::from("not_object"))])));
     };
-    event.verify()?;
+    event.verify_id()?;
     Ok(event)
 }

@@ -21,6 +21,7 @@ use crate::core::plan::MAX_ATTEMPTS_LIMIT;
 use crate::core::{EnqueueOutcome, Enqueued, ListQuery, Plan, Policy, RetryConfig, Stage};
 use crate::flush::{FlushConfig, FlushEvent};
 use crate::json::Value;
+use crate::nostr::Event;
 use crate::store::idb::{persistence, Durability, IdbOptions, IdbStore};
 use crate::store::{MemoryStore, Store};
 use crate::transport::websocket::{WsTransport, WsTransportConfig};
@@ -213,6 +214,22 @@ pub struct Outbox {
     inner: Rc<Inner>,
 }
 
+/// `e` with the index of the `enqueueMany` item it is about.
+fn with_index(e: ApiError, index: usize) -> ApiError {
+    e.add_details(details(vec![("index", Value::from(index))]))
+}
+
+/// The first event of `events` whose signature does not verify, as the error
+/// `enqueue` rejects with (with its index among `events` when `indexed`).
+fn bad_signature(events: &[Event], indexed: bool) -> Option<ApiError> {
+    let (index, e) = events
+        .iter()
+        .enumerate()
+        .find_map(|(i, event)| event.verify_signature().err().map(|e| (i, e)))?;
+    let e = ApiError::from(e);
+    Some(if indexed { with_index(e, index) } else { e })
+}
+
 fn reject(e: ApiError) -> JsValue {
     e.into_js()
 }
@@ -392,7 +409,14 @@ impl Outbox {
 }
 
 impl Inner {
-    fn plan(&self, event: &JsValue, relays: &JsValue, o: &Options) -> Result<Plan, ApiError> {
+    /// The plan of one item, and its event, whose signature is still to be checked
+    /// ([`Inner::enqueue_verified`]).
+    fn plan(
+        &self,
+        event: &JsValue,
+        relays: &JsValue,
+        o: &Options,
+    ) -> Result<(Plan, Event), ApiError> {
         let event = input::parse_event(event)?;
         let targets = input::parse_relays(relays)?;
         let policy = o.policy("policy")?.unwrap_or_else(|| self.policy.clone());
@@ -403,7 +427,33 @@ impl Inner {
         if let Some(n) = o.uint32("maxAttempts")?.or(self.max_attempts) {
             plan = plan.with_max_attempts(n);
         }
-        Ok(plan.with_deadline_ms(o.uint("deadline")?))
+        Ok((plan.with_deadline_ms(o.uint("deadline")?), event))
+    }
+
+    /// Enqueues `plans` all or nothing while the signatures of their `events` are
+    /// checked: the browser writes the rows meanwhile, and a bad signature aborts
+    /// the write and rejects (with its item's index when `indexed`).
+    async fn enqueue_verified(
+        &self,
+        plans: Vec<Plan>,
+        events: &[Event],
+        indexed: bool,
+    ) -> Result<Vec<Enqueued>, ApiError> {
+        let mut failed: Option<ApiError> = None;
+        let mut check = || match bad_signature(events, indexed) {
+            None => true,
+            Some(e) => {
+                failed = Some(e);
+                false
+            }
+        };
+        let answers = self
+            .store
+            .enqueue_many_checked(plans, sys::now_ms(), &mut check)
+            .await?;
+        answers.ok_or_else(|| {
+            failed.unwrap_or_else(|| ApiError::new("invalid_event", "invalid event signature"))
+        })
     }
 
     fn created(&self, e: &Enqueued, result: &JsValue) {
@@ -437,8 +487,12 @@ impl Outbox {
         promise(async move {
             let inner = inner?;
             let o = Options::new(&options, "enqueue options", &ENQUEUE_KEYS)?;
-            let plan = inner.plan(&event, &relays, &o)?;
-            let answer = inner.store.enqueue(plan, sys::now_ms()).await?;
+            let (plan, event) = inner.plan(&event, &relays, &o)?;
+            let answer = inner
+                .enqueue_verified(vec![plan], std::slice::from_ref(&event), false)
+                .await?
+                .pop()
+                .ok_or_else(|| ApiError::new("storage", "enqueue produced no answer"))?;
             let result = enqueue_result(&answer);
             inner.created(&answer, &result);
             if answer.outcome == EnqueueOutcome::Created {
@@ -462,22 +516,33 @@ impl Outbox {
             }
             let items: Array = items.into();
             let mut plans = Vec::with_capacity(items.length() as usize);
+            let mut events = Vec::with_capacity(items.length() as usize);
             for (index, item) in items.iter().enumerate() {
-                let with_index =
-                    |e: ApiError| e.add_details(details(vec![("index", Value::from(index))]));
-                let o = Options::new(&item, "enqueueMany item", &ITEM_KEYS).map_err(with_index)?;
-                if o.present("event").is_none() || o.present("relays").is_none() {
-                    return Err(with_index(ApiError::argument(
-                        "items",
-                        format!("item #{index} must be an object with `event` and `relays`"),
-                    )));
+                let read = || {
+                    let o = Options::new(&item, "enqueueMany item", &ITEM_KEYS)?;
+                    if o.present("event").is_none() || o.present("relays").is_none() {
+                        return Err(ApiError::argument(
+                            "items",
+                            format!("item #{index} must be an object with `event` and `relays`"),
+                        ));
+                    }
+                    inner.plan(&o.raw("event"), &o.raw("relays"), &o)
+                };
+                match read() {
+                    Ok((plan, event)) => {
+                        plans.push(plan);
+                        events.push(event);
+                    }
+                    // An earlier item's bad signature is the first error, as if each
+                    // item were checked whole in turn.
+                    Err(e) => {
+                        return Err(
+                            bad_signature(&events, true).unwrap_or_else(|| with_index(e, index))
+                        )
+                    }
                 }
-                let plan = inner
-                    .plan(&o.raw("event"), &o.raw("relays"), &o)
-                    .map_err(with_index)?;
-                plans.push(plan);
             }
-            let answers = inner.store.enqueue_many(plans, sys::now_ms()).await?;
+            let answers = inner.enqueue_verified(plans, &events, true).await?;
             let out = Array::new();
             let mut created = false;
             for answer in &answers {

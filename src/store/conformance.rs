@@ -137,6 +137,7 @@ where
     enqueue_create_replay_conflict(&factory().await).await;
     enqueue_rejects_invalid_input(&factory().await).await;
     enqueue_many_all_or_nothing(&factory().await).await;
+    enqueue_many_checked_writes_nothing_when_the_check_fails(&factory().await).await;
     get_list_status(&factory().await).await;
     claim_order_and_bound(&factory().await).await;
     claim_readiness_and_exclusivity(&factory().await).await;
@@ -375,6 +376,110 @@ pub async fn enqueue_many_all_or_nothing<S: Store>(s: &S) {
     );
     let empty = ok(C, "empty batch", s.enqueue_many(Vec::new(), 40).await);
     check!(C, empty.is_empty(), "empty batch answers nothing");
+}
+
+/// [`Store::enqueue_many_checked`]: a failed check writes nothing and wins over the
+/// batch's own errors; a passed one enqueues as `enqueue_many`; the check runs once.
+pub async fn enqueue_many_checked_writes_nothing_when_the_check_fails<S: Store>(s: &S) {
+    const C: &str = "enqueue_many_checked_writes_nothing_when_the_check_fails";
+    ok(
+        C,
+        "seed",
+        s.enqueue(fixture_plan(1, &RELAYS, Policy::All), 10).await,
+    );
+    let batches = [
+        ("new plans", vec![fixture_plan(2, &RELAYS, Policy::All)]),
+        (
+            "new plans and a replay",
+            vec![
+                fixture_plan(3, &RELAYS, Policy::All),
+                fixture_plan(1, &RELAYS, Policy::All),
+            ],
+        ),
+        (
+            "a stored conflict",
+            vec![
+                fixture_plan(4, &RELAYS, Policy::All),
+                fixture_plan(1, &RELAYS, Policy::Any),
+            ],
+        ),
+        (
+            "a conflict within the batch",
+            vec![
+                fixture_plan(5, &RELAYS, Policy::All),
+                fixture_plan(5, &RELAYS, Policy::Any),
+            ],
+        ),
+    ];
+    for (what, plans) in batches {
+        let mut calls = 0;
+        let got = s
+            .enqueue_many_checked(plans, 20, &mut || {
+                calls += 1;
+                false
+            })
+            .await;
+        check!(C, matches!(got, Ok(None)), "{what}: refused, got {got:?}");
+        check_eq!(C, calls, 1, "{what}: the check ran once");
+        check_eq!(
+            C,
+            ok(C, "status", s.status().await).total(),
+            1,
+            "{what}: nothing written"
+        );
+    }
+    for n in 2..=5 {
+        check!(
+            C,
+            ok(C, "get", s.get(&fixture_event(n).id).await).is_none(),
+            "{n} not written"
+        );
+    }
+    let mut calls = 0;
+    let got = s
+        .enqueue_many_checked(
+            vec![
+                fixture_plan(2, &RELAYS, Policy::All),
+                fixture_plan(1, &RELAYS, Policy::All),
+            ],
+            30,
+            &mut || {
+                calls += 1;
+                true
+            },
+        )
+        .await;
+    let Some(got) = ok(C, "checked batch", got) else {
+        panic!("store conformance case `{C}`: a passed check was refused");
+    };
+    let outcomes: Vec<EnqueueOutcome> = got.iter().map(|e| e.outcome).collect();
+    check_eq!(
+        C,
+        outcomes,
+        vec![EnqueueOutcome::Created, EnqueueOutcome::Replay],
+        "a passed check enqueues"
+    );
+    check_eq!(C, calls, 1, "the check ran once");
+    let mut calls = 0;
+    let conflict = s
+        .enqueue_many_checked(vec![fixture_plan(1, &RELAYS, Policy::Any)], 40, &mut || {
+            calls += 1;
+            true
+        })
+        .await;
+    err_code(
+        C,
+        "passed check, stored conflict",
+        conflict,
+        "plan_conflict",
+    );
+    check_eq!(C, calls, 1, "the check ran once before the conflict");
+    check_eq!(
+        C,
+        ok(C, "status", s.status().await).total(),
+        2,
+        "only the passed batch was written"
+    );
 }
 
 /// `get`, `list` (order, stage filter, cursor, limit) and `status`.

@@ -116,6 +116,25 @@ pub trait Store {
         now_ms: u64,
     ) -> Result<Vec<Enqueued>, StoreError>;
 
+    /// Enqueues many plans as [`Store::enqueue_many`] does, after a `check` of the
+    /// caller's that must pass first (the events' signatures): when `check` answers
+    /// `false`, nothing is written and the answer is `Ok(None)`; a failed check wins
+    /// over any other error of the batch. A store whose writes run off this thread may
+    /// run `check` while they are in flight, before it commits them (IndexedDB does:
+    /// the browser writes while the signatures are checked, and the transaction is
+    /// aborted when one fails). `check` runs at most once. The default runs it first.
+    async fn enqueue_many_checked(
+        &self,
+        plans: Vec<Plan>,
+        now_ms: u64,
+        check: &mut dyn FnMut() -> bool,
+    ) -> Result<Option<Vec<Enqueued>>, StoreError> {
+        if !check() {
+            return Ok(None);
+        }
+        self.enqueue_many(plans, now_ms).await.map(Some)
+    }
+
     /// The record with this id.
     async fn get(&self, id: &str) -> Result<Option<Record>, StoreError>;
 

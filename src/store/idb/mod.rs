@@ -21,7 +21,7 @@ mod row;
 mod schema;
 mod sys;
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 
 use js_sys::Array;
 use wasm_bindgen::prelude::*;
@@ -360,10 +360,35 @@ impl IdbStore {
         .await
     }
 
+    /// [`Store::enqueue_many_checked`]: the batch's rows are handed to the browser
+    /// first and `check` runs while it writes them; a failed check aborts the
+    /// transaction (and wins over any error of the batch, which also writes nothing).
     async fn enqueue_batch(
         &self,
         plans: &[Plan],
         now_ms: u64,
+        check: &mut dyn FnMut() -> bool,
+    ) -> Result<Option<Vec<Enqueued>>, StoreError> {
+        let verdict: Cell<Option<bool>> = Cell::new(None);
+        let check = RefCell::new(check);
+        let passes = || {
+            if verdict.get().is_none() {
+                verdict.set(Some((check.borrow_mut())()));
+            }
+            verdict.get() == Some(true)
+        };
+        let result = self.write_batch(plans, now_ms, &passes).await;
+        if !passes() {
+            return Ok(None);
+        }
+        result.map(Some)
+    }
+
+    async fn write_batch(
+        &self,
+        plans: &[Plan],
+        now_ms: u64,
+        passes: &dyn Fn() -> bool,
     ) -> Result<Vec<Enqueued>, StoreError> {
         // Decide every plan against the batch itself first (a repeated id in one batch
         // replays or conflicts with its first occurrence), assuming no stored record.
@@ -401,9 +426,16 @@ impl IdbStore {
             }
             // Optimistic: add every new row; rows whose key exists come back by index
             // and are decided against the stored record (replay, or conflict → abort).
-            let existing = JsFuture::from(sys::add_rows(&store, &rows))
-                .await
-                .map_err(failure)?;
+            let adding = JsFuture::from(sys::add_rows(&store, &rows));
+            // The browser writes the rows while the caller's check runs here.
+            if !passes() {
+                tx.abort().await;
+                let _ = adding.await;
+                return Err(Failure::Store(StoreError::Backend(
+                    "enqueue check failed".into(),
+                )));
+            }
+            let existing = adding.await.map_err(failure)?;
             let existing: Array = existing.unchecked_into();
             let mut answers: Vec<Enqueued> = decisions
                 .iter()
@@ -474,7 +506,7 @@ impl IdbStore {
 impl Store for IdbStore {
     async fn enqueue(&self, plan: Plan, now_ms: u64) -> Result<Enqueued, StoreError> {
         let mut answers = self
-            .enqueue_batch(std::slice::from_ref(&plan), now_ms)
+            .write_batch(std::slice::from_ref(&plan), now_ms, &|| true)
             .await?;
         answers
             .pop()
@@ -486,7 +518,16 @@ impl Store for IdbStore {
         plans: Vec<Plan>,
         now_ms: u64,
     ) -> Result<Vec<Enqueued>, StoreError> {
-        self.enqueue_batch(&plans, now_ms).await
+        self.write_batch(&plans, now_ms, &|| true).await
+    }
+
+    async fn enqueue_many_checked(
+        &self,
+        plans: Vec<Plan>,
+        now_ms: u64,
+        check: &mut dyn FnMut() -> bool,
+    ) -> Result<Option<Vec<Enqueued>>, StoreError> {
+        self.enqueue_batch(&plans, now_ms, check).await
     }
 
     async fn get(&self, id: &str) -> Result<Option<Record>, StoreError> {
