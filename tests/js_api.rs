@@ -58,6 +58,18 @@ export async function waitFor(c, n, ms) {
   return c.n;
 }
 export function outboxClassOf(o) { return o.constructor; }
+export function channelSpy(name) {
+  const c = { n: 0, details: [] };
+  const ch = new BroadcastChannel(name);
+  ch.onmessage = (e) => { c.n += 1; c.details.push(e.data); };
+  c.close = () => ch.close();
+  return c;
+}
+export function postToChannel(name, message) {
+  const ch = new BroadcastChannel(name);
+  ch.postMessage(message);
+  ch.close();
+}
 "#)]
 extern "C" {
     fn sleep(ms: u32) -> js_sys::Promise;
@@ -67,6 +79,10 @@ extern "C" {
     fn hold_lock(name: &str) -> js_sys::Promise;
     #[wasm_bindgen(js_name = waitFor)]
     fn wait_for(c: &JsValue, n: u32, ms: u32) -> js_sys::Promise;
+    #[wasm_bindgen(js_name = channelSpy)]
+    fn channel_spy(name: &str) -> JsValue;
+    #[wasm_bindgen(js_name = postToChannel)]
+    fn post_to_channel(name: &str, message: &JsValue);
 }
 
 // ---------------------------------------------------------------- helpers
@@ -1090,6 +1106,53 @@ async fn events_reach_other_outboxes_of_the_same_database() {
     let details = rust(&Reflect::get(&seen, &"details".into()).unwrap());
     assert_eq!(details[0]["id"], event_obj(0)["id"]);
     assert_eq!(total(&b).await, 1, "same database");
+
+    // The events of one call reach the other outbox in order, in one channel message.
+    let spy = channel_spy(&format!("nostr-outbox:{n}"));
+    let changes = counter(&b, "change");
+    let items: Vec<Value> = (1..4)
+        .map(|i| json!({ "event": event_obj(i), "relays": [A] }))
+        .collect();
+    ok(&a, "enqueueMany", &[js(json!(items))]).await;
+    let got = JsFuture::from(wait_for(&seen, 4, 2000)).await.unwrap();
+    assert_eq!(got.as_f64(), Some(4.0));
+    let details = rust(&Reflect::get(&seen, &"details".into()).unwrap());
+    let ids: Vec<&Value> = (1..4).map(|i| &details[i]["id"]).collect();
+    let want: Vec<Value> = (1..4).map(|i| event_obj(i)["id"].clone()).collect();
+    assert_eq!(ids, want.iter().collect::<Vec<_>>(), "in order");
+    JsFuture::from(wait_for(&changes, 3, 2000)).await.unwrap();
+    assert_eq!(
+        rust(&Reflect::get(&changes, &"n".into()).unwrap()),
+        json!(3)
+    );
+    let posted = rust(&Reflect::get(&spy, &"details".into()).unwrap());
+    assert_eq!(
+        posted.as_array().map(Vec::len),
+        Some(1),
+        "one message: {posted}"
+    );
+    let batch = posted[0]["batch"].as_array().cloned().unwrap_or_default();
+    let kinds: Vec<&Value> = batch.iter().map(|m| &m["type"]).collect();
+    assert_eq!(kinds, [&json!("enqueued"); 3], "{posted}");
+
+    // A single message, as an outbox of an earlier version posts it, still counts.
+    let delivered = counter(&b, "delivered");
+    post_to_channel(
+        &format!("nostr-outbox:{n}"),
+        &js(json!({ "type": "delivered", "detail": { "id": "x" }, "change": true })),
+    );
+    JsFuture::from(wait_for(&delivered, 1, 2000)).await.unwrap();
+    JsFuture::from(wait_for(&changes, 4, 2000)).await.unwrap();
+    assert_eq!(
+        rust(&Reflect::get(&delivered, &"n".into()).unwrap()),
+        json!(1)
+    );
+    assert_eq!(
+        rust(&Reflect::get(&changes, &"n".into()).unwrap()),
+        json!(4)
+    );
+    let close = Reflect::get(&spy, &"close".into()).unwrap();
+    js_sys::Function::from(close).call0(&spy).unwrap();
     ok(&a, "close", &[]).await;
     ok(&b, "close", &[]).await;
 }

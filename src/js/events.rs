@@ -2,52 +2,27 @@
 //! dispatched (`enqueued`, `attempt`, `delivered`, `retrying`, `exhausted`, `change`,
 //! `error`), and a `BroadcastChannel` (`nostr-outbox:<name>`) that relays record
 //! events to the outboxes of the same database in other tabs and workers, so a page
-//! sees `delivered` even when another context ran the flusher. The channel's listener
-//! is owned here and removed, and the channel closed, on drop.
+//! sees `delivered` even when another context ran the flusher. The channel is left
+//! (and its listener removed) on close or drop.
+//!
+//! Channel messages are `{ type, detail, change? }`. The events of one task (a
+//! flusher's group of records) go out together at its end, in order, as one message
+//! `{ batch: [message, ...] }`: one post instead of one per event. A single event is
+//! posted alone, so an outbox of an earlier version in another tab still understands
+//! it. The channel's plumbing is in `glue.js` (`openChannel`, `postToChannel`).
 
-use js_sys::{Object, Reflect};
+use std::cell::RefCell;
+
 use wasm_bindgen::prelude::*;
-use wasm_bindgen::JsCast;
 use web_sys::EventTarget;
 
 use super::sys;
 
-/// Event names relayed across contexts.
-const RELAYED: [&str; 6] = [
-    "enqueued",
-    "attempt",
-    "delivered",
-    "retrying",
-    "exhausted",
-    "change",
-];
-
-struct Channel {
-    channel: EventTarget,
-    closure: Closure<dyn FnMut(web_sys::Event)>,
-}
-
-impl Drop for Channel {
-    fn drop(&mut self) {
-        let _ = self
-            .channel
-            .remove_event_listener_with_callback("message", self.closure.as_ref().unchecked_ref());
-        call0(&self.channel, "close");
-    }
-}
-
-fn call0(target: &JsValue, method: &str) {
-    if let Ok(f) = Reflect::get(target, &JsValue::from_str(method)) {
-        if let Some(f) = f.dyn_ref::<js_sys::Function>() {
-            let _ = f.call0(target);
-        }
-    }
-}
-
 /// Where an outbox's events go.
 pub(crate) struct Events {
     target: EventTarget,
-    channel: std::cell::RefCell<Option<Channel>>,
+    /// The joined channel (`glue.js`), if any.
+    channel: RefCell<Option<JsValue>>,
 }
 
 impl Events {
@@ -55,39 +30,13 @@ impl Events {
     pub(crate) fn new(channel_name: &str, broadcast: bool) -> Result<Events, JsValue> {
         let target = EventTarget::new()?;
         let channel = if broadcast {
-            sys::open_channel(channel_name).map(|channel| {
-                let local = target.clone();
-                let closure =
-                    Closure::<dyn FnMut(web_sys::Event)>::new(move |ev: web_sys::Event| {
-                        let data = Reflect::get(&ev, &JsValue::from_str("data"))
-                            .unwrap_or(JsValue::UNDEFINED);
-                        let kind = Reflect::get(&data, &JsValue::from_str("type"))
-                            .ok()
-                            .and_then(|v| v.as_string());
-                        let detail = Reflect::get(&data, &JsValue::from_str("detail"))
-                            .unwrap_or(JsValue::NULL);
-                        if let Some(kind) = kind.filter(|k| RELAYED.contains(&k.as_str())) {
-                            let _ = sys::fire(&local, &kind, &detail);
-                            // A record event posted by `emit_record` stands for two.
-                            let change = Reflect::get(&data, &JsValue::from_str("change"))
-                                .is_ok_and(|v| v.is_truthy());
-                            if change && kind != "change" {
-                                let _ = sys::fire(&local, "change", &detail);
-                            }
-                        }
-                    });
-                let _ = channel
-                    .add_event_listener_with_callback("message", closure.as_ref().unchecked_ref());
-                // Node.js: an open channel must not keep the process alive.
-                call0(&channel, "unref");
-                Channel { channel, closure }
-            })
+            sys::open_channel(channel_name, &target)
         } else {
             None
         };
         Ok(Events {
             target,
-            channel: std::cell::RefCell::new(channel),
+            channel: RefCell::new(channel),
         })
     }
 
@@ -111,21 +60,10 @@ impl Events {
         self.post(kind, detail, true);
     }
 
-    /// Posts `{ type, detail, change? }` to the channel, if joined.
+    /// Queues `{ type, detail, change? }` for the channel, if joined.
     fn post(&self, kind: &str, detail: &JsValue, change: bool) {
-        if let Some(ch) = self.channel.borrow().as_ref() {
-            if let Ok(post) = Reflect::get(&ch.channel, &JsValue::from_str("postMessage")) {
-                if let Some(post) = post.dyn_ref::<js_sys::Function>() {
-                    let msg = Object::new();
-                    let _ =
-                        Reflect::set(&msg, &JsValue::from_str("type"), &JsValue::from_str(kind));
-                    let _ = Reflect::set(&msg, &JsValue::from_str("detail"), detail);
-                    if change {
-                        let _ = Reflect::set(&msg, &JsValue::from_str("change"), &JsValue::TRUE);
-                    }
-                    let _ = post.call1(&ch.channel, &msg);
-                }
-            }
+        if let Some(channel) = self.channel.borrow().as_ref() {
+            sys::post_to_channel(channel, kind, detail, change);
         }
     }
 
@@ -134,8 +72,16 @@ impl Events {
         let _ = sys::fire(&self.target, kind, detail);
     }
 
-    /// Leaves the channel.
+    /// Posts what is queued, then leaves the channel.
     pub(crate) fn close(&self) {
-        self.channel.borrow_mut().take();
+        if let Some(channel) = self.channel.borrow_mut().take() {
+            sys::close_channel(&channel);
+        }
+    }
+}
+
+impl Drop for Events {
+    fn drop(&mut self) {
+        self.close();
     }
 }

@@ -97,11 +97,57 @@ export async function registerSync(registration, tag) {
   }
 }
 
-// A BroadcastChannel, when the runtime has one.
-export function openChannel(name) {
-  return typeof globalThis.BroadcastChannel === "function"
-    ? new globalThis.BroadcastChannel(name)
-    : undefined;
+// Event types relayed between the outboxes of one database.
+const RELAYED = ["enqueued", "attempt", "delivered", "retrying", "exhausted", "change"];
+
+// Joins the BroadcastChannel `name`, when the runtime has one: its messages from other
+// contexts (`{ type, detail, change? }`, or `{ batch: [...] }` of them) are dispatched
+// on `local`, in order, for the relayed types only.
+export function openChannel(name, local) {
+  if (typeof globalThis.BroadcastChannel !== "function") return undefined;
+  const channel = new globalThis.BroadcastChannel(name);
+  const one = (m) => {
+    if (!m || !RELAYED.includes(m.type)) return;
+    fire(local, m.type, m.detail);
+    // A record event posted with `change` stands for two.
+    if (m.change && m.type !== "change") fire(local, "change", m.detail);
+  };
+  channel.onmessage = (e) => {
+    const data = e.data;
+    if (data && Array.isArray(data.batch)) data.batch.forEach(one);
+    else one(data);
+  };
+  // Node.js: an open channel must not keep the process alive.
+  if (typeof channel.unref === "function") channel.unref();
+  return { channel, pending: null };
+}
+
+// Queues `{ type, detail, change? }`; the messages of one task are posted together at
+// its end (a microtask): one alone, several as `{ batch: [...] }`, in order.
+export function postToChannel(joined, type, detail, change) {
+  if (!joined.pending) {
+    joined.pending = [];
+    queueMicrotask(() => sendPending(joined));
+  }
+  joined.pending.push(change ? { type, detail, change: true } : { type, detail });
+}
+
+function sendPending(joined) {
+  const pending = joined.pending;
+  joined.pending = null;
+  if (!pending || pending.length === 0) return;
+  try {
+    joined.channel.postMessage(pending.length === 1 ? pending[0] : { batch: pending });
+  } catch (_) {
+    // Closed meanwhile: nobody to tell.
+  }
+}
+
+// Posts what is queued, then leaves the channel.
+export function closeChannel(joined) {
+  sendPending(joined);
+  joined.channel.onmessage = null;
+  joined.channel.close();
 }
 
 // True when this runtime has IndexedDB.

@@ -32,7 +32,11 @@ extern "C" {
     #[wasm_bindgen(js_name = hasIndexedDb)]
     pub(crate) fn has_indexed_db() -> bool;
     #[wasm_bindgen(js_name = openChannel)]
-    pub(crate) fn open_channel(name: &str) -> Option<web_sys::EventTarget>;
+    pub(crate) fn open_channel(name: &str, local: &web_sys::EventTarget) -> Option<JsValue>;
+    #[wasm_bindgen(js_name = postToChannel)]
+    pub(crate) fn post_to_channel(joined: &JsValue, kind: &str, detail: &JsValue, change: bool);
+    #[wasm_bindgen(js_name = closeChannel)]
+    pub(crate) fn close_channel(joined: &JsValue);
 }
 
 #[wasm_bindgen]
