@@ -137,7 +137,7 @@ impl OpenConfig {
         };
         ws.validate()?;
         let mut flush = FlushConfig::new(format!("outbox-{}", random_hex(4)));
-        flush.batch_size = o.uint32("batchSize")?.unwrap_or(16);
+        flush.batch_size = o.uint32("batchSize")?.unwrap_or(64);
         flush.concurrency = o.uint32("concurrency")?.unwrap_or(16);
         // A lease must outlast a whole tick: a few rounds of connect, NIP-42 AUTH and
         // publish (twice when the relay asks for AUTH first).

@@ -113,7 +113,10 @@ export interface OutboxOptions {
    * connection, so a relay that restarts is tried again within seconds.
    */
   circuitOpenMs?: number;
-  /** Records claimed per flush round (1..=256). Default 16. */
+  /**
+   * Records claimed per flush round (1..=256); attempts are also recorded in groups of
+   * about this many. Default 64.
+   */
   batchSize?: number;
   /** Publishes in flight to each relay at once (1..=256). Default 16. */
   concurrency?: number;
