@@ -128,3 +128,53 @@ fn envelope_keeps_id_raw_and_expiration() {
         }
     }
 }
+
+/// `Event::first_bad_signature` (which parses a pubkey once for events by the same
+/// author in a row) answers what checking each event alone answers, in every order:
+/// a forged signature after a good one by the same key is still found, and so is an
+/// event whose pubkey differs only after good ones.
+#[cfg_attr(not(target_arch = "wasm32"), test)]
+#[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+fn first_bad_signature_agrees_with_one_by_one() {
+    let events: Vec<Event> = vectors()
+        .iter()
+        .filter_map(|v| Event::parse_json(&v.json).ok())
+        .collect();
+    let alone: Vec<Option<String>> = events
+        .iter()
+        .map(|e| e.verify_signature().err().map(|e| e.to_string()))
+        .collect();
+    assert!(alone.iter().filter(|a| a.is_some()).count() >= 40);
+    let first = |list: &[usize]| {
+        list.iter()
+            .position(|&i| alone[i].is_some())
+            .map(|p| (p, alone[list[p]].clone().unwrap_or_default()))
+    };
+    let check = |list: &[usize]| {
+        let batch: Vec<Event> = list.iter().map(|&i| events[i].clone()).collect();
+        let got = Event::first_bad_signature(&batch).map(|(i, e)| (i, e.to_string()));
+        assert_eq!(got, first(list), "order {list:?}");
+    };
+    let good: Vec<usize> = (0..events.len()).filter(|&i| alone[i].is_none()).collect();
+    let bad: Vec<usize> = (0..events.len()).filter(|&i| alone[i].is_some()).collect();
+    // Every bad event after every run of good ones (same and other authors).
+    for &b in &bad {
+        check(&[good[0], good[1], b]);
+        check(&[b, good[0]]);
+        let same_author: Vec<usize> = good
+            .iter()
+            .copied()
+            .filter(|&g| events[g].pubkey() == events[b].pubkey())
+            .take(3)
+            .chain([b])
+            .collect();
+        check(&same_author);
+    }
+    // All good: none; all of them in a few orders.
+    check(&good);
+    let all: Vec<usize> = (0..events.len()).collect();
+    check(&all);
+    let reversed: Vec<usize> = all.iter().rev().copied().collect();
+    check(&reversed);
+    assert_eq!(Event::first_bad_signature(&[]).map(|(i, _)| i), None);
+}

@@ -222,10 +222,7 @@ fn with_index(e: ApiError, index: usize) -> ApiError {
 /// The first event of `events` whose signature does not verify, as the error
 /// `enqueue` rejects with (with its index among `events` when `indexed`).
 fn bad_signature(events: &[Event], indexed: bool) -> Option<ApiError> {
-    let (index, e) = events
-        .iter()
-        .enumerate()
-        .find_map(|(i, event)| event.verify_signature().err().map(|e| (i, e)))?;
+    let (index, e) = Event::first_bad_signature(events)?;
     let e = ApiError::from(e);
     Some(if indexed { with_index(e, index) } else { e })
 }
