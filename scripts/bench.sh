@@ -16,11 +16,17 @@ rm -f "${CARGO_TARGET_DIR:-target}"/wasm32-unknown-unknown/release/nostr_outbox.
 bash scripts/build.sh
 log=target/bench.log
 : > "$log"
+# How long each part took (where the run's time goes), printed as it ends.
+part=0
+took() { echo "   (part $1: $((SECONDS - part)) s)" | tee -a "$log"; part=$SECONDS; }
+took build
 echo "== IndexedDB store vs raw IndexedDB (headless Chromium, release build)" | tee -a "$log"
 chrome_env wasm-pack test --release --headless --chrome -- --test bench_store -- --nocapture 2>&1 \
   | grep -E '^BENCH' | sort -u | tee -a "$log"
+took store
 echo "== Event verification, native (release)" | tee -a "$log"
 cargo run -q --release --example bench_verify 2>&1 | tee -a "$log"
+took verify-native
 echo "== Event verification in Chromium: Rust/wasm vs nostr-tools verifyEvent" | tee -a "$log"
 # The wasm half: examples/bench_verify_wasm.rs (release profile as shipped, no wasm-opt).
 cargo build -q --release --example bench_verify_wasm --target wasm32-unknown-unknown
@@ -28,9 +34,11 @@ wasm-bindgen --target web --out-dir target/bench-wasm \
   "${CARGO_TARGET_DIR:-target}/wasm32-unknown-unknown/release/examples/bench_verify_wasm.wasm"
 [ -d scripts/vectors/node_modules ] || (cd scripts/vectors && npm ci --silent --no-audit --no-fund)
 node scripts/vectors/bench-browser.mjs target/bench-wasm 2>&1 | tee -a "$log"
+took verify-browser
 echo "== Outbox API benchmarks in Chromium (figures 1, 3-7)" | tee -a "$log"
 [ -d tests/e2e/node_modules ] || (cd tests/e2e && npm ci --silent --no-audit --no-fund)
 # BENCH_ARGS: extra arguments for bench.mjs, e.g. BENCH_ARGS=--quick make bench
 # shellcheck disable=SC2086
 node tests/e2e/bench.mjs ${BENCH_ARGS:-} 2>&1 | tee -a "$log"
+took api
 echo "bench: started $started, finished $(date -u +%Y-%m-%dT%H:%M:%SZ); results in $log" | tee -a "$log"

@@ -578,6 +578,15 @@ async function benchSize() {
 }
 
 // ---------- main ----------
+/** Runs one section and prints (and keeps) how long it took: where the run's time goes. */
+async function timed(section, run) {
+  const t0 = Date.now();
+  await run();
+  const seconds = Math.round((Date.now() - t0) / 1000);
+  (results.sectionSeconds ||= {})[section] = seconds;
+  line(`   (section ${section}: ${seconds} s)`);
+}
+
 async function main() {
   const started = Date.now();
   const needEvents = ONLY.some((s) => s !== "size");
@@ -617,25 +626,29 @@ async function main() {
       results.compare = COMPARE;
     }
     try {
-      if (ONLY.includes("enqueue")) await benchEnqueue(page);
-      if (ONLY.includes("single")) await benchSingle(page);
+      if (ONLY.includes("enqueue")) await timed("enqueue", () => benchEnqueue(page));
+      if (ONLY.includes("single")) await timed("single", () => benchSingle(page));
       if (ONLY.includes("flush")) {
-        results.figures.flush = await benchFlush(page, { label: "3. flush", n: COUNT.flush, relayCount: 1, comparePage });
-        if (PROFILE === "flush") await profileFlush(page, "flush", 1, COUNT.flush);
+        await timed("flush", async () => {
+          results.figures.flush = await benchFlush(page, { label: "3. flush", n: COUNT.flush, relayCount: 1, comparePage });
+          if (PROFILE === "flush") await profileFlush(page, "flush", 1, COUNT.flush);
+        });
       }
       if (ONLY.includes("fanout")) {
-        results.figures.fanout = await benchFlush(page, { label: "4. fan-out", n: COUNT.fanout, relayCount: 5, policy: "all", comparePage });
-        if (PROFILE === "fanout") await profileFlush(page, "fanout", 5, COUNT.fanout, "all");
+        await timed("fanout", async () => {
+          results.figures.fanout = await benchFlush(page, { label: "4. fan-out", n: COUNT.fanout, relayCount: 5, policy: "all", comparePage });
+          if (PROFILE === "fanout") await profileFlush(page, "fanout", 5, COUNT.fanout, "all");
+        });
       }
-      if (ONLY.includes("recovery")) await benchRecovery(page);
+      if (ONLY.includes("recovery")) await timed("recovery", () => benchRecovery(page));
     } finally {
       if (errors.length) line(`page errors: ${errors.slice(0, 5).join(" | ")}`);
       await page.close();
       await comparePage?.close();
     }
-    if (ONLY.includes("memory")) await benchMemory(events);
+    if (ONLY.includes("memory")) await timed("memory", () => benchMemory(events));
   }
-  if (ONLY.includes("size")) await benchSize();
+  if (ONLY.includes("size")) await timed("size", () => benchSize());
   results.finished = new Date().toISOString();
   results.seconds = Math.round((Date.now() - started) / 1000);
   await mkdir(OUT_DIR, { recursive: true });
