@@ -180,7 +180,8 @@ fn escape_into(out: &mut String, s: &str) {
             0..=0x1f => b'u',
             _ => continue,
         };
-        out.push_str(&s[start..i]);
+        // `get`: the positions are next to ASCII bytes (no panicking path in the .wasm).
+        out.push_str(s.get(start..i).unwrap_or_default());
         out.push('\\');
         out.push(char::from(short));
         if short == b'u' {
@@ -190,6 +191,6 @@ fn escape_into(out: &mut String, s: &str) {
         }
         start = i + 1;
     }
-    out.push_str(&s[start..]);
+    out.push_str(s.get(start..).unwrap_or_default());
     out.push('"');
 }

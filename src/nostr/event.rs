@@ -434,13 +434,19 @@ impl Fields {
         if let Some(field) = self.duplicate {
             return Err(EventError::Duplicate { field });
         }
-        let id = take_hex("id", self.id, 64)?;
-        let pubkey = take_hex("pubkey", self.pubkey, 64)?;
-        let created_at = take_created_at(self.created_at)?;
-        let kind = take_kind(self.kind)?;
-        let tags = take_tags(self.tags)?;
-        let content = take_string("content", self.content)?;
-        let sig = take_hex("sig", self.sig, 128)?;
+        // Every field is read and the first error (in this order) is answered at the
+        // end: one exit instead of one per field, each dropping the fields read so far.
+        let mut first = None;
+        let id = keep(&mut first, take_hex("id", self.id, 64));
+        let pubkey = keep(&mut first, take_hex("pubkey", self.pubkey, 64));
+        let created_at = keep(&mut first, take_created_at(self.created_at));
+        let kind = keep(&mut first, take_kind(self.kind));
+        let tags = keep(&mut first, take_tags(self.tags));
+        let content = keep(&mut first, take_string("content", self.content));
+        let sig = keep(&mut first, take_hex("sig", self.sig, 128));
+        if let Some(error) = first {
+            return Err(error);
+        }
         let mut event = Event {
             id,
             pubkey,
@@ -457,6 +463,15 @@ impl Fields {
         };
         Ok(event)
     }
+}
+
+/// The value of `result`, or a placeholder after noting its error in `first` (unless
+/// an error was noted before).
+fn keep<T: Default>(first: &mut Option<EventError>, result: Result<T, EventError>) -> T {
+    result.unwrap_or_else(|e| {
+        first.get_or_insert(e);
+        T::default()
+    })
 }
 
 fn take_string(field: &'static str, v: Option<Value>) -> Result<String, EventError> {
@@ -616,6 +631,32 @@ mod tests {
         let mut b = Vec::new();
         write_json_str(&mut b, s);
         String::from_utf8(b).unwrap()
+    }
+
+    #[test]
+    fn the_first_bad_field_in_order_is_reported() {
+        // Every field bad, then fixed one by one: the error names the first bad one.
+        let good = [
+            ("id", format!("\"{}\"", "a".repeat(64))),
+            ("pubkey", format!("\"{}\"", "b".repeat(64))),
+            ("created_at", "1".to_string()),
+            ("kind", "1".to_string()),
+            ("tags", "[]".to_string()),
+            ("content", "\"\"".to_string()),
+            ("sig", format!("\"{}\"", "c".repeat(128))),
+        ];
+        let bad = ["\"x\"", "1", "-1", "70000", "[1]", "2", "\"C\""];
+        for fixed in 0..good.len() {
+            let members: Vec<String> = good
+                .iter()
+                .zip(bad)
+                .enumerate()
+                .map(|(i, ((k, g), b))| format!("\"{k}\":{}", if i < fixed { g } else { b }))
+                .collect();
+            let text = format!("{{{}}}", members.join(","));
+            let err = Event::parse_json(&text).unwrap_err();
+            assert_eq!(err.field(), Some(good[fixed].0), "{text}: {err}");
+        }
     }
 
     #[test]

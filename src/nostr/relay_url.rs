@@ -47,8 +47,8 @@ impl RelayUrl {
                 max: MAX_RELAY_URL_LEN,
             });
         }
-        let (scheme, rest) = match s.find("://") {
-            Some(i) => (&s[..i], &s[i + 3..]),
+        let (scheme, rest) = match s.as_bytes().windows(3).position(|w| w == b"://") {
+            Some(i) => (part(s, 0, i), part(s, i + 3, s.len())),
             None => {
                 return Err(RelayUrlError::Scheme {
                     scheme: String::new(),
@@ -64,12 +64,13 @@ impl RelayUrl {
                 scheme: scheme.chars().take(32).collect(),
             });
         };
-        if rest.contains('#') {
+        if find_any(rest, b"#").is_some() {
             return Err(RelayUrlError::Fragment);
         }
-        let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
-        let (authority, tail) = rest.split_at(authority_end);
-        if authority.contains('@') {
+        let authority_end = find_any(rest, b"/?").unwrap_or(rest.len());
+        let authority = part(rest, 0, authority_end);
+        let tail = part(rest, authority_end, rest.len());
+        if find_any(authority, b"@").is_some() {
             return Err(RelayUrlError::Userinfo);
         }
         if authority.is_empty() {
@@ -89,7 +90,7 @@ impl RelayUrl {
             ""
         } else if tail.starts_with("/?") {
             // `wss://h/?q` and `wss://h?q` name the same resource.
-            &tail[1..]
+            part(tail, 1, tail.len())
         } else {
             tail
         };
@@ -149,16 +150,27 @@ fn host_error(host: &str, reason: &'static str) -> RelayUrlError {
     }
 }
 
+/// The byte position of the first byte of `s` in `set` (ASCII bytes, so a char
+/// boundary). Byte searches instead of `str` patterns: no string searcher in the .wasm.
+fn find_any(s: &str, set: &[u8]) -> Option<usize> {
+    s.bytes().position(|b| set.contains(&b))
+}
+
+/// `s[start..end]` for positions that are char boundaries (the ends of `s`, or next
+/// to an ASCII byte found by [`find_any`]), without a panicking path in the .wasm.
+fn part(s: &str, start: usize, end: usize) -> &str {
+    s.get(start..end).unwrap_or_default()
+}
+
 /// Splits `host[:port]` or `[v6][:port]` and returns the normalized host.
 fn split_host_port(authority: &str) -> Result<(String, Option<&str>), RelayUrlError> {
     if let Some(after_open) = authority.strip_prefix('[') {
-        let close = after_open
-            .find(']')
+        let close = find_any(after_open, b"]")
             .ok_or_else(|| host_error(authority, "unclosed `[` in IPv6 literal"))?;
-        let literal = &after_open[..close];
+        let literal = part(after_open, 0, close);
         let addr =
             parse_ipv6(literal).ok_or_else(|| host_error(literal, "not a valid IPv6 address"))?;
-        let after = &after_open[close + 1..];
+        let after = part(after_open, close + 1, after_open.len());
         let port = if after.is_empty() {
             None
         } else if let Some(p) = after.strip_prefix(':') {
@@ -168,11 +180,14 @@ fn split_host_port(authority: &str) -> Result<(String, Option<&str>), RelayUrlEr
         };
         return Ok((format_ipv6(&addr), port));
     }
-    let (host, port) = match authority.split_once(':') {
-        Some((h, p)) => (h, Some(p)),
+    let (host, port) = match find_any(authority, b":") {
+        Some(i) => (
+            part(authority, 0, i),
+            Some(part(authority, i + 1, authority.len())),
+        ),
         None => (authority, None),
     };
-    if port.is_some_and(|p| p.contains(':')) {
+    if port.is_some_and(|p| find_any(p, b":").is_some()) {
         let ipv6_like = authority
             .bytes()
             .all(|b| b.is_ascii_hexdigit() || b == b':' || b == b'.');
@@ -208,14 +223,18 @@ fn normalize_reg_host(host: &str) -> Result<String, RelayUrlError> {
         return Err(host_error(host, "longer than 253 characters"));
     }
     let labels = host.strip_suffix('.').unwrap_or(host);
-    if labels.split('.').any(|l| l.is_empty() || l.len() > 63) {
+    if labels
+        .as_bytes()
+        .split(|&b| b == b'.')
+        .any(|l| l.is_empty() || l.len() > 63)
+    {
         return Err(host_error(
             host,
             "each dot-separated label must have 1 to 63 characters",
         ));
     }
-    let last = labels.rsplit('.').next().unwrap_or(labels);
-    if last.bytes().all(|b| b.is_ascii_digit()) && !is_ipv4(labels) {
+    let last = labels.as_bytes().rsplit(|&b| b == b'.').next();
+    if last.is_some_and(|l| l.iter().all(u8::is_ascii_digit)) && !is_ipv4(labels) {
         return Err(host_error(host, "not a valid IPv4 address"));
     }
     Ok(host.to_ascii_lowercase())
@@ -620,6 +639,246 @@ mod ip_tests {
             parts in proptest::collection::vec("[0-9a-f]{0,5}|[0-9]{1,3}\\.[0-9]{1,3}\\.[0-9]{1,3}\\.[0-9]{1,3}|", 0..10),
         ) {
             check(&parts.join(":"));
+        }
+    }
+}
+
+/// The byte-level parser against the `str`-pattern parser it replaced (kept here as
+/// the oracle): the same URL or the same error for every input.
+#[cfg(all(test, not(target_arch = "wasm32")))]
+mod parse_oracle {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn old_parse(input: &str) -> Result<RelayUrl, RelayUrlError> {
+        let s = input.trim();
+        if s.is_empty() {
+            return Err(RelayUrlError::Empty);
+        }
+        if s.len() > MAX_RELAY_URL_LEN {
+            return Err(RelayUrlError::TooLong {
+                len: s.len(),
+                max: MAX_RELAY_URL_LEN,
+            });
+        }
+        let (scheme, rest) = match s.find("://") {
+            Some(i) => (&s[..i], &s[i + 3..]),
+            None => {
+                return Err(RelayUrlError::Scheme {
+                    scheme: String::new(),
+                })
+            }
+        };
+        let secure = if scheme.eq_ignore_ascii_case("wss") {
+            true
+        } else if scheme.eq_ignore_ascii_case("ws") {
+            false
+        } else {
+            return Err(RelayUrlError::Scheme {
+                scheme: scheme.chars().take(32).collect(),
+            });
+        };
+        if rest.contains('#') {
+            return Err(RelayUrlError::Fragment);
+        }
+        let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
+        let (authority, tail) = rest.split_at(authority_end);
+        if authority.contains('@') {
+            return Err(RelayUrlError::Userinfo);
+        }
+        if authority.is_empty() {
+            return Err(RelayUrlError::MissingHost);
+        }
+        let (host, port_text) = old_split_host_port(authority)?;
+        let port = match port_text {
+            None => None,
+            Some(p) => Some(parse_port(p)?),
+        };
+        let default_port = if secure { 443 } else { 80 };
+        let port = port.filter(|&p| p != default_port);
+        if let Some(ch) = tail.chars().find(|&c| !c.is_ascii_graphic() || c == '\\') {
+            return Err(RelayUrlError::Character { ch });
+        }
+        let tail = if tail == "/" {
+            ""
+        } else if tail.starts_with("/?") {
+            // `wss://h/?q` and `wss://h?q` name the same resource.
+            &tail[1..]
+        } else {
+            tail
+        };
+
+        let mut url = String::with_capacity(s.len() + 8);
+        url.push_str(if secure { "wss://" } else { "ws://" });
+        let host_start = url.len();
+        url.push_str(&host);
+        let host_end = url.len();
+        if let Some(p) = port {
+            url.push(':');
+            url.push_str(&p.to_string());
+        }
+        let tail_start = url.len();
+        url.push_str(tail);
+        Ok(RelayUrl {
+            url,
+            secure,
+            host_start,
+            host_end,
+            port,
+            tail_start,
+        })
+    }
+
+    /// Splits `host[:port]` or `[v6][:port]` and returns the normalized host.
+    fn old_split_host_port(authority: &str) -> Result<(String, Option<&str>), RelayUrlError> {
+        if let Some(after_open) = authority.strip_prefix('[') {
+            let close = after_open
+                .find(']')
+                .ok_or_else(|| host_error(authority, "unclosed `[` in IPv6 literal"))?;
+            let literal = &after_open[..close];
+            let addr = parse_ipv6(literal)
+                .ok_or_else(|| host_error(literal, "not a valid IPv6 address"))?;
+            let after = &after_open[close + 1..];
+            let port = if after.is_empty() {
+                None
+            } else if let Some(p) = after.strip_prefix(':') {
+                Some(p)
+            } else {
+                return Err(host_error(authority, "unexpected characters after `]`"));
+            };
+            return Ok((format_ipv6(&addr), port));
+        }
+        let (host, port) = match authority.split_once(':') {
+            Some((h, p)) => (h, Some(p)),
+            None => (authority, None),
+        };
+        if port.is_some_and(|p| p.contains(':')) {
+            let ipv6_like = authority
+                .bytes()
+                .all(|b| b.is_ascii_hexdigit() || b == b':' || b == b'.');
+            if ipv6_like {
+                return Err(host_error(
+                    authority,
+                    "IPv6 addresses must be written in brackets",
+                ));
+            }
+        }
+        Ok((old_normalize_reg_host(host)?, port))
+    }
+
+    /// A DNS name or dotted IPv4 address, lowercased.
+    fn old_normalize_reg_host(host: &str) -> Result<String, RelayUrlError> {
+        if host.is_empty() {
+            return Err(RelayUrlError::MissingHost);
+        }
+        if let Some(c) = host
+            .chars()
+            .find(|&c| !(c.is_ascii_alphanumeric() || c == '-' || c == '.' || c == '_'))
+        {
+            return Err(host_error(
+                host,
+                if c.is_ascii() {
+                    "only letters, digits, `-`, `_` and `.` are allowed"
+                } else {
+                    "non-ASCII host names must be given in punycode (xn--)"
+                },
+            ));
+        }
+        if host.len() > 253 {
+            return Err(host_error(host, "longer than 253 characters"));
+        }
+        let labels = host.strip_suffix('.').unwrap_or(host);
+        if labels.split('.').any(|l| l.is_empty() || l.len() > 63) {
+            return Err(host_error(
+                host,
+                "each dot-separated label must have 1 to 63 characters",
+            ));
+        }
+        let last = labels.rsplit('.').next().unwrap_or(labels);
+        if last.bytes().all(|b| b.is_ascii_digit()) && !is_ipv4(labels) {
+            return Err(host_error(host, "not a valid IPv4 address"));
+        }
+        Ok(host.to_ascii_lowercase())
+    }
+
+    fn check(s: &str) {
+        assert_eq!(RelayUrl::parse(s), old_parse(s), "{s:?}");
+    }
+
+    #[test]
+    fn edge_cases_match_the_old_parser() {
+        for s in [
+            "",
+            " ",
+            "wss://",
+            "wss:/",
+            "://h",
+            "ws://h",
+            "WSS://H.example:443/",
+            "wss://h:443",
+            "ws://h:80/",
+            "ws://h:0",
+            "ws://h:65536",
+            "ws://h:+1",
+            "ws://h:",
+            "wss://h/?q",
+            "wss://h?q",
+            "wss://h/p?q#f",
+            "wss://u@h",
+            "wss://h/@",
+            "wss://[::1]",
+            "wss://[::1]:7",
+            "wss://[::1]x",
+            "wss://[::1",
+            "wss://::1",
+            "wss://1:2:3",
+            "wss://a:b:c",
+            "wss://h/ p",
+            "wss://h/\\",
+            "wss://h/é",
+            "wss://é.example",
+            "wss://a..b",
+            "wss://a.b.",
+            "wss://.a",
+            "wss://1.2.3.4",
+            "wss://1.2.3",
+            "wss://1.2.3.04",
+            "wss://a.1",
+            "wss://a.b1",
+            "wss://xn--e1a.example",
+            "wss://a_b.example",
+            "wss://h:1://x",
+            "http://h",
+            "wss://a:b@c",
+            "wss://[v6]:1/x",
+            "wss://[::ffff:1.2.3.4]",
+            "ws://h/?",
+            "wss://h//",
+            "wss://h/p/",
+            " wss://h ",
+            "ws s://h",
+            "ws://h\u{7f}",
+        ] {
+            check(s);
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(5_000))]
+        #[test]
+        fn random_urls_match_the_old_parser(
+            scheme in "wss?|WS|wSs|http|",
+            sep in "://|:/|//|",
+            authority in "[a-zA-Z0-9.:\\[\\]@_é-]{0,24}",
+            tail in "[/?#a-z0-9 @:\\\\é\\[\\]]{0,12}",
+        ) {
+            check(&format!("{scheme}{sep}{authority}{tail}"));
+        }
+
+        #[test]
+        fn arbitrary_strings_match_the_old_parser(s in any::<String>()) {
+            check(&s);
+            check(&format!("wss://{s}"));
         }
     }
 }

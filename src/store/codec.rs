@@ -93,6 +93,8 @@ pub fn decode(row: &StoredRow) -> Result<Record, StoreError> {
 /// from that writer: unknown fields are ignored, an absent or `null` optional field
 /// is `None`, integers must be non-negative whole numbers in range.
 mod doc {
+    use std::cell::RefCell;
+
     use crate::core::{
         EventEnvelope, Evidence, Lease, Outcome, Policy, Record, RejectReason, Satisfaction, Stage,
         StopReason,
@@ -191,41 +193,69 @@ mod doc {
         format!("field `{field}`: {what}")
     }
 
+    /// What stands in for a field that is missing or of the wrong type once an error
+    /// is noted (reading goes on; only the first error is reported).
+    static NULL: Value = Value::Null;
+
+    /// The first error met while reading a document. Reading goes on after it with
+    /// placeholder values and ends in one place, instead of returning at every field
+    /// (each return dropping what was read so far: many KB of wasm). Only the first
+    /// error is kept, so the answer is that of returning at the first error.
+    #[derive(Default)]
+    struct Errors(RefCell<Option<String>>);
+
+    impl Errors {
+        /// Notes `message()` unless an error was noted before.
+        #[cold]
+        #[inline(never)]
+        fn note(&self, message: &dyn Fn() -> String) {
+            let mut first = self.0.borrow_mut();
+            if first.is_none() {
+                *first = Some(message());
+            }
+        }
+    }
+
     /// An object's fields, with the path of the object for messages.
     struct Obj<'a> {
         /// The members; a repeated key reads as its last value.
         object: &'a Value,
         path: &'a str,
+        errors: &'a Errors,
     }
 
     impl<'a> Obj<'a> {
-        fn of(value: &'a Value, path: &'a str) -> Read<Obj<'a>> {
-            match value {
-                Value::Object(_) => Ok(Obj {
-                    object: value,
-                    path,
-                }),
-                _ => Err(bad(path, "expected an object")),
+        /// The object `value` (an error when it is not one).
+        fn of(errors: &'a Errors, value: &'a Value, path: &'a str) -> Obj<'a> {
+            if !matches!(value, Value::Object(_)) {
+                errors.note(&|| bad(path, "expected an object"));
+            }
+            Obj {
+                object: value,
+                path,
+                errors,
             }
         }
 
-        /// The message for a bad field `key` of this object (one cold function, so
-        /// the many error paths stay small).
-        #[cold]
-        #[inline(never)]
-        fn err(&self, key: &str, what: &str) -> String {
-            if self.path.is_empty() {
-                bad(key, what)
-            } else {
-                bad(&format!("{}.{key}", self.path), what)
-            }
+        /// Notes the error for a bad field `key` of this object.
+        fn fail(&self, key: &str, what: &str) {
+            self.errors.note(&|| {
+                if self.path.is_empty() {
+                    bad(key, what)
+                } else {
+                    bad(&format!("{}.{key}", self.path), what)
+                }
+            });
         }
 
         /// A field that must be present and not null.
-        fn req(&self, key: &str) -> Read<&'a Value> {
+        fn req(&self, key: &str) -> &'a Value {
             match self.object.get(key) {
-                None | Some(Value::Null) => Err(self.err(key, "missing")),
-                Some(v) => Ok(v),
+                None | Some(Value::Null) => {
+                    self.fail(key, "missing");
+                    &NULL
+                }
+                Some(v) => v,
             }
         }
 
@@ -234,69 +264,78 @@ mod doc {
             self.object.get(key).filter(|v| !v.is_null())
         }
 
-        fn string(&self, key: &str) -> Read<String> {
-            self.req(key)?
-                .as_str()
-                .map(str::to_owned)
-                .ok_or_else(|| self.err(key, "expected a string"))
+        fn str_of(&self, v: &Value, key: &str, what: &str) -> String {
+            match v.as_str() {
+                Some(s) => s.to_owned(),
+                None => {
+                    self.fail(key, what);
+                    String::new()
+                }
+            }
         }
 
-        fn opt_string(&self, key: &str) -> Read<Option<String>> {
+        fn string(&self, key: &str) -> String {
+            self.str_of(self.req(key), key, "expected a string")
+        }
+
+        fn opt_string(&self, key: &str) -> Option<String> {
             self.opt(key)
-                .map(|v| {
-                    v.as_str()
-                        .map(str::to_owned)
-                        .ok_or_else(|| self.err(key, "expected a string"))
-                })
-                .transpose()
+                .map(|v| self.str_of(v, key, "expected a string"))
         }
 
-        fn u64(&self, key: &str) -> Read<u64> {
-            self.num(self.req(key)?, key)
+        fn u64(&self, key: &str) -> u64 {
+            self.num(self.req(key), key)
         }
 
-        fn opt_u64(&self, key: &str) -> Read<Option<u64>> {
-            self.opt(key).map(|v| self.num(v, key)).transpose()
+        fn opt_u64(&self, key: &str) -> Option<u64> {
+            self.opt(key).map(|v| self.num(v, key))
         }
 
-        fn num(&self, v: &Value, key: &str) -> Read<u64> {
-            v.as_u64()
-                .ok_or_else(|| self.err(key, "expected a non-negative integer"))
+        fn num(&self, v: &Value, key: &str) -> u64 {
+            v.as_u64().unwrap_or_else(|| {
+                self.fail(key, "expected a non-negative integer");
+                0
+            })
         }
 
-        fn u32(&self, key: &str) -> Read<u32> {
-            u32::try_from(self.u64(key)?).map_err(|_| self.err(key, "out of range for u32"))
+        fn to_u32(&self, n: u64, key: &str) -> u32 {
+            u32::try_from(n).unwrap_or_else(|_| {
+                self.fail(key, "out of range for u32");
+                0
+            })
         }
 
-        fn strings(&self, key: &str) -> Read<Vec<String>> {
-            let Value::Array(items) = self.req(key)? else {
-                return Err(self.err(key, "expected an array"));
+        fn u32(&self, key: &str) -> u32 {
+            self.to_u32(self.u64(key), key)
+        }
+
+        fn strings(&self, key: &str) -> Vec<String> {
+            let Value::Array(items) = self.req(key) else {
+                self.fail(key, "expected an array");
+                return Vec::new();
             };
             items
                 .iter()
-                .map(|v| {
-                    v.as_str()
-                        .map(str::to_owned)
-                        .ok_or_else(|| self.err(key, "expected an array of strings"))
-                })
+                .map(|v| self.str_of(v, key, "expected an array of strings"))
                 .collect()
         }
 
         /// A string field that must be one of `names`; its index.
-        fn one_of(&self, value: Option<&Value>, key: &str, names: &[&str]) -> Read<usize> {
-            let s = value.and_then(Value::as_str);
+        fn one_of(&self, value: &Value, key: &str, names: &[&str]) -> usize {
+            let s = value.as_str();
             s.and_then(|s| names.iter().position(|n| *n == s))
-                .ok_or_else(|| self.err(key, "unknown variant"))
+                .unwrap_or_else(|| {
+                    self.fail(key, "unknown variant");
+                    0
+                })
         }
 
-        fn variant(&self, key: &str, names: &[&str]) -> Read<usize> {
-            self.one_of(Some(self.req(key)?), key, names)
+        fn variant(&self, key: &str, names: &[&str]) -> usize {
+            self.one_of(self.req(key), key, names)
         }
 
-        fn opt_variant(&self, key: &str, names: &[&str]) -> Read<Option<usize>> {
-            self.opt(key)
-                .map(|v| self.one_of(Some(v), key, names))
-                .transpose()
+        fn opt_variant(&self, key: &str, names: &[&str]) -> Option<usize> {
+            self.opt(key).map(|v| self.one_of(v, key, names))
         }
     }
 
@@ -327,48 +366,50 @@ mod doc {
     /// Reads a document written by [`write`] (or by the derived `Serialize` before it).
     pub(super) fn read(text: &str) -> Read<Record> {
         let value = json::parse(text).map_err(|e| e.to_string())?;
-        let o = Obj::of(&value, "")?;
-        let ev = Obj::of(o.req("event")?, "event")?;
+        let errors = Errors::default();
+        let o = Obj::of(&errors, &value, "");
+        let ev = Obj::of(&errors, o.req("event"), "event");
         let event = EventEnvelope {
-            id: ev.string("id")?,
-            raw: ev.string("raw")?,
-            expiration: ev.opt_u64("expiration")?,
+            id: ev.string("id"),
+            raw: ev.string("raw"),
+            expiration: ev.opt_u64("expiration"),
         };
-        let p = Obj::of(o.req("policy")?, "policy")?;
-        let policy = match p.variant("kind", &POLICIES)? {
+        let p = Obj::of(&errors, o.req("policy"), "policy");
+        let policy = match p.variant("kind", &POLICIES) {
             0 => Policy::All,
             1 => Policy::Any,
-            2 => Policy::AtLeast { k: p.u32("k")? },
+            2 => Policy::AtLeast { k: p.u32("k") },
             _ => Policy::Required {
-                relays: p.strings("relays")?,
+                relays: p.strings("relays"),
             },
         };
-        let lease = match o.opt("lease") {
-            None => None,
-            Some(v) => {
-                let l = Obj::of(v, "lease")?;
-                Some(Lease {
-                    id: l.string("id")?,
-                    owner: l.string("owner")?,
-                    acquired_ms: l.u64("acquiredMs")?,
-                    expires_ms: l.u64("expiresMs")?,
-                    attempt: l.u32("attempt")?,
-                })
+        let lease = o.opt("lease").map(|v| {
+            let l = Obj::of(&errors, v, "lease");
+            Lease {
+                id: l.string("id"),
+                owner: l.string("owner"),
+                acquired_ms: l.u64("acquiredMs"),
+                expires_ms: l.u64("expiresMs"),
+                attempt: l.u32("attempt"),
             }
-        };
-        let Value::Array(items) = o.req("evidence")? else {
-            return Err(bad("evidence", "expected an array"));
+        });
+        let items: &[Value] = match o.req("evidence") {
+            Value::Array(items) => items,
+            _ => {
+                errors.note(&|| bad("evidence", "expected an array"));
+                &[]
+            }
         };
         let mut evidence = Vec::with_capacity(items.len());
         for (i, item) in items.iter().enumerate() {
             let path = format!("evidence[{i}]");
-            let e = Obj::of(item, &path)?;
+            let e = Obj::of(&errors, item, &path);
             let out_path = format!("{path}.outcome");
-            let out = Obj::of(e.req("outcome")?, &out_path)?;
-            let outcome = match out.variant("kind", &OUTCOMES)? {
+            let out = Obj::of(&errors, e.req("outcome"), &out_path);
+            let outcome = match out.variant("kind", &OUTCOMES) {
                 0 => Outcome::Accepted,
                 1 => Outcome::Duplicate,
-                2 => Outcome::Rejected(match out.variant("reason", &REJECTS)? {
+                2 => Outcome::Rejected(match out.variant("reason", &REJECTS) {
                     0 => RejectReason::Blocked,
                     1 => RejectReason::Invalid,
                     2 => RejectReason::Restricted,
@@ -384,53 +425,52 @@ mod doc {
                 _ => Outcome::NotAttempted,
             };
             evidence.push(Evidence {
-                target: e.string("target")?,
-                attempt: e.u32("attempt")?,
+                target: e.string("target"),
+                attempt: e.u32("attempt"),
                 outcome,
-                message: e.string("message")?,
-                at_ms: e.u64("atMs")?,
-                tries: match e.opt_u64("tries")? {
-                    None => 1,
-                    Some(n) => {
-                        u32::try_from(n).map_err(|_| e.err("tries", "out of range for u32"))?
-                    }
-                },
-                first_at_ms: e.opt_u64("firstAtMs")?,
+                message: e.string("message"),
+                at_ms: e.u64("atMs"),
+                tries: e.opt_u64("tries").map_or(1, |n| e.to_u32(n, "tries")),
+                first_at_ms: e.opt_u64("firstAtMs"),
             });
         }
-        Ok(Record {
-            id: o.string("id")?,
+        let record = Record {
+            id: o.string("id"),
             event,
-            targets: o.strings("targets")?,
+            targets: o.strings("targets"),
             policy,
-            max_attempts: o.u32("maxAttempts")?,
-            deadline_ms: o.opt_u64("deadlineMs")?,
-            plan_digest: o.string("planDigest")?,
-            revision: o.u64("revision")?,
-            stage: Stage::ALL[o.variant("stage", &STAGES)?],
+            max_attempts: o.u32("maxAttempts"),
+            deadline_ms: o.opt_u64("deadlineMs"),
+            plan_digest: o.string("planDigest"),
+            revision: o.u64("revision"),
+            stage: Stage::ALL[o.variant("stage", &STAGES)],
             lease,
-            attempts: o.u32("attempts")?,
-            attempt_limit: o.u32("attemptLimit")?,
-            rearmed_after_attempt: o.u32("rearmedAfterAttempt")?,
-            last_attempt_ms: o.opt_u64("lastAttemptMs")?,
+            attempts: o.u32("attempts"),
+            attempt_limit: o.u32("attemptLimit"),
+            rearmed_after_attempt: o.u32("rearmedAfterAttempt"),
+            last_attempt_ms: o.opt_u64("lastAttemptMs"),
             evidence,
-            satisfaction: match o.variant("satisfaction", &SATISFACTIONS)? {
+            satisfaction: match o.variant("satisfaction", &SATISFACTIONS) {
                 0 => Satisfaction::Satisfied,
                 1 => Satisfaction::Pending,
                 _ => Satisfaction::Exhausted,
             },
-            retry_not_before_ms: o.opt_u64("retryNotBeforeMs")?,
-            due_ms: o.opt_u64("dueMs")?,
-            created_ms: o.u64("createdMs")?,
-            updated_ms: o.u64("updatedMs")?,
-            reason: o.opt_variant("reason", &STOPS)?.map(|i| match i {
+            retry_not_before_ms: o.opt_u64("retryNotBeforeMs"),
+            due_ms: o.opt_u64("dueMs"),
+            created_ms: o.u64("createdMs"),
+            updated_ms: o.u64("updatedMs"),
+            reason: o.opt_variant("reason", &STOPS).map(|i| match i {
                 0 => StopReason::Rejected,
                 1 => StopReason::MaxAttempts,
                 2 => StopReason::Expired,
                 _ => StopReason::Cancelled,
             }),
-            last_error: o.opt_string("lastError")?,
-        })
+            last_error: o.opt_string("lastError"),
+        };
+        match errors.0.into_inner() {
+            Some(message) => Err(message),
+            None => Ok(record),
+        }
     }
 }
 
@@ -659,6 +699,328 @@ mod doc_props {
             prop_assert_eq!(doc::read(&text).unwrap(), r.clone());
             let derived: Record = serde_json::from_str(&text).unwrap();
             prop_assert_eq!(derived, r);
+        }
+    }
+
+    /// The reader as it was before it went on past the first error (each field
+    /// returned at once with `?`): the oracle for the error a broken document gets.
+    mod old {
+        use crate::core::{
+            EventEnvelope, Evidence, Lease, Outcome, Policy, Record, RejectReason, Satisfaction,
+            Stage, StopReason,
+        };
+        use crate::json::{self, Value};
+
+        /// Why a document does not read: the field (a path such as `evidence[2].outcome`)
+        /// and what is wrong with it.
+        type Read<T> = Result<T, String>;
+
+        fn bad(field: &str, what: &str) -> String {
+            format!("field `{field}`: {what}")
+        }
+
+        /// An object's fields, with the path of the object for messages.
+        struct Obj<'a> {
+            /// The members; a repeated key reads as its last value.
+            object: &'a Value,
+            path: &'a str,
+        }
+
+        impl<'a> Obj<'a> {
+            fn of(value: &'a Value, path: &'a str) -> Read<Obj<'a>> {
+                match value {
+                    Value::Object(_) => Ok(Obj {
+                        object: value,
+                        path,
+                    }),
+                    _ => Err(bad(path, "expected an object")),
+                }
+            }
+
+            /// The message for a bad field `key` of this object (one cold function, so
+            /// the many error paths stay small).
+            #[cold]
+            #[inline(never)]
+            fn err(&self, key: &str, what: &str) -> String {
+                if self.path.is_empty() {
+                    bad(key, what)
+                } else {
+                    bad(&format!("{}.{key}", self.path), what)
+                }
+            }
+
+            /// A field that must be present and not null.
+            fn req(&self, key: &str) -> Read<&'a Value> {
+                match self.object.get(key) {
+                    None | Some(Value::Null) => Err(self.err(key, "missing")),
+                    Some(v) => Ok(v),
+                }
+            }
+
+            /// A field that may be absent or null.
+            fn opt(&self, key: &str) -> Option<&'a Value> {
+                self.object.get(key).filter(|v| !v.is_null())
+            }
+
+            fn string(&self, key: &str) -> Read<String> {
+                self.req(key)?
+                    .as_str()
+                    .map(str::to_owned)
+                    .ok_or_else(|| self.err(key, "expected a string"))
+            }
+
+            fn opt_string(&self, key: &str) -> Read<Option<String>> {
+                self.opt(key)
+                    .map(|v| {
+                        v.as_str()
+                            .map(str::to_owned)
+                            .ok_or_else(|| self.err(key, "expected a string"))
+                    })
+                    .transpose()
+            }
+
+            fn u64(&self, key: &str) -> Read<u64> {
+                self.num(self.req(key)?, key)
+            }
+
+            fn opt_u64(&self, key: &str) -> Read<Option<u64>> {
+                self.opt(key).map(|v| self.num(v, key)).transpose()
+            }
+
+            fn num(&self, v: &Value, key: &str) -> Read<u64> {
+                v.as_u64()
+                    .ok_or_else(|| self.err(key, "expected a non-negative integer"))
+            }
+
+            fn u32(&self, key: &str) -> Read<u32> {
+                u32::try_from(self.u64(key)?).map_err(|_| self.err(key, "out of range for u32"))
+            }
+
+            fn strings(&self, key: &str) -> Read<Vec<String>> {
+                let Value::Array(items) = self.req(key)? else {
+                    return Err(self.err(key, "expected an array"));
+                };
+                items
+                    .iter()
+                    .map(|v| {
+                        v.as_str()
+                            .map(str::to_owned)
+                            .ok_or_else(|| self.err(key, "expected an array of strings"))
+                    })
+                    .collect()
+            }
+
+            /// A string field that must be one of `names`; its index.
+            fn one_of(&self, value: Option<&Value>, key: &str, names: &[&str]) -> Read<usize> {
+                let s = value.and_then(Value::as_str);
+                s.and_then(|s| names.iter().position(|n| *n == s))
+                    .ok_or_else(|| self.err(key, "unknown variant"))
+            }
+
+            fn variant(&self, key: &str, names: &[&str]) -> Read<usize> {
+                self.one_of(Some(self.req(key)?), key, names)
+            }
+
+            fn opt_variant(&self, key: &str, names: &[&str]) -> Read<Option<usize>> {
+                self.opt(key)
+                    .map(|v| self.one_of(Some(v), key, names))
+                    .transpose()
+            }
+        }
+
+        const STAGES: [&str; 6] = [
+            "pending",
+            "leased",
+            "retryable",
+            "satisfied",
+            "exhausted",
+            "cancelled",
+        ];
+        const STOPS: [&str; 4] = ["rejected", "maxAttempts", "expired", "cancelled"];
+        const SATISFACTIONS: [&str; 3] = ["satisfied", "pending", "exhausted"];
+        const POLICIES: [&str; 4] = ["all", "any", "atLeast", "required"];
+        const OUTCOMES: [&str; 9] = [
+            "accepted",
+            "duplicate",
+            "rejected",
+            "rateLimited",
+            "authRequired",
+            "error",
+            "timeout",
+            "unreachable",
+            "notAttempted",
+        ];
+        const REJECTS: [&str; 6] = ["blocked", "invalid", "restricted", "pow", "mute", "other"];
+
+        /// Reads a document written by [`write`] (or by the derived `Serialize` before it).
+        pub(super) fn read(text: &str) -> Read<Record> {
+            let value = json::parse(text).map_err(|e| e.to_string())?;
+            let o = Obj::of(&value, "")?;
+            let ev = Obj::of(o.req("event")?, "event")?;
+            let event = EventEnvelope {
+                id: ev.string("id")?,
+                raw: ev.string("raw")?,
+                expiration: ev.opt_u64("expiration")?,
+            };
+            let p = Obj::of(o.req("policy")?, "policy")?;
+            let policy = match p.variant("kind", &POLICIES)? {
+                0 => Policy::All,
+                1 => Policy::Any,
+                2 => Policy::AtLeast { k: p.u32("k")? },
+                _ => Policy::Required {
+                    relays: p.strings("relays")?,
+                },
+            };
+            let lease = match o.opt("lease") {
+                None => None,
+                Some(v) => {
+                    let l = Obj::of(v, "lease")?;
+                    Some(Lease {
+                        id: l.string("id")?,
+                        owner: l.string("owner")?,
+                        acquired_ms: l.u64("acquiredMs")?,
+                        expires_ms: l.u64("expiresMs")?,
+                        attempt: l.u32("attempt")?,
+                    })
+                }
+            };
+            let Value::Array(items) = o.req("evidence")? else {
+                return Err(bad("evidence", "expected an array"));
+            };
+            let mut evidence = Vec::with_capacity(items.len());
+            for (i, item) in items.iter().enumerate() {
+                let path = format!("evidence[{i}]");
+                let e = Obj::of(item, &path)?;
+                let out_path = format!("{path}.outcome");
+                let out = Obj::of(e.req("outcome")?, &out_path)?;
+                let outcome = match out.variant("kind", &OUTCOMES)? {
+                    0 => Outcome::Accepted,
+                    1 => Outcome::Duplicate,
+                    2 => Outcome::Rejected(match out.variant("reason", &REJECTS)? {
+                        0 => RejectReason::Blocked,
+                        1 => RejectReason::Invalid,
+                        2 => RejectReason::Restricted,
+                        3 => RejectReason::Pow,
+                        4 => RejectReason::Mute,
+                        _ => RejectReason::Other,
+                    }),
+                    3 => Outcome::RateLimited,
+                    4 => Outcome::AuthRequired,
+                    5 => Outcome::Error,
+                    6 => Outcome::Timeout,
+                    7 => Outcome::Unreachable,
+                    _ => Outcome::NotAttempted,
+                };
+                evidence.push(Evidence {
+                    target: e.string("target")?,
+                    attempt: e.u32("attempt")?,
+                    outcome,
+                    message: e.string("message")?,
+                    at_ms: e.u64("atMs")?,
+                    tries: match e.opt_u64("tries")? {
+                        None => 1,
+                        Some(n) => {
+                            u32::try_from(n).map_err(|_| e.err("tries", "out of range for u32"))?
+                        }
+                    },
+                    first_at_ms: e.opt_u64("firstAtMs")?,
+                });
+            }
+            Ok(Record {
+                id: o.string("id")?,
+                event,
+                targets: o.strings("targets")?,
+                policy,
+                max_attempts: o.u32("maxAttempts")?,
+                deadline_ms: o.opt_u64("deadlineMs")?,
+                plan_digest: o.string("planDigest")?,
+                revision: o.u64("revision")?,
+                stage: Stage::ALL[o.variant("stage", &STAGES)?],
+                lease,
+                attempts: o.u32("attempts")?,
+                attempt_limit: o.u32("attemptLimit")?,
+                rearmed_after_attempt: o.u32("rearmedAfterAttempt")?,
+                last_attempt_ms: o.opt_u64("lastAttemptMs")?,
+                evidence,
+                satisfaction: match o.variant("satisfaction", &SATISFACTIONS)? {
+                    0 => Satisfaction::Satisfied,
+                    1 => Satisfaction::Pending,
+                    _ => Satisfaction::Exhausted,
+                },
+                retry_not_before_ms: o.opt_u64("retryNotBeforeMs")?,
+                due_ms: o.opt_u64("dueMs")?,
+                created_ms: o.u64("createdMs")?,
+                updated_ms: o.u64("updatedMs")?,
+                reason: o.opt_variant("reason", &STOPS)?.map(|i| match i {
+                    0 => StopReason::Rejected,
+                    1 => StopReason::MaxAttempts,
+                    2 => StopReason::Expired,
+                    _ => StopReason::Cancelled,
+                }),
+                last_error: o.opt_string("lastError")?,
+            })
+        }
+    }
+
+    /// A broken variant of the document `text`: at some place, a member removed or its
+    /// value replaced by one of another type (or out of range).
+    fn broken(text: &str, pick: usize, replacement: usize, remove: bool) -> String {
+        use serde_json::Value as J;
+        fn count(v: &J) -> usize {
+            1 + match v {
+                J::Object(m) => m.values().map(count).sum(),
+                J::Array(a) => a.iter().map(count).sum(),
+                _ => 0,
+            }
+        }
+        /// Applies `f` to the `n`th value of a pre-order walk.
+        fn edit(v: &mut J, n: &mut usize, f: &mut dyn FnMut(&mut J)) -> bool {
+            if *n == 0 {
+                f(v);
+                return true;
+            }
+            *n -= 1;
+            match v {
+                J::Object(m) => m.values_mut().any(|c| edit(c, n, f)),
+                J::Array(a) => a.iter_mut().any(|c| edit(c, n, f)),
+                _ => false,
+            }
+        }
+        let replacements = [
+            serde_json::json!(null),
+            serde_json::json!(-1),
+            serde_json::json!(1.5),
+            serde_json::json!(4_294_967_296u64),
+            serde_json::json!("x"),
+            serde_json::json!("atLeast"),
+            serde_json::json!([]),
+            serde_json::json!(["a", 1]),
+            serde_json::json!({}),
+            serde_json::json!(true),
+        ];
+        let mut doc: J = serde_json::from_str(text).unwrap();
+        let mut n = pick % count(&doc);
+        edit(&mut doc, &mut n, &mut |target| match target {
+            J::Object(m) if remove && !m.is_empty() => {
+                let key = m.keys().nth(replacement % m.len()).unwrap().clone();
+                m.remove(&key);
+            }
+            _ => *target = replacements[replacement % replacements.len()].clone(),
+        });
+        doc.to_string()
+    }
+
+    proptest! {
+        #[test]
+        fn broken_documents_get_the_error_of_the_old_reader(
+            r in record(),
+            edits in prop::collection::vec((any::<usize>(), any::<usize>(), any::<bool>()), 1..8),
+        ) {
+            let mut text = doc::write(&r);
+            for (pick, replacement, remove) in edits {
+                text = broken(&text, pick, replacement, remove);
+            }
+            prop_assert_eq!(doc::read(&text), old::read(&text));
         }
     }
 
