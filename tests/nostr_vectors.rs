@@ -6,7 +6,7 @@
 #[cfg(target_arch = "wasm32")]
 wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_browser);
 
-use nostr_outbox::nostr::{verify_event_json, Event, EventError};
+use nostr_outbox::nostr::{verify_event_json, Event, EventError, SignatureCheck};
 use serde_json::Value;
 
 const VECTORS: &str = include_str!("data/event_vectors.json");
@@ -129,7 +129,7 @@ fn envelope_keeps_id_raw_and_expiration() {
     }
 }
 
-/// `Event::first_bad_signature` (which parses a pubkey once for events by the same
+/// `SignatureCheck::first_bad` (which parses a pubkey once for events by the same
 /// author in a row) answers what checking each event alone answers, in every order:
 /// a forged signature after a good one by the same key is still found, and so is an
 /// event whose pubkey differs only after good ones.
@@ -151,8 +151,8 @@ fn first_bad_signature_agrees_with_one_by_one() {
             .map(|p| (p, alone[list[p]].clone().unwrap_or_default()))
     };
     let check = |list: &[usize]| {
-        let batch: Vec<Event> = list.iter().map(|&i| events[i].clone()).collect();
-        let got = Event::first_bad_signature(&batch).map(|(i, e)| (i, e.to_string()));
+        let batch: Vec<SignatureCheck> = list.iter().map(|&i| events[i].signature()).collect();
+        let got = SignatureCheck::first_bad(&batch).map(|(i, e)| (i, e.to_string()));
         assert_eq!(got, first(list), "order {list:?}");
     };
     let good: Vec<usize> = (0..events.len()).filter(|&i| alone[i].is_none()).collect();
@@ -176,5 +176,10 @@ fn first_bad_signature_agrees_with_one_by_one() {
     check(&all);
     let reversed: Vec<usize> = all.iter().rev().copied().collect();
     check(&reversed);
-    assert_eq!(Event::first_bad_signature(&[]).map(|(i, _)| i), None);
+    assert_eq!(SignatureCheck::first_bad(&[]).map(|(i, _)| i), None);
+    // One check alone agrees too.
+    for (i, e) in events.iter().enumerate() {
+        let got = e.signature().verify().err().map(|e| e.to_string());
+        assert_eq!(got, alone[i], "event {i}");
+    }
 }

@@ -21,7 +21,7 @@ use crate::core::plan::MAX_ATTEMPTS_LIMIT;
 use crate::core::{EnqueueOutcome, Enqueued, ListQuery, Plan, Policy, RetryConfig, Stage};
 use crate::flush::{FlushConfig, FlushEvent};
 use crate::json::Value;
-use crate::nostr::Event;
+use crate::nostr::SignatureCheck;
 use crate::store::idb::{persistence, Durability, IdbOptions, IdbStore};
 use crate::store::{MemoryStore, Store};
 use crate::transport::websocket::{WsTransport, WsTransportConfig};
@@ -219,10 +219,10 @@ fn with_index(e: ApiError, index: usize) -> ApiError {
     e.add_details(details(vec![("index", Value::from(index))]))
 }
 
-/// The first event of `events` whose signature does not verify, as the error
-/// `enqueue` rejects with (with its index among `events` when `indexed`).
-fn bad_signature(events: &[Event], indexed: bool) -> Option<ApiError> {
-    let (index, e) = Event::first_bad_signature(events)?;
+/// The first of `signatures` that does not verify, as the error `enqueue` rejects
+/// with (with its index when `indexed`).
+fn bad_signature(signatures: &[SignatureCheck], indexed: bool) -> Option<ApiError> {
+    let (index, e) = SignatureCheck::first_bad(signatures)?;
     let e = ApiError::from(e);
     Some(if indexed { with_index(e, index) } else { e })
 }
@@ -406,14 +406,14 @@ impl Outbox {
 }
 
 impl Inner {
-    /// The plan of one item, and its event, whose signature is still to be checked
+    /// The plan of one item, and its event's signature, still to be checked
     /// ([`Inner::enqueue_verified`]).
     fn plan(
         &self,
         event: &JsValue,
         relays: &JsValue,
         o: &Options,
-    ) -> Result<(Plan, Event), ApiError> {
+    ) -> Result<(Plan, SignatureCheck), ApiError> {
         let event = input::parse_event(event)?;
         let targets = input::parse_relays(relays)?;
         let policy = o.policy("policy")?.unwrap_or_else(|| self.policy.clone());
@@ -424,20 +424,22 @@ impl Inner {
         if let Some(n) = o.uint32("maxAttempts")?.or(self.max_attempts) {
             plan = plan.with_max_attempts(n);
         }
-        Ok((plan.with_deadline_ms(o.uint("deadline")?), event))
+        Ok((
+            plan.with_deadline_ms(o.uint("deadline")?),
+            event.signature(),
+        ))
     }
 
-    /// Enqueues `plans` all or nothing while the signatures of their `events` are
-    /// checked: the browser writes the rows meanwhile, and a bad signature aborts
+    /// Enqueues `plans` all or nothing while their `signatures` are checked: the browser writes the rows meanwhile, and a bad signature aborts
     /// the write and rejects (with its item's index when `indexed`).
     async fn enqueue_verified(
         &self,
         plans: Vec<Plan>,
-        events: &[Event],
+        signatures: &[SignatureCheck],
         indexed: bool,
     ) -> Result<Vec<Enqueued>, ApiError> {
         let mut failed: Option<ApiError> = None;
-        let mut check = || match bad_signature(events, indexed) {
+        let mut check = || match bad_signature(signatures, indexed) {
             None => true,
             Some(e) => {
                 failed = Some(e);
@@ -484,9 +486,9 @@ impl Outbox {
         promise(async move {
             let inner = inner?;
             let o = Options::new(&options, "enqueue options", &ENQUEUE_KEYS)?;
-            let (plan, event) = inner.plan(&event, &relays, &o)?;
+            let (plan, signature) = inner.plan(&event, &relays, &o)?;
             let answer = inner
-                .enqueue_verified(vec![plan], std::slice::from_ref(&event), false)
+                .enqueue_verified(vec![plan], std::slice::from_ref(&signature), false)
                 .await?
                 .pop()
                 .ok_or_else(|| ApiError::new("storage", "enqueue produced no answer"))?;
@@ -513,7 +515,7 @@ impl Outbox {
             }
             let items: Array = items.into();
             let mut plans = Vec::with_capacity(items.length() as usize);
-            let mut events = Vec::with_capacity(items.length() as usize);
+            let mut signatures = Vec::with_capacity(items.length() as usize);
             for (index, item) in items.iter().enumerate() {
                 let read = || {
                     let o = Options::new(&item, "enqueueMany item", &ITEM_KEYS)?;
@@ -526,20 +528,19 @@ impl Outbox {
                     inner.plan(&o.raw("event"), &o.raw("relays"), &o)
                 };
                 match read() {
-                    Ok((plan, event)) => {
+                    Ok((plan, signature)) => {
                         plans.push(plan);
-                        events.push(event);
+                        signatures.push(signature);
                     }
                     // An earlier item's bad signature is the first error, as if each
                     // item were checked whole in turn.
                     Err(e) => {
-                        return Err(
-                            bad_signature(&events, true).unwrap_or_else(|| with_index(e, index))
-                        )
+                        return Err(bad_signature(&signatures, true)
+                            .unwrap_or_else(|| with_index(e, index)))
                     }
                 }
             }
-            let answers = inner.enqueue_verified(plans, &events, true).await?;
+            let answers = inner.enqueue_verified(plans, &signatures, true).await?;
             let out = Array::new();
             let mut created = false;
             for answer in &answers {

@@ -17,7 +17,7 @@ pub mod relay_url;
 
 pub use auth::{auth_template, check_auth_event, AUTH_KIND};
 pub use error::{AuthError, EventError, RelayUrlError, TargetsError};
-pub use event::{verify_event_json, Event, MAX_CREATED_AT};
+pub use event::{verify_event_json, Event, SignatureCheck, MAX_CREATED_AT};
 pub use message::{
     auth_message, classify_ok, close_message, event_message, is_auth_required, req_by_ids,
     RelayMessage, DEFAULT_MAX_MESSAGE_LEN,
