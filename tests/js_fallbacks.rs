@@ -65,7 +65,9 @@ fn valid_events(n: usize) -> Vec<Value> {
 }
 
 async fn open(name: &str, log: &js_sys::Array) -> JsValue {
-    let options = js(json!({ "name": name, "broadcast": false }));
+    // Claims of 8, so that the two outboxes' claims interleave over the 40 records (the
+    // default batch of 64 would lease all of them in one claim).
+    let options = js(json!({ "name": name, "broadcast": false, "batchSize": 8 }));
     js_sys::Reflect::set(&options, &"transport".into(), &slow_ok_transport(log)).expect("set");
     JsFuture::from(Outbox::open(options)).await.expect("open")
 }
