@@ -293,7 +293,7 @@ pub(crate) fn parse_relays(v: &JsValue) -> Result<Vec<String>, ApiError> {
 }
 
 /// Reads a signed event (an object with the NIP-01 fields, or its JSON text) and
-/// checks its id; the caller checks its signature ([`Event::verify_signature`]).
+/// checks its id; the caller checks its signature ([`Event::signature`]).
 /// Either way the event is kept in its compact NIP-01 form (the seven fields; other
 /// properties are dropped).
 pub(crate) fn parse_event(v: &JsValue) -> Result<Event, ApiError> {

@@ -430,8 +430,9 @@ impl Inner {
         ))
     }
 
-    /// Enqueues `plans` all or nothing while their `signatures` are checked: the browser writes the rows meanwhile, and a bad signature aborts
-    /// the write and rejects (with its item's index when `indexed`).
+    /// Enqueues `plans` all or nothing while their `signatures` are checked: the
+    /// browser writes the rows meanwhile, and a bad signature aborts the write and
+    /// rejects (with its item's index when `indexed`).
     async fn enqueue_verified(
         &self,
         plans: Vec<Plan>,

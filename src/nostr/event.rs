@@ -164,7 +164,7 @@ impl Event {
     /// Checks the BIP-340 Schnorr signature of the given id by the pubkey. It does not
     /// check that the id matches the fields: use [`Event::verify`] for both.
     pub fn verify_signature(&self) -> Result<(), EventError> {
-        self.signature().verify()
+        check_signature(&self.id, &self.pubkey, &self.sig, &mut None)
     }
 
     /// What checking this event's signature takes (its id, pubkey and sig), to check
@@ -279,29 +279,7 @@ impl SignatureCheck {
     /// Checks the BIP-340 Schnorr signature of the id by the pubkey
     /// ([`Event::verify_signature`]).
     pub fn verify(&self) -> Result<(), EventError> {
-        self.verify_with(&mut None)
-    }
-
-    /// [`SignatureCheck::verify`] with the last pubkey's parsed key kept in `key`:
-    /// checks by the same author in a row parse (lift) their key once.
-    fn verify_with(&self, key: &mut Option<([u8; 32], VerifyingKey)>) -> Result<(), EventError> {
-        let bad = |reason| EventError::BadSignature { reason };
-        let id = hex::decode::<32>(&self.id).ok_or(bad("cannot be checked: `id` is not hex"))?;
-        let pubkey =
-            hex::decode::<32>(&self.pubkey).ok_or(bad("cannot be checked: `pubkey` is not hex"))?;
-        let sig = hex::decode::<64>(&self.sig).ok_or(bad("is not 128 lowercase hex characters"))?;
-        let key = match key {
-            Some((bytes, k)) if *bytes == pubkey => k,
-            _ => {
-                let k = VerifyingKey::from_bytes(&pubkey)
-                    .map_err(|_| bad("cannot be checked: `pubkey` is not a point on secp256k1"))?;
-                &key.insert((pubkey, k)).1
-            }
-        };
-        let sig = Signature::try_from(&sig[..])
-            .map_err(|_| bad("is not a valid BIP-340 signature encoding"))?;
-        key.verify_raw(&id, &sig)
-            .map_err(|_| bad("does not verify for this id and pubkey"))
+        check_signature(&self.id, &self.pubkey, &self.sig, &mut None)
     }
 
     /// Checks `checks` in order and answers the first that fails, with its index.
@@ -309,11 +287,39 @@ impl SignatureCheck {
     /// parse that pubkey once: about a tenth of a signature check each.
     pub fn first_bad(checks: &[SignatureCheck]) -> Option<(usize, EventError)> {
         let mut key = None;
-        checks
-            .iter()
-            .enumerate()
-            .find_map(|(i, c)| c.verify_with(&mut key).err().map(|err| (i, err)))
+        checks.iter().enumerate().find_map(|(i, c)| {
+            check_signature(&c.id, &c.pubkey, &c.sig, &mut key)
+                .err()
+                .map(|err| (i, err))
+        })
     }
+}
+
+/// The BIP-340 Schnorr check of `sig` over the id by the pubkey (all hex), with the
+/// last pubkey's parsed key kept in `key`: checks by the same author in a row parse
+/// (lift) their key once.
+fn check_signature(
+    id: &str,
+    pubkey: &str,
+    sig: &str,
+    key: &mut Option<([u8; 32], VerifyingKey)>,
+) -> Result<(), EventError> {
+    let bad = |reason| EventError::BadSignature { reason };
+    let id = hex::decode::<32>(id).ok_or(bad("cannot be checked: `id` is not hex"))?;
+    let pubkey = hex::decode::<32>(pubkey).ok_or(bad("cannot be checked: `pubkey` is not hex"))?;
+    let sig = hex::decode::<64>(sig).ok_or(bad("is not 128 lowercase hex characters"))?;
+    let key = match key {
+        Some((bytes, k)) if *bytes == pubkey => k,
+        _ => {
+            let k = VerifyingKey::from_bytes(&pubkey)
+                .map_err(|_| bad("cannot be checked: `pubkey` is not a point on secp256k1"))?;
+            &key.insert((pubkey, k)).1
+        }
+    };
+    let sig = Signature::try_from(&sig[..])
+        .map_err(|_| bad("is not a valid BIP-340 signature encoding"))?;
+    key.verify_raw(&id, &sig)
+        .map_err(|_| bad("does not verify for this id and pubkey"))
 }
 
 /// Parses `text` as an event and checks its id and signature: a one-call entry for the
