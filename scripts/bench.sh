@@ -21,7 +21,9 @@ part=0
 took() { echo "   (part $1: $((SECONDS - part)) s)" | tee -a "$log"; part=$SECONDS; }
 took build
 echo "== IndexedDB store vs raw IndexedDB (headless Chromium, release build)" | tee -a "$log"
-chrome_env wasm-pack test --release --headless --chrome -- --test bench_store -- --nocapture 2>&1 \
+# Only this test binary is built (wasm-pack test would build every test target first:
+# ~90 s more after a change to src/).
+bash scripts/browser-test.sh chrome --release --test bench_store -- --nocapture 2>&1 \
   | grep -E '^BENCH' | sort -u | tee -a "$log"
 took store
 echo "== Event verification, native (release)" | tee -a "$log"

@@ -128,7 +128,9 @@ fn rows_for(plans: &[Plan]) -> js_sys::Array {
 async fn bench_enqueue_many_vs_raw_puts() {
     const N: u32 = 10_000;
     const RUNS: usize = 3;
-    for durability in [Durability::Strict, Durability::Relaxed] {
+    // Strict only: the figure the issue asks for (relaxed measured within noise of it,
+    // and cost ~20 s a run). Change this list to compare.
+    for durability in [Durability::Strict] {
         let label = if durability == Durability::Strict {
             "strict"
         } else {
@@ -172,7 +174,9 @@ async fn bench_enqueue_many_vs_raw_puts() {
 #[wasm_bindgen_test]
 async fn bench_single_enqueue_vs_raw_put() {
     const N: u32 = 200;
-    for durability in [Durability::Strict, Durability::Relaxed] {
+    // Strict only: the figure the issue asks for (relaxed measured within noise of it,
+    // and cost ~20 s a run). Change this list to compare.
+    for durability in [Durability::Strict] {
         let label = if durability == Durability::Strict {
             "strict"
         } else {
