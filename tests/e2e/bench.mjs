@@ -32,7 +32,7 @@
 // /usr/bin/chromium. Results also go to target/bench/e2e.json.
 import { writeFile, mkdir, stat, readdir, rm, cp } from "node:fs/promises";
 import { existsSync } from "node:fs";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import { loadavg, cpus, totalmem, release } from "node:os";
 import { execFileSync } from "node:child_process";
 import { ROOT, startServer, launch, relay } from "./harness.mjs";
@@ -690,7 +690,7 @@ async function main() {
  * benchmark that copy, so a rebuild in the middle of a run cannot mix two versions.
  */
 async function snapshotPackage(dir = PKG_DIR, dest = SNAPSHOT) {
-  const src = join(ROOT, dir);
+  const src = resolve(ROOT, dir); // an absolute DIR stays as it is
   const need = ["package.json", "index.js", "nostr_outbox.js", "nostr_outbox_bg.wasm"];
   if (!existsSync(src)) throw new Error(`${dir}/ is missing: build the package first (make build)`);
   const until = Date.now() + 10 * 60_000;
