@@ -70,6 +70,19 @@ export function postToChannel(name, message) {
   ch.postMessage(message);
   ch.close();
 }
+// Records, in order, every BroadcastChannel post and every `note(log, what)` until
+// `log.restore()`.
+export function postLog() {
+  const log = [];
+  const original = BroadcastChannel.prototype.postMessage;
+  BroadcastChannel.prototype.postMessage = function (m) {
+    log.push("posted");
+    return original.call(this, m);
+  };
+  log.restore = () => { BroadcastChannel.prototype.postMessage = original; };
+  return log;
+}
+export function note(log, what) { log.push(what); }
 "#)]
 extern "C" {
     fn sleep(ms: u32) -> js_sys::Promise;
@@ -83,6 +96,9 @@ extern "C" {
     fn channel_spy(name: &str) -> JsValue;
     #[wasm_bindgen(js_name = postToChannel)]
     fn post_to_channel(name: &str, message: &JsValue);
+    #[wasm_bindgen(js_name = postLog)]
+    fn post_log() -> js_sys::Array;
+    fn note(log: &js_sys::Array, what: &str);
 }
 
 // ---------------------------------------------------------------- helpers
@@ -1155,6 +1171,28 @@ async fn events_reach_other_outboxes_of_the_same_database() {
     js_sys::Function::from(close).call0(&spy).unwrap();
     ok(&a, "close", &[]).await;
     ok(&b, "close", &[]).await;
+}
+
+/// An awaited `enqueue` resolves before its event is cloned and posted to the other
+/// contexts: the post is a task of its own, off the caller's path (it used to be a
+/// microtask queued before the promise resolved, which the caller waited for).
+#[wasm_bindgen_test]
+async fn enqueue_resolves_before_its_channel_post() {
+    let n = name("post-order");
+    let a = open(json!({ "name": n })).await.expect("a");
+    let log = post_log();
+    ok(&a, "enqueue", &[js(event_obj(0)), relays(&[A])]).await;
+    note(&log, "resolved");
+    JsFuture::from(sleep(50)).await.unwrap();
+    let restore = Reflect::get(&log, &"restore".into()).unwrap();
+    js_sys::Function::from(restore).call0(&log).unwrap();
+    let order: Vec<String> = log.iter().filter_map(|v| v.as_string()).collect();
+    assert_eq!(
+        order,
+        ["resolved", "posted"],
+        "one post, after the enqueue resolved"
+    );
+    ok(&a, "close", &[]).await;
 }
 
 #[wasm_bindgen_test]

@@ -5,11 +5,13 @@
 //! sees `delivered` even when another context ran the flusher. The channel is left
 //! (and its listener removed) on close or drop.
 //!
-//! Channel messages are `{ type, detail, change? }`. The events of one task (a
-//! flusher's group of records) go out together at its end, in order, as one message
-//! `{ batch: [message, ...] }`: one post instead of one per event. A single event is
-//! posted alone, so an outbox of an earlier version in another tab still understands
-//! it. The channel's plumbing is in `glue.js` (`openChannel`, `postToChannel`).
+//! Channel messages are `{ type, detail, change? }`. The events queued until the next
+//! task (a flusher's group of records, one `enqueueMany`) go out together in that task,
+//! in order, as one message `{ batch: [message, ...] }`: one post instead of one per
+//! event, and none on the path of an awaited call (an `enqueue` resolves before its
+//! event is cloned and posted). A single event is posted alone, so an outbox of an
+//! earlier version in another tab still understands it. The channel's plumbing is in
+//! `glue.js` (`openChannel`, `postToChannel`).
 
 use std::cell::RefCell;
 

@@ -119,15 +119,28 @@ export function openChannel(name, local) {
   };
   // Node.js: an open channel must not keep the process alive.
   if (typeof channel.unref === "function") channel.unref();
-  return { channel, pending: null };
+  const joined = { channel, pending: null, wake: null, port: null };
+  // What is queued is posted in a task of its own, after the caller's continuation: an
+  // awaited `enqueue` resolves before its event is cloned and sent to the other
+  // contexts. A MessageChannel task, not a timer: timers are throttled in hidden pages.
+  if (typeof globalThis.MessageChannel === "function") {
+    const ports = new globalThis.MessageChannel();
+    ports.port1.onmessage = () => sendPending(joined);
+    if (typeof ports.port1.unref === "function") ports.port1.unref();
+    joined.port = ports;
+    joined.wake = () => ports.port2.postMessage(null);
+  } else {
+    joined.wake = () => setTimeout(() => sendPending(joined), 0);
+  }
+  return joined;
 }
 
-// Queues `{ type, detail, change? }`; the messages of one task are posted together at
-// its end (a microtask): one alone, several as `{ batch: [...] }`, in order.
+// Queues `{ type, detail, change? }`; what is queued by then is posted together in the
+// next task (see `openChannel`): one alone, several as `{ batch: [...] }`, in order.
 export function postToChannel(joined, type, detail, change) {
   if (!joined.pending) {
     joined.pending = [];
-    queueMicrotask(() => sendPending(joined));
+    joined.wake();
   }
   joined.pending.push(change ? { type, detail, change: true } : { type, detail });
 }
@@ -148,6 +161,11 @@ export function closeChannel(joined) {
   sendPending(joined);
   joined.channel.onmessage = null;
   joined.channel.close();
+  if (joined.port) {
+    joined.port.port1.onmessage = null;
+    joined.port.port1.close();
+    joined.port.port2.close();
+  }
 }
 
 // True when this runtime has IndexedDB.
