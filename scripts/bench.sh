@@ -23,7 +23,10 @@ took build
 echo "== IndexedDB store vs raw IndexedDB (headless Chromium, release build)" | tee -a "$log"
 # Only this test binary is built (wasm-pack test would build every test target first:
 # ~90 s more after a change to src/).
-bash scripts/browser-test.sh chrome --release --test bench_store -- --nocapture 2>&1 \
+# BENCH_ARGS=--quick: a tenth of the counts here too (read when the test is compiled).
+quick=()
+case " ${BENCH_ARGS:-} " in *" --quick "*) quick=(env NOSTR_OUTBOX_BENCH_QUICK=1) ;; esac
+${quick[@]+"${quick[@]}"} bash scripts/browser-test.sh chrome --release --test bench_store -- --nocapture 2>&1 \
   | grep -E '^BENCH' | sort -u | tee -a "$log"
 took store
 echo "== Event verification, native (release)" | tee -a "$log"

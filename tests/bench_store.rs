@@ -56,6 +56,10 @@ extern "C" {
 
 const RELAYS: [&str; 3] = ["wss://a.example", "wss://b.example", "wss://c.example"];
 
+/// `BENCH_ARGS=--quick make bench` builds this with `NOSTR_OUTBOX_BENCH_QUICK` set: a
+/// tenth of the counts (claim scaling at 1k / 3k / 10k), for a quick look only.
+const QUICK: bool = option_env!("NOSTR_OUTBOX_BENCH_QUICK").is_some();
+
 /// A realistic signed-event-sized envelope (~450 bytes of JSON).
 fn envelope(seed: &str, n: u32) -> EventEnvelope {
     let id = format!(
@@ -126,7 +130,7 @@ fn rows_for(plans: &[Plan]) -> js_sys::Array {
 
 #[wasm_bindgen_test]
 async fn bench_enqueue_many_vs_raw_puts() {
-    const N: u32 = 10_000;
+    const N: u32 = if QUICK { 1_000 } else { 10_000 };
     const RUNS: usize = 3;
     // Strict only: the figure the issue asks for (relaxed measured within noise of it,
     // and cost ~20 s a run). Change this list to compare.
@@ -173,7 +177,7 @@ async fn bench_enqueue_many_vs_raw_puts() {
 
 #[wasm_bindgen_test]
 async fn bench_single_enqueue_vs_raw_put() {
-    const N: u32 = 200;
+    const N: u32 = if QUICK { 50 } else { 200 };
     // Strict only: the figure the issue asks for (relaxed measured within noise of it,
     // and cost ~20 s a run). Change this list to compare.
     for durability in [Durability::Strict] {
@@ -218,7 +222,11 @@ async fn bench_single_enqueue_vs_raw_put() {
 async fn bench_claim_scaling() {
     // Three stores filled first, then claim(64) on each in turn, round by round (the
     // order rotates), so the 1k baseline and the 100k figure see the same machine load.
-    const SIZES: [u32; 3] = [1_000, 10_000, 100_000];
+    const SIZES: [u32; 3] = if QUICK {
+        [1_000, 3_000, 10_000]
+    } else {
+        [1_000, 10_000, 100_000]
+    };
     const ROUNDS: u32 = 15; // 15 x 64 = 960 claimed: the 1k store never runs dry
     let mut stores = Vec::new();
     for total in SIZES {
@@ -265,9 +273,14 @@ async fn bench_claim_scaling() {
         ));
         results.push(m);
     }
+    let k = |n: u32| format!("{}k", n / 1_000);
     log(&format!(
-        "BENCH claim(64) ratio 100k/1k: {:.2} (goal <= 2), 10k/1k: {:.2}",
+        "BENCH claim(64) ratio {}/{}: {:.2} (goal <= 2 at 100k/1k), {}/{}: {:.2}",
+        k(SIZES[2]),
+        k(SIZES[0]),
         results[2] / results[0],
+        k(SIZES[1]),
+        k(SIZES[0]),
         results[1] / results[0]
     ));
 }
