@@ -20,6 +20,8 @@ log=target/bench.log
 part=0
 took() { echo "   (part $1: $((SECONDS - part)) s)" | tee -a "$log"; part=$SECONDS; }
 took build
+wasm=pkg/nostr_outbox_bg.wasm
+echo "BENCH size: .wasm $(wc -c < "$wasm") B raw, $(gzip -9 -c "$wasm" | wc -c) B gzip -9 (as make build counts it)" | tee -a "$log"
 echo "== IndexedDB store vs raw IndexedDB (headless Chromium, release build)" | tee -a "$log"
 # Only this test binary is built (wasm-pack test would build every test target first:
 # ~90 s more after a change to src/).
@@ -46,4 +48,5 @@ echo "== Outbox API benchmarks in Chromium (figures 1, 3-7)" | tee -a "$log"
 # shellcheck disable=SC2086
 node tests/e2e/bench.mjs ${BENCH_ARGS:-} 2>&1 | tee -a "$log"
 took api
+node scripts/bench-summary.mjs "$log" | tee -a "$log"
 echo "bench: started $started, finished $(date -u +%Y-%m-%dT%H:%M:%SZ); results in $log" | tee -a "$log"

@@ -1,0 +1,50 @@
+// The end of `make bench`: one table of every figure, its ratio, the issue's goal and
+// whether this run met it, read from the `BENCH` lines the run printed (target/bench.log).
+// A figure whose line is missing (a part that failed or was skipped) is shown as such.
+//
+//   node scripts/bench-summary.mjs [target/bench.log]
+import { readFileSync } from "node:fs";
+
+const log = readFileSync(process.argv[2] || "target/bench.log", "utf8");
+const find = (re) => log.match(re);
+const num = (x) => Number(x);
+
+// [figure, measured text, ratio or value, goal text, met?] per row; null when absent.
+const rows = [];
+function row(figure, re, read) {
+  const m = find(re);
+  rows.push(m ? [figure, ...read(m)] : [figure, "(no BENCH line in this run)", "", "", ""]);
+}
+const atLeast = (x, goal) => (x >= goal ? "yes" : "no");
+
+row("1a enqueueMany, public API (incl. verification)", /BENCH enqueueMany (\d+): raw\/API incl\. verification ([\d.]+)/, (m) => [
+  `${m[1]} events vs raw puts`, m[2], ">= 0.7", atLeast(num(m[2]), 0.7)]);
+row("1a'' enqueue_many, store only", /BENCH enqueue_many (\d+) \(strict\): outbox (\d+) ms.*?raw puts (\d+) ms.*?throughput ratio ([\d.]+)/, (m) => [
+  `${m[2]} vs ${m[3]} ms (${m[1]} events)`, m[4], ">= 0.7", atLeast(num(m[4]), 0.7)]);
+row("1b single enqueue, public API (incl. verification)", /BENCH single enqueue: raw\/API incl\. verification ([\d.]+)/, (m) => [
+  "vs one raw put", m[1], ">= 0.8", atLeast(num(m[1]), 0.8)]);
+row("1b'' single enqueue, store only", /BENCH single enqueue \(strict\): outbox median ([\d.]+) ms, raw put median ([\d.]+) ms, ratio raw\/outbox ([\d.]+)/, (m) => [
+  `${m[1]} vs ${m[2]} ms`, m[3], ">= 0.8", atLeast(num(m[3]), 0.8)]);
+row("2 claim(64) scaling", /BENCH claim\(64\) ratio (\S+): ([\d.]+)/, (m) => [
+  `time ${m[1]}`, m[2], "<= 2 (100k/1k)", num(m[2]) <= 2 ? (m[1] === "100k/1k" ? "yes" : "yes (not at 100k)") : "no"]);
+row("3 flush, 1 relay, vs nostr-tools", /BENCH 3\. flush: .*?faster complete one: ([\d.]+)\)/, (m) => [
+  "the faster nostr-tools width", m[1], ">= 0.8", atLeast(num(m[1]), 0.8)]);
+row("4 fan-out, 5 relays, vs nostr-tools", /BENCH 4\. fan-out: .*?faster complete one: ([\d.]+)\)/, (m) => [
+  "the faster nostr-tools width", m[1], ">= 0.8", atLeast(num(m[1]), 0.8)]);
+row("5 recovery: relay up -> last accepted", /BENCH recovery (\d+): relay up -> last accepted median ([\d.]+) ms/, (m) => [
+  `${m[1]} events`, `${m[2]} ms`, "none", "-"]);
+row("6 memory, cycle 2 - cycle 1 after flush", /BENCH memory (\d+): .*?heap ([+-]?[\d.]+) MiB, wasm ([+-]?[\d.]+) MiB/, (m) => [
+  `${m[1]} events`, `heap ${m[2]}, wasm ${m[3]} MiB`, "flat", Math.abs(num(m[2])) < 1 && Math.abs(num(m[3])) < 1 ? "yes" : "no"]);
+row("7 .wasm size (gzip -9)", /BENCH size: \.wasm (\d+) B raw, (\d+) B gzip/, (m) => [
+  `${m[1]} B raw`, `${m[2]} B`, "<= 150 KB", num(m[2]) <= 150_000 ? "yes" : "no"]);
+row("8 verification vs nostr-tools verifyEvent", /BENCH verify: .*?throughput ([\d.]+)x/, (m) => [
+  "events/s, one call per event", `${m[1]}x`, "none", "-"]);
+
+const scaled = /counts x ([\d.]+): not the issue's counts/.exec(log);
+console.log(`\n== Summary${scaled ? ` (counts x ${scaled[1]} in bench.mjs: NOT the issue's counts)` : ""}`);
+const head = ["figure", "measured", "ratio / value", "goal", "met"];
+const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => String(r[i]).length)));
+const fmt = (r) => `| ${r.map((c, i) => String(c).padEnd(widths[i])).join(" | ")} |`;
+console.log(fmt(head));
+console.log(`|${widths.map((w) => "-".repeat(w + 2)).join("|")}|`);
+for (const r of rows) console.log(fmt(r));
