@@ -339,7 +339,7 @@ mod doc {
         }
     }
 
-    const STAGES: [&str; 6] = [
+    pub(super) const STAGES: [&str; 6] = [
         "pending",
         "leased",
         "retryable",
@@ -347,10 +347,10 @@ mod doc {
         "exhausted",
         "cancelled",
     ];
-    const STOPS: [&str; 4] = ["rejected", "maxAttempts", "expired", "cancelled"];
-    const SATISFACTIONS: [&str; 3] = ["satisfied", "pending", "exhausted"];
-    const POLICIES: [&str; 4] = ["all", "any", "atLeast", "required"];
-    const OUTCOMES: [&str; 9] = [
+    pub(super) const STOPS: [&str; 4] = ["rejected", "maxAttempts", "expired", "cancelled"];
+    pub(super) const SATISFACTIONS: [&str; 3] = ["satisfied", "pending", "exhausted"];
+    pub(super) const POLICIES: [&str; 4] = ["all", "any", "atLeast", "required"];
+    pub(super) const OUTCOMES: [&str; 9] = [
         "accepted",
         "duplicate",
         "rejected",
@@ -361,7 +361,8 @@ mod doc {
         "unreachable",
         "notAttempted",
     ];
-    const REJECTS: [&str; 6] = ["blocked", "invalid", "restricted", "pow", "mute", "other"];
+    pub(super) const REJECTS: [&str; 6] =
+        ["blocked", "invalid", "restricted", "pow", "mute", "other"];
 
     /// Reads a document written by [`write`] (or by the derived `Serialize` before it).
     pub(super) fn read(text: &str) -> Read<Record> {
@@ -710,6 +711,9 @@ mod doc_props {
             Stage, StopReason,
         };
         use crate::json::{self, Value};
+        // The stored names are the format's, shared with the reader this one checks
+        // (the round trip against the derived serde form checks the names themselves).
+        use super::super::doc::{OUTCOMES, POLICIES, REJECTS, SATISFACTIONS, STAGES, STOPS};
 
         /// Why a document does not read: the field (a path such as `evidence[2].outcome`)
         /// and what is wrong with it.
@@ -827,30 +831,6 @@ mod doc_props {
                     .transpose()
             }
         }
-
-        const STAGES: [&str; 6] = [
-            "pending",
-            "leased",
-            "retryable",
-            "satisfied",
-            "exhausted",
-            "cancelled",
-        ];
-        const STOPS: [&str; 4] = ["rejected", "maxAttempts", "expired", "cancelled"];
-        const SATISFACTIONS: [&str; 3] = ["satisfied", "pending", "exhausted"];
-        const POLICIES: [&str; 4] = ["all", "any", "atLeast", "required"];
-        const OUTCOMES: [&str; 9] = [
-            "accepted",
-            "duplicate",
-            "rejected",
-            "rateLimited",
-            "authRequired",
-            "error",
-            "timeout",
-            "unreachable",
-            "notAttempted",
-        ];
-        const REJECTS: [&str; 6] = ["blocked", "invalid", "restricted", "pow", "mute", "other"];
 
         /// Reads a document written by [`write`] (or by the derived `Serialize` before it).
         pub(super) fn read(text: &str) -> Read<Record> {

@@ -309,7 +309,7 @@ async function benchFlush(page, { label, n, relayCount, policy, comparePage = nu
   line(`\n== ${label}: ${n} queued events flushed to ${relayCount} local nostr-rs-relay${relayCount > 1 ? "s" : ""}${policy ? ` (policy ${JSON.stringify(policy)})` : ""}, fresh relays per side and round`);
   const t = { outbox: [], ...Object.fromEntries(peerWidths.map((w) => [`peer${w}`, []])) };
   const details = { outbox: [], peer: [], compare: [] };
-  // --cpu: CPU time by process kind, per side, summed over the rounds.
+  // CPU time by process kind, per side, summed over the rounds (off with --no-cpu).
   const cpu = {};
   const measured = async (key, fn) => {
     const a = CPU ? cpuSnapshot() : null;
