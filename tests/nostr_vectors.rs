@@ -183,3 +183,53 @@ fn first_bad_signature_agrees_with_one_by_one() {
         assert_eq!(got, alone[i], "event {i}");
     }
 }
+
+/// Runs of `BATCH_MIN` or more signatures are checked with BIP-340 batch verification
+/// (`BATCH_SIZE` at a time); the answer is still what checking one by one says: every
+/// bad vector is found at its place at the start, middle and end of a long run of good
+/// ones, and past a full batch that passes.
+#[cfg_attr(not(target_arch = "wasm32"), test)]
+#[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+fn first_bad_signature_in_long_runs_agrees_with_one_by_one() {
+    use nostr_outbox::nostr::event::{BATCH_MIN, BATCH_SIZE};
+    let events: Vec<Event> = vectors()
+        .iter()
+        .filter_map(|v| Event::parse_json(&v.json).ok())
+        .collect();
+    let alone: Vec<Option<String>> = events
+        .iter()
+        .map(|e| e.verify_signature().err().map(|e| e.to_string()))
+        .collect();
+    let good: Vec<SignatureCheck> = (0..events.len())
+        .filter(|&i| alone[i].is_none())
+        .map(|i| events[i].signature())
+        .collect();
+    let bad: Vec<usize> = (0..events.len()).filter(|&i| alone[i].is_some()).collect();
+    assert!(good.len() >= 2 * BATCH_MIN);
+    let run: Vec<SignatureCheck> = good.iter().take(24).cloned().collect();
+    assert_eq!(SignatureCheck::first_bad(&run).map(|(i, _)| i), None);
+    for &b in &bad {
+        for at in [0, 1, 12, run.len()] {
+            let mut list = run.clone();
+            list.insert(at, events[b].signature());
+            let got = SignatureCheck::first_bad(&list).map(|(i, e)| (i, e.to_string()));
+            assert_eq!(
+                got,
+                Some((at, alone[b].clone().unwrap_or_default())),
+                "bad #{b} at {at}"
+            );
+        }
+    }
+    // A full batch of good ones (passing as one), then a bad one in the next batch.
+    let full: Vec<SignatureCheck> = good.iter().cycle().take(BATCH_SIZE + 3).cloned().collect();
+    assert_eq!(SignatureCheck::first_bad(&full).map(|(i, _)| i), None);
+    for &b in bad.iter().take(3) {
+        let mut list = full.clone();
+        list.insert(BATCH_SIZE + 1, events[b].signature());
+        let got = SignatureCheck::first_bad(&list).map(|(i, e)| (i, e.to_string()));
+        assert_eq!(
+            got,
+            Some((BATCH_SIZE + 1, alone[b].clone().unwrap_or_default()))
+        );
+    }
+}

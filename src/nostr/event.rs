@@ -9,6 +9,7 @@
 use k256::schnorr::{Signature, VerifyingKey};
 use sha2::{Digest, Sha256};
 
+use super::batch;
 use super::error::EventError;
 use super::hex;
 use crate::core::EventEnvelope;
@@ -282,18 +283,46 @@ impl SignatureCheck {
         check_signature(&self.id, &self.pubkey, &self.sig, &mut None)
     }
 
-    /// Checks `checks` in order and answers the first that fails, with its index.
-    /// Checks by the same author in a row (an outbox holds mostly its user's events)
-    /// parse that pubkey once: about a tenth of a signature check each.
+    /// Checks `checks` and answers the first (in order) that fails, with its index:
+    /// what checking each alone, in order, would answer.
+    ///
+    /// Runs of [`BATCH_MIN`] or more are checked [`BATCH_SIZE`] at a time with
+    /// BIP-340 batch verification (one equation per run, several times faster than one
+    /// check per signature; see `batch.rs`). A run that fails is checked one by one to
+    /// find which signature and why. Checks by the same author in a row parse that
+    /// pubkey once.
     pub fn first_bad(checks: &[SignatureCheck]) -> Option<(usize, EventError)> {
         let mut key = None;
-        checks.iter().enumerate().find_map(|(i, c)| {
-            check_signature(&c.id, &c.pubkey, &c.sig, &mut key)
-                .err()
-                .map(|err| (i, err))
-        })
+        let mut start = 0;
+        for run in checks.chunks(BATCH_SIZE) {
+            let passed = run.len() >= BATCH_MIN
+                && batch::all_verify(
+                    run.iter()
+                        .map(|c| (c.id.as_str(), c.pubkey.as_str(), c.sig.as_str())),
+                );
+            if !passed {
+                let bad = run.iter().enumerate().find_map(|(i, c)| {
+                    check_signature(&c.id, &c.pubkey, &c.sig, &mut key)
+                        .err()
+                        .map(|err| (start + i, err))
+                });
+                if bad.is_some() {
+                    return bad;
+                }
+            }
+            start += run.len();
+        }
+        None
     }
 }
+
+/// The fewest signatures [`SignatureCheck::first_bad`] checks as one batch: below it,
+/// one by one is as fast.
+pub const BATCH_MIN: usize = 4;
+
+/// The most signatures [`SignatureCheck::first_bad`] checks as one batch (the
+/// memory a batch holds, and the work a bad signature makes it redo one by one).
+pub const BATCH_SIZE: usize = 1024;
 
 /// The BIP-340 Schnorr check of `sig` over the id by the pubkey (all hex), with the
 /// last pubkey's parsed key kept in `key`: checks by the same author in a row parse

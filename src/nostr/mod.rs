@@ -9,6 +9,7 @@
 //! - [`error`]: the typed errors, each with a stable `code()`.
 
 pub mod auth;
+mod batch;
 pub mod error;
 pub mod event;
 mod hex;
