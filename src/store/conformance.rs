@@ -374,6 +374,49 @@ pub async fn enqueue_many_all_or_nothing<S: Store>(s: &S) {
         3,
         "batch written"
     );
+    // Stored ids scattered through a batch, the last row among them (the IndexedDB
+    // store learns which rows exist from the requests' errors, in order).
+    let mixed = vec![
+        fixture_plan(8, &RELAYS, Policy::All),
+        fixture_plan(6, &RELAYS, Policy::All),
+        fixture_plan(9, &RELAYS, Policy::All),
+        fixture_plan(1, &RELAYS, Policy::All),
+        fixture_plan(7, &RELAYS, Policy::Any),
+    ];
+    let out = ok(
+        C,
+        "batch ending on a stored id",
+        s.enqueue_many(mixed, 35).await,
+    );
+    let outcomes: Vec<EnqueueOutcome> = out.iter().map(|e| e.outcome).collect();
+    check_eq!(
+        C,
+        outcomes,
+        vec![
+            EnqueueOutcome::Created,
+            EnqueueOutcome::Replay,
+            EnqueueOutcome::Created,
+            EnqueueOutcome::Replay,
+            EnqueueOutcome::Replay
+        ],
+        "replays found at their own places"
+    );
+    check_eq!(
+        C,
+        (
+            out[1].record.created_ms,
+            out[3].record.created_ms,
+            out[4].record.created_ms
+        ),
+        (30, 10, 30),
+        "each replay answers its own stored record"
+    );
+    check_eq!(
+        C,
+        ok(C, "status", s.status().await).total(),
+        5,
+        "only the new rows written"
+    );
     let empty = ok(C, "empty batch", s.enqueue_many(Vec::new(), 40).await);
     check!(C, empty.is_empty(), "empty batch answers nothing");
 }

@@ -58,40 +58,46 @@ export function transactionDone(tx) {
 // Any other failure (QuotaExceededError at the request in Firefox) aborts the
 // transaction at once, inside the error event, before the caller can commit it, and
 // rejects with that error: an add that did not happen is never reported as done.
+//
+// A transaction's requests answer in the order they were made, so only the last one
+// listens for success (one call back into JavaScript per batch, not per row), and the
+// error handler is one function for all of them: it finds the failed request's index
+// by walking forward from the previous failure's.
 export function addRows(store, rows) {
   return new Promise((resolve, reject) => {
     const existing = [];
     let failed = null;
-    let pending = rows.length;
-    if (pending === 0) {
+    const n = rows.length;
+    if (n === 0) {
       resolve(existing);
       return;
     }
-    const settle = () => {
-      pending -= 1;
-      if (pending > 0) return;
-      if (failed) reject(failed);
-      else resolve(existing.sort((a, b) => a - b));
-    };
-    rows.forEach((row, i) => {
-      const req = store.add(row);
-      req.onsuccess = settle;
-      req.onerror = (event) => {
-        if (req.error && req.error.name === "ConstraintError") {
-          event.preventDefault();
-          event.stopPropagation();
-          existing.push(i);
-        } else if (!failed) {
-          failed = req.error || new DOMException("add failed", "UnknownError");
-          try {
-            store.transaction.abort();
-          } catch (_) {
-            // Already aborting.
-          }
+    const requests = new Array(n);
+    let cursor = 0;
+    const finish = () => (failed ? reject(failed) : resolve(existing));
+    const onError = (event) => {
+      const req = event.target;
+      while (cursor < n && requests[cursor] !== req) cursor += 1;
+      if (req.error && req.error.name === "ConstraintError") {
+        event.preventDefault();
+        event.stopPropagation();
+        existing.push(cursor);
+      } else if (!failed) {
+        failed = req.error || new DOMException("add failed", "UnknownError");
+        try {
+          store.transaction.abort();
+        } catch (_) {
+          // Already aborting.
         }
-        settle();
-      };
-    });
+      }
+      if (req === requests[n - 1]) finish();
+    };
+    for (let i = 0; i < n; i += 1) {
+      const req = store.add(rows[i]);
+      req.onerror = onError;
+      requests[i] = req;
+    }
+    requests[n - 1].onsuccess = finish;
   });
 }
 
