@@ -8,7 +8,7 @@
 mod wasm {
     use std::cell::RefCell;
 
-    use nostr_outbox::nostr::verify_event_json;
+    use nostr_outbox::nostr::{verify_event_json, Event, SignatureCheck};
     use wasm_bindgen::prelude::*;
 
     thread_local! {
@@ -43,6 +43,27 @@ mod wasm {
                 }
             }
             ok
+        })
+    }
+
+    /// Parses and id-checks every loaded event, then checks their signatures as
+    /// `enqueueMany` does (`SignatureCheck::first_bad`: BIP-340 batch verification);
+    /// returns how many events passed (all, or none when one failed).
+    #[wasm_bindgen(js_name = verifyLoadedBatch)]
+    pub fn verify_loaded_batch() -> u32 {
+        EVENTS.with(|e| {
+            let events = e.borrow();
+            let mut checks = Vec::with_capacity(events.len());
+            for text in events.iter() {
+                match Event::parse_json(text) {
+                    Ok(event) if event.verify_id().is_ok() => checks.push(event.signature()),
+                    _ => return 0,
+                }
+            }
+            match SignatureCheck::first_bad(&checks) {
+                None => checks.len() as u32,
+                Some(_) => 0,
+            }
         })
     }
 }

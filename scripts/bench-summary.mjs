@@ -39,6 +39,8 @@ row("7 .wasm size (gzip -9)", /BENCH size: \.wasm (\d+) B raw, (\d+) B gzip/, (m
   `${m[1]} B raw`, `${m[2]} B`, "<= 150 KB", num(m[2]) <= 150_000 ? "yes" : "no"]);
 row("8 verification vs nostr-tools verifyEvent", /BENCH verify: .*?throughput ([\d.]+)x/, (m) => [
   "events/s, one call per event", `${m[1]}x`, "none", "-"]);
+row("8b batch verification (as enqueueMany) vs verifyEvent", /BENCH verify batch: .*?throughput ([\d.]+)x/, (m) => [
+  "events/s, parse + id each, one batch check", `${m[1]}x`, "none", "-"]);
 
 const scaled = /counts x ([\d.]+): not the issue's counts/.exec(log);
 console.log(`\n== Summary${scaled ? ` (counts x ${scaled[1]} in bench.mjs: NOT the issue's counts)` : ""}`);

@@ -33,7 +33,7 @@ const page = `<!doctype html><meta charset="utf-8"><title>verify bench</title>
   "@noble/hashes/": "/node_modules/@noble/hashes/"
 }}</script>
 <script type="module">
-import init, { loadEvents, verifyLoaded, verifyEventJson } from '/wasm/bench_verify_wasm.js'
+import init, { loadEvents, verifyLoaded, verifyLoadedBatch, verifyEventJson } from '/wasm/bench_verify_wasm.js'
 import { verifyEvent } from 'nostr-tools/pure'
 const report = (r) => fetch('/result', { method: 'POST', body: JSON.stringify(r) })
 try {
@@ -42,32 +42,33 @@ try {
   const events = doc.vectors.filter((v) => v.valid_sig).map((v) => v.json)
   const rounds = ${rounds}
   const n = events.length * rounds
-  // The three measurements are interleaved round by round, so a shared machine's load
+  // The four measurements are interleaved round by round, so a shared machine's load
   // changes hit all of them alike; three untimed passes let both JITs tier up.
   const clock = () => performance.now()
   if (loadEvents(JSON.stringify(events)) !== events.length) throw new Error('loadEvents failed')
-  const wasmMs = [], callMs = [], ntMs = []
-  let okW = 0, okC = 0, okN = 0
+  const wasmMs = [], callMs = [], ntMs = [], batchMs = []
   for (let r = -3; r < rounds; r++) {
-    // The order of the three rotates from round to round.
+    // The order of the four rotates from round to round.
     const sides = [
       () => verifyLoaded(1),
       () => { let c = 0; for (const e of events) c += verifyEventJson(e) ? 1 : 0; return c },
       // A fresh object per call: verifyEvent caches its verdict on the object.
       () => { let k = 0; for (const e of events) k += verifyEvent(JSON.parse(e)) ? 1 : 0; return k },
+      // What enqueueMany does: parse and id-check each, then one batch signature check.
+      () => verifyLoadedBatch(),
     ]
-    const ms = [0, 0, 0], ok = [0, 0, 0]
-    for (let j = 0; j < 3; j++) {
-      const i = (((r + 3) % 3) + j) % 3
+    const ms = [0, 0, 0, 0]
+    for (let j = 0; j < sides.length; j++) {
+      const i = (((r + 4) % 4) + j) % 4
       const t = clock()
-      ok[i] = sides[i]()
+      const ok = sides[i]()
       ms[i] = clock() - t
+      if (ok !== events.length) throw new Error('side ' + i + ' verified ' + ok + ' of ' + events.length)
     }
     if (r < 0) continue
-    wasmMs.push(ms[0]); callMs.push(ms[1]); ntMs.push(ms[2])
-    okW += ok[0]; okC += ok[1]; okN += ok[2]
+    wasmMs.push(ms[0]); callMs.push(ms[1]); ntMs.push(ms[2]); batchMs.push(ms[3])
   }
-  report({ userAgent: navigator.userAgent, events: events.length, rounds, wasmMs, callMs, ntMs })
+  report({ userAgent: navigator.userAgent, events: events.length, rounds, wasmMs, callMs, ntMs, batchMs })
 } catch (e) {
   report({ error: String(e && e.stack || e) })
 }
@@ -115,12 +116,15 @@ const server = createServer((req, res) => {
       const rate = (ms) => (r.events / (ms / 1000)).toFixed(0)
       const runs = (xs) => `[${xs.map(rate).join(', ')}]`
       console.log(`${r.userAgent}`)
-      console.log(`${r.events} valid events per round x ${r.rounds} rounds, the three sides interleaved; events/s: median, then every round`)
+      console.log(`${r.events} valid events per round x ${r.rounds} rounds, the four sides interleaved; events/s: median, then every round`)
       console.log(`rust/wasm, loop inside wasm       ${rate(median(r.wasmMs)).padStart(8)} events/s   runs ${runs(r.wasmMs)}`)
       console.log(`rust/wasm, one JS call per event  ${rate(median(r.callMs)).padStart(8)} events/s   runs ${runs(r.callMs)}`)
+      console.log(`rust/wasm, batch (as enqueueMany)  ${rate(median(r.batchMs)).padStart(8)} events/s   runs ${runs(r.batchMs)}`)
       console.log(`nostr-tools verifyEvent           ${rate(median(r.ntMs)).padStart(8)} events/s   runs ${runs(r.ntMs)}`)
       const ratios = r.ntMs.map((t, i) => t / r.callMs[i])
       console.log(`BENCH verify: wasm (one call per event) / nostr-tools throughput ${(median(r.ntMs) / median(r.callMs)).toFixed(2)}x (medians); per round [${ratios.map((x) => x.toFixed(2)).join(', ')}]`)
+      const batchRatios = r.ntMs.map((t, i) => t / r.batchMs[i])
+      console.log(`BENCH verify batch: wasm (parse + id each, BIP-340 batch signature check, as enqueueMany) / nostr-tools throughput ${(median(r.ntMs) / median(r.batchMs)).toFixed(2)}x (medians); per round [${batchRatios.map((x) => x.toFixed(2)).join(', ')}]`)
       finish(0)
     })
     return
