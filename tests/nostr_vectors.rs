@@ -129,6 +129,20 @@ fn envelope_keeps_id_raw_and_expiration() {
     }
 }
 
+/// Every vector that parses, and what checking its signature alone answers (the
+/// error's text for a bad one).
+fn events_and_verdicts() -> (Vec<Event>, Vec<Option<String>>) {
+    let events: Vec<Event> = vectors()
+        .iter()
+        .filter_map(|v| Event::parse_json(&v.json).ok())
+        .collect();
+    let alone = events
+        .iter()
+        .map(|e| e.verify_signature().err().map(|e| e.to_string()))
+        .collect();
+    (events, alone)
+}
+
 /// `SignatureCheck::first_bad` (which parses a pubkey once for events by the same
 /// author in a row) answers what checking each event alone answers, in every order:
 /// a forged signature after a good one by the same key is still found, and so is an
@@ -136,14 +150,7 @@ fn envelope_keeps_id_raw_and_expiration() {
 #[cfg_attr(not(target_arch = "wasm32"), test)]
 #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
 fn first_bad_signature_agrees_with_one_by_one() {
-    let events: Vec<Event> = vectors()
-        .iter()
-        .filter_map(|v| Event::parse_json(&v.json).ok())
-        .collect();
-    let alone: Vec<Option<String>> = events
-        .iter()
-        .map(|e| e.verify_signature().err().map(|e| e.to_string()))
-        .collect();
+    let (events, alone) = events_and_verdicts();
     assert!(alone.iter().filter(|a| a.is_some()).count() >= 40);
     let first = |list: &[usize]| {
         list.iter()
@@ -192,14 +199,7 @@ fn first_bad_signature_agrees_with_one_by_one() {
 #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
 fn first_bad_signature_in_long_runs_agrees_with_one_by_one() {
     use nostr_outbox::nostr::event::{BATCH_MIN, BATCH_SIZE};
-    let events: Vec<Event> = vectors()
-        .iter()
-        .filter_map(|v| Event::parse_json(&v.json).ok())
-        .collect();
-    let alone: Vec<Option<String>> = events
-        .iter()
-        .map(|e| e.verify_signature().err().map(|e| e.to_string()))
-        .collect();
+    let (events, alone) = events_and_verdicts();
     let good: Vec<SignatureCheck> = (0..events.len())
         .filter(|&i| alone[i].is_none())
         .map(|i| events[i].signature())

@@ -7,8 +7,8 @@ use std::fmt::Debug;
 use std::future::Future;
 
 use crate::core::{
-    ClaimRequest, Completion, EnqueueOutcome, EventEnvelope, ListQuery, Outcome, Plan, Policy,
-    Record, RejectReason, RetryConfig, Satisfaction, Stage, StopReason, TargetResult,
+    ClaimRequest, Completion, EnqueueOutcome, Enqueued, EventEnvelope, ListQuery, Outcome, Plan,
+    Policy, Record, RejectReason, RetryConfig, Satisfaction, Stage, StopReason, TargetResult,
 };
 
 use super::{Store, StoreError};
@@ -350,16 +350,12 @@ pub async fn enqueue_many_all_or_nothing<S: Store>(s: &S) {
         fixture_plan(6, &RELAYS, Policy::All),
     ];
     let out = ok(C, "good batch", s.enqueue_many(good, 30).await);
-    let outcomes: Vec<EnqueueOutcome> = out.iter().map(|e| e.outcome).collect();
+    let outcomes = |out: &[Enqueued]| out.iter().map(|e| e.outcome).collect::<Vec<_>>();
+    let (new, replay) = (EnqueueOutcome::Created, EnqueueOutcome::Replay);
     check_eq!(
         C,
-        outcomes,
-        vec![
-            EnqueueOutcome::Created,
-            EnqueueOutcome::Replay,
-            EnqueueOutcome::Created,
-            EnqueueOutcome::Replay
-        ],
+        outcomes(&out),
+        vec![new, replay, new, replay],
         "answers in input order"
     );
     check_eq!(
@@ -388,17 +384,10 @@ pub async fn enqueue_many_all_or_nothing<S: Store>(s: &S) {
         "batch ending on a stored id",
         s.enqueue_many(mixed, 35).await,
     );
-    let outcomes: Vec<EnqueueOutcome> = out.iter().map(|e| e.outcome).collect();
     check_eq!(
         C,
-        outcomes,
-        vec![
-            EnqueueOutcome::Created,
-            EnqueueOutcome::Replay,
-            EnqueueOutcome::Created,
-            EnqueueOutcome::Replay,
-            EnqueueOutcome::Replay
-        ],
+        outcomes(&out),
+        vec![new, replay, new, replay, replay],
         "replays found at their own places"
     );
     check_eq!(
