@@ -107,7 +107,7 @@ impl Store for Slow {
     async fn cancel(&self, id: &str, now_ms: u64) -> Result<Record, StoreError> {
         self.inner.cancel(id, now_ms).await
     }
-    async fn relay_back(&self, relay: &str, now_ms: u64) -> Result<u32, StoreError> {
+    async fn relay_back(&self, relay: &str, now_ms: u64) -> Result<Vec<Record>, StoreError> {
         self.inner.relay_back(relay, now_ms).await
     }
     async fn purge(&self, before_ms: u64) -> Result<u32, StoreError> {
@@ -501,9 +501,12 @@ fn a_relay_that_answers_again_wakes_the_records_waiting_for_it() {
             failed: Cell::new(false),
             recovered: RefCell::new(Vec::new()),
         };
+        // Every record a run reports woken, as the observer saw it.
+        let woken: RefCell<Vec<(String, Option<u64>)>> = RefCell::new(Vec::new());
         let run_at = |now: u64| {
             let t = &t;
             let store = &store;
+            let woken = &woken;
             async move {
                 // A clock that moves 1 ms per reading.
                 let clock = Cell::new(now);
@@ -513,7 +516,11 @@ fn a_relay_that_answers_again_wakes_the_records_waiting_for_it() {
                     &config(2, 2),
                     &|| clock.replace(clock.get() + 1),
                     &mut counter(),
-                    &mut |_| {},
+                    &mut |e| {
+                        if let FlushEvent::Woken { record } = e {
+                            woken.borrow_mut().push((record.id.clone(), record.due_ms));
+                        }
+                    },
                     100,
                 )
                 .await
@@ -522,6 +529,10 @@ fn a_relay_that_answers_again_wakes_the_records_waiting_for_it() {
         };
         let down = run_at(0).await;
         assert_eq!(down.stats.retrying, 4, "{down:?}");
+        assert!(
+            woken.borrow().is_empty(),
+            "nothing woken while the relay is down"
+        );
         for id in &waiting {
             let r = store.get(id).await.unwrap().unwrap();
             assert!(r.due_ms >= Some(1_000), "backing off: {:?}", r.due_ms);
@@ -532,6 +543,21 @@ fn a_relay_that_answers_again_wakes_the_records_waiting_for_it() {
         store.enqueue(plan, 10).await.unwrap();
         let back = run_at(10).await;
         assert_eq!(back.stats.woken, 4, "{back:?}");
+        // The observer heard of each woken record, due at once (an app's `change`).
+        let mut heard = woken.borrow().clone();
+        heard.sort();
+        let mut expected: Vec<String> = waiting.clone();
+        expected.sort();
+        assert_eq!(
+            heard.iter().map(|(id, _)| id.clone()).collect::<Vec<_>>(),
+            expected
+        );
+        assert!(
+            heard
+                .iter()
+                .all(|(_, due)| due.is_some_and(|d| (10..1_000).contains(&d))),
+            "due at the wake-up, not after the backoff: {heard:?}"
+        );
         assert_eq!(back.stats.satisfied, 5, "{back:?}");
         assert_eq!(store.status().await.unwrap().satisfied, 5);
         for id in &waiting {

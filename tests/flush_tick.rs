@@ -21,6 +21,7 @@ enum Seen {
     Exhausted(String, Option<StopReason>),
     Lost(String),
     Released(String),
+    Woken(String),
 }
 
 fn record_into(log: &mut Vec<Seen>) -> impl FnMut(FlushEvent<'_>) + '_ {
@@ -36,6 +37,7 @@ fn record_into(log: &mut Vec<Seen>) -> impl FnMut(FlushEvent<'_>) + '_ {
             FlushEvent::Exhausted { record } => Seen::Exhausted(record.id.clone(), record.reason),
             FlushEvent::LostClaim { id } => Seen::Lost(id.to_string()),
             FlushEvent::Released { record } => Seen::Released(record.id.clone()),
+            FlushEvent::Woken { record } => Seen::Woken(record.id.clone()),
         })
     }
 }

@@ -113,7 +113,7 @@ impl Store for Broken {
     async fn cancel(&self, id: &str, now_ms: u64) -> Result<Record, StoreError> {
         self.inner.cancel(id, now_ms).await
     }
-    async fn relay_back(&self, relay: &str, now_ms: u64) -> Result<u32, StoreError> {
+    async fn relay_back(&self, relay: &str, now_ms: u64) -> Result<Vec<Record>, StoreError> {
         self.inner.relay_back(relay, now_ms).await
     }
     async fn purge(&self, before_ms: u64) -> Result<u32, StoreError> {

@@ -154,6 +154,12 @@ pub enum FlushEvent<'a> {
         /// The record as stored.
         record: &'a Record,
     },
+    /// The record was waiting for a relay that could not be reached, which answered
+    /// again: it is due at once ([`Store::relay_back`]); this run claims it.
+    Woken {
+        /// The record as stored.
+        record: &'a Record,
+    },
     /// The attempt's result arrived after the lease was lost and changed nothing.
     LostClaim {
         /// The item id.
@@ -346,7 +352,7 @@ enum Step {
     Released(Vec<Slot>, Vec<Result<Record, StoreError>>),
     /// The records waiting for relays that answered again were made due (at that
     /// time).
-    Woken(u64, Result<u32, StoreError>),
+    Woken(u64, Result<Vec<Record>, StoreError>),
 }
 
 /// One relay's publishes in a [`run`].
@@ -520,10 +526,10 @@ pub async fn run<S: Store, T: Transport>(
                 if !back.is_empty() {
                     waking = true;
                     running.push(Box::pin(async move {
-                        let mut woken = 0u32;
+                        let mut woken = Vec::new();
                         for relay in &back {
                             match store.relay_back(relay, now).await {
-                                Ok(n) => woken = woken.saturating_add(n),
+                                Ok(records) => woken.extend(records),
                                 Err(e) => return Step::Woken(now, Err(e)),
                             }
                         }
@@ -663,9 +669,13 @@ pub async fn run<S: Store, T: Transport>(
                 waking = false;
                 failure.get_or_insert(e);
             }
-            Step::Woken(at, Ok(n)) => {
+            Step::Woken(at, Ok(woken)) => {
                 waking = false;
-                summary.stats.woken += n;
+                let n = u32::try_from(woken.len()).unwrap_or(u32::MAX);
+                summary.stats.woken = summary.stats.woken.saturating_add(n);
+                for record in &woken {
+                    observer(FlushEvent::Woken { record });
+                }
                 if n > 0 {
                     more = true;
                     due_cutoff = due_cutoff.max(at);

@@ -101,7 +101,7 @@ impl Store for AnyStore {
     async fn cancel(&self, id: &str, now_ms: u64) -> Result<Record, StoreError> {
         delegate!(self, s => s.cancel(id, now_ms))
     }
-    async fn relay_back(&self, relay: &str, now_ms: u64) -> Result<u32, StoreError> {
+    async fn relay_back(&self, relay: &str, now_ms: u64) -> Result<Vec<Record>, StoreError> {
         delegate!(self, s => s.relay_back(relay, now_ms))
     }
     async fn purge(&self, before_ms: u64) -> Result<u32, StoreError> {

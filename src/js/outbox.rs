@@ -323,8 +323,9 @@ impl Outbox {
                 FlushEvent::Delivered { record } => ("delivered", record),
                 FlushEvent::Retrying { record } => ("retrying", record),
                 FlushEvent::Exhausted { record } => ("exhausted", record),
-                // Handed back unattempted: only its stage and lease changed.
-                FlushEvent::Released { record } => {
+                // Handed back unattempted (only its stage and lease changed), or due at
+                // once because its relay answered again (only its due time changed).
+                FlushEvent::Released { record } | FlushEvent::Woken { record } => {
                     sink.emit("change", &view::record(record));
                     return;
                 }

@@ -188,17 +188,16 @@ impl Store for MemoryStore {
         self.update(id, |r| core::cancel(r, now_ms))
     }
 
-    async fn relay_back(&self, relay: &str, now_ms: u64) -> Result<u32, StoreError> {
+    async fn relay_back(&self, relay: &str, now_ms: u64) -> Result<Vec<Record>, StoreError> {
         let mut map = self.records.borrow_mut();
         let woken: Vec<Record> = map
             .values()
             .filter_map(|r| core::relay_back(r, relay, now_ms))
             .collect();
-        let n = u32::try_from(woken.len()).unwrap_or(u32::MAX);
-        for record in woken {
-            map.insert(record);
+        for record in &woken {
+            map.insert(record.clone());
         }
-        Ok(n)
+        Ok(woken)
     }
 
     async fn purge(&self, before_ms: u64) -> Result<u32, StoreError> {

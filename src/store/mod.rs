@@ -188,8 +188,8 @@ pub trait Store {
 
     /// A relay answered again after it was unreachable: every record waiting for it
     /// ([`crate::core::relay_back`]) comes due at `now_ms`, in one transaction. Answers
-    /// how many changed.
-    async fn relay_back(&self, relay: &str, now_ms: u64) -> Result<u32, StoreError>;
+    /// the records it changed, as stored.
+    async fn relay_back(&self, relay: &str, now_ms: u64) -> Result<Vec<Record>, StoreError>;
 
     /// Re-arms an exhausted record ([`crate::core::retry()`]).
     async fn retry(&self, id: &str, now_ms: u64) -> Result<Record, StoreError>;

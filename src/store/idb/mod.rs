@@ -656,7 +656,7 @@ impl Store for IdbStore {
         self.update(id, &|r| core::cancel(r, now_ms)).await
     }
 
-    async fn relay_back(&self, relay: &str, now_ms: u64) -> Result<u32, StoreError> {
+    async fn relay_back(&self, relay: &str, now_ms: u64) -> Result<Vec<Record>, StoreError> {
         // Only `retryable` rows can qualify: read those through the stage index.
         self.run(async |db| {
             let tx = Tx::open(db, &[RECORDS], true, Durability::Relaxed)?;
@@ -664,13 +664,13 @@ impl Store for IdbStore {
             let index = store.index(IDX_STAGE).map_err(failure)?;
             let range = stage_range(Stage::Retryable)?;
             let page = request(index.get_all_with_key(&range)).await?;
-            let mut woken = 0u32;
+            let mut woken = Vec::new();
             for record in self.decode_page(page) {
                 if let Some(next) = core::relay_back(&record, relay, now_ms) {
                     store
                         .put(&row::to_js(&codec::encode(&next)?))
                         .map_err(failure)?;
-                    woken = woken.saturating_add(1);
+                    woken.push(next);
                 }
             }
             tx.commit().await?;
