@@ -8,6 +8,7 @@
 
 use nostr_outbox::nostr::{
     classify_ok, normalize_targets, verify_event_json, Event, RelayMessage, RelayUrl,
+    SignatureCheck,
 };
 use proptest::prelude::*;
 use serde_json::{json, Value};
@@ -203,5 +204,43 @@ proptest! {
                 prop_assert_eq!(e.id(), orig.id());
             }
         }
+    }
+}
+
+proptest! {
+    #![proptest_config(cases(120))]
+
+    /// `SignatureCheck::first_bad` over runs long enough for BIP-340 batch verification
+    /// answers what one-by-one checks answer, with or without one hex digit changed in
+    /// one item's id, pubkey or sig.
+    #[test]
+    fn batch_signature_check_agrees_with_one_by_one(
+        picks in prop::collection::vec(any::<prop::sample::Index>(), 4..48),
+        corrupt in prop::option::of((any::<prop::sample::Index>(), 0usize..3,
+                                     any::<prop::sample::Index>(), 0u8..16)),
+    ) {
+        let jsons = valid_jsons();
+        let mut events: Vec<Event> = picks
+            .iter()
+            .map(|p| Event::parse_json(&jsons[p.index(jsons.len())]).unwrap())
+            .collect();
+        if let Some((item, field, digit, value)) = corrupt {
+            let item = item.index(events.len());
+            let e = &events[item];
+            let old = match field { 0 => e.id(), 1 => e.pubkey(), _ => e.sig() }.to_string();
+            let mut new = old.clone().into_bytes();
+            let at = digit.index(new.len());
+            new[at] = b"0123456789abcdef"[usize::from(value)];
+            let new = String::from_utf8(new).unwrap();
+            let text = e.raw().replace(&format!("\"{old}\""), &format!("\"{new}\""));
+            events[item] = Event::parse_json(&text).unwrap();
+        }
+        let checks: Vec<SignatureCheck> = events.iter().map(Event::signature).collect();
+        let one_by_one = events
+            .iter()
+            .enumerate()
+            .find_map(|(i, e)| e.verify_signature().err().map(|err| (i, err.to_string())));
+        let batch = SignatureCheck::first_bad(&checks).map(|(i, err)| (i, err.to_string()));
+        prop_assert_eq!(batch, one_by_one);
     }
 }
