@@ -73,7 +73,7 @@ fn equation_holds(items: &[([u8; 32], [u8; 32], [u8; 64])]) -> Option<bool> {
     let challenge = tagged(b"BIP0340/challenge");
 
     let mut authors: Vec<Author> = Vec::new();
-    let mut rs: Vec<(AffinePoint, u128)> = Vec::with_capacity(items.len());
+    let mut rs: Vec<(ProjectivePoint, u128)> = Vec::with_capacity(items.len());
     let mut s_sum = Scalar::ZERO;
     for (i, (id, pubkey, sig)) in items.iter().enumerate() {
         // The same checks as single verification: the key lifts, r < p and r ≠ 0,
@@ -108,7 +108,7 @@ fn equation_holds(items: &[([u8; 32], [u8; 32], [u8; 64])]) -> Option<bool> {
         let a_scalar = Scalar::from(a);
         s_sum += a_scalar * s;
         authors[at].coefficient += a_scalar * e;
-        rs.push((big_r, a));
+        rs.push((ProjectivePoint::from(big_r), a));
     }
 
     // S·G − Σ cₖ·Pₖ − Σ aᵢ·Rᵢ must be the point at infinity. The G and P terms go
@@ -162,7 +162,7 @@ fn window_bits(n: usize) -> usize {
 /// `Σ aᵢ·Pᵢ` by Pippenger's bucket method: for each `w`-bit window of the
 /// coefficients (from the top), add each point into the bucket of its digit, then
 /// add up `Σ d·bucket[d]` as running sums, after doubling the total `w` times.
-fn sum_of_multiples(terms: &[(AffinePoint, u128)]) -> ProjectivePoint {
+fn sum_of_multiples(terms: &[(ProjectivePoint, u128)]) -> ProjectivePoint {
     let w = window_bits(terms.len());
     let windows = 128usize.div_ceil(w);
     let mask = (1u128 << w) - 1;
@@ -231,15 +231,15 @@ mod tests {
     #[test]
     fn sum_of_multiples_matches_scalar_multiplication() {
         for n in [0usize, 1, 2, 3, 17, 200] {
-            let terms: Vec<(AffinePoint, u128)> = (0..n)
+            let terms: Vec<(ProjectivePoint, u128)> = (0..n)
                 .map(|i| {
                     let p = ProjectivePoint::GENERATOR * Scalar::from(i as u64 + 3);
                     let a = (u128::MAX / (i as u128 + 1)) ^ ((i as u128) << 77);
-                    (p.to_affine(), a)
+                    (p, a)
                 })
                 .collect();
             let expected = terms.iter().fold(ProjectivePoint::IDENTITY, |acc, (p, a)| {
-                acc + ProjectivePoint::from(*p) * Scalar::from(*a)
+                acc + *p * Scalar::from(*a)
             });
             assert_eq!(sum_of_multiples(&terms), expected, "n = {n}");
         }
