@@ -196,10 +196,6 @@ mod tests {
     use super::*;
     use k256::schnorr::SigningKey;
 
-    fn hex_of(bytes: &[u8]) -> String {
-        bytes.iter().map(|b| format!("{b:02x}")).collect()
-    }
-
     /// `n` signatures by `authors` keys over distinct ids, as hex triples.
     fn signed(n: usize, authors: u8) -> Vec<(String, String, String)> {
         (0..n)
@@ -212,9 +208,9 @@ mod tests {
                     .expect("test signature")
                     .to_bytes();
                 (
-                    hex_of(&id),
-                    hex_of(&key.verifying_key().to_bytes()),
-                    hex_of(&sig),
+                    hex::encode(&id),
+                    hex::encode(&key.verifying_key().to_bytes()),
+                    hex::encode(&sig),
                 )
             })
             .collect()
@@ -277,7 +273,7 @@ mod tests {
                     .or_else(|| hex::decode::<32>(bytes).map(|b| b.to_vec()))
                     .expect("hex");
                 raw[bit / 8] ^= 1 << (bit % 8);
-                *bytes = hex_of(&raw);
+                *bytes = hex::encode(&raw);
                 cases.push(items);
             }
             let mut other_key = good.clone();
@@ -336,7 +332,7 @@ mod tests {
             let mut sig = [0u8; 64];
             sig[..32].copy_from_slice(x);
             sig[32..].copy_from_slice(&s.to_bytes());
-            let item = (hex_of(&id), hex_of(&pubkey), hex_of(&sig));
+            let item = (hex::encode(&id), hex::encode(&pubkey), hex::encode(&sig));
             let vk = VerifyingKey::from_bytes(&pubkey).expect("key");
             let single = Signature::try_from(&sig[..])
                 .map(|sig| vk.verify_raw(&id, &sig).is_ok())
