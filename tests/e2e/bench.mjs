@@ -268,15 +268,24 @@ async function benchEnqueue(page) {
   }
 }
 
-async function benchSingle(page) {
+async function benchSingle(page, comparePage = null) {
   const n = COUNT.single;
   line(`\n== 1b. single enqueue (strict) vs one raw put per transaction (strict), ${n} ops interleaved x ${RUNS} runs`);
   // The rows captured by 1a are needed for the raw puts.
   if (!results.figures.enqueueMany) await call(page, "enqueueMany", { n: COUNT.enqueue, relays: FAKE_RELAYS, durability: "strict", capture: true });
   const args = { n, relays: FAKE_RELAYS, durability: "strict" };
   await call(page, "single", { ...args, n: 20, offset: 0 });
+  if (comparePage) {
+    await call(comparePage, "enqueueMany", { n: COUNT.enqueue, relays: FAKE_RELAYS, durability: "strict", capture: true });
+    await call(comparePage, "single", { ...args, n: 20, offset: 0 });
+  }
+  // With --compare, the other build's rounds alternate with this one's.
   const runs = [];
-  for (let round = 0; round < RUNS; round++) runs.push(await call(page, "single", { ...args, offset: 20 + round * n }));
+  const compared = [];
+  for (let round = 0; round < RUNS; round++) {
+    runs.push(await call(page, "single", { ...args, offset: 20 + round * n }));
+    if (comparePage) compared.push(await call(comparePage, "single", { ...args, offset: 20 + round * n }));
+  }
   const m = Object.fromEntries(["raw", "api", "validation", "peer"].map((k) => [k, median(runs.map((r) => r[k]))]));
   line(`   raw put (own strict transaction)   median ${ms(m.raw)}    runs ${list(runs.map((r) => r.raw), (x) => x.toFixed(2))}`);
   line(`   API enqueue (incl. verification)   median ${ms(m.api)}    runs ${list(runs.map((r) => r.api), (x) => x.toFixed(2))}`);
@@ -290,6 +299,11 @@ async function benchSingle(page) {
     ratioExclValidation: m.raw / (m.api - m.validation),
     ratioVsPeer: m.peer / m.api,
   };
+  if (comparePage) {
+    const c = Object.fromEntries(["raw", "api"].map((k) => [k, median(compared.map((x) => x[k]))]));
+    line(`   --compare ${COMPARE}: raw put median ${ms(c.raw)}, API enqueue median ${ms(c.api)}    runs ${list(compared.map((x) => x.api), (x) => x.toFixed(2))}; raw/API ${(c.raw / c.api).toFixed(2)} (this build ${(m.raw / m.api).toFixed(2)})`);
+    r.compare = { runs: compared, median: c };
+  }
   line(`BENCH single enqueue: raw/API incl. verification ${r.ratioInclVerification.toFixed(2)}; raw/(API - validation) ${r.ratioExclValidation.toFixed(2)} (goal >= 0.8); (nostr-tools verify + put)/API ${r.ratioVsPeer.toFixed(2)}`);
   results.figures.single = r;
   noteLoad("single");
@@ -652,7 +666,7 @@ async function main() {
     }
     try {
       if (ONLY.includes("enqueue")) await timed("enqueue", () => benchEnqueue(page));
-      if (ONLY.includes("single")) await timed("single", () => benchSingle(page));
+      if (ONLY.includes("single")) await timed("single", () => benchSingle(page, comparePage));
       if (ONLY.includes("flush")) {
         await timed("flush", async () => {
           results.figures.flush = await benchFlush(page, { label: "3. flush", n: COUNT.flush, relayCount: 1, comparePage });

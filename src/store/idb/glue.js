@@ -50,20 +50,25 @@ export function transactionDone(tx) {
   });
 }
 
-// Adds every row; a row whose key already exists does not abort the transaction:
-// its index is reported so the caller can decide between replay and conflict. Any
-// other failure aborts the transaction as usual. Resolves with the indexes of the
-// rows that already existed.
+// Adds every row. With `tolerateExisting`, a row whose key already exists does not
+// abort the transaction: its index is reported so the caller can decide between replay
+// and conflict. Without it, such a row's error is left to abort the transaction (so
+// nothing is written, in every browser, even when the caller has already called
+// `commit()`), and its index is still reported: the caller then knows a key collision
+// was the cause and can write the batch again, tolerating it. Resolves with the indexes
+// of the rows that already existed.
 //
 // Any other failure (QuotaExceededError at the request in Firefox) aborts the
 // transaction at once, inside the error event, before the caller can commit it, and
-// rejects with that error: an add that did not happen is never reported as done.
+// rejects with that error: an add that did not happen is never reported as done. The
+// AbortErrors of the requests after an abort are its consequence, not a failure of
+// their own.
 //
 // A transaction's requests answer in the order they were made, so only the last one
 // listens for success (one call back into JavaScript per batch, not per row), and the
 // error handler is one function for all of them: it finds the failed request's index
 // by walking forward from the previous failure's.
-export function addRows(store, rows) {
+export function addRows(store, rows, tolerateExisting) {
   return new Promise((resolve, reject) => {
     const existing = [];
     let failed = null;
@@ -78,11 +83,14 @@ export function addRows(store, rows) {
     const onError = (event) => {
       const req = event.target;
       while (cursor < n && requests[cursor] !== req) cursor += 1;
-      if (req.error && req.error.name === "ConstraintError") {
-        event.preventDefault();
-        event.stopPropagation();
+      const name = req.error ? req.error.name : "";
+      if (name === "ConstraintError") {
+        if (tolerateExisting) {
+          event.preventDefault();
+          event.stopPropagation();
+        }
         existing.push(cursor);
-      } else if (!failed) {
+      } else if (!failed && !(name === "AbortError" && existing.length > 0)) {
         failed = req.error || new DOMException("add failed", "UnknownError");
         try {
           store.transaction.abort();
@@ -92,10 +100,22 @@ export function addRows(store, rows) {
       }
       if (req === requests[n - 1]) finish();
     };
-    for (let i = 0; i < n; i += 1) {
-      const req = store.add(rows[i]);
-      req.onerror = onError;
-      requests[i] = req;
+    try {
+      for (let i = 0; i < n; i += 1) {
+        const req = store.add(rows[i]);
+        req.onerror = onError;
+        requests[i] = req;
+      }
+    } catch (e) {
+      // An add that throws (the connection refuses writes, a value that cannot be
+      // cloned) must not leave the rows before it to be committed.
+      try {
+        store.transaction.abort();
+      } catch (_) {
+        // Not active any more.
+      }
+      reject(e);
+      return;
     }
     requests[n - 1].onsuccess = finish;
   });

@@ -19,7 +19,11 @@ extern "C" {
     #[wasm_bindgen(js_name = getMany)]
     fn get_many_js(store: &web_sys::IdbObjectStore, keys: &Array) -> Promise;
     #[wasm_bindgen(js_name = addRows)]
-    pub(super) fn add_rows(store: &web_sys::IdbObjectStore, rows: &Array) -> Promise;
+    pub(super) fn add_rows(
+        store: &web_sys::IdbObjectStore,
+        rows: &Array,
+        tolerate_existing: bool,
+    ) -> Promise;
     #[wasm_bindgen(js_name = openTransaction, catch)]
     fn open_transaction_js(
         db: &IdbDatabase,
