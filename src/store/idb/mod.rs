@@ -421,10 +421,14 @@ impl IdbStore {
                 row::to_js(&codec::encode(decisions[i].record())?),
             );
         }
-        let answers: Vec<Enqueued> = decisions
-            .iter()
-            .map(|d| d.clone().into_enqueued())
-            .collect();
+        // Made only once the rows are with the browser, so a batch holds two copies of
+        // its records at most (the decisions and the answers), not three.
+        let answers = || -> Vec<Enqueued> {
+            decisions
+                .iter()
+                .map(|d| d.clone().into_enqueued())
+                .collect()
+        };
         // One new row (every single enqueue): first as if its key were not stored (a
         // replay is the rare case), so the commit is asked for as soon as the check has
         // passed, without waiting for the add's answer: a round trip to the browser less
@@ -457,7 +461,7 @@ impl IdbStore {
                     // an empty transaction, and an empty one commits fine.
                     let added = adding.await;
                     if committed.is_ok() && added.is_ok_and(|e| Array::from(&e).length() == 0) {
-                        return Ok(answers.clone());
+                        return Ok(answers());
                     }
                     continue;
                 }
@@ -465,7 +469,7 @@ impl IdbStore {
                 // stored record (replay, or conflict → abort).
                 let existing = adding.await.map_err(failure)?;
                 let existing: Array = existing.unchecked_into();
-                let mut answers = answers.clone();
+                let mut answers = answers();
                 for slot in existing.iter() {
                     let slot = slot.as_f64().unwrap_or(0.0) as usize;
                     let Some(&i) = created.get(slot) else {
