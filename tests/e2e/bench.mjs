@@ -675,8 +675,8 @@ async function main() {
       }
       if (ONLY.includes("fanout")) {
         await timed("fanout", async () => {
-          // nostr-tools at 256 in flight only (its faster width in flush in every run so
-          // far, within 5 % of 16 in fan-out either way): 16 costs ~75 s more (--extra).
+          // nostr-tools at 256 in flight only (in fan-out 1.2x faster than 16 in session
+          // 3's run, within 5 % of it in session 6's): 16 costs ~75 s more (--extra).
           const peerWidths = EXTRA ? [16, 256] : [256];
           results.figures.fanout = await benchFlush(page, { label: "4. fan-out", n: COUNT.fanout, relayCount: 5, policy: "all", comparePage, peerWidths });
           if (PROFILE === "fanout") await profileFlush(page, "fanout", 5, COUNT.fanout, "all");
