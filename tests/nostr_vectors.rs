@@ -10,8 +10,8 @@ use nostr_outbox::nostr::{verify_event_json, Event, EventError, SignatureCheck};
 use serde_json::Value;
 
 /// A test with an async body, for checks that take long in an unoptimised browser
-/// build: there it is a `wasm_bindgen_test` and its `event_loop_turn().await`s give the
-/// page's event loop a turn between cases (a page busy for most of a minute stops
+/// build: there it is a `wasm_bindgen_test` and `check_each` gives the page's event
+/// loop a turn between cases (a page busy for most of a minute stops
 /// answering wasm-bindgen-test-runner's WebDriver polls, and the run then fails with a
 /// driver error instead of a verdict: seen in CI as "missing field `chunk`"); natively
 /// it is a plain `#[test]` run to completion.
@@ -169,9 +169,13 @@ fn events_and_verdicts() -> (Vec<Event>, Vec<Option<String>>) {
 /// answers for it (the first bad one's index and error text), and a label.
 type Case = (Vec<SignatureCheck>, Option<(usize, String)>, String);
 
-fn check_first_bad((list, want, label): &Case) {
-    let got = SignatureCheck::first_bad(list).map(|(i, e)| (i, e.to_string()));
-    assert_eq!(&got, want, "{label}");
+/// Checks each case, giving the event loop a turn after each (see `yielding_test!`).
+async fn check_each(cases: Vec<Case>) {
+    for (list, want, label) in cases {
+        let got = SignatureCheck::first_bad(&list).map(|(i, e)| (i, e.to_string()));
+        assert_eq!(got, want, "{label}");
+        event_loop_turn().await;
+    }
 }
 
 /// The orders `first_bad_signature_agrees_with_one_by_one` checks (indexes into
@@ -220,10 +224,7 @@ yielding_test! {
     fn first_bad_signature_agrees_with_one_by_one() {
         let (events, alone) = events_and_verdicts();
         assert!(alone.iter().filter(|a| a.is_some()).count() >= 40);
-        for case in order_cases(&events, &alone) {
-            check_first_bad(&case);
-            event_loop_turn().await;
-        }
+        check_each(order_cases(&events, &alone)).await;
         assert_eq!(SignatureCheck::first_bad(&[]).map(|(i, _)| i), None);
         // One check alone agrees too.
         for (i, e) in events.iter().enumerate() {
@@ -272,10 +273,7 @@ yielding_test! {
     /// verification (`BATCH_SIZE` at a time); the answer is still what checking one by
     /// one says.
     fn first_bad_signature_in_long_runs_agrees_with_one_by_one() {
-        for case in long_run_cases() {
-            check_first_bad(&case);
-            event_loop_turn().await;
-        }
+        check_each(long_run_cases()).await;
     }
 }
 

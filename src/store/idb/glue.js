@@ -52,17 +52,13 @@ export function transactionDone(tx) {
 
 // Adds every row. With `tolerateExisting`, a row whose key already exists does not
 // abort the transaction: its index is reported so the caller can decide between replay
-// and conflict. Without it, such a row's error is left to abort the transaction (so
-// nothing is written, in every browser, even when the caller has already called
-// `commit()`), and its index is still reported: the caller then knows a key collision
-// was the cause and can write the batch again, tolerating it. Resolves with the indexes
-// of the rows that already existed.
+// and conflict. Without it, such a row's error is left to fail the transaction as any
+// other would (the caller then writes the row again, tolerating it). Resolves with the
+// indexes of the rows that already existed.
 //
 // Any other failure (QuotaExceededError at the request in Firefox) aborts the
 // transaction at once, inside the error event, before the caller can commit it, and
-// rejects with that error: an add that did not happen is never reported as done. The
-// AbortErrors of the requests after an abort are its consequence, not a failure of
-// their own.
+// rejects with that error: an add that did not happen is never reported as done.
 //
 // A transaction's requests answer in the order they were made, so only the last one
 // listens for success (one call back into JavaScript per batch, not per row), and the
@@ -90,7 +86,7 @@ export function addRows(store, rows, tolerateExisting) {
           event.stopPropagation();
         }
         existing.push(cursor);
-      } else if (!failed && !(name === "AbortError" && existing.length > 0)) {
+      } else if (!failed) {
         failed = req.error || new DOMException("add failed", "UnknownError");
         try {
           store.transaction.abort();

@@ -440,9 +440,13 @@ impl IdbStore {
         // way, which decides a stored key against its record and reports any other
         // error as the browser gives it (a full quota, for one, reaches a Firefox
         // transaction already committing only as an AbortError).
-        let optimistic = created.len() == 1;
+        let attempts: &[bool] = if created.len() == 1 {
+            &[false, true]
+        } else {
+            &[true]
+        };
         self.run(async |db| {
-            for tolerate_existing in [!optimistic, true] {
+            for &tolerate_existing in attempts {
                 let tx = Tx::open(db, &[RECORDS], true, self.options.durability)?;
                 let store = tx.store(RECORDS)?;
                 let adding = JsFuture::from(sys::add_rows(&store, &rows, tolerate_existing));
