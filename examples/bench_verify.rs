@@ -1,9 +1,13 @@
 //! Native benchmark of event verification: parse + id + BIP-340 signature check over
 //! the valid cross-implementation vectors (`tests/data/event_vectors.json`), printing
-//! events per second. Run: `cargo run --release --example bench_verify [rounds]`.
+//! events per second; then the same number of events signed by one key (checked with
+//! that key's table, as an outbox checks its user's events) and by a new key each (no
+//! table: every check lifts its key). Run:
+//! `cargo run --release --example bench_verify [rounds]`.
 
 use std::time::Instant;
 
+use k256::schnorr::SigningKey;
 use nostr_outbox::nostr::{verify_event_json, Event, SignatureCheck};
 use serde_json::Value;
 
@@ -41,7 +45,9 @@ fn main() {
     let mut by_author = parsed.clone();
     by_author.sort_by(|a, b| a.pubkey().cmp(b.pubkey()));
     let checks: Vec<SignatureCheck> = by_author.iter().map(Event::signature).collect();
-    let phases: [(&str, &dyn Fn() -> bool); 6] = [
+    let one_author: Vec<Event> = (0..events.len()).map(|n| signed(0, n)).collect();
+    let new_keys: Vec<Event> = (0..events.len()).map(|n| signed(n + 1, n)).collect();
+    let phases: [(&str, &dyn Fn() -> bool); 8] = [
         ("parse only", &|| {
             events.iter().all(|e| Event::parse_json(e).is_ok())
         }),
@@ -60,6 +66,13 @@ fn main() {
         ("parse + id + signature", &|| {
             events.iter().all(|e| verify_event_json(e))
         }),
+        ("signature, 1 author", &|| {
+            one_author.iter().all(|e| e.verify_signature().is_ok())
+        }),
+        // More keys than are kept lifted, in turn: no check finds its key.
+        ("signature, a new key each", &|| {
+            new_keys.iter().all(|e| e.verify_signature().is_ok())
+        }),
     ];
     for (name, run) in phases {
         let start = Instant::now();
@@ -74,4 +87,37 @@ fn main() {
             secs / n * 1e6
         );
     }
+}
+
+/// An event numbered `n` signed by the key numbered `key`.
+fn signed(key: usize, n: usize) -> Event {
+    let mut secret = [0x5au8; 32];
+    secret[..8].copy_from_slice(&(key as u64 + 1).to_be_bytes());
+    let key = SigningKey::from_bytes(&secret).expect("a valid secret key");
+    let pubkey: String = key
+        .verifying_key()
+        .to_bytes()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let draft = |id: String, sig: String| {
+        Event::from_parts(
+            id,
+            pubkey.clone(),
+            1_700_000_000 + n as u64,
+            1,
+            vec![],
+            format!("note {n}"),
+            sig,
+        )
+        .expect("well-formed fields")
+    };
+    let id = draft("0".repeat(64), "0".repeat(128)).compute_id();
+    let mut id_bytes = [0u8; 32];
+    for (i, byte) in id_bytes.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(&id[2 * i..2 * i + 2], 16).expect("hex id");
+    }
+    let sig = key.sign_raw(&id_bytes, &[7; 32]).expect("signs");
+    let sig: String = sig.to_bytes().iter().map(|b| format!("{b:02x}")).collect();
+    draft(id, sig)
 }

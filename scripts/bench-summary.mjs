@@ -39,6 +39,10 @@ row("7 .wasm size (gzip -9)", /BENCH size: \.wasm (\d+) B raw, (\d+) B gzip/, (m
   `${m[1]} B raw`, `${m[2]} B`, "<= 150 KB", num(m[2]) <= 150_000 ? "yes" : "no"]);
 row("8 verification vs nostr-tools verifyEvent", /BENCH verify: .*?throughput ([\d.]+)x/, (m) => [
   "events/s, one call per event", `${m[1]}x`, "none", "-"]);
+row("8 (new keys) a new key per event, vs verifyEvent", /BENCH verify new keys: .*?event ([\d.]+)x/, (m) => [
+  "events/s, one call per event", `${m[1]}x`, "none", "-"]);
+row("8 (one author) one key for every event, vs verifyEvent", /BENCH verify one author: .*?event ([\d.]+)x/, (m) => [
+  "events/s, one call per event", `${m[1]}x`, "none", "-"]);
 row("8b batch verification (as enqueueMany) vs verifyEvent", /BENCH verify batch: .*?throughput ([\d.]+)x/, (m) => [
   "events/s, parse + id each, one batch check", `${m[1]}x`, "none", "-"]);
 

@@ -1,6 +1,10 @@
 // Browser benchmark: event verification throughput in headless Chromium, our Rust→wasm
 // (examples/bench_verify_wasm.rs) next to nostr-tools' verifyEvent, in the same page, on
-// the same valid events (tests/data/event_vectors.json). Prints events/s and the ratio.
+// the same valid events (tests/data/event_vectors.json, 8 authors). Prints events/s and
+// the ratio. Then the same count of events signed in the page by a new key each (no key
+// is checked twice: the wasm lifts each key and has no table for it) and by one key
+// (the wasm checks with that key's table, as an outbox checks its user's events), one
+// call per event on both sides.
 //
 // Usage (from the repository root):
 //   cargo build --release --example bench_verify_wasm --target wasm32-unknown-unknown
@@ -34,7 +38,7 @@ const page = `<!doctype html><meta charset="utf-8"><title>verify bench</title>
 }}</script>
 <script type="module">
 import init, { loadEvents, verifyLoaded, verifyLoadedBatch, verifyEventJson } from '/wasm/bench_verify_wasm.js'
-import { verifyEvent } from 'nostr-tools/pure'
+import { verifyEvent, finalizeEvent, generateSecretKey } from 'nostr-tools/pure'
 const report = (r) => fetch('/result', { method: 'POST', body: JSON.stringify(r) })
 try {
   await init()
@@ -46,9 +50,15 @@ try {
   // changes hit all of them alike; three untimed passes let both JITs tier up.
   const clock = () => performance.now()
   if (loadEvents(JSON.stringify(events)) !== events.length) throw new Error('loadEvents failed')
-  const wasmMs = [], callMs = [], ntMs = [], batchMs = []
+  const sign = (key, i) => JSON.stringify(finalizeEvent({ kind: 1, created_at: 1700000000 + i, tags: [], content: 'note ' + i }, key))
+  const newKeys = events.map((_, i) => sign(generateSecretKey(), i))
+  const author = generateSecretKey()
+  const oneAuthor = events.map((_, i) => sign(author, i))
+  const perCall = (list) => { let c = 0; for (const e of list) c += verifyEventJson(e) ? 1 : 0; return c }
+  const perCallNt = (list) => { let k = 0; for (const e of list) k += verifyEvent(JSON.parse(e)) ? 1 : 0; return k }
+  const wasmMs = [], callMs = [], ntMs = [], batchMs = [], newMs = [], newNtMs = [], oneMs = [], oneNtMs = []
   for (let r = -3; r < rounds; r++) {
-    // The order of the four rotates from round to round.
+    // The order of the sides rotates from round to round.
     const sides = [
       () => verifyLoaded(1),
       () => { let c = 0; for (const e of events) c += verifyEventJson(e) ? 1 : 0; return c },
@@ -56,10 +66,14 @@ try {
       () => { let k = 0; for (const e of events) k += verifyEvent(JSON.parse(e)) ? 1 : 0; return k },
       // What enqueueMany does: parse and id-check each, then one batch signature check.
       () => verifyLoadedBatch(),
+      () => perCall(newKeys),
+      () => perCallNt(newKeys),
+      () => perCall(oneAuthor),
+      () => perCallNt(oneAuthor),
     ]
-    const ms = [0, 0, 0, 0]
+    const ms = sides.map(() => 0)
     for (let j = 0; j < sides.length; j++) {
-      const i = (((r + 4) % 4) + j) % 4
+      const i = (((r + sides.length) % sides.length) + j) % sides.length
       const t = clock()
       const ok = sides[i]()
       ms[i] = clock() - t
@@ -67,8 +81,9 @@ try {
     }
     if (r < 0) continue
     wasmMs.push(ms[0]); callMs.push(ms[1]); ntMs.push(ms[2]); batchMs.push(ms[3])
+    newMs.push(ms[4]); newNtMs.push(ms[5]); oneMs.push(ms[6]); oneNtMs.push(ms[7])
   }
-  report({ userAgent: navigator.userAgent, events: events.length, rounds, wasmMs, callMs, ntMs, batchMs })
+  report({ userAgent: navigator.userAgent, events: events.length, rounds, wasmMs, callMs, ntMs, batchMs, newMs, newNtMs, oneMs, oneNtMs })
 } catch (e) {
   report({ error: String(e && e.stack || e) })
 }
@@ -116,15 +131,23 @@ const server = createServer((req, res) => {
       const rate = (ms) => (r.events / (ms / 1000)).toFixed(0)
       const runs = (xs) => `[${xs.map(rate).join(', ')}]`
       console.log(`${r.userAgent}`)
-      console.log(`${r.events} valid events per round x ${r.rounds} rounds, the four sides interleaved; events/s: median, then every round`)
+      console.log(`${r.events} valid events per round x ${r.rounds} rounds, the sides interleaved; events/s: median, then every round`)
       console.log(`rust/wasm, loop inside wasm       ${rate(median(r.wasmMs)).padStart(8)} events/s   runs ${runs(r.wasmMs)}`)
       console.log(`rust/wasm, one JS call per event  ${rate(median(r.callMs)).padStart(8)} events/s   runs ${runs(r.callMs)}`)
       console.log(`rust/wasm, batch (as enqueueMany)  ${rate(median(r.batchMs)).padStart(8)} events/s   runs ${runs(r.batchMs)}`)
       console.log(`nostr-tools verifyEvent           ${rate(median(r.ntMs)).padStart(8)} events/s   runs ${runs(r.ntMs)}`)
+      console.log(`signed in the page, ${r.events} events per side, one call per event:`)
+      console.log(`rust/wasm, a new key each         ${rate(median(r.newMs)).padStart(8)} events/s   runs ${runs(r.newMs)}`)
+      console.log(`nostr-tools, a new key each       ${rate(median(r.newNtMs)).padStart(8)} events/s   runs ${runs(r.newNtMs)}`)
+      console.log(`rust/wasm, one author             ${rate(median(r.oneMs)).padStart(8)} events/s   runs ${runs(r.oneMs)}`)
+      console.log(`nostr-tools, one author           ${rate(median(r.oneNtMs)).padStart(8)} events/s   runs ${runs(r.oneNtMs)}`)
       const ratios = r.ntMs.map((t, i) => t / r.callMs[i])
       console.log(`BENCH verify: wasm (one call per event) / nostr-tools throughput ${(median(r.ntMs) / median(r.callMs)).toFixed(2)}x (medians); per round [${ratios.map((x) => x.toFixed(2)).join(', ')}]`)
       const batchRatios = r.ntMs.map((t, i) => t / r.batchMs[i])
       console.log(`BENCH verify batch: wasm (parse + id each, BIP-340 batch signature check, as enqueueMany) / nostr-tools throughput ${(median(r.ntMs) / median(r.batchMs)).toFixed(2)}x (medians); per round [${batchRatios.map((x) => x.toFixed(2)).join(', ')}]`)
+      const pair = (nt, ours) => `${(median(nt) / median(ours)).toFixed(2)}x (medians); per round [${nt.map((t, i) => (t / ours[i]).toFixed(2)).join(', ')}]`
+      console.log(`BENCH verify new keys: wasm / nostr-tools throughput, a new key per event ${pair(r.newNtMs, r.newMs)}`)
+      console.log(`BENCH verify one author: wasm / nostr-tools throughput, one key for every event ${pair(r.oneNtMs, r.oneMs)}`)
       finish(0)
     })
     return

@@ -142,7 +142,7 @@ fn coefficient(seed: &[u8; 32], i: usize) -> u128 {
 }
 
 /// SHA-256 with BIP-340's tag prefix already absorbed.
-fn tagged(tag: &[u8]) -> Sha256 {
+pub(super) fn tagged(tag: &[u8]) -> Sha256 {
     let tag_hash = Sha256::digest(tag);
     Sha256::new().chain_update(tag_hash).chain_update(tag_hash)
 }

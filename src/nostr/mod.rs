@@ -15,6 +15,7 @@ pub mod event;
 mod hex;
 pub mod message;
 pub mod relay_url;
+mod schnorr;
 
 pub use auth::{auth_template, check_auth_event, AUTH_KIND};
 pub use error::{AuthError, EventError, RelayUrlError, TargetsError};
