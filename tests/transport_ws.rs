@@ -617,6 +617,92 @@ async fn a_sync_event_closes_open_circuits_before_flushing() {
     call(&page, "close", &[]).await.expect("close");
 }
 
+/// A probe connects without publishing: while the relay is down it fails and the relay
+/// stays unreachable; once it is up the probe opens, and the relay is reported
+/// recovered once and is no longer unreachable.
+#[wasm_bindgen_test]
+async fn a_probe_reports_a_relay_that_is_back() {
+    let t = transport(|_| {});
+    let url = norm(&switch("/accept?t=probe-transport"));
+    assert_eq!(control(json!(["SWITCH", "down"])).await["switch"], "down");
+    assert!(t.unreachable().is_empty(), "nothing failed yet");
+    assert!(!t.probe(&url).await, "the relay is down");
+    assert_eq!(t.unreachable(), vec![url.clone()]);
+    assert!(t.take_recovered().is_empty());
+    assert_eq!(control(json!(["SWITCH", "up"])).await["switch"], "up");
+    assert!(t.probe(&url).await, "the relay is back");
+    assert!(t.unreachable().is_empty());
+    assert_eq!(t.take_recovered(), vec![url.clone()]);
+    assert!(t.take_recovered().is_empty(), "reported once");
+    // The probe's connection serves the next publish.
+    assert_eq!(
+        t.publish(&url, &note("after a probe")).await.outcome,
+        Outcome::Accepted
+    );
+    assert_eq!(t.diagnostics().relay(&url).unwrap().connections_opened, 2);
+}
+
+/// An auto-flushing outbox whose records wait 10 minutes after failing to reach their
+/// relay still delivers within seconds of the relay coming back: it probes the relay
+/// (1 s after the failed run, then 2, 4 … s) and the record is woken when it answers.
+#[wasm_bindgen_test]
+async fn auto_flush_probes_a_down_relay_and_delivers_when_it_is_back() {
+    let url = norm(&switch("/accept?t=probe-auto"));
+    assert_eq!(control(json!(["SWITCH", "down"])).await["switch"], "down");
+    let options = json!({
+        "name": format!("ws-probe-auto-{}", js_sys::Math::random()),
+        "autoFlush": true,
+        "baseDelayMs": 600_000,
+        "maxDelayMs": 600_000,
+    });
+    let page = JsFuture::from(nostr_outbox::js::Outbox::open(js(options)))
+        .await
+        .expect("open");
+    let ev = note("probe wakes");
+    call(
+        &page,
+        "enqueue",
+        &[JsValue::from_str(&ev.raw), js(json!([url]))],
+    )
+    .await
+    .expect("enqueue");
+    let record = || async {
+        rust(
+            &call(&page, "get", &[JsValue::from_str(&ev.id)])
+                .await
+                .expect("get"),
+        )
+    };
+    // The first attempt fails: the record waits (its next attempt 8 minutes away or
+    // more, with jitter).
+    let mut rec = Value::Null;
+    for _ in 0..100 {
+        rec = record().await;
+        if rec["stage"] == json!("retryable") {
+            break;
+        }
+        sleep(50).await;
+    }
+    assert_eq!(rec["stage"], json!("retryable"), "{rec}");
+    let wait_ms = rec["nextAttemptAt"].as_f64().unwrap_or(0.0) - js_sys::Date::now();
+    assert!(wait_ms > 400_000.0, "{rec}");
+    assert_eq!(control(json!(["SWITCH", "up"])).await["switch"], "up");
+    for _ in 0..150 {
+        rec = record().await;
+        if rec["stage"] == json!("satisfied") {
+            break;
+        }
+        sleep(100).await;
+    }
+    assert_eq!(
+        rec["stage"],
+        json!("satisfied"),
+        "not delivered 15 s after the relay came back: {rec}"
+    );
+    assert_eq!(fetch_by_id(&url, &ev.id).await.len(), 1);
+    call(&page, "close", &[]).await.expect("close");
+}
+
 #[wasm_bindgen_test]
 async fn idle_connection_closes_and_reopens_lazily() {
     let t = transport(|c| c.idle_close_ms = 100);

@@ -212,4 +212,16 @@ impl Transport for AnyTransport {
             AnyTransport::Js(_) => Vec::new(),
         }
     }
+    fn unreachable(&self) -> Vec<String> {
+        match self {
+            AnyTransport::Ws(t) => t.unreachable(),
+            AnyTransport::Js(_) => Vec::new(),
+        }
+    }
+    async fn probe(&self, relay: &str) -> bool {
+        match self {
+            AnyTransport::Ws(t) => t.probe(relay).await,
+            AnyTransport::Js(_) => false,
+        }
+    }
 }

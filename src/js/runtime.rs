@@ -25,6 +25,7 @@ use std::pin::Pin;
 use std::rc::{Rc, Weak};
 use std::task::{Context, Poll, Waker};
 
+use futures_util::future::join_all;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::{spawn_local, JsFuture};
@@ -40,6 +41,12 @@ use crate::transport::Transport;
 const MAX_TIMER_MS: u64 = 2_147_483_647;
 /// A timer fires this much after the due time, so the claim sees the record as due.
 const TIMER_SLACK_MS: u64 = 5;
+/// Auto-flush probes the relays that could not be reached this long after the run that
+/// failed to reach them, while records wait; each probe that reaches none doubles the
+/// delay, up to [`PROBE_MAX_MS`].
+const PROBE_FIRST_MS: u64 = 1_000;
+/// The longest delay between two probes of unreachable relays.
+const PROBE_MAX_MS: u64 = 30_000;
 
 /// How the runtime runs.
 #[derive(Debug, Clone)]
@@ -207,6 +214,11 @@ struct Shared<S, T> {
     on_error: ErrorSink,
     closed: Cell<bool>,
     state: RefCell<State>,
+    /// The delay before the next probe of unreachable relays.
+    probe_delay: Cell<u64>,
+    /// Runs started so far: a probe that finds none reached re-arms the timer only if
+    /// no run started meanwhile (that run's schedule is newer).
+    runs: Cell<u64>,
 }
 
 /// The flusher runtime of one outbox.
@@ -233,6 +245,8 @@ impl<S: Store + 'static, T: Transport + 'static> Runtime<S, T> {
                 on_error,
                 closed: Cell::new(false),
                 state: RefCell::new(State::default()),
+                probe_delay: Cell::new(PROBE_FIRST_MS),
+                runs: Cell::new(0),
             }),
         }
     }
@@ -353,6 +367,7 @@ impl<S: Store + 'static, T: Transport + 'static> Shared<S, T> {
     }
 
     fn spawn(this: Rc<Self>, pending: Rc<Pending>) {
+        this.runs.set(this.runs.get() + 1);
         spawn_local(async move {
             let result = this.run().await;
             pending.complete(result.clone());
@@ -393,15 +408,72 @@ impl<S: Store + 'static, T: Transport + 'static> Shared<S, T> {
                 Some(now + self.config.error_retry_ms)
             }
         };
+        // Records wait and some relay could not be reached: probe it sooner than the
+        // records retry, so a relay back after a long outage is noticed within
+        // PROBE_MAX_MS, not the records' backoff (up to `maxDelayMs`).
+        let waiting = matches!(result, Ok(view) if view.ran && view.next_due_at.is_some());
+        let probe = if waiting && !self.transport.unreachable().is_empty() {
+            Some(now + self.probe_delay.get())
+        } else {
+            self.probe_delay.set(PROBE_FIRST_MS);
+            None
+        };
+        self.arm(now, at, probe);
+    }
+
+    /// Arms the auto-flush timer: a run at `due`, or a probe at `probe` when sooner.
+    fn arm(self: &Rc<Self>, now: u64, due: Option<u64>, probe: Option<u64>) {
         let mut state = self.state.borrow_mut();
         let Some(auto) = state.auto.as_mut() else {
             return;
         };
-        auto.timer = at.map(|at| {
-            let weak = Rc::downgrade(self);
-            Timer::new(at.saturating_sub(now) + TIMER_SLACK_MS, move || {
-                Shared::wake(&weak)
-            })
+        let weak = Rc::downgrade(self);
+        auto.timer = match probe {
+            Some(probe) if due.is_none_or(|due| probe < due) => {
+                Some(Timer::new(probe.saturating_sub(now), move || {
+                    Shared::probe(&weak, due)
+                }))
+            }
+            _ => due.map(|due| {
+                Timer::new(due.saturating_sub(now) + TIMER_SLACK_MS, move || {
+                    Shared::wake(&weak)
+                })
+            }),
+        };
+    }
+
+    /// Probes every unreachable relay at once. One that opens is reported recovered
+    /// by the transport, and a run starts (it makes the records waiting for it due);
+    /// when none opens, the next probe waits twice as long (up to PROBE_MAX_MS).
+    fn probe(weak: &Weak<Self>, due: Option<u64>) {
+        let Some(this) = weak.upgrade() else {
+            return;
+        };
+        if this.closed.get() {
+            return;
+        }
+        let runs = this.runs.get();
+        spawn_local(async move {
+            let relays = this.transport.unreachable();
+            let probes = relays.iter().map(|relay| this.transport.probe(relay));
+            let reached = join_all(probes).await.into_iter().any(|opened| opened);
+            if this.closed.get() || this.state.borrow().auto.is_none() {
+                return;
+            }
+            if reached {
+                this.probe_delay.set(PROBE_FIRST_MS);
+                Shared::start(&this);
+                return;
+            }
+            let delay = (this.probe_delay.get() * 2).min(PROBE_MAX_MS);
+            this.probe_delay.set(delay);
+            if this.runs.get() != runs || !sys::is_online() {
+                // A run's schedule (or the `online` event) arms the timer instead.
+                return;
+            }
+            let now = sys::now_ms();
+            let probe = (!this.transport.unreachable().is_empty()).then_some(now + delay);
+            this.arm(now, due, probe);
         });
     }
 

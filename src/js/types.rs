@@ -424,7 +424,11 @@ export class Outbox {
   purge(options?: PurgeOptions): Promise<number>;
   /** Publishes everything due now, until nothing is due. */
   flush(): Promise<FlushResult>;
-  /** Flush on start, `online`, visibility, enqueue and at each retry time. */
+  /**
+   * Flush on start, `online`, visibility, enqueue and at each retry time; while records
+   * wait, probe unreachable relays (1 s, then doubling up to 30 s) and flush as soon as
+   * one answers.
+   */
   startAutoFlush(): void;
   stopAutoFlush(): void;
   readonly autoFlush: boolean;

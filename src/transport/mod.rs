@@ -52,4 +52,18 @@ pub trait Transport {
     fn take_recovered(&self) -> Vec<String> {
         Vec::new()
     }
+
+    /// The relays (as published to) whose last connection failed and that have not
+    /// answered since. While records wait, an auto-flushing outbox probes them
+    /// ([`Transport::probe`]) more often than the records retry. Default: none.
+    fn unreachable(&self) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// Tries to connect to `relay` without publishing anything, ignoring an open
+    /// circuit; true when the connection opened. A relay that opens counts as
+    /// answering again ([`Transport::take_recovered`]). Default: `false`.
+    async fn probe(&self, _relay: &str) -> bool {
+        false
+    }
 }

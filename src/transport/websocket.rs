@@ -830,6 +830,45 @@ impl Transport for WsTransport {
         std::mem::take(&mut *self.inner.recovered.borrow_mut())
     }
 
+    fn unreachable(&self) -> Vec<String> {
+        self.inner
+            .relays
+            .borrow()
+            .iter()
+            .filter(|(_, st)| st.unreachable)
+            .map(|(key, _)| key.clone())
+            .collect()
+    }
+
+    /// Opens (or reuses) the relay's connection and waits for it to open, at most the
+    /// connect timeout; a failure counts as a failed connection, an open connection
+    /// as an answer (the circuit closes, the relay is reported recovered). The
+    /// connection then closes when idle, unless a publish uses it.
+    async fn probe(&self, relay: &str) -> bool {
+        let Ok(url) = RelayUrl::parse(relay) else {
+            return false;
+        };
+        let key = url.as_str().to_owned();
+        let conn = match self.connection(&url) {
+            Ok(c) => c,
+            Err(msg) => {
+                self.note_failure(&key, None, &msg);
+                return false;
+            }
+        };
+        let _busy = conn.enter();
+        match self.wait_open(&conn).await {
+            Ok(()) => {
+                self.note_answer(&key);
+                true
+            }
+            Err(reason) => {
+                self.note_failure(&key, Some(&conn), &reason);
+                false
+            }
+        }
+    }
+
     async fn publish(&self, relay: &str, event: &EventEnvelope) -> PublishReport {
         let url = match RelayUrl::parse(relay) {
             Ok(u) => u,
