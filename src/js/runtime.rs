@@ -25,7 +25,6 @@ use std::pin::Pin;
 use std::rc::{Rc, Weak};
 use std::task::{Context, Poll, Waker};
 
-use futures_util::future::join_all;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::{spawn_local, JsFuture};
@@ -216,9 +215,8 @@ struct Shared<S, T> {
     state: RefCell<State>,
     /// The delay before the next probe of unreachable relays.
     probe_delay: Cell<u64>,
-    /// Runs started so far: a probe that finds none reached re-arms the timer only if
-    /// no run started meanwhile (that run's schedule is newer).
-    runs: Cell<u64>,
+    /// When the next auto-flush run probes the unreachable relays first (unix ms).
+    probe_at: Cell<Option<u64>>,
 }
 
 /// The flusher runtime of one outbox.
@@ -246,7 +244,7 @@ impl<S: Store + 'static, T: Transport + 'static> Runtime<S, T> {
                 closed: Cell::new(false),
                 state: RefCell::new(State::default()),
                 probe_delay: Cell::new(PROBE_FIRST_MS),
-                runs: Cell::new(0),
+                probe_at: Cell::new(None),
             }),
         }
     }
@@ -367,7 +365,6 @@ impl<S: Store + 'static, T: Transport + 'static> Shared<S, T> {
     }
 
     fn spawn(this: Rc<Self>, pending: Rc<Pending>) {
-        this.runs.set(this.runs.get() + 1);
         spawn_local(async move {
             let result = this.run().await;
             pending.complete(result.clone());
@@ -410,7 +407,8 @@ impl<S: Store + 'static, T: Transport + 'static> Shared<S, T> {
         };
         // Records wait and some relay could not be reached: probe it sooner than the
         // records retry, so a relay back after a long outage is noticed within
-        // PROBE_MAX_MS, not the records' backoff (up to `maxDelayMs`).
+        // PROBE_MAX_MS, not the records' backoff (up to `maxDelayMs`). The probe is the
+        // start of the run the timer wakes (under the lock: one context probes).
         let waiting = matches!(result, Ok(view) if view.ran && view.next_due_at.is_some());
         let probe = if waiting && !self.transport.unreachable().is_empty() {
             Some(now + self.probe_delay.get())
@@ -418,62 +416,41 @@ impl<S: Store + 'static, T: Transport + 'static> Shared<S, T> {
             self.probe_delay.set(PROBE_FIRST_MS);
             None
         };
-        self.arm(now, at, probe);
-    }
-
-    /// Arms the auto-flush timer: a run at `due`, or a probe at `probe` when sooner.
-    fn arm(self: &Rc<Self>, now: u64, due: Option<u64>, probe: Option<u64>) {
+        self.probe_at.set(probe);
+        let at = match (at, probe) {
+            (Some(at), Some(probe)) => Some(at.min(probe)),
+            (at, probe) => at.or(probe),
+        };
         let mut state = self.state.borrow_mut();
         let Some(auto) = state.auto.as_mut() else {
             return;
         };
-        let weak = Rc::downgrade(self);
-        auto.timer = match probe {
-            Some(probe) if due.is_none_or(|due| probe < due) => {
-                Some(Timer::new(probe.saturating_sub(now), move || {
-                    Shared::probe(&weak, due)
-                }))
-            }
-            _ => due.map(|due| {
-                Timer::new(due.saturating_sub(now) + TIMER_SLACK_MS, move || {
-                    Shared::wake(&weak)
-                })
-            }),
-        };
+        auto.timer = at.map(|at| {
+            let weak = Rc::downgrade(self);
+            Timer::new(at.saturating_sub(now) + TIMER_SLACK_MS, move || {
+                Shared::wake(&weak)
+            })
+        });
     }
 
-    /// Probes every unreachable relay at once. One that opens is reported recovered
-    /// by the transport, and a run starts (it makes the records waiting for it due);
-    /// when none opens, the next probe waits twice as long (up to PROBE_MAX_MS).
-    fn probe(weak: &Weak<Self>, due: Option<u64>) {
-        let Some(this) = weak.upgrade() else {
-            return;
-        };
-        if this.closed.get() {
+    /// Probes every unreachable relay when a probe is due, one after the other (a
+    /// refused connection fails at once). One that opens is reported recovered by the
+    /// transport, and the run that follows makes the records waiting for it due; when
+    /// none opens, the next probe waits twice as long (up to PROBE_MAX_MS).
+    async fn probe_if_due(&self) {
+        if self.probe_at.get().is_none_or(|at| at > sys::now_ms()) {
             return;
         }
-        let runs = this.runs.get();
-        spawn_local(async move {
-            let relays = this.transport.unreachable();
-            let probes = relays.iter().map(|relay| this.transport.probe(relay));
-            let reached = join_all(probes).await.into_iter().any(|opened| opened);
-            if this.closed.get() || this.state.borrow().auto.is_none() {
-                return;
-            }
-            if reached {
-                this.probe_delay.set(PROBE_FIRST_MS);
-                Shared::start(&this);
-                return;
-            }
-            let delay = (this.probe_delay.get() * 2).min(PROBE_MAX_MS);
-            this.probe_delay.set(delay);
-            if this.runs.get() != runs || !sys::is_online() {
-                // A run's schedule (or the `online` event) arms the timer instead.
-                return;
-            }
-            let now = sys::now_ms();
-            let probe = (!this.transport.unreachable().is_empty()).then_some(now + delay);
-            this.arm(now, due, probe);
+        self.probe_at.set(None);
+        let mut reached = false;
+        for relay in self.transport.unreachable() {
+            reached |= self.transport.probe(&relay).await;
+        }
+        let delay = self.probe_delay.get();
+        self.probe_delay.set(if reached {
+            PROBE_FIRST_MS
+        } else {
+            (delay * 2).min(PROBE_MAX_MS)
         });
     }
 
@@ -505,6 +482,7 @@ impl<S: Store + 'static, T: Transport + 'static> Shared<S, T> {
     }
 
     async fn run_locked(&self, view: &mut FlushView) -> Result<(), RunError> {
+        self.probe_if_due().await;
         let clock = sys::now_ms;
         let mut random = sys::random_u32;
         let mut observer = |ev: FlushEvent<'_>| (self.on_event)(ev);

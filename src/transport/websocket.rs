@@ -44,7 +44,7 @@ use crate::nostr::{
 mod conn;
 mod timer;
 
-use conn::{Answer, AuthState, Conn, ConnState, Counters};
+use conn::{Answer, AuthState, BusyGuard, Conn, ConnState, Counters};
 use timer::{now_ms, Sleep};
 
 /// How the WebSocket transport times, limits and protects its connections. Every field
@@ -652,6 +652,20 @@ impl WsTransport {
             .map(|st| st.counters.clone())
     }
 
+    /// The relay's connection (`key` is its URL), held busy and open: waited for at most
+    /// the connect timeout; a failure is counted ([`WsTransport::note_failure`]) and
+    /// described.
+    async fn open_busy(&self, url: &RelayUrl, key: &str) -> Result<(Rc<Conn>, BusyGuard), String> {
+        let conn = self
+            .connection(url)
+            .inspect_err(|msg| self.note_failure(key, None, msg))?;
+        let busy = conn.enter();
+        self.wait_open(&conn)
+            .await
+            .inspect_err(|reason| self.note_failure(key, Some(&conn), reason))?;
+        Ok((conn, busy))
+    }
+
     /// Waits until `conn` is open (or failed), at most the connect timeout.
     async fn wait_open(&self, conn: &Rc<Conn>) -> Result<(), String> {
         let opened = conn.wait_for(|c| match c.state() {
@@ -849,24 +863,11 @@ impl Transport for WsTransport {
             return false;
         };
         let key = url.as_str().to_owned();
-        let conn = match self.connection(&url) {
-            Ok(c) => c,
-            Err(msg) => {
-                self.note_failure(&key, None, &msg);
-                return false;
-            }
-        };
-        let _busy = conn.enter();
-        match self.wait_open(&conn).await {
-            Ok(()) => {
-                self.note_answer(&key);
-                true
-            }
-            Err(reason) => {
-                self.note_failure(&key, Some(&conn), &reason);
-                false
-            }
+        let opened = self.open_busy(&url, &key).await.is_ok();
+        if opened {
+            self.note_answer(&key);
         }
+        opened
     }
 
     async fn publish(&self, relay: &str, event: &EventEnvelope) -> PublishReport {
@@ -880,21 +881,13 @@ impl Transport for WsTransport {
         if let Some(report) = self.gate(&key) {
             return report;
         }
-        let conn = match self.connection(&url) {
-            Ok(c) => c,
-            Err(msg) => {
-                self.note_failure(&key, None, &msg);
-                return PublishReport::new(Outcome::Unreachable, msg);
-            }
+        let (conn, _busy) = match self.open_busy(&url, &key).await {
+            Ok(open) => open,
+            Err(reason) => return PublishReport::new(Outcome::Unreachable, reason),
         };
         let Some(counters) = self.counters(&key) else {
             return PublishReport::new(Outcome::Unreachable, "relay state missing");
         };
-        let _busy = conn.enter();
-        if let Err(reason) = self.wait_open(&conn).await {
-            self.note_failure(&key, Some(&conn), &reason);
-            return PublishReport::new(Outcome::Unreachable, reason);
-        }
         let first = self.send_event(&key, &conn, event, &counters).await;
         if first.outcome != Outcome::AuthRequired {
             return first;
