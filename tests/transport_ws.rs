@@ -703,6 +703,61 @@ async fn auto_flush_probes_a_down_relay_and_delivers_when_it_is_back() {
     call(&page, "close", &[]).await.expect("close");
 }
 
+/// Runs that come one after the other (a record retrying every 300 ms into an open
+/// circuit, which never connects) do not put the probe off: the relay is still probed
+/// and the record delivered soon after the relay is back.
+#[wasm_bindgen_test]
+async fn frequent_runs_do_not_put_the_probe_off() {
+    let url = norm(&switch("/accept?t=probe-busy"));
+    assert_eq!(control(json!(["SWITCH", "down"])).await["switch"], "down");
+    let options = json!({
+        "name": format!("ws-probe-busy-{}", js_sys::Math::random()),
+        "autoFlush": true,
+        "baseDelayMs": 300,
+        "maxDelayMs": 300,
+        "circuitFailures": 1,
+        "circuitOpenMs": 600_000,
+    });
+    let page = JsFuture::from(nostr_outbox::js::Outbox::open(js(options)))
+        .await
+        .expect("open");
+    let ev = note("probe not put off");
+    call(
+        &page,
+        "enqueue",
+        &[JsValue::from_str(&ev.raw), js(json!([url]))],
+    )
+    .await
+    .expect("enqueue");
+    let record = || async {
+        rust(
+            &call(&page, "get", &[JsValue::from_str(&ev.id)])
+                .await
+                .expect("get"),
+        )
+    };
+    // Several retries into the open circuit.
+    sleep(1_500).await;
+    let rec = record().await;
+    let tries = rec["evidence"][0]["tries"].as_u64().unwrap_or(0);
+    assert!(tries >= 3, "{rec}");
+    assert_eq!(control(json!(["SWITCH", "up"])).await["switch"], "up");
+    let mut rec = Value::Null;
+    for _ in 0..150 {
+        rec = record().await;
+        if rec["stage"] == json!("satisfied") {
+            break;
+        }
+        sleep(100).await;
+    }
+    assert_eq!(
+        rec["stage"],
+        json!("satisfied"),
+        "not delivered 15 s after the relay came back: {rec}"
+    );
+    call(&page, "close", &[]).await.expect("close");
+}
+
 #[wasm_bindgen_test]
 async fn idle_connection_closes_and_reopens_lazily() {
     let t = transport(|c| c.idle_close_ms = 100);

@@ -410,8 +410,12 @@ impl<S: Store + 'static, T: Transport + 'static> Shared<S, T> {
         // PROBE_MAX_MS, not the records' backoff (up to `maxDelayMs`). The probe is the
         // start of the run the timer wakes (under the lock: one context probes).
         let waiting = matches!(result, Ok(view) if view.ran && view.next_due_at.is_some());
+        // A probe already set keeps its time: records coming due one after the other
+        // must not put it off run after run (their publishes do not reach a relay
+        // whose circuit is open).
         let probe = if waiting && !self.transport.unreachable().is_empty() {
-            Some(now + self.probe_delay.get())
+            let next = now + self.probe_delay.get();
+            Some(self.probe_at.get().map_or(next, |at| at.min(next)))
         } else {
             self.probe_delay.set(PROBE_FIRST_MS);
             None
