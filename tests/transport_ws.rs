@@ -644,7 +644,7 @@ async fn a_probe_reports_a_relay_that_is_back() {
 
 /// An auto-flushing outbox whose records wait 10 minutes after failing to reach their
 /// relay still delivers within seconds of the relay coming back: it probes the relay
-/// (1 s after the failed run, then 2, 4 … s) and the record is woken when it answers.
+/// (1 s after the failed run, then 1.5, 2.25 … s) and the record is woken when it answers.
 #[wasm_bindgen_test]
 async fn auto_flush_probes_a_down_relay_and_delivers_when_it_is_back() {
     let url = norm(&switch("/accept?t=probe-auto"));

@@ -426,7 +426,7 @@ export class Outbox {
   flush(): Promise<FlushResult>;
   /**
    * Flush on start, `online`, visibility, enqueue and at each retry time; while records
-   * wait, probe unreachable relays (1 s, then doubling up to 30 s) and flush as soon as
+   * wait, probe unreachable relays (1 s, then 1.5 times as long each time, up to 30 s) and flush as soon as
    * one answers.
    */
   startAutoFlush(): void;
