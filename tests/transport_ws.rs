@@ -642,23 +642,22 @@ async fn a_probe_reports_a_relay_that_is_back() {
     assert_eq!(t.diagnostics().relay(&url).unwrap().connections_opened, 2);
 }
 
-/// An auto-flushing outbox whose records wait 10 minutes after failing to reach their
-/// relay still delivers within seconds of the relay coming back: it probes the relay
-/// (1 s after the failed run, then 1.5, 2.25 … s) and the record is woken when it answers.
-#[wasm_bindgen_test]
-async fn auto_flush_probes_a_down_relay_and_delivers_when_it_is_back() {
-    let url = norm(&switch("/accept?t=probe-auto"));
+/// An auto-flushing outbox opened with `options` (plus a fresh name) while the switch
+/// relay at `path` is down, with one note enqueued for it: the outbox, the relay's URL
+/// and the note.
+async fn auto_outbox_with_a_note_for_a_down_relay(
+    path: &str,
+    options: Value,
+) -> (JsValue, String, EventEnvelope) {
+    let url = norm(&switch(path));
     assert_eq!(control(json!(["SWITCH", "down"])).await["switch"], "down");
-    let options = json!({
-        "name": format!("ws-probe-auto-{}", js_sys::Math::random()),
-        "autoFlush": true,
-        "baseDelayMs": 600_000,
-        "maxDelayMs": 600_000,
-    });
+    let mut options = options;
+    options["name"] = json!(format!("ws-probe-{}", js_sys::Math::random()));
+    options["autoFlush"] = json!(true);
     let page = JsFuture::from(nostr_outbox::js::Outbox::open(js(options)))
         .await
         .expect("open");
-    let ev = note("probe wakes");
+    let ev = note(path);
     call(
         &page,
         "enqueue",
@@ -666,39 +665,54 @@ async fn auto_flush_probes_a_down_relay_and_delivers_when_it_is_back() {
     )
     .await
     .expect("enqueue");
-    let record = || async {
-        rust(
-            &call(&page, "get", &[JsValue::from_str(&ev.id)])
+    (page, url, ev)
+}
+
+/// The record of `id` once its stage is `stage`, polled every `step_ms` at most `polls`
+/// times; the last one read otherwise.
+async fn record_once(page: &JsValue, id: &str, stage: &str, polls: u32, step_ms: u32) -> Value {
+    let mut rec = Value::Null;
+    for _ in 0..polls {
+        rec = rust(
+            &call(page, "get", &[JsValue::from_str(id)])
                 .await
                 .expect("get"),
-        )
-    };
-    // The first attempt fails: the record waits (its next attempt 8 minutes away or
-    // more, with jitter).
-    let mut rec = Value::Null;
-    for _ in 0..100 {
-        rec = record().await;
-        if rec["stage"] == json!("retryable") {
+        );
+        if rec["stage"] == json!(stage) {
             break;
         }
-        sleep(50).await;
+        sleep(step_ms).await;
     }
-    assert_eq!(rec["stage"], json!("retryable"), "{rec}");
-    let wait_ms = rec["nextAttemptAt"].as_f64().unwrap_or(0.0) - js_sys::Date::now();
-    assert!(wait_ms > 400_000.0, "{rec}");
+    rec
+}
+
+/// Brings the switch relay back up and checks the record of `id` is delivered within
+/// 15 s.
+async fn relay_back_and_delivered(page: &JsValue, id: &str) {
     assert_eq!(control(json!(["SWITCH", "up"])).await["switch"], "up");
-    for _ in 0..150 {
-        rec = record().await;
-        if rec["stage"] == json!("satisfied") {
-            break;
-        }
-        sleep(100).await;
-    }
+    let rec = record_once(page, id, "satisfied", 150, 100).await;
     assert_eq!(
         rec["stage"],
         json!("satisfied"),
         "not delivered 15 s after the relay came back: {rec}"
     );
+}
+
+/// An auto-flushing outbox whose records wait 10 minutes after failing to reach their
+/// relay still delivers within seconds of the relay coming back: it probes the relay
+/// (1 s after the failed run, then 1.5, 2.25 … s) and the record is woken when it answers.
+#[wasm_bindgen_test]
+async fn auto_flush_probes_a_down_relay_and_delivers_when_it_is_back() {
+    let options = json!({ "baseDelayMs": 600_000, "maxDelayMs": 600_000 });
+    let (page, url, ev) =
+        auto_outbox_with_a_note_for_a_down_relay("/accept?t=probe-auto", options).await;
+    // The first attempt fails: the record waits (its next attempt 8 minutes away or
+    // more, with jitter).
+    let rec = record_once(&page, &ev.id, "retryable", 100, 50).await;
+    assert_eq!(rec["stage"], json!("retryable"), "{rec}");
+    let wait_ms = rec["nextAttemptAt"].as_f64().unwrap_or(0.0) - js_sys::Date::now();
+    assert!(wait_ms > 400_000.0, "{rec}");
+    relay_back_and_delivered(&page, &ev.id).await;
     assert_eq!(fetch_by_id(&url, &ev.id).await.len(), 1);
     call(&page, "close", &[]).await.expect("close");
 }
@@ -708,53 +722,20 @@ async fn auto_flush_probes_a_down_relay_and_delivers_when_it_is_back() {
 /// and the record delivered soon after the relay is back.
 #[wasm_bindgen_test]
 async fn frequent_runs_do_not_put_the_probe_off() {
-    let url = norm(&switch("/accept?t=probe-busy"));
-    assert_eq!(control(json!(["SWITCH", "down"])).await["switch"], "down");
     let options = json!({
-        "name": format!("ws-probe-busy-{}", js_sys::Math::random()),
-        "autoFlush": true,
         "baseDelayMs": 300,
         "maxDelayMs": 300,
         "circuitFailures": 1,
         "circuitOpenMs": 600_000,
     });
-    let page = JsFuture::from(nostr_outbox::js::Outbox::open(js(options)))
-        .await
-        .expect("open");
-    let ev = note("probe not put off");
-    call(
-        &page,
-        "enqueue",
-        &[JsValue::from_str(&ev.raw), js(json!([url]))],
-    )
-    .await
-    .expect("enqueue");
-    let record = || async {
-        rust(
-            &call(&page, "get", &[JsValue::from_str(&ev.id)])
-                .await
-                .expect("get"),
-        )
-    };
+    let (page, _, ev) =
+        auto_outbox_with_a_note_for_a_down_relay("/accept?t=probe-busy", options).await;
     // Several retries into the open circuit.
     sleep(1_500).await;
-    let rec = record().await;
+    let rec = record_once(&page, &ev.id, "satisfied", 1, 0).await;
     let tries = rec["evidence"][0]["tries"].as_u64().unwrap_or(0);
     assert!(tries >= 3, "{rec}");
-    assert_eq!(control(json!(["SWITCH", "up"])).await["switch"], "up");
-    let mut rec = Value::Null;
-    for _ in 0..150 {
-        rec = record().await;
-        if rec["stage"] == json!("satisfied") {
-            break;
-        }
-        sleep(100).await;
-    }
-    assert_eq!(
-        rec["stage"],
-        json!("satisfied"),
-        "not delivered 15 s after the relay came back: {rec}"
-    );
+    relay_back_and_delivered(&page, &ev.id).await;
     call(&page, "close", &[]).await.expect("close");
 }
 
