@@ -91,19 +91,10 @@ fn equation_holds(items: &[([u8; 32], [u8; 32], [u8; 64])]) -> Option<bool> {
             }
         };
         Signature::try_from(&sig[..]).ok()?;
-        let (mut r, mut s) = ([0u8; 32], [0u8; 32]);
-        r.copy_from_slice(&sig[..32]);
-        s.copy_from_slice(&sig[32..]);
+        let (r, s) = halves(sig);
         let big_r = Option::<AffinePoint>::from(AffinePoint::decompact(&FieldBytes::from(r)))?;
         let s = Option::<Scalar>::from(Scalar::from_repr(FieldBytes::from(s)))?;
-        let e = <Scalar as Reduce<U256>>::reduce_bytes(
-            &challenge
-                .clone()
-                .chain_update(r)
-                .chain_update(pubkey)
-                .chain_update(id)
-                .finalize(),
-        );
+        let e = challenge_of(&challenge, &r, pubkey, id);
         let a = coefficient(&seed, i);
         let a_scalar = Scalar::from(a);
         s_sum += a_scalar * s;
@@ -145,6 +136,32 @@ fn coefficient(seed: &[u8; 32], i: usize) -> u128 {
 pub(super) fn tagged(tag: &[u8]) -> Sha256 {
     let tag_hash = Sha256::digest(tag);
     Sha256::new().chain_update(tag_hash).chain_update(tag_hash)
+}
+
+/// BIP-340's challenge `e = hash_challenge(r ‖ P ‖ m) mod n`, from `prefix`, the
+/// hasher `tagged(b"BIP0340/challenge")` gives (made once, cloned here).
+pub(super) fn challenge_of(
+    prefix: &Sha256,
+    r: &[u8; 32],
+    pubkey: &[u8; 32],
+    id: &[u8; 32],
+) -> Scalar {
+    <Scalar as Reduce<U256>>::reduce_bytes(
+        &prefix
+            .clone()
+            .chain_update(r)
+            .chain_update(pubkey)
+            .chain_update(id)
+            .finalize(),
+    )
+}
+
+/// A signature's `r` and `s` bytes.
+pub(super) fn halves(sig: &[u8; 64]) -> ([u8; 32], [u8; 32]) {
+    let (mut r, mut s) = ([0u8; 32], [0u8; 32]);
+    r.copy_from_slice(&sig[..32]);
+    s.copy_from_slice(&sig[32..]);
+    (r, s)
 }
 
 /// The width (bits) of a Pippenger window for `n` terms with 128-bit coefficients:
@@ -299,7 +316,7 @@ mod tests {
     fn an_odd_nonce_point_fails_the_batch() {
         let d_bytes = [5u8; 32];
         let key = SigningKey::from_bytes(&d_bytes).expect("test key");
-        let pubkey = key.verifying_key().to_bytes();
+        let pubkey: [u8; 32] = key.verifying_key().to_bytes().into();
         let d = Option::<Scalar>::from(Scalar::from_repr(d_bytes.into())).expect("scalar");
         // The secret as BIP-340 uses it: negated when its point has an odd y.
         let d = if ProjectivePoint::GENERATOR * d
@@ -321,13 +338,9 @@ mod tests {
                 continue;
             }
             let x = encoded.x().expect("x");
-            let e = <Scalar as Reduce<U256>>::reduce_bytes(
-                &tagged(b"BIP0340/challenge")
-                    .chain_update(x)
-                    .chain_update(pubkey)
-                    .chain_update(id)
-                    .finalize(),
-            );
+            let mut x_bytes = [0u8; 32];
+            x_bytes.copy_from_slice(x);
+            let e = challenge_of(&tagged(b"BIP0340/challenge"), &x_bytes, &pubkey, &id);
             let s = k + e * d;
             let mut sig = [0u8; 64];
             sig[..32].copy_from_slice(x);

@@ -26,14 +26,12 @@
 use std::cell::RefCell;
 
 use k256::elliptic_curve::group::prime::PrimeCurveAffine;
-use k256::elliptic_curve::ops::Reduce;
 use k256::elliptic_curve::point::AffineCoordinates;
 use k256::elliptic_curve::PrimeField;
 use k256::schnorr::{Signature, VerifyingKey};
-use k256::{FieldBytes, ProjectivePoint, Scalar, U256};
-use sha2::Digest;
+use k256::{FieldBytes, ProjectivePoint, Scalar};
 
-use super::batch::tagged;
+use super::batch::{challenge_of, halves, tagged};
 
 /// How many keys stay lifted.
 pub(super) const KNOWN_KEYS: usize = 16;
@@ -59,19 +57,11 @@ pub(super) fn verify(id: &[u8; 32], pubkey: &[u8; 32], sig: &[u8; 64]) -> Result
 /// `x(s·G − e·P) = r` with `y` even, by the two tables; `sig`'s encoding is already
 /// checked (`0 < r < p`, `0 < s < n`).
 fn equation_holds(g: &Comb, p: &Comb, id: &[u8; 32], pubkey: &[u8; 32], sig: &[u8; 64]) -> bool {
-    let (mut r, mut s) = ([0u8; 32], [0u8; 32]);
-    r.copy_from_slice(&sig[..32]);
-    s.copy_from_slice(&sig[32..]);
+    let (r, s) = halves(sig);
     let Some(s) = Option::<Scalar>::from(Scalar::from_repr(FieldBytes::from(s))) else {
         return false;
     };
-    let e = <Scalar as Reduce<U256>>::reduce_bytes(
-        &tagged(b"BIP0340/challenge")
-            .chain_update(r)
-            .chain_update(pubkey)
-            .chain_update(id)
-            .finalize(),
-    );
+    let e = challenge_of(&tagged(b"BIP0340/challenge"), &r, pubkey, id);
     let big_r = (g.mul(&s) + p.mul(&-e)).to_affine();
     !bool::from(big_r.is_identity()) && !bool::from(big_r.y_is_odd()) && big_r.x()[..] == r
 }
@@ -267,8 +257,10 @@ thread_local! {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use k256::elliptic_curve::ops::Reduce;
     use k256::schnorr::SigningKey;
-    use sha2::Sha256;
+    use k256::U256;
+    use sha2::{Digest, Sha256};
 
     /// Tables built on this thread so far, and which known keys hold one.
     fn state() -> (u64, Vec<[u8; 32]>) {
