@@ -150,7 +150,7 @@ const bench = {
     const entry = (e && (e.browser || e.import || e.default)) || meta.module || meta.main;
     pkg = await import(`${base}/${String(entry).replace(/^\.\//, "")}`);
     wasm = await pkg.default();
-    return { version: pkg.version(), userAgent: navigator.userAgent, wasmBytes: wasm.memory.buffer.byteLength };
+    return { version: pkg.version(), userAgent: navigator.userAgent, isolated: globalThis.crossOriginIsolated === true, wasmBytes: wasm.memory.buffer.byteLength };
   },
 
   load(events) {
