@@ -300,9 +300,10 @@ const bench = {
    * Single operations, interleaved one by one: raw put of one row (own transaction, same
    * durability), `enqueue`, validation only (`enqueueMany` of the event and a broken-id
    * copy: both parsed and id-checked, the event's signature checked, nothing written), and
-   * nostr-tools verifyEvent + raw put. Returns the median of each.
+   * nostr-tools verifyEvent + raw put. `sides` picks some of them (default all). Returns
+   * the median of each side measured.
    */
-  async single({ n, offset, relays, durability }) {
+  async single({ n, offset, relays, durability, sides }) {
     const box = await openOutbox({ durability });
     const rawName = `bench-raw1-${rand()}`;
     const db = await openRawDb(rawName);
@@ -312,8 +313,7 @@ const bench = {
     const bad = events.map((e) => [{ event: e, relays }, { event: badId(e), relays }]);
     const copies = events.map(fresh);
     const rows = ROWS.slice(offset, offset + n);
-    const times = { raw: [], api: [], validation: [], peer: [] };
-    const steps = {
+    const all = {
       raw: async (i) => putAll(db, [rows[i]], durability),
       api: async (i) => {
         const r = await box.outbox.enqueue(events[i], relays);
@@ -333,6 +333,8 @@ const bench = {
         await putAll(peerDb, [rows[i]], durability);
       },
     };
+    const steps = Object.fromEntries((sides || Object.keys(all)).map((k) => [k, all[k]]));
+    const times = Object.fromEntries(Object.keys(steps).map((k) => [k, []]));
     const order = Object.keys(steps);
     for (let i = 0; i < n; i++) {
       for (let k = 0; k < order.length; k++) {
