@@ -52,7 +52,7 @@ const opt = (name, dflt) => {
 const QUICK = flag("quick");
 const RUNS = Number(opt("runs", QUICK ? 2 : 3));
 // 1a and 1b take seconds a round, and their raw side (one strict IndexedDB commit) is the
-// noisiest figure of the run (1a's raw puts ranged 1280-1690 ms across rounds in one
+// noisiest figure of the run (1a's raw puts ranged 1190-1750 ms across rounds in one
 // session): at least 5 rounds each, unless --runs or --quick says otherwise.
 const ENQUEUE_RUNS = QUICK || argv.some((a) => a.startsWith("--runs=")) ? RUNS : Math.max(RUNS, 5);
 const ALL = ["enqueue", "single", "flush", "fanout", "recovery", "memory", "size"];
