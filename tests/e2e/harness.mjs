@@ -24,11 +24,11 @@ const MIME = {
   ".png": "image/png",
 };
 
-/** Serves the repository root on 127.0.0.1 (a secure context for workers and IDB). */
 /**
- * Serves `root` over HTTP on a free port. `headers` are added to every response (the
- * benchmarks send COOP/COEP: a cross-origin isolated page gets `performance.now()` at
- * 5 µs instead of 100 µs).
+ * Serves `root` (the repository root by default) on 127.0.0.1, a secure context for
+ * workers and IDB, on a free port. `headers` are added to every response (the benchmarks
+ * send COOP/COEP: a cross-origin isolated page gets `performance.now()` at 5 µs instead
+ * of 100 µs).
  */
 export async function startServer(root = ROOT, headers = {}) {
   const server = createServer(async (req, res) => {
