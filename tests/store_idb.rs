@@ -395,33 +395,20 @@ async fn storage_estimate_and_persistence_are_readable() {
     }
 }
 
-#[wasm_bindgen(module = "/src/store/idb/glue.js")]
-extern "C" {
-    #[wasm_bindgen(js_name = openDatabase)]
-    fn glue_open_database(
-        factory: &JsValue,
-        name: &str,
-        version: u32,
-        upgrade: &js_sys::Function,
-    ) -> js_sys::Promise;
-}
-
 #[wasm_bindgen_test]
 async fn a_blocked_upgrade_is_a_typed_error_not_a_hang() {
     let name = random_name("blocked");
+    open(&name).await.close();
     // A connection that ignores `versionchange` (as an old tab of another library would).
     let stubborn = JsFuture::from(raw_open(&name, 1))
         .await
         .expect("raw open v1");
-    let factory = js_sys::Reflect::get(&js_sys::global(), &"indexedDB".into()).expect("indexedDB");
-    let noop = js_sys::Function::new_no_args("");
-    let err = JsFuture::from(glue_open_database(&factory, &name, 2, &noop))
+    let err = IdbStore::open_at_version_for_tests(IdbOptions::new(&name), 2)
         .await
         .expect_err("the upgrade is blocked");
-    let name_of = js_sys::Reflect::get(&err, &"name".into()).expect("name");
-    assert_eq!(name_of.as_string().as_deref(), Some("BlockedError"));
-    // Once the stubborn connection goes, the late open completes and is closed again
-    // by the glue, so it does not block anyone either.
+    assert_eq!(err.code(), "storage_blocked", "{err}");
+    // Once the stubborn connection goes, the abandoned open completes (its upgrade runs
+    // whole) and is closed at once, so it does not block anyone either.
     raw_close(&stubborn);
     let v3 = JsFuture::from(raw_open(&name, 3))
         .await

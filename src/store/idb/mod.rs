@@ -15,6 +15,10 @@
 //! Chromium only the abort of the transaction carries it) is `quota_exceeded`.
 //! A row that cannot be decoded is reported through [`IdbStore::corrupt_records`] and
 //! `corrupt_record` errors, skipped by claims and lists, and never deleted.
+//!
+//! IndexedDB is reached through `indexed_db_futures` (`sys.rs` holds the plumbing and
+//! the few web-sys calls the crate lacks); rows are plain objects converted by
+//! serde-wasm-bindgen (`row.rs`).
 
 pub mod persistence;
 mod row;
@@ -23,10 +27,11 @@ mod sys;
 
 use std::cell::{Cell, RefCell};
 
-use js_sys::Array;
+use indexed_db_futures::database::Database;
+use indexed_db_futures::index::Index;
+use indexed_db_futures::KeyRange;
+use js_sys::{Array, Reflect};
 use wasm_bindgen::prelude::*;
-use wasm_bindgen_futures::JsFuture;
-use web_sys::{IdbDatabase, IdbKeyRange, IdbTransaction};
 
 use crate::core::{
     self, ClaimRequest, Completion, CoreError, EnqueueDecision, Enqueued, ListQuery, Plan, Record,
@@ -37,9 +42,9 @@ use crate::store::{CorruptRow, Store, StoreError};
 
 pub use schema::MAX_VERSION as SCHEMA_VERSION;
 pub use sys::Durability;
-use sys::{failure, get_many, request, Failure, Tx};
+use sys::{add_rows, get_all, get_many, Conn, Failure, Tx};
 
-use schema::{IDX_CREATED, IDX_DUE, IDX_STAGE, RECORDS};
+use schema::{IDX_CREATED, IDX_DUE, IDX_STAGE};
 
 /// How to open an [`IdbStore`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -63,7 +68,9 @@ impl IdbOptions {
 /// The IndexedDB [`Store`].
 pub struct IdbStore {
     options: IdbOptions,
-    conn: RefCell<Option<JsValue>>,
+    conn: RefCell<Option<Conn>>,
+    /// The version it opens (the schema's; tests open higher ones).
+    version: u32,
     closed: std::cell::Cell<bool>,
     /// Corrupt rows seen so far, sorted by id (a sorted `Vec` instead of one more
     /// `BTreeMap` instantiation in the .wasm).
@@ -92,10 +99,30 @@ fn top() -> JsValue {
     Array::new().into()
 }
 
+/// Every key (IndexedDB reads an `undefined` query as no bound at all).
+fn every_key() -> KeyRange<JsValue> {
+    KeyRange::Only(JsValue::UNDEFINED)
+}
+
 /// Every `stage` index key of one stage: `[stage]` up to `[stage, []]`.
-fn stage_range(stage: Stage) -> Result<IdbKeyRange, Failure> {
+fn stage_range(stage: Stage) -> KeyRange<JsValue> {
     let s = JsValue::from_str(stage.as_str());
-    IdbKeyRange::bound(&key(std::slice::from_ref(&s)), &key(&[s, top()])).map_err(failure)
+    KeyRange::Bound(
+        key(std::slice::from_ref(&s)),
+        false,
+        key(&[s, top()]),
+        false,
+    )
+}
+
+/// A field of a row object (`undefined` when absent or not an object).
+fn field(row: &JsValue, name: &str) -> JsValue {
+    Reflect::get(row, &JsValue::from_str(name)).unwrap_or(JsValue::UNDEFINED)
+}
+
+/// Encodes a record into its row object.
+fn to_row(record: &Record) -> Result<JsValue, StoreError> {
+    row::to_js(&codec::encode(record)?)
 }
 
 impl IdbStore {
@@ -105,9 +132,24 @@ impl IdbStore {
     /// schema (nothing is touched), `storage_blocked` when the upgrade is blocked by
     /// another connection, `storage` when IndexedDB is unavailable.
     pub async fn open(options: IdbOptions) -> Result<IdbStore, StoreError> {
+        IdbStore::open_version(options, schema::MAX_VERSION).await
+    }
+
+    /// Test hook: [`IdbStore::open`] at another database version (e.g. one that needs
+    /// an upgrade another connection blocks).
+    #[doc(hidden)]
+    pub async fn open_at_version_for_tests(
+        options: IdbOptions,
+        version: u32,
+    ) -> Result<IdbStore, StoreError> {
+        IdbStore::open_version(options, version).await
+    }
+
+    async fn open_version(options: IdbOptions, version: u32) -> Result<IdbStore, StoreError> {
         let store = IdbStore {
             options,
             conn: RefCell::new(None),
+            version,
             closed: std::cell::Cell::new(false),
             corrupt: RefCell::new(Vec::new()),
             scanned: std::cell::Cell::new(false),
@@ -126,9 +168,7 @@ impl IdbStore {
     pub fn close(&self) {
         self.closed.set(true);
         if let Some(conn) = self.conn.borrow_mut().take() {
-            if let Ok(db) = sys::database(&conn) {
-                db.close();
-            }
+            conn.close();
         }
     }
 
@@ -138,19 +178,14 @@ impl IdbStore {
     #[doc(hidden)]
     pub fn lose_connection_for_tests(&self) {
         if let Some(conn) = self.conn.borrow().as_ref() {
-            if let Ok(db) = sys::database(conn) {
-                db.close();
-            }
+            conn.db().clone().close();
         }
     }
 
     /// True while it holds an open connection (false after another context's
     /// version change closed it, until the next operation reopens it).
     pub fn is_connected(&self) -> bool {
-        self.conn
-            .borrow()
-            .as_ref()
-            .is_some_and(|c| !sys::is_closed(c))
+        self.conn.borrow().as_ref().is_some_and(|c| !c.is_closed())
     }
 
     /// Rows seen so far that could not be decoded, sorted by id. They stay stored,
@@ -167,29 +202,21 @@ impl IdbStore {
         loop {
             let page = self
                 .run(async |db| {
-                    let tx = Tx::open(db, &[RECORDS], false, Durability::Relaxed)?;
-                    let store = tx.store(RECORDS)?;
+                    let tx = Tx::open(db, false, Durability::Relaxed)?;
+                    let store = tx.store()?;
                     let range = match &after {
-                        Some(last) => IdbKeyRange::lower_bound_with_open(last, true)
-                            .map_err(failure)?
-                            .into(),
-                        None => JsValue::UNDEFINED,
+                        Some(last) => KeyRange::LowerBound(last.clone(), true),
+                        None => every_key(),
                     };
-                    let page: Array = request(store.get_all_with_key_and_limit(&range, PAGE))
-                        .await?
-                        .unchecked_into();
-                    Ok(page)
+                    get_all(&store, range, Some(PAGE)).await
                 })
                 .await?;
-            let n = page.length();
-            after = page
-                .iter()
-                .last()
-                .and_then(|row| js_sys::Reflect::get(&row, &"id".into()).ok());
-            for row in page.iter() {
+            let n = page.len();
+            after = page.last().map(|row| field(row, "id"));
+            for row in page {
                 let _ = self.decode(row);
             }
-            if n < PAGE || after.is_none() {
+            if n < PAGE as usize || after.is_none() {
                 break;
             }
         }
@@ -197,76 +224,32 @@ impl IdbStore {
         Ok(())
     }
 
-    async fn connection(&self) -> Result<IdbDatabase, Failure> {
+    async fn connection(&self) -> Result<Database, Failure> {
         if self.closed.get() {
             return Err(Failure::Store(StoreError::Closed));
         }
         if let Some(conn) = self.conn.borrow().as_ref() {
-            if !sys::is_closed(conn) {
-                return sys::database(conn);
+            if !conn.is_closed() {
+                return Ok(conn.db().clone());
             }
         }
         self.conn.borrow_mut().take();
-        let factory = sys::indexed_db_factory().ok_or_else(|| {
-            Failure::Store(StoreError::Backend(
-                "IndexedDB is not available in this context".into(),
-            ))
-        })?;
-        let upgrade =
-            Closure::<dyn FnMut(IdbDatabase, IdbTransaction, f64) -> Result<(), JsValue>>::new(
-                |db: IdbDatabase, tx: IdbTransaction, old: f64| {
-                    schema::upgrade(&db, &tx, old as u32)
-                },
-            );
-        let opened = JsFuture::from(sys::open_database(
-            &factory,
-            &self.options.name,
-            schema::MAX_VERSION,
-            &upgrade,
-        ))
-        .await;
-        drop(upgrade);
-        let conn = match opened {
-            Ok(conn) => conn,
-            Err(err) => {
-                let (name, _) = sys::error_parts(&err);
-                if name == "VersionError" {
-                    let found = self.stored_version(&factory).await.unwrap_or(0);
-                    return Err(Failure::Store(StoreError::VersionTooNew {
-                        found,
-                        supported: schema::MAX_VERSION,
-                    }));
-                }
-                return Err(match failure(err) {
-                    Failure::Lost(m) => Failure::Store(StoreError::Backend(m)),
-                    other => other,
-                });
-            }
-        };
-        let db = sys::database(&conn)?;
+        let conn = sys::open(&self.options.name, self.version)
+            .await
+            .map_err(|e| match e {
+                Failure::Lost(m) => Failure::Store(StoreError::Backend(m)),
+                other => other,
+            })?;
+        let db = conn.db().clone();
         *self.conn.borrow_mut() = Some(conn);
         Ok(db)
-    }
-
-    /// The version of the database on disk, read by opening it without a version
-    /// (which never upgrades) and closing at once.
-    async fn stored_version(&self, factory: &web_sys::IdbFactory) -> Option<u32> {
-        let req = factory.open(&self.options.name).ok()?;
-        let db: IdbDatabase = request(Ok(req.unchecked_into()))
-            .await
-            .ok()?
-            .dyn_into()
-            .ok()?;
-        let v = db.version() as u32;
-        db.close();
-        Some(v)
     }
 
     /// Runs `op` on the connection; when the connection turns out closed or lost,
     /// reopens once and runs it again.
     async fn run<T>(
         &self,
-        op: impl AsyncFn(&IdbDatabase) -> Result<T, Failure>,
+        op: impl AsyncFn(&Database) -> Result<T, Failure>,
     ) -> Result<T, StoreError> {
         let db = self.connection().await?;
         match op(&db).await {
@@ -284,12 +267,9 @@ impl IdbStore {
         if value.is_undefined() || value.is_null() {
             return Ok(None);
         }
-        let result = row::from_js(&value)
+        let result = row::from_js(value.clone())
             .map_err(|e| StoreError::Corrupt {
-                id: js_sys::Reflect::get(&value, &"id".into())
-                    .ok()
-                    .and_then(|v| v.as_string())
-                    .unwrap_or_default(),
+                id: field(&value, "id").as_string().unwrap_or_default(),
                 message: format!("row: {e}"),
             })
             .and_then(|row| codec::decode(&row));
@@ -305,11 +285,11 @@ impl IdbStore {
             Err(StoreError::Corrupt { id, message }) => {
                 // The stage the `stage` index files the row under: its `stage` names one
                 // and `createdMs` is a valid key (else the row is in no index entry).
-                let field = |name: &str| js_sys::Reflect::get(&value, &name.into()).ok();
-                let indexed = field("createdMs")
-                    .is_some_and(|c| !c.is_undefined() && IdbKeyRange::only(&c).is_ok());
-                let stage = field("stage")
-                    .and_then(|v| v.as_string())
+                let created = field(&value, "createdMs");
+                let indexed =
+                    !created.is_undefined() && web_sys::IdbKeyRange::only(&created).is_ok();
+                let stage = field(&value, "stage")
+                    .as_string()
                     .and_then(|s| Stage::from_name(&s))
                     .filter(|_| indexed);
                 let row = CorruptRow {
@@ -329,9 +309,8 @@ impl IdbStore {
     }
 
     /// Decodes a page of rows, skipping (and noting) corrupt ones.
-    fn decode_page(&self, rows: JsValue) -> Vec<Record> {
-        let rows: Array = rows.unchecked_into();
-        rows.iter()
+    fn decode_page(&self, rows: Vec<JsValue>) -> Vec<Record> {
+        rows.into_iter()
             .filter_map(|v| self.decode(v).ok().flatten())
             .collect()
     }
@@ -344,16 +323,14 @@ impl IdbStore {
         f: &dyn Fn(&Record) -> Result<Record, CoreError>,
     ) -> Result<Record, StoreError> {
         self.run(async |db| {
-            let tx = Tx::open(db, &[RECORDS], true, self.options.durability)?;
-            let store = tx.store(RECORDS)?;
-            let current = request(store.get(&JsValue::from_str(id))).await?;
+            let tx = Tx::open(db, true, self.options.durability)?;
+            let store = tx.store()?;
+            let current = sys::get(&store, id)?.await?;
             let current = self
                 .decode(current)?
                 .ok_or_else(|| CoreError::NotFound { id: id.to_string() })?;
             let next = f(&current)?;
-            store
-                .put(&row::to_js(&codec::encode(&next)?))
-                .map_err(failure)?;
+            sys::put(&store, &to_row(&next)?)?;
             tx.commit().await?;
             Ok(next)
         })
@@ -414,13 +391,10 @@ impl IdbStore {
             .filter(|(_, d)| matches!(d, EnqueueDecision::Create(_)))
             .map(|(i, _)| i)
             .collect();
-        let rows = Array::new_with_length(created.len() as u32);
-        for (slot, &i) in created.iter().enumerate() {
-            rows.set(
-                slot as u32,
-                row::to_js(&codec::encode(decisions[i].record())?),
-            );
-        }
+        let rows = created
+            .iter()
+            .map(|&i| to_row(decisions[i].record()))
+            .collect::<Result<Vec<JsValue>, StoreError>>()?;
         // Made only once the rows are with the browser, so a batch holds two copies of
         // its records at most (the decisions and the answers), not three.
         let answers = || -> Vec<Enqueued> {
@@ -447,13 +421,13 @@ impl IdbStore {
         };
         self.run(async |db| {
             for &tolerate_existing in attempts {
-                let tx = Tx::open(db, &[RECORDS], true, self.options.durability)?;
-                let store = tx.store(RECORDS)?;
-                let adding = JsFuture::from(sys::add_rows(&store, &rows, tolerate_existing));
+                let tx = Tx::open(db, true, self.options.durability)?;
+                let store = tx.store()?;
+                let adding = add_rows(&tx, &store, &rows, tolerate_existing)?;
                 // The browser writes the rows while the caller's check runs here.
                 if !passes() {
                     tx.abort().await;
-                    let _ = adding.await;
+                    let _ = adding.finish().await;
                     return Err(Failure::Store(StoreError::Backend(
                         "enqueue check failed".into(),
                     )));
@@ -463,23 +437,24 @@ impl IdbStore {
                     // Done only if the add itself answered success: an add that threw
                     // (Firefox refuses writes on a connection after a quota error) left
                     // an empty transaction, and an empty one commits fine.
-                    let added = adding.await;
-                    if committed.is_ok() && added.is_ok_and(|e| Array::from(&e).length() == 0) {
+                    let added = adding.finish().await;
+                    if committed.is_ok() && added.is_ok_and(|existing| existing.is_empty()) {
                         return Ok(answers());
                     }
                     continue;
                 }
                 // Rows whose key exists come back by index and are decided against the
                 // stored record (replay, or conflict → abort).
-                let existing = adding.await.map_err(failure)?;
-                let existing: Array = existing.unchecked_into();
+                let existing = adding.finish().await?;
                 let mut answers = answers();
-                for slot in existing.iter() {
-                    let slot = slot.as_f64().unwrap_or(0.0) as usize;
+                for slot in existing {
                     let Some(&i) = created.get(slot) else {
                         continue;
                     };
-                    let stored = request(store.get(&JsValue::from_str(&plans[i].id))).await;
+                    let stored = match sys::get(&store, &plans[i].id) {
+                        Ok(request) => request.await,
+                        Err(e) => Err(e),
+                    };
                     let outcome = stored
                         .and_then(|v| self.decode(v).map_err(Failure::Store))
                         .and_then(|stored| {
@@ -523,20 +498,17 @@ impl IdbStore {
     /// continuing past rows that are corrupt or not ready.
     async fn due_page(
         &self,
-        index: &web_sys::IdbIndex,
+        index: &Index<'_>,
         after: Option<JsValue>,
         now_ms: u64,
         limit: u32,
-    ) -> Result<JsValue, Failure> {
+    ) -> Result<Vec<JsValue>, Failure> {
         let upper = key(&[JsValue::from_f64(now_ms as f64), top()]);
         let range = match after {
-            None => IdbKeyRange::upper_bound(&upper),
-            Some(after) => {
-                IdbKeyRange::bound_with_lower_open_and_upper_open(&after, &upper, true, false)
-            }
-        }
-        .map_err(failure)?;
-        request(index.get_all_with_key_and_limit(&range, limit)).await
+            None => KeyRange::UpperBound(upper, false),
+            Some(after) => KeyRange::Bound(after, true, upper, false),
+        };
+        get_all(index, range, Some(limit)).await
     }
 }
 
@@ -570,8 +542,9 @@ impl Store for IdbStore {
     async fn get(&self, id: &str) -> Result<Option<Record>, StoreError> {
         let value = self
             .run(async |db| {
-                let tx = Tx::open(db, &[RECORDS], false, Durability::Relaxed)?;
-                request(tx.store(RECORDS)?.get(&JsValue::from_str(id))).await
+                let tx = Tx::open(db, false, Durability::Relaxed)?;
+                let store = tx.store()?;
+                sys::get(&store, id)?.await
             })
             .await?;
         self.decode(value)
@@ -582,26 +555,21 @@ impl Store for IdbStore {
         let limit = request_.limit;
         // A lease lost to power loss only makes the record claimable again: relaxed.
         self.run(async |db| {
-            let tx = Tx::open(db, &[RECORDS], true, Durability::Relaxed)?;
-            let store = tx.store(RECORDS)?;
-            let index = store.index(IDX_DUE).map_err(failure)?;
+            let tx = Tx::open(db, true, Durability::Relaxed)?;
+            let store = tx.store()?;
+            let index = store.index(IDX_DUE)?;
             let mut claimed: Vec<Record> = Vec::new();
             let mut after: Option<JsValue> = None;
             loop {
                 let want = limit - claimed.len() as u32;
-                let page: Array = self
-                    .due_page(&index, after.clone(), now_ms, want)
-                    .await?
-                    .unchecked_into();
-                let fetched = page.length();
-                for value in page.iter() {
-                    let due =
-                        js_sys::Reflect::get(&value, &"dueMs".into()).unwrap_or(JsValue::UNDEFINED);
-                    let created = js_sys::Reflect::get(&value, &"createdMs".into())
-                        .unwrap_or(JsValue::UNDEFINED);
-                    let id =
-                        js_sys::Reflect::get(&value, &"id".into()).unwrap_or(JsValue::UNDEFINED);
-                    after = Some(key(&[due, created, id]));
+                let page = self.due_page(&index, after.clone(), now_ms, want).await?;
+                let fetched = page.len() as u32;
+                for value in page {
+                    after = Some(key(&[
+                        field(&value, "dueMs"),
+                        field(&value, "createdMs"),
+                        field(&value, "id"),
+                    ]));
                     let Ok(Some(record)) = self.decode(value) else {
                         continue;
                     };
@@ -609,9 +577,7 @@ impl Store for IdbStore {
                         continue;
                     }
                     let next = core::claim(&record, request_, now_ms)?.into_record();
-                    store
-                        .put(&row::to_js(&codec::encode(&next)?))
-                        .map_err(failure)?;
+                    sys::put(&store, &to_row(&next)?)?;
                     claimed.push(next);
                 }
                 if fetched < want || claimed.len() as u32 >= limit {
@@ -648,12 +614,12 @@ impl Store for IdbStore {
     ) -> Vec<Result<Record, StoreError>> {
         let done = self
             .run(async |db| {
-                let tx = Tx::open(db, &[RECORDS], true, self.options.durability)?;
-                let store = tx.store(RECORDS)?;
+                let tx = Tx::open(db, true, self.options.durability)?;
+                let store = tx.store()?;
                 let mut out = Vec::with_capacity(completions.len());
                 // Every row read at once, then decided and written in order.
                 let rows = get_many(&store, completions.iter().map(|c| c.id.as_str())).await?;
-                for (c, current) in completions.iter().zip(rows.iter()) {
+                for (c, current) in completions.iter().zip(rows) {
                     let next = match self.decode(current) {
                         Ok(Some(record)) => core::complete_attempt(&record, c, now_ms, retry)
                             .map_err(StoreError::from),
@@ -661,9 +627,7 @@ impl Store for IdbStore {
                         Err(e) => Err(e),
                     };
                     if let Ok(next) = &next {
-                        store
-                            .put(&row::to_js(&codec::encode(next)?))
-                            .map_err(failure)?;
+                        sys::put(&store, &to_row(next)?)?;
                     }
                     out.push(next);
                 }
@@ -696,17 +660,14 @@ impl Store for IdbStore {
     async fn relay_back(&self, relay: &str, now_ms: u64) -> Result<Vec<Record>, StoreError> {
         // Only `retryable` rows can qualify: read those through the stage index.
         self.run(async |db| {
-            let tx = Tx::open(db, &[RECORDS], true, Durability::Relaxed)?;
-            let store = tx.store(RECORDS)?;
-            let index = store.index(IDX_STAGE).map_err(failure)?;
-            let range = stage_range(Stage::Retryable)?;
-            let page = request(index.get_all_with_key(&range)).await?;
+            let tx = Tx::open(db, true, Durability::Relaxed)?;
+            let store = tx.store()?;
+            let index = store.index(IDX_STAGE)?;
+            let page = get_all(&index, stage_range(Stage::Retryable), None).await?;
             let mut woken = Vec::new();
             for record in self.decode_page(page) {
                 if let Some(next) = core::relay_back(&record, relay, now_ms) {
-                    store
-                        .put(&row::to_js(&codec::encode(&next)?))
-                        .map_err(failure)?;
+                    sys::put(&store, &to_row(&next)?)?;
                     woken.push(next);
                 }
             }
@@ -718,13 +679,12 @@ impl Store for IdbStore {
 
     async fn purge(&self, before_ms: u64) -> Result<u32, StoreError> {
         self.run(async |db| {
-            let tx = Tx::open(db, &[RECORDS], true, self.options.durability)?;
-            let store = tx.store(RECORDS)?;
-            let index = store.index(IDX_STAGE).map_err(failure)?;
+            let tx = Tx::open(db, true, self.options.durability)?;
+            let store = tx.store()?;
+            let index = store.index(IDX_STAGE)?;
             let mut doomed: Vec<String> = Vec::new();
             for stage in [Stage::Satisfied, Stage::Exhausted, Stage::Cancelled] {
-                let range = stage_range(stage)?;
-                let page = request(index.get_all_with_key(&range)).await?;
+                let page = get_all(&index, stage_range(stage), None).await?;
                 for record in self.decode_page(page) {
                     if core::is_purgeable(&record, before_ms) {
                         doomed.push(record.id);
@@ -732,7 +692,7 @@ impl Store for IdbStore {
                 }
             }
             for id in &doomed {
-                store.delete(&JsValue::from_str(id)).map_err(failure)?;
+                sys::delete(&store, id)?;
             }
             tx.commit().await?;
             Ok(u32::try_from(doomed.len()).unwrap_or(u32::MAX))
@@ -743,57 +703,36 @@ impl Store for IdbStore {
     async fn list(&self, query: &ListQuery) -> Result<Vec<Record>, StoreError> {
         query.validate()?;
         self.run(async |db| {
-            let tx = Tx::open(db, &[RECORDS], false, Durability::Relaxed)?;
-            let store = tx.store(RECORDS)?;
+            let tx = Tx::open(db, false, Durability::Relaxed)?;
+            let store = tx.store()?;
             let cursor = match &query.after {
                 None => None,
                 Some(id) => {
-                    let value = request(store.get(&JsValue::from_str(id))).await?;
+                    let value = sys::get(&store, id)?.await?;
                     if value.is_undefined() {
                         return Err(CoreError::NotFound { id: id.clone() }.into());
                     }
-                    let created =
-                        js_sys::Reflect::get(&value, &"createdMs".into()).map_err(failure)?;
-                    Some((created, JsValue::from_str(id)))
+                    Some((field(&value, "createdMs"), JsValue::from_str(id)))
                 }
             };
-            let (index, range) = match &query.stage {
+            let page = match &query.stage {
                 Some(stage) => {
                     let s = JsValue::from_str(stage.as_str());
                     let lower = match &cursor {
                         Some((c, id)) => key(&[s.clone(), c.clone(), id.clone()]),
                         None => key(std::slice::from_ref(&s)),
                     };
-                    let range = IdbKeyRange::bound_with_lower_open_and_upper_open(
-                        &lower,
-                        &key(&[s, top()]),
-                        cursor.is_some(),
-                        false,
-                    )
-                    .map_err(failure)?;
-                    (store.index(IDX_STAGE).map_err(failure)?, Some(range))
+                    let range = KeyRange::Bound(lower, cursor.is_some(), key(&[s, top()]), false);
+                    let index = store.index(IDX_STAGE)?;
+                    get_all(&index, range, Some(query.limit)).await?
                 }
                 None => {
                     let range = match &cursor {
-                        Some((c, id)) => Some(
-                            IdbKeyRange::lower_bound_with_open(
-                                &key(&[c.clone(), id.clone()]),
-                                true,
-                            )
-                            .map_err(failure)?,
-                        ),
-                        None => None,
+                        Some((c, id)) => KeyRange::LowerBound(key(&[c.clone(), id.clone()]), true),
+                        None => every_key(),
                     };
-                    (store.index(IDX_CREATED).map_err(failure)?, range)
-                }
-            };
-            let page = match range {
-                Some(range) => {
-                    request(index.get_all_with_key_and_limit(&range, query.limit)).await?
-                }
-                None => {
-                    request(index.get_all_with_key_and_limit(&JsValue::UNDEFINED, query.limit))
-                        .await?
+                    let index = store.index(IDX_CREATED)?;
+                    get_all(&index, range, Some(query.limit)).await?
                 }
             };
             Ok(self.decode_page(page))
@@ -807,14 +746,12 @@ impl Store for IdbStore {
         }
         let mut counts = self
             .run(async |db| {
-                let tx = Tx::open(db, &[RECORDS], false, Durability::Relaxed)?;
-                let index = tx.store(RECORDS)?.index(IDX_STAGE).map_err(failure)?;
+                let tx = Tx::open(db, false, Durability::Relaxed)?;
+                let store = tx.store()?;
+                let index = store.index(IDX_STAGE)?;
                 let mut counts = StageCounts::default();
                 for stage in Stage::ALL {
-                    let range = stage_range(stage)?;
-                    let n = request(index.count_with_key(&range)).await?;
-                    let n = n.as_f64().unwrap_or(0.0) as u32;
-                    *counts.get_mut(stage) = n;
+                    *counts.get_mut(stage) = sys::count(&index, stage_range(stage)).await?;
                 }
                 Ok(counts)
             })
@@ -838,16 +775,13 @@ impl Store for IdbStore {
 
     async fn next_due(&self) -> Result<Option<u64>, StoreError> {
         self.run(async |db| {
-            let tx = Tx::open(db, &[RECORDS], false, Durability::Relaxed)?;
-            let index = tx.store(RECORDS)?.index(IDX_DUE).map_err(failure)?;
-            let page: Array = request(index.get_all_with_key_and_limit(&JsValue::UNDEFINED, 1))
-                .await?
-                .unchecked_into();
+            let tx = Tx::open(db, false, Durability::Relaxed)?;
+            let store = tx.store()?;
+            let index = store.index(IDX_DUE)?;
+            let page = get_all(&index, every_key(), Some(1)).await?;
             Ok(page
-                .iter()
-                .next()
-                .and_then(|row| js_sys::Reflect::get(&row, &"dueMs".into()).ok())
-                .and_then(|v| v.as_f64())
+                .first()
+                .and_then(|row| field(row, "dueMs").as_f64())
                 .map(|d| d as u64))
         })
         .await

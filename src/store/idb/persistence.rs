@@ -2,10 +2,41 @@
 //! `estimate()`, in windows and workers. Without persistence, storage is
 //! "best-effort" and the browser may evict it under pressure.
 
-use wasm_bindgen::JsValue;
+use std::cell::RefCell;
+
+use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
 
-use super::sys;
+#[wasm_bindgen]
+extern "C" {
+    #[wasm_bindgen(js_name = setTimeout)]
+    fn set_timeout(callback: &js_sys::Function, ms: f64) -> JsValue;
+    #[wasm_bindgen(js_name = clearTimeout)]
+    fn clear_timeout(id: &JsValue);
+}
+
+/// `navigator.storage`, in windows and workers.
+fn storage_manager() -> Option<web_sys::StorageManager> {
+    let navigator = js_sys::Reflect::get(&js_sys::global(), &"navigator".into()).ok()?;
+    js_sys::Reflect::get(&navigator, &"storage".into())
+        .ok()?
+        .dyn_into()
+        .ok()
+}
+
+/// Settles with `promise`'s value, or with `undefined` after `ms` (Firefox shows a
+/// permission prompt for `persist()`, which a headless or unattended page never answers).
+async fn within(promise: js_sys::Promise, ms: u32) -> Option<JsValue> {
+    let timer = RefCell::new(JsValue::UNDEFINED);
+    // The executor runs synchronously, so no closure outlives this call.
+    let timeout = js_sys::Promise::new(&mut |resolve, _| {
+        *timer.borrow_mut() = set_timeout(&resolve, f64::from(ms));
+    });
+    let raced = js_sys::Promise::race(&[promise, timeout].iter().collect::<js_sys::Array>());
+    let answer = JsFuture::from(raced).await.ok();
+    clear_timeout(&timer.borrow());
+    answer
+}
 
 /// What `navigator.storage.estimate()` reported, in bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Default, serde::Serialize)]
@@ -34,22 +65,20 @@ pub async fn request_persistence() -> Option<bool> {
 
 /// [`request_persistence`] with an explicit wait limit in milliseconds.
 pub async fn request_persistence_within(timeout_ms: u32) -> Option<bool> {
-    let manager = sys::storage_manager()?;
+    let manager = storage_manager()?;
     let asked = manager.persist().ok()?;
-    call(Ok(sys::with_timeout(&asked, timeout_ms)))
-        .await?
-        .as_bool()
+    within(asked, timeout_ms).await?.as_bool()
 }
 
 /// Whether this origin's storage is persistent (`None`: Storage API unavailable).
 pub async fn is_persisted() -> Option<bool> {
-    let manager = sys::storage_manager()?;
+    let manager = storage_manager()?;
     call(manager.persisted()).await?.as_bool()
 }
 
 /// Usage and quota of this origin (`None`: Storage API unavailable).
 pub async fn estimate() -> Option<StorageEstimate> {
-    let manager = sys::storage_manager()?;
+    let manager = storage_manager()?;
     let value = call(manager.estimate()).await?;
     let get = |k: &str| {
         js_sys::Reflect::get(&value, &JsValue::from_str(k))

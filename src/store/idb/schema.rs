@@ -10,9 +10,11 @@
 //!   `event` = `eventId` (find an event's record under a custom item id).
 //! - `meta` (out-of-line keys): `"schema"` → `{ version, library }`.
 
-use js_sys::Array;
+use indexed_db_futures::database::Database;
+use indexed_db_futures::prelude::*;
+use indexed_db_futures::KeyPath;
 use wasm_bindgen::prelude::*;
-use web_sys::{IdbDatabase, IdbObjectStoreParameters, IdbTransaction};
+use web_sys::IdbTransaction;
 
 /// The object store of records.
 pub const RECORDS: &str = "records";
@@ -27,7 +29,9 @@ pub const IDX_STAGE: &str = "stage";
 /// Index: event id.
 pub const IDX_EVENT: &str = "event";
 
-type Migration = fn(&IdbDatabase, &IdbTransaction) -> Result<(), JsValue>;
+/// A migration step: the database (object stores are created and deleted through it)
+/// and the `versionchange` transaction (existing object stores are reached through it).
+type Migration = fn(&Database, &IdbTransaction) -> indexed_db_futures::Result<()>;
 
 /// One entry per version step: `MIGRATIONS[n]` upgrades version `n` to `n + 1`.
 const MIGRATIONS: &[Migration] = &[v0_to_v1];
@@ -35,29 +39,35 @@ const MIGRATIONS: &[Migration] = &[v0_to_v1];
 /// The highest schema version this build can open.
 pub const MAX_VERSION: u32 = MIGRATIONS.len() as u32;
 
-fn key_path(fields: &[&str]) -> Array {
-    fields.iter().map(|f| JsValue::from_str(f)).collect()
-}
-
-fn v0_to_v1(db: &IdbDatabase, _tx: &IdbTransaction) -> Result<(), JsValue> {
-    let params = IdbObjectStoreParameters::new();
-    params.set_key_path(&JsValue::from_str("id"));
-    let records = db.create_object_store_with_optional_parameters(RECORDS, &params)?;
+fn v0_to_v1(db: &Database, _tx: &IdbTransaction) -> indexed_db_futures::Result<()> {
+    let records = db
+        .create_object_store(RECORDS)
+        .with_key_path(KeyPath::One("id"))
+        .build()?;
+    let index = |name: &str, fields: Vec<&str>| {
+        records
+            .create_index(name, KeyPath::from(fields))
+            .build()
+            .map(drop)
+    };
+    index(IDX_DUE, vec!["dueMs", "createdMs", "id"])?;
+    index(IDX_CREATED, vec!["createdMs", "id"])?;
+    index(IDX_STAGE, vec!["stage", "createdMs", "id"])?;
     records
-        .create_index_with_str_sequence(IDX_DUE, &key_path(&["dueMs", "createdMs", "id"]).into())?;
-    records.create_index_with_str_sequence(IDX_CREATED, &key_path(&["createdMs", "id"]).into())?;
-    records.create_index_with_str_sequence(
-        IDX_STAGE,
-        &key_path(&["stage", "createdMs", "id"]).into(),
-    )?;
-    records.create_index_with_str(IDX_EVENT, "eventId")?;
-    db.create_object_store(META)?;
+        .create_index(IDX_EVENT, KeyPath::One("eventId"))
+        .build()?;
+    db.create_object_store(META).build()?;
     Ok(())
 }
 
 /// Runs every migration from `old_version` up to [`MAX_VERSION`], then records the
-/// schema version in `meta`. Called inside `upgradeneeded`.
-pub fn upgrade(db: &IdbDatabase, tx: &IdbTransaction, old_version: u32) -> Result<(), JsValue> {
+/// schema version in `meta`. Called inside `upgradeneeded`, with its `versionchange`
+/// transaction.
+pub fn upgrade(
+    db: &Database,
+    tx: &IdbTransaction,
+    old_version: u32,
+) -> indexed_db_futures::Result<()> {
     for step in MIGRATIONS.iter().skip(old_version as usize) {
         step(db, tx)?;
     }

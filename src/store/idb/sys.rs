@@ -1,52 +1,42 @@
-//! The JavaScript side of the IndexedDB store: bindings to `glue.js`, promise-based
-//! request helpers and the mapping of DOM exceptions to [`StoreError`]. Holds no
-//! business rule.
+//! The IndexedDB store's plumbing on `indexed_db_futures`: opening a connection,
+//! transactions, batched reads and adds, and the mapping of DOM exceptions to
+//! [`StoreError`]. Holds no business rule.
+//!
+//! Where the crate (0.6.4) lacks something, this module, and only this one, reaches the
+//! underlying web-sys object through the crate's escape hatch
+//! [`SystemRepr::as_sys`] (each use is marked `escape hatch:` and says what is missing):
+//! - the `versionchange` transaction inside the upgrade callback (a migration that
+//!   changes an existing object store, and the `meta` write, need it);
+//! - closing our connection when another context asks for a version change, and
+//!   noticing a connection the browser closed (the crate's `version-change` feature
+//!   is a stream that nothing would poll while the store is idle);
+//! - the error a transaction aborted with (the crate reports only "aborted", and
+//!   Chromium reports `QuotaExceededError` only there);
+//! - an `error` listener on the requests of a batch of adds: an existing key must
+//!   not abort the transaction (the crate's request futures never call
+//!   `preventDefault`), and the batch is awaited through its last request only.
 
-use js_sys::{Array, Promise, Reflect};
+use std::cell::{Cell, RefCell};
+use std::future::Future;
+use std::rc::Rc;
+use std::task::{Poll, Waker};
+
+use indexed_db_futures::database::{Database, VersionChangeEvent};
+use indexed_db_futures::error::{Error as IdbError, OpenDbError};
+use indexed_db_futures::index::Index;
+use indexed_db_futures::internals::{QuerySourceInternal, SystemRepr};
+use indexed_db_futures::object_store::ObjectStore;
+use indexed_db_futures::prelude::*;
+use indexed_db_futures::transaction::{
+    Transaction, TransactionDurability, TransactionMode, TransactionOptions,
+};
+use indexed_db_futures::KeyRange;
+use js_sys::Reflect;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
-use wasm_bindgen_futures::JsFuture;
-use web_sys::{IdbDatabase, IdbFactory, IdbRequest, IdbTransaction};
 
+use super::schema::{self, RECORDS};
 use crate::store::StoreError;
-
-#[wasm_bindgen(module = "/src/store/idb/glue.js")]
-extern "C" {
-    #[wasm_bindgen(js_name = requestPromise)]
-    fn request_promise(req: &IdbRequest) -> Promise;
-    #[wasm_bindgen(js_name = transactionDone)]
-    fn transaction_done(tx: &IdbTransaction) -> Promise;
-    #[wasm_bindgen(js_name = getMany)]
-    fn get_many_js(store: &web_sys::IdbObjectStore, keys: &Array) -> Promise;
-    #[wasm_bindgen(js_name = addRows)]
-    pub(super) fn add_rows(
-        store: &web_sys::IdbObjectStore,
-        rows: &Array,
-        tolerate_existing: bool,
-    ) -> Promise;
-    #[wasm_bindgen(js_name = openTransaction, catch)]
-    fn open_transaction_js(
-        db: &IdbDatabase,
-        stores: &Array,
-        mode: &str,
-        durability: &str,
-    ) -> Result<IdbTransaction, JsValue>;
-    #[wasm_bindgen(js_name = commitTransaction)]
-    fn commit_transaction(tx: &IdbTransaction);
-    #[wasm_bindgen(js_name = openDatabase)]
-    pub(super) fn open_database(
-        factory: &IdbFactory,
-        name: &str,
-        version: u32,
-        upgrade: &Closure<dyn FnMut(IdbDatabase, IdbTransaction, f64) -> Result<(), JsValue>>,
-    ) -> Promise;
-    #[wasm_bindgen(js_name = indexedDbFactory)]
-    pub(super) fn indexed_db_factory() -> Option<IdbFactory>;
-    #[wasm_bindgen(js_name = withTimeout)]
-    pub(super) fn with_timeout(promise: &Promise, ms: u32) -> Promise;
-    #[wasm_bindgen(js_name = storageManager)]
-    pub(super) fn storage_manager() -> Option<web_sys::StorageManager>;
-}
 
 /// Why an IndexedDB call failed, before it becomes a [`StoreError`]: a lost
 /// connection is worth one reopen and retry; anything else is final.
@@ -79,8 +69,27 @@ impl From<Failure> for StoreError {
     }
 }
 
+impl From<IdbError> for Failure {
+    fn from(e: IdbError) -> Failure {
+        match e {
+            IdbError::DomException(e) => failure(e.as_ref().clone()),
+            IdbError::Unknown(e) => failure(e.as_ref().clone()),
+            other => Failure::Store(StoreError::Backend(other.to_string())),
+        }
+    }
+}
+
+impl From<OpenDbError> for Failure {
+    fn from(e: OpenDbError) -> Failure {
+        match e {
+            OpenDbError::Base(e) => e.into(),
+            other => Failure::Store(StoreError::Backend(other.to_string())),
+        }
+    }
+}
+
 /// The `name` and `message` of a thrown JavaScript value.
-pub(super) fn error_parts(err: &JsValue) -> (String, String) {
+fn error_parts(err: &JsValue) -> (String, String) {
     let get = |key: &str| {
         Reflect::get(err, &JsValue::from_str(key))
             .ok()
@@ -109,29 +118,9 @@ pub(super) fn failure(err: JsValue) -> Failure {
             message
         })),
         "InvalidStateError" | "UnknownError" => Failure::Lost(format!("{name}: {message}")),
-        "BlockedError" => Failure::Store(StoreError::Blocked(message)),
         "" => Failure::Store(StoreError::Backend(message)),
         _ => Failure::Store(StoreError::Backend(format!("{name}: {message}"))),
     }
-}
-
-/// Awaits one request: its `result`, or its error mapped to a failure.
-pub(super) async fn request(req: Result<IdbRequest, JsValue>) -> Result<JsValue, Failure> {
-    let req = req.map_err(failure)?;
-    JsFuture::from(request_promise(&req)).await.map_err(failure)
-}
-
-/// Reads the rows stored under `keys`, all requests issued at once; in key order,
-/// `undefined` where a key has no row.
-pub(super) async fn get_many<'k>(
-    store: &web_sys::IdbObjectStore,
-    keys: impl Iterator<Item = &'k str>,
-) -> Result<Array, Failure> {
-    let keys: Array = keys.map(JsValue::from_str).collect();
-    let rows = JsFuture::from(get_many_js(store, &keys))
-        .await
-        .map_err(failure)?;
-    Ok(rows.unchecked_into())
 }
 
 /// Whether a transaction must survive power loss (`strict`) or may trade that for
@@ -145,69 +134,425 @@ pub enum Durability {
     Relaxed,
 }
 
-impl Durability {
-    fn as_str(self) -> &'static str {
-        match self {
-            Durability::Strict => "strict",
-            Durability::Relaxed => "relaxed",
+/// An open connection: the database, and whether it has been closed under us (another
+/// context's version change, or the browser dropped it).
+pub(super) struct Conn {
+    db: Database,
+    closed: Rc<Cell<bool>>,
+    _on_versionchange: Closure<dyn FnMut()>,
+    _on_close: Closure<dyn FnMut()>,
+}
+
+impl Conn {
+    fn new(db: Database) -> Conn {
+        let closed = Rc::new(Cell::new(false));
+        // escape hatch: the crate has no callback for `versionchange` or `close` on an
+        // open connection. We close at once so the other context's upgrade proceeds;
+        // the next operation reopens.
+        let raw: &web_sys::IdbDatabase = db.as_sys();
+        let on_versionchange = Closure::<dyn FnMut()>::new({
+            let closed = closed.clone();
+            let raw = raw.clone();
+            move || {
+                closed.set(true);
+                raw.close();
+            }
+        });
+        let on_close = Closure::<dyn FnMut()>::new({
+            let closed = closed.clone();
+            move || closed.set(true)
+        });
+        raw.set_onversionchange(Some(on_versionchange.as_ref().unchecked_ref()));
+        raw.set_onclose(Some(on_close.as_ref().unchecked_ref()));
+        Conn {
+            db,
+            closed,
+            _on_versionchange: on_versionchange,
+            _on_close: on_close,
+        }
+    }
+
+    /// The database, for transactions.
+    pub(super) fn db(&self) -> &Database {
+        &self.db
+    }
+
+    /// True once the connection was closed under us.
+    pub(super) fn is_closed(&self) -> bool {
+        self.closed.get()
+    }
+
+    /// Closes the connection (a no-op when already closed).
+    pub(super) fn close(&self) {
+        self.closed.set(true);
+        self.db.clone().close();
+    }
+}
+
+impl Drop for Conn {
+    fn drop(&mut self) {
+        let raw: &web_sys::IdbDatabase = self.db.as_sys();
+        raw.set_onversionchange(None);
+        raw.set_onclose(None);
+    }
+}
+
+/// Set by the open request's `blocked` event; wakes the open's task.
+#[derive(Default)]
+struct Blocked {
+    fired: Cell<bool>,
+    waker: RefCell<Option<Waker>>,
+}
+
+/// Opens `name` at `version`, running the schema's migrations inside `upgradeneeded`.
+///
+/// A newer schema on disk is [`StoreError::VersionTooNew`], nothing touched. A blocked
+/// upgrade (another connection ignores `versionchange`) is [`StoreError::Blocked`] at
+/// once, not a hang; the abandoned open is kept alive in a task of its own, so that if
+/// it completes later its upgrade runs whole and the connection is closed at once (it
+/// then blocks nobody).
+pub(super) async fn open(name: &str, version: u32) -> Result<Conn, Failure> {
+    let blocked = Rc::new(Blocked::default());
+    // Set once the request exists, before its `upgradeneeded` can fire.
+    let raw_request: Rc<RefCell<Option<web_sys::IdbOpenDbRequest>>> = Rc::default();
+    let mut request = Database::open(name)
+        .with_version(version)
+        .with_on_blocked({
+            let blocked = blocked.clone();
+            move |_: VersionChangeEvent| {
+                blocked.fired.set(true);
+                if let Some(waker) = blocked.waker.borrow_mut().take() {
+                    waker.wake();
+                }
+                Ok(())
+            }
+        })
+        .with_on_upgrade_needed({
+            let raw_request = raw_request.clone();
+            move |event: VersionChangeEvent, db: Database| {
+                let tx = versionchange_transaction(raw_request.borrow().as_ref())?;
+                schema::upgrade(&db, &tx, event.old_version() as u32)
+            }
+        })
+        .build()?;
+    // escape hatch: the request, whose `transaction` is the upgrade's (below).
+    *raw_request.borrow_mut() = Some(request.as_sys().clone());
+    let opened = std::future::poll_fn(|cx| {
+        if blocked.fired.get() {
+            return Poll::Ready(None);
+        }
+        *blocked.waker.borrow_mut() = Some(cx.waker().clone());
+        std::pin::Pin::new(&mut request).poll(cx).map(Some)
+    })
+    .await;
+    match opened {
+        Some(Ok(db)) => Ok(Conn::new(db)),
+        Some(Err(OpenDbError::Base(IdbError::DomException(e))))
+            if error_parts(e.as_ref()).0 == "VersionError" =>
+        {
+            let found = stored_version(name).await.unwrap_or(0);
+            Err(Failure::Store(StoreError::VersionTooNew {
+                found,
+                supported: schema::MAX_VERSION,
+            }))
+        }
+        Some(Err(e)) => Err(e.into()),
+        None => {
+            wasm_bindgen_futures::spawn_local(async move {
+                if let Ok(db) = request.await {
+                    db.close();
+                }
+            });
+            Err(Failure::Store(StoreError::Blocked(format!(
+                "opening IndexedDB \"{name}\" is blocked by another connection that does not close"
+            ))))
         }
     }
 }
 
-/// An open transaction plus the promise of its completion (subscribed at creation so
-/// no event is missed).
-pub(super) struct Tx {
-    pub(super) tx: IdbTransaction,
-    done: Promise,
+/// The version of the database on disk, read by opening it without a version (which
+/// never upgrades) and closing at once.
+async fn stored_version(name: &str) -> Option<u32> {
+    let db = Database::open(name).await.ok()?;
+    let version = db.version() as u32;
+    db.close();
+    Some(version)
 }
 
-impl Tx {
-    /// Starts a transaction over `stores`.
+/// The crate's upgrade callback gets the database and the event, but not the
+/// `versionchange` transaction: it is the open request's.
+fn versionchange_transaction(
+    request: Option<&web_sys::IdbOpenDbRequest>,
+) -> indexed_db_futures::Result<web_sys::IdbTransaction> {
+    request.and_then(|req| req.transaction()).ok_or_else(|| {
+        JsValue::from_str("upgradeneeded without a versionchange transaction").into()
+    })
+}
+
+/// A transaction over the `records` store.
+pub(super) struct Tx<'a> {
+    tx: Transaction<'a>,
+}
+
+impl<'a> Tx<'a> {
+    /// Starts a transaction over `records`.
     pub(super) fn open(
-        db: &IdbDatabase,
-        stores: &[&str],
+        db: &'a Database,
         readwrite: bool,
         durability: Durability,
-    ) -> Result<Tx, Failure> {
-        let names: Array = stores.iter().map(|s| JsValue::from_str(s)).collect();
-        let mode = if readwrite { "readwrite" } else { "readonly" };
-        let tx = open_transaction_js(db, &names, mode, durability.as_str()).map_err(failure)?;
-        let done = transaction_done(&tx);
-        Ok(Tx { tx, done })
+    ) -> Result<Tx<'a>, Failure> {
+        let mode = if readwrite {
+            TransactionMode::Readwrite
+        } else {
+            TransactionMode::Readonly
+        };
+        let durability = match durability {
+            Durability::Strict => TransactionDurability::Strict,
+            Durability::Relaxed => TransactionDurability::Relaxed,
+        };
+        let tx = db
+            .transaction(RECORDS)
+            .with_mode(mode)
+            .with_options(TransactionOptions::new().with_durability(durability))
+            .build()?;
+        Ok(Tx { tx })
     }
 
-    /// An object store of this transaction.
-    pub(super) fn store(&self, name: &str) -> Result<web_sys::IdbObjectStore, Failure> {
-        self.tx.object_store(name).map_err(failure)
+    /// The `records` store of this transaction.
+    pub(super) fn store(&self) -> Result<ObjectStore<'_>, Failure> {
+        Ok(self.tx.object_store(RECORDS)?)
     }
 
-    /// Commits and waits until the data is written (or the abort's reason).
+    /// Commits and waits until the data is written; otherwise the error the transaction
+    /// aborted with (`QuotaExceededError`, ...), or the first failed request's. A write
+    /// request that failed makes this an error even when the browser then completed the
+    /// transaction (Firefox completes a transaction already committing without the
+    /// refused write).
     pub(super) async fn commit(self) -> Result<(), Failure> {
-        commit_transaction(&self.tx);
-        JsFuture::from(self.done).await.map(|_| ()).map_err(failure)
+        // escape hatch: the crate reports an abort without its error.
+        let raw: web_sys::IdbTransaction = (**self.tx.as_sys()).clone();
+        match self.tx.commit().await {
+            Ok(()) => Ok(()),
+            Err(e) => Err(match raw.error() {
+                Some(error) => failure(error.into()),
+                None => e.into(),
+            }),
+        }
     }
 
     /// Rolls back everything this transaction did.
     pub(super) async fn abort(self) {
-        if self.tx.abort().is_ok() {
-            // The completion promise rejects with AbortError: expected.
-            let _ = JsFuture::from(self.done).await;
+        // The transaction may already have aborted on its own; either way it is over.
+        let _ = self.tx.abort().await;
+    }
+}
+
+/// The key `id` as a one-key range.
+pub(super) fn id_key(id: &str) -> KeyRange<JsValue> {
+    KeyRange::Only(JsValue::from_str(id))
+}
+
+/// The row stored under `id` (a request issued now, answered when awaited).
+pub(super) fn get(
+    store: &ObjectStore<'_>,
+    id: &str,
+) -> Result<impl Future<Output = Result<JsValue, Failure>>, Failure> {
+    let request = store
+        .get::<JsValue, JsValue, KeyRange<JsValue>>(id_key(id))
+        .primitive()?;
+    Ok(async move { Ok(request.await?.unwrap_or(JsValue::UNDEFINED)) })
+}
+
+/// Deletes the row stored under `id` (its failure fails the transaction).
+pub(super) fn delete(store: &ObjectStore<'_>, id: &str) -> Result<(), Failure> {
+    drop(
+        store
+            .delete::<JsValue, KeyRange<JsValue>>(id_key(id))
+            .primitive()?,
+    );
+    Ok(())
+}
+
+/// Writes `row` (its failure fails the transaction).
+pub(super) fn put(store: &ObjectStore<'_>, row: &JsValue) -> Result<(), Failure> {
+    drop(store.put(row).primitive()?);
+    Ok(())
+}
+
+/// How many entries of `index` are in `range`.
+pub(super) async fn count(index: &Index<'_>, range: KeyRange<JsValue>) -> Result<u32, Failure> {
+    Ok(index
+        .count()
+        .with_query::<JsValue, KeyRange<JsValue>>(range)
+        .primitive()?
+        .await?)
+}
+
+/// Reads the rows stored under `keys`, every request issued before the first answer is
+/// awaited (one round trip to the browser's IndexedDB thread for the lot); in key order,
+/// `undefined` where a key has no row.
+pub(super) async fn get_many<'k>(
+    store: &ObjectStore<'_>,
+    keys: impl Iterator<Item = &'k str>,
+) -> Result<Vec<JsValue>, Failure> {
+    let requests = keys
+        .map(|key| get(store, key))
+        .collect::<Result<Vec<_>, _>>()?;
+    futures_util::future::join_all(requests)
+        .await
+        .into_iter()
+        .collect()
+}
+
+/// The values of `source` (an object store or an index) in `range`, at most `limit`.
+pub(super) async fn get_all<Qs, Sys>(
+    source: &Qs,
+    range: KeyRange<JsValue>,
+    limit: Option<u32>,
+) -> Result<Vec<JsValue>, Failure>
+where
+    Qs: QuerySource + SystemRepr<Repr = Sys>,
+    Sys: QuerySourceInternal,
+{
+    let query = source
+        .get_all::<JsValue>()
+        .with_query::<JsValue, KeyRange<JsValue>>(range);
+    let rows = match limit {
+        Some(limit) => query.with_limit(limit).primitive()?.await?,
+        None => query.primitive()?.await?,
+    };
+    Ok(rows.collect::<Result<Vec<JsValue>, _>>()?)
+}
+
+/// What one batch of adds found: which rows' keys already existed, and the first
+/// other failure.
+#[derive(Default)]
+struct AddState {
+    requests: Vec<web_sys::IdbRequest>,
+    cursor: usize,
+    existing: Vec<usize>,
+    failed: Option<JsValue>,
+}
+
+/// A batch of `add` requests in flight (see [`add_rows`]).
+pub(super) struct Adding {
+    state: Rc<RefCell<AddState>>,
+    last: Option<indexed_db_futures::future::VoidRequest>,
+    on_error: Closure<dyn FnMut(web_sys::Event)>,
+}
+
+impl Drop for Adding {
+    /// Removes the listener from every request, so that none calls the closure once it
+    /// is gone (an abandoned batch's requests still answer, with `AbortError`).
+    fn drop(&mut self) {
+        for req in &self.state.borrow().requests {
+            let _ = req.remove_event_listener_with_callback(
+                "error",
+                self.on_error.as_ref().unchecked_ref(),
+            );
         }
     }
 }
 
-/// True when the connection object from `openDatabase` was closed under us.
-pub(super) fn is_closed(conn: &JsValue) -> bool {
-    Reflect::get(conn, &JsValue::from_str("closed"))
-        .ok()
-        .and_then(|v| v.as_bool())
-        .unwrap_or(true)
+/// Adds every row, each request issued at once. With `tolerate_existing`, a row whose
+/// key already exists does not abort the transaction: its index is reported by
+/// [`Adding::finish`] so the caller can decide between replay and conflict. Without
+/// it, such a row's error fails the transaction as any other would.
+///
+/// Any other failure (Firefox refuses a write over quota at the request) aborts the
+/// transaction at once, inside the error event, before the caller can commit it, and
+/// [`Adding::finish`] returns it: an add that did not happen is never reported as done.
+///
+/// A transaction's requests answer in the order they were made, so only the last one
+/// is awaited (one call back into the module per batch, not per row), and one error
+/// listener serves every request: it finds the failed request's index by walking
+/// forward from the previous failure's.
+pub(super) fn add_rows(
+    tx: &Tx<'_>,
+    store: &ObjectStore<'_>,
+    rows: &[JsValue],
+    tolerate_existing: bool,
+) -> Result<Adding, Failure> {
+    let state = Rc::new(RefCell::new(AddState::default()));
+    // escape hatch: the transaction, to abort it from inside the error event.
+    let raw_tx: web_sys::IdbTransaction = (**tx.tx.as_sys()).clone();
+    let on_error = Closure::<dyn FnMut(web_sys::Event)>::new({
+        let state = state.clone();
+        let raw_tx = raw_tx.clone();
+        move |event: web_sys::Event| {
+            let mut state = state.borrow_mut();
+            let Some(req) = event
+                .target()
+                .and_then(|t| t.dyn_into::<web_sys::IdbRequest>().ok())
+            else {
+                return;
+            };
+            let n = state.requests.len();
+            while state.cursor < n && state.requests[state.cursor] != req {
+                state.cursor += 1;
+            }
+            let error = req.error().ok().flatten();
+            let name = error.as_ref().map(|e| e.name()).unwrap_or_default();
+            if name == "ConstraintError" {
+                if tolerate_existing {
+                    event.prevent_default();
+                    event.stop_propagation();
+                }
+                let at = state.cursor;
+                state.existing.push(at);
+            } else if state.failed.is_none() {
+                state.failed = Some(
+                    error
+                        .map(JsValue::from)
+                        .unwrap_or_else(|| JsValue::from_str("an add failed without an error")),
+                );
+                let _ = raw_tx.abort();
+            } else {
+                // The aborted transaction's other requests: consequences, not news.
+                event.prevent_default();
+                event.stop_propagation();
+            }
+        }
+    });
+    let mut adding = Adding {
+        state,
+        last: None,
+        on_error,
+    };
+    for row in rows {
+        let request = match store.add(row).primitive() {
+            Ok(request) => request,
+            Err(e) => {
+                // An add that throws (the connection refuses writes, a value that
+                // cannot be cloned) must not leave the rows before it to be committed.
+                let _ = raw_tx.abort();
+                return Err(e.into());
+            }
+        };
+        // escape hatch: a listener of our own on the request.
+        let raw: &web_sys::IdbRequest = request.as_sys();
+        let _ =
+            raw.add_event_listener_with_callback("error", adding.on_error.as_ref().unchecked_ref());
+        adding.state.borrow_mut().requests.push(raw.clone());
+        adding.last = Some(request);
+    }
+    Ok(adding)
 }
 
-/// The `IDBDatabase` of a connection object.
-pub(super) fn database(conn: &JsValue) -> Result<IdbDatabase, Failure> {
-    Reflect::get(conn, &JsValue::from_str("db"))
-        .ok()
-        .and_then(|v| v.dyn_into::<IdbDatabase>().ok())
-        .ok_or_else(|| Failure::Lost("connection object without a database".into()))
+impl Adding {
+    /// Waits until every add has answered; the indexes of the rows whose key already
+    /// existed, or the failure that aborted the transaction.
+    pub(super) async fn finish(mut self) -> Result<Vec<usize>, Failure> {
+        if let Some(last) = self.last.take() {
+            // Its own error, if any, is in the state already.
+            let _ = last.await;
+        }
+        let mut state = self.state.borrow_mut();
+        let result = match state.failed.take() {
+            Some(error) => Err(failure(error)),
+            None => Ok(std::mem::take(&mut state.existing)),
+        };
+        drop(state);
+        result
+    }
 }
