@@ -65,6 +65,39 @@ export function rawCount(db, store) {
   });
 }
 export function rawClose(db) { db.close(); }
+// Reads the row `id`, sets the fields of `patch` (JSON; the string "__delete__" deletes a
+// field) and writes it back.
+export function rawPatchRow(db, id, patch) {
+  return new Promise((resolve, reject) => {
+    const tx = db.transaction("records", "readwrite");
+    const store = tx.objectStore("records");
+    const req = store.get(id);
+    req.onsuccess = () => {
+      const row = req.result;
+      for (const [k, v] of Object.entries(JSON.parse(patch))) {
+        if (v === "__delete__") delete row[k];
+        else row[k] = v;
+      }
+      store.put(row);
+    };
+    tx.oncomplete = () => resolve();
+    tx.onerror = () => reject(tx.error);
+  });
+}
+// Every row of `records` described as JSON: its own keys in order, each value's type,
+// and whether it is a plain object.
+export function rawRowShapes(db) {
+  return new Promise((resolve, reject) => {
+    const req = db.transaction("records").objectStore("records").getAll();
+    req.onsuccess = () => resolve(JSON.stringify(req.result.map((row) => ({
+      plain: Object.getPrototypeOf(row) === Object.prototype,
+      keys: Object.keys(row),
+      types: Object.keys(row).map((k) => typeof row[k]),
+      stage: row.stage,
+    }))));
+    req.onerror = () => reject(req.error);
+  });
+}
 export function rawVersion(db) { return db.version; }
 "#)]
 extern "C" {
@@ -76,6 +109,10 @@ extern "C" {
     fn raw_count(db: &JsValue, store: &str) -> js_sys::Promise;
     #[wasm_bindgen(js_name = rawClose)]
     fn raw_close(db: &JsValue);
+    #[wasm_bindgen(js_name = rawPatchRow)]
+    fn raw_patch_row(db: &JsValue, id: &str, patch: &str) -> js_sys::Promise;
+    #[wasm_bindgen(js_name = rawRowShapes)]
+    fn raw_row_shapes(db: &JsValue) -> js_sys::Promise;
     #[wasm_bindgen(js_name = rawVersion)]
     fn raw_version(db: &JsValue) -> u32;
 }
@@ -121,6 +158,95 @@ async fn records_survive_close_and_reopen() {
     );
     let status = reopened.status().await.expect("status");
     assert_eq!((status.pending, status.leased), (15, 5));
+}
+
+#[wasm_bindgen_test]
+async fn rows_are_plain_objects_of_the_documented_shape() {
+    let name = random_name("shape");
+    let store = open(&name).await;
+    let plans: Vec<_> = (0..2)
+        .map(|n| fixture_plan(n, &RELAYS, Policy::All))
+        .collect();
+    let ids: Vec<String> = plans.iter().map(|p| p.id.clone()).collect();
+    store.enqueue_many(plans, 1_000).await.expect("enqueue");
+    store.cancel(&ids[1], 2_000).await.expect("cancel");
+    store.close();
+    drop(store);
+    let db = JsFuture::from(raw_open(&name, 1)).await.expect("raw open");
+    let shapes = JsFuture::from(raw_row_shapes(&db)).await.expect("rows");
+    raw_close(&db);
+    let shapes: serde_json::Value =
+        serde_json::from_str(&shapes.as_string().expect("json")).expect("parse");
+    let mut seen = Vec::new();
+    for shape in shapes.as_array().expect("array") {
+        assert_eq!(shape["plain"], true, "{shape}");
+        let stage = shape["stage"].as_str().expect("stage").to_string();
+        let (keys, types) = if stage == "cancelled" {
+            (
+                serde_json::json!(["id", "v", "stage", "createdMs", "eventId", "doc"]),
+                serde_json::json!(["string", "number", "string", "number", "string", "string"]),
+            )
+        } else {
+            (
+                serde_json::json!(["id", "v", "stage", "dueMs", "createdMs", "eventId", "doc"]),
+                serde_json::json!([
+                    "string", "number", "string", "number", "number", "string", "string"
+                ]),
+            )
+        };
+        assert_eq!(shape["keys"], keys, "{shape}");
+        assert_eq!(shape["types"], types, "{shape}");
+        seen.push(stage);
+    }
+    seen.sort();
+    assert_eq!(seen, ["cancelled", "pending"]);
+}
+
+#[wasm_bindgen_test]
+async fn rows_are_read_leniently_where_the_format_allows_and_refused_precisely_otherwise() {
+    let name = random_name("leniency");
+    let store = open(&name).await;
+    let plans: Vec<_> = (0..5)
+        .map(|n| fixture_plan(n, &RELAYS, Policy::All))
+        .collect();
+    let ids: Vec<String> = plans.iter().map(|p| p.id.clone()).collect();
+    store.enqueue_many(plans, 1_000).await.expect("enqueue");
+    store.close();
+    drop(store);
+    let db = JsFuture::from(raw_open(&name, SCHEMA_VERSION))
+        .await
+        .expect("raw open");
+    let patches = [
+        // Accepted: `dueMs` null or absent, `v` as a float that is an integer, extra fields.
+        r#"{"dueMs": null}"#,
+        r#"{"dueMs": "__delete__", "v": 1.0, "extra": [1, 2]}"#,
+        // Refused: `v` as a string, `createdMs` missing, `doc` not a string.
+        r#"{"v": "1"}"#,
+        r#"{"createdMs": "__delete__"}"#,
+        r#"{"doc": 7}"#,
+    ];
+    for (id, patch) in ids.iter().zip(patches) {
+        JsFuture::from(raw_patch_row(&db, id, patch))
+            .await
+            .expect("patch");
+    }
+    raw_close(&db);
+    let store = open(&name).await;
+    for id in &ids[..2] {
+        let record = store.get(id).await.expect("lenient row").expect("found");
+        assert_eq!(&record.id, id);
+    }
+    for (id, needle) in ids[2..].iter().zip([
+        r#"invalid type: string "1", expected u32"#,
+        "missing field `createdMs`",
+        "expected a string",
+    ]) {
+        let err = store.get(id).await.expect_err("refused row");
+        assert_eq!(err.code(), "corrupt_record", "{err}");
+        assert!(err.to_string().contains(needle), "{id}: {err}");
+    }
+    let rows = store.corrupt_rows().await.expect("corrupt rows");
+    assert_eq!(rows.len(), 3, "{rows:?}");
 }
 
 fn list_all() -> nostr_outbox::core::ListQuery {

@@ -19,10 +19,18 @@ pub(super) fn to_js(row: &StoredRow) -> Result<JsValue, StoreError> {
         .map_err(|e| StoreError::Backend(format!("row `{}` cannot be stored: {e}", row.id)))
 }
 
-/// Reads a row object; the error says which field is missing or of the wrong type.
+/// Reads a row object; the error names the missing field (``missing field `createdMs` ``)
+/// or the wrong value and what was expected (`invalid type: string "1", expected u32`).
 pub(super) fn from_js(value: JsValue) -> Result<StoredRow, String> {
     if !value.is_object() {
         return Err("not an object".into());
     }
-    serde_wasm_bindgen::from_value(value).map_err(|e| e.to_string())
+    serde_wasm_bindgen::from_value(value).map_err(|e| {
+        // The error is a JavaScript `Error`: its message, without the "Error: " prefix.
+        let error = JsValue::from(e);
+        js_sys::Reflect::get(&error, &JsValue::from_str("message"))
+            .ok()
+            .and_then(|m| m.as_string())
+            .unwrap_or_else(|| format!("{error:?}"))
+    })
 }
