@@ -6,7 +6,8 @@
 //! underlying web-sys object through the crate's escape hatch
 //! [`SystemRepr::as_sys`] (each use is marked `escape hatch:` and says what is missing):
 //! - the `versionchange` transaction inside the upgrade callback (a migration that
-//!   changes an existing object store, and the `meta` write, need it);
+//!   changes an existing object store, and the `meta` write, need it): the open
+//!   request's, taken once the request is built;
 //! - closing our connection when another context asks for a version change, and
 //!   noticing a connection the browser closed (the crate's `version-change` feature
 //!   is a stream that nothing would poll while the store is idle);
@@ -15,6 +16,10 @@
 //! - an `error` listener on the requests of a batch of adds: an existing key must
 //!   not abort the transaction (the crate's request futures never call
 //!   `preventDefault`), and the batch is awaited through its last request only.
+//!
+//! A blocked open needs no escape hatch: its future is raced against the crate's
+//! `blocked` callback, and when that fires the abandoned future is handed to a task of
+//! its own (if it completes later, its upgrade runs whole and the connection is closed).
 
 use std::cell::{Cell, RefCell};
 use std::future::Future;
@@ -348,7 +353,7 @@ impl<'a> Tx<'a> {
 }
 
 /// The key `id` as a one-key range.
-pub(super) fn id_key(id: &str) -> KeyRange<JsValue> {
+fn id_key(id: &str) -> KeyRange<JsValue> {
     KeyRange::Only(JsValue::from_str(id))
 }
 
