@@ -294,9 +294,25 @@ fn versionchange_transaction(
     })
 }
 
-/// A transaction over the `records` store.
+/// A transaction over the `records` store. A read-only one is committed when dropped
+/// (the crate aborts every transaction dropped without `commit`).
 pub(super) struct Tx<'a> {
-    tx: Transaction<'a>,
+    tx: Option<Transaction<'a>>,
+    readonly: bool,
+}
+
+impl Drop for Tx<'_> {
+    fn drop(&mut self) {
+        if let (true, Some(tx)) = (self.readonly, &self.tx) {
+            // escape hatch: commit without waiting; the crate's abort on drop then finds
+            // the transaction committing and does nothing.
+            // (web-sys marks the standard `IDBTransaction.commit()` deprecated; the crate
+            // calls the same method through a binding of its own.)
+            let raw: &web_sys::IdbTransaction = tx.as_sys();
+            #[allow(deprecated)]
+            let _ = raw.commit();
+        }
+    }
 }
 
 impl<'a> Tx<'a> {
@@ -320,12 +336,22 @@ impl<'a> Tx<'a> {
             .with_mode(mode)
             .with_options(TransactionOptions::new().with_durability(durability))
             .build()?;
-        Ok(Tx { tx })
+        Ok(Tx {
+            tx: Some(tx),
+            readonly: !readwrite,
+        })
+    }
+
+    /// The transaction (until `commit` or `abort` takes it).
+    fn inner(&self) -> Result<&Transaction<'a>, Failure> {
+        self.tx
+            .as_ref()
+            .ok_or_else(|| Failure::Store(StoreError::Backend("transaction already ended".into())))
     }
 
     /// The `records` store of this transaction.
     pub(super) fn store(&self) -> Result<ObjectStore<'_>, Failure> {
-        Ok(self.tx.object_store(RECORDS)?)
+        Ok(self.inner()?.object_store(RECORDS)?)
     }
 
     /// Commits and waits until the data is written; otherwise the error the transaction
@@ -333,10 +359,13 @@ impl<'a> Tx<'a> {
     /// request that failed makes this an error even when the browser then completed the
     /// transaction (Firefox completes a transaction already committing without the
     /// refused write).
-    pub(super) async fn commit(self) -> Result<(), Failure> {
+    pub(super) async fn commit(mut self) -> Result<(), Failure> {
+        let tx = self.tx.take().ok_or_else(|| {
+            Failure::Store(StoreError::Backend("transaction already ended".into()))
+        })?;
         // escape hatch: the crate reports an abort without its error.
-        let raw: web_sys::IdbTransaction = (**self.tx.as_sys()).clone();
-        match self.tx.commit().await {
+        let raw: web_sys::IdbTransaction = (**tx.as_sys()).clone();
+        match tx.commit().await {
             Ok(()) => Ok(()),
             Err(e) => Err(match raw.error() {
                 Some(error) => failure(error.into()),
@@ -346,9 +375,11 @@ impl<'a> Tx<'a> {
     }
 
     /// Rolls back everything this transaction did.
-    pub(super) async fn abort(self) {
+    pub(super) async fn abort(mut self) {
         // The transaction may already have aborted on its own; either way it is over.
-        let _ = self.tx.abort().await;
+        if let Some(tx) = self.tx.take() {
+            let _ = tx.abort().await;
+        }
     }
 }
 
@@ -480,7 +511,7 @@ pub(super) fn add_rows(
 ) -> Result<Adding, Failure> {
     let state = Rc::new(RefCell::new(AddState::default()));
     // escape hatch: the transaction, to abort it from inside the error event.
-    let raw_tx: web_sys::IdbTransaction = (**tx.tx.as_sys()).clone();
+    let raw_tx: web_sys::IdbTransaction = (**tx.inner()?.as_sys()).clone();
     let on_error = Closure::<dyn FnMut(web_sys::Event)>::new({
         let state = state.clone();
         let raw_tx = raw_tx.clone();
