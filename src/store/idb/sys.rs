@@ -13,6 +13,8 @@
 //!   is a stream that nothing would poll while the store is idle);
 //! - the error a transaction aborted with (the crate reports only "aborted", and
 //!   Chromium reports `QuotaExceededError` only there);
+//! - committing a read-only transaction when it is dropped (the crate aborts every
+//!   transaction dropped without `commit`);
 //! - an `error` listener on the requests of a batch of adds: an existing key must
 //!   not abort the transaction (the crate's request futures never call
 //!   `preventDefault`), and the batch is awaited through its last request only.
