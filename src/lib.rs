@@ -20,7 +20,6 @@ pub mod core;
 pub mod flush;
 pub mod json;
 pub mod nostr;
-mod sort;
 pub mod store;
 pub mod transport;
 

@@ -123,7 +123,8 @@ proptest! {
         let _ = Event::parse_json(&text);
         let _ = RelayMessage::parse(&text, 1 << 20);
         let _ = RelayUrl::parse(&text);
-        if let Ok(v) = nostr_outbox::json::parse(&text) {
+        let _ = Event::parse_json_compact(&text);
+        if let Ok(v) = serde_json::from_str(&text) {
             let _ = Event::from_value(v);
         }
     }

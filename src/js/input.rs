@@ -9,7 +9,7 @@ use wasm_bindgen::JsCast;
 
 use super::error::{details, ApiError};
 use crate::core::Policy;
-use crate::json::{self, Value};
+use crate::json::Value;
 use crate::nostr::{Event, RelayUrl};
 
 /// The largest integer a JavaScript number holds exactly (2^53 − 1).
@@ -319,14 +319,7 @@ pub(crate) fn parse_event(v: &JsValue) -> Result<Event, ApiError> {
             .with_details(details(vec![("reason", Value::from("not_json"))]))
             .with_cause(e)
         })?;
-        let value = json::parse(&text).map_err(|e| {
-            ApiError::new(
-                "invalid_event",
-                format!("invalid event: not valid JSON: {e}"),
-            )
-            .with_details(details(vec![("reason", Value::from("not_json"))]))
-        })?;
-        Event::from_value(value)?
+        Event::parse_json_compact(&text)?
     } else {
         return Err(ApiError::new(
             "invalid_event",

@@ -31,7 +31,7 @@ use k256::schnorr::{Signature, VerifyingKey};
 use k256::{AffinePoint, FieldBytes, ProjectivePoint, Scalar, U256};
 use sha2::{Digest, Sha256};
 
-use super::hex;
+use super::event::lower_hex;
 
 /// True when every `(id, pubkey, sig)` (hex, as in an event) is a valid BIP-340
 /// signature of the id by the pubkey, up to the 2⁻¹²⁸ chance above. False when any
@@ -42,9 +42,9 @@ pub(super) fn all_verify<'a>(
     let mut decoded = Vec::with_capacity(items.len());
     for (id, pubkey, sig) in items {
         match (
-            hex::decode::<32>(id),
-            hex::decode::<32>(pubkey),
-            hex::decode::<64>(sig),
+            lower_hex::<32>(id),
+            lower_hex::<32>(pubkey),
+            lower_hex::<64>(sig),
         ) {
             (Some(id), Some(pubkey), Some(sig)) => decoded.push((id, pubkey, sig)),
             _ => return false,
@@ -225,9 +225,9 @@ mod tests {
                     .expect("test signature")
                     .to_bytes();
                 (
-                    hex::encode(&id),
-                    hex::encode(&key.verifying_key().to_bytes()),
-                    hex::encode(&sig),
+                    hex::encode(id),
+                    hex::encode(key.verifying_key().to_bytes()),
+                    hex::encode(sig),
                 )
             })
             .collect()
@@ -285,9 +285,9 @@ mod tests {
                     0 => &mut items[at].0,
                     _ => &mut items[at].2,
                 };
-                let mut raw = hex::decode::<64>(bytes)
+                let mut raw = lower_hex::<64>(bytes)
                     .map(|b| b.to_vec())
-                    .or_else(|| hex::decode::<32>(bytes).map(|b| b.to_vec()))
+                    .or_else(|| lower_hex::<32>(bytes).map(|b| b.to_vec()))
                     .expect("hex");
                 raw[bit / 8] ^= 1 << (bit % 8);
                 *bytes = hex::encode(&raw);
@@ -345,7 +345,7 @@ mod tests {
             let mut sig = [0u8; 64];
             sig[..32].copy_from_slice(x);
             sig[32..].copy_from_slice(&s.to_bytes());
-            let item = (hex::encode(&id), hex::encode(&pubkey), hex::encode(&sig));
+            let item = (hex::encode(id), hex::encode(pubkey), hex::encode(sig));
             let vk = VerifyingKey::from_bytes(&pubkey).expect("key");
             let single = Signature::try_from(&sig[..])
                 .map(|sig| vk.verify_raw(&id, &sig).is_ok())
@@ -379,9 +379,9 @@ mod tests {
         ];
         for (pubkey, message, sig, valid) in vectors {
             let single = match (
-                hex::decode::<32>(pubkey).and_then(|k| VerifyingKey::from_bytes(&k).ok()),
-                hex::decode::<64>(sig).and_then(|s| Signature::try_from(&s[..]).ok()),
-                hex::decode::<32>(message),
+                lower_hex::<32>(pubkey).and_then(|k| VerifyingKey::from_bytes(&k).ok()),
+                lower_hex::<64>(sig).and_then(|s| Signature::try_from(&s[..]).ok()),
+                lower_hex::<32>(message),
             ) {
                 (Some(key), Some(sig), Some(m)) => key.verify_raw(&m, &sig).is_ok(),
                 _ => false,

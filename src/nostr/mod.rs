@@ -12,7 +12,6 @@ pub mod auth;
 mod batch;
 pub mod error;
 pub mod event;
-mod hex;
 pub mod message;
 pub mod relay_url;
 mod schnorr;
