@@ -74,7 +74,7 @@ pub fn encode(record: &Record) -> Result<StoredRow, StoreError> {
 
 /// Decodes a stored row. A row of an unknown format, a document that does not parse,
 /// or one whose id disagrees with its key is [`StoreError::Corrupt`]; the message
-/// names the field (a path such as `evidence[2].outcome.kind`) and what is wrong.
+/// says what is wrong and where.
 pub fn decode(row: &StoredRow) -> Result<Record, StoreError> {
     let corrupt = |message: String| StoreError::Corrupt {
         id: row.id.clone(),
@@ -96,19 +96,12 @@ pub fn decode(row: &StoredRow) -> Result<Record, StoreError> {
     Ok(record)
 }
 
-/// The record in a document, or what is wrong with it and where.
+/// The record in a document, or what is wrong with it and where (serde_json's
+/// message: the field for a missing field or an unknown variant, the line and column
+/// otherwise). Field paths for every error (`serde_path_to_error`) were measured at
+/// 19.5 KB of gzipped wasm, for a message only a corrupt row ever shows.
 fn read_doc(text: &str) -> Result<Record, String> {
-    let mut de = serde_json::Deserializer::from_str(text);
-    let record: Record = serde_path_to_error::deserialize(&mut de).map_err(|e| {
-        let path = e.path().to_string();
-        if path == "." {
-            e.inner().to_string()
-        } else {
-            format!("field `{path}`: {}", e.inner())
-        }
-    })?;
-    de.end().map_err(|e| e.to_string())?;
-    Ok(record)
+    serde_json::from_str(text).map_err(|e| e.to_string())
 }
 
 #[cfg(test)]
@@ -156,7 +149,7 @@ mod tests {
     }
 
     #[test]
-    fn bad_documents_name_the_field() {
+    fn bad_documents_say_what_is_wrong() {
         let doc = serde_json::to_string(&record()).expect("json");
         let edit = |from: &str, to: &str| {
             assert!(doc.contains(from), "{from}");
@@ -167,19 +160,19 @@ mod tests {
             (r#"{"id":"a"}"#.to_string(), "missing field `event`"),
             (
                 edit(r#""expiration":null"#, r#""expiration":-1"#),
-                "field `event.expiration`: invalid value: integer `-1`",
+                "invalid value: integer `-1`, expected u64",
             ),
             (
                 edit(r#""kind":"all""#, r#""kind":"most""#),
-                "field `policy.kind`: unknown variant `most`",
+                "unknown variant `most`",
             ),
             (
                 edit(r#""attempts":0"#, r#""attempts":4294967296"#),
-                "field `attempts`: invalid value",
+                "invalid value: integer `4294967296`, expected u32",
             ),
             (
                 edit(r#""revision":1"#, r#""revision":1.5"#),
-                "field `revision`: invalid type: floating point",
+                "invalid type: floating point `1.5`, expected u64",
             ),
         ];
         for (text, want) in cases {
