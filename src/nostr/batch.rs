@@ -224,6 +224,9 @@ fn sum_of_multiples(terms: &[(ProjectivePoint, u128)]) -> ProjectivePoint {
     total
 }
 
+#[cfg(all(test, not(target_arch = "wasm32")))]
+mod props;
+
 #[cfg(test)]
 mod tests {
     use super::*;
