@@ -8,7 +8,7 @@
 //! Inputs: signed batches of 1 to 64 items by one author or by 2 to 8, with up to
 //! three adversarial changes: a flipped bit in any field, s ≥ n, s = 0, r ≥ p, r = 0,
 //! an x off the curve (as r or as the key), a key ≥ p, one item copied over another,
-//! another author's key, s negated. Then sets built to cancel under coefficients an
+//! another author's key, s negated, a nonce point of odd y. Then sets built to cancel under coefficients an
 //! attacker could predict, and one deterministic batch of 500. Native only
 //! (proptest).
 //!
@@ -18,14 +18,15 @@
 use std::sync::OnceLock;
 
 use k256::elliptic_curve::ops::Reduce;
+use k256::elliptic_curve::point::AffineCoordinates;
 use k256::elliptic_curve::PrimeField;
 use k256::schnorr::{Signature, SigningKey, VerifyingKey};
-use k256::{FieldBytes, Scalar, U256};
+use k256::{FieldBytes, ProjectivePoint, Scalar, U256};
 use proptest::prelude::*;
 use proptest::sample::Index;
 use sha2::{Digest, Sha256};
 
-use super::{all_verify, coefficient, equation_holds, halves, seed};
+use super::{all_verify, challenge_of, coefficient, equation_holds, halves, seed, tagged};
 use crate::nostr::schnorr::{self, Failure, TABLES};
 
 /// `(id, pubkey, sig)`, decoded.
@@ -189,6 +190,10 @@ enum Change {
     KeyOf(usize),
     /// `s := n − s`.
     NegateS,
+    /// Signs the item again with a nonce point of odd y left as it is (BIP-340
+    /// negates the nonce then): `s = k + e·d` with `x(k·G) = r`, which passes a check
+    /// that ignores `y`'s parity. Only for a pool author's key.
+    OddNonce(u8),
 }
 
 fn field_of(item: &mut Item, field: Field) -> &mut [u8] {
@@ -208,6 +213,11 @@ fn apply(items: &mut [Item], at: usize, change: &Change) {
         Change::Set(field, edge) => field_of(&mut items[at], *field).copy_from_slice(&edge.bytes()),
         Change::CopyOf(from) => items[at] = items[from.index(items.len())],
         Change::KeyOf(author) => items[at].1 = pool()[*author][0].1,
+        Change::OddNonce(seed) => {
+            if let Some(signed) = odd_nonce(&items[at], *seed) {
+                items[at] = signed;
+            }
+        }
         Change::NegateS => {
             let (_, s) = halves(&items[at].2);
             if let Some(s) = Option::<Scalar>::from(Scalar::from_repr(FieldBytes::from(s))) {
@@ -215,6 +225,33 @@ fn apply(items: &mut [Item], at: usize, change: &Change) {
             }
         }
     }
+}
+
+/// The secret key of a pool author's `x`, as BIP-340 uses it (its point has an even y).
+fn secret_of(x: &[u8; 32]) -> Option<Scalar> {
+    let author = (0..AUTHORS as u8).find(|&a| pool()[usize::from(a)][0].1 == *x)?;
+    let d = Option::<Scalar>::from(Scalar::from_repr(FieldBytes::from(<[u8; 32]>::from(
+        Sha256::digest([b'k', author]),
+    ))))?;
+    let point = (ProjectivePoint::GENERATOR * d).to_affine();
+    Some(if bool::from(point.y_is_odd()) { -d } else { d })
+}
+
+/// `item` signed again by its (pool) author with a nonce whose point has an odd y.
+fn odd_nonce((id, x, _): &Item, seed: u8) -> Option<Item> {
+    let d = secret_of(x)?;
+    let (k, point) = (0u8..)
+        .map(|tries| {
+            let k = <Scalar as Reduce<U256>>::reduce_bytes(&Sha256::digest([seed, tries]));
+            (k, (ProjectivePoint::GENERATOR * k).to_affine())
+        })
+        .find(|(_, point)| bool::from(point.y_is_odd()))?;
+    let r: [u8; 32] = point.x().into();
+    let e = challenge_of(&tagged(b"BIP0340/challenge"), &r, x, id);
+    let mut sig = [0u8; 64];
+    sig[..32].copy_from_slice(&r);
+    sig[32..].copy_from_slice(&(k + e * d).to_bytes());
+    Some((*id, *x, sig))
 }
 
 fn field() -> impl Strategy<Value = Field> {
@@ -244,6 +281,7 @@ fn change() -> impl Strategy<Value = Change> {
         1 => any::<Index>().prop_map(Change::CopyOf),
         1 => (0..AUTHORS).prop_map(Change::KeyOf),
         1 => Just(Change::NegateS),
+        1 => any::<u8>().prop_map(Change::OddNonce),
     ]
 }
 
