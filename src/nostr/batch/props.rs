@@ -323,6 +323,38 @@ fn check_batch(items: &[Item]) -> Result<(), TestCaseError> {
     Ok(())
 }
 
+/// The single check's answers for `items` against k256's, on a thread with no known
+/// keys: each item checked twice, the first check of a key by k256's path, the second
+/// (with at most [`TABLES`] keys, and then every later one) with the key's table.
+fn check_single(items: &[Item]) -> Result<(), TestCaseError> {
+    schnorr::forget_keys();
+    let keys: std::collections::BTreeSet<[u8; 32]> = items
+        .iter()
+        .map(|item| item.1)
+        .filter(|x| VerifyingKey::from_bytes(x).is_ok())
+        .collect();
+    for (i, item) in items.iter().enumerate() {
+        let expected = reference(item);
+        for round in 0..2 {
+            prop_assert_eq!(
+                schnorr::verify(&item.0, &item.1, &item.2),
+                expected,
+                "item {} round {}",
+                i,
+                round
+            );
+        }
+        if keys.contains(&item.1) && keys.len() <= TABLES {
+            prop_assert!(
+                schnorr::holds_table(&item.1),
+                "item {} was not checked with a table",
+                i
+            );
+        }
+    }
+    Ok(())
+}
+
 proptest! {
     #![proptest_config(cases(40))]
 
@@ -336,27 +368,7 @@ proptest! {
         }
         check_batch(&items)?;
 
-        schnorr::forget_keys();
-        let keys: std::collections::BTreeSet<[u8; 32]> = items
-            .iter()
-            .map(|item| item.1)
-            .filter(|x| VerifyingKey::from_bytes(x).is_ok())
-            .collect();
-        for (i, item) in items.iter().enumerate() {
-            let expected = reference(item);
-            // The first check of a new key goes by k256's path; the second gets the key
-            // a table when a slot is free (always, with at most TABLES keys).
-            for round in 0..2 {
-                prop_assert_eq!(
-                    schnorr::verify(&item.0, &item.1, &item.2),
-                    expected,
-                    "item {} round {}", i, round
-                );
-            }
-            if keys.contains(&item.1) && keys.len() <= TABLES {
-                prop_assert!(schnorr::holds_table(&item.1), "item {} was not checked with a table", i);
-            }
-        }
+        check_single(&items)?;
     }
 
     /// Two invalid signatures whose errors cancel when the coefficients are what an
@@ -405,6 +417,43 @@ proptest! {
         // ...and the batch refuses it, by the equation (the encodings are fine).
         prop_assert_eq!(equation_holds(&forged), Some(false));
         check_batch(&forged)?;
+    }
+}
+
+/// Every edge value in every field of the first, a middle and the last item of a
+/// batch of 5 by two authors: the batch and the single check answer what k256 answers
+/// (the property's changes reach each of these only now and then).
+#[test]
+fn every_edge_value_in_every_field_answers_what_k256_answers() {
+    let valid: Vec<Item> = (0..5).map(|i| pool()[i % 2][i]).collect();
+    let edges = [
+        Edge::Zero,
+        Edge::P(0),
+        Edge::P(1),
+        Edge::N(0),
+        Edge::N(1),
+        Edge::AllOnes,
+        Edge::OffCurve(0),
+        Edge::OffCurve(1),
+    ];
+    for at in [0, 2, 4] {
+        for field in [Field::Id, Field::Pubkey, Field::R, Field::S] {
+            for edge in edges {
+                let mut items = valid.clone();
+                apply(&mut items, at, &Change::Set(field, edge));
+                let context = format!("{edge:?} as {field:?} of item {at}");
+                check_batch(&items).expect(&context);
+                check_single(&items).expect(&context);
+            }
+        }
+        for change in [Change::NegateS, Change::OddNonce(at as u8)] {
+            let mut items = valid.clone();
+            apply(&mut items, at, &change);
+            let context = format!("{change:?} of item {at}");
+            assert!(reference(&items[at]).is_err(), "{context}");
+            check_batch(&items).expect(&context);
+            check_single(&items).expect(&context);
+        }
     }
 }
 
