@@ -12,59 +12,16 @@
 //! `PROPTEST_CASES=2000 cargo test --release --test nostr_batch_props`.
 #![cfg(not(target_arch = "wasm32"))]
 
-use std::sync::OnceLock;
-
 use k256::elliptic_curve::ops::Reduce;
 use k256::elliptic_curve::PrimeField;
-use k256::schnorr::{Signature, SigningKey, VerifyingKey};
+use k256::schnorr::{Signature, VerifyingKey};
 use k256::{FieldBytes, Scalar, U256};
 use nostr_outbox::nostr::{Event, SignatureCheck};
 use proptest::prelude::*;
 use proptest::sample::Index;
-use sha2::{Digest, Sha256};
 
-/// `(id, pubkey, sig)`.
-type Item = ([u8; 32], [u8; 32], [u8; 64]);
-
-const AUTHORS: usize = 8;
-const MESSAGES: usize = 24;
-
-fn cases(default: u32) -> ProptestConfig {
-    let cases = std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(default);
-    ProptestConfig {
-        cases,
-        failure_persistence: None,
-        ..ProptestConfig::default()
-    }
-}
-
-/// Valid signatures, `pool()[author][message]`.
-fn pool() -> &'static [Vec<Item>] {
-    static POOL: OnceLock<Vec<Vec<Item>>> = OnceLock::new();
-    POOL.get_or_init(|| {
-        (0..AUTHORS as u8)
-            .map(|author| {
-                let key = SigningKey::from_bytes(&Sha256::digest([b'K', author])[..])
-                    .expect("a valid secret key");
-                let x: [u8; 32] = key.verifying_key().to_bytes().into();
-                (0..MESSAGES as u8)
-                    .map(|m| {
-                        let id: [u8; 32] = Sha256::digest([b'M', author, m]).into();
-                        let sig = key.sign_raw(&id, &[m; 32]).expect("signs").to_bytes();
-                        (id, x, sig)
-                    })
-                    .collect()
-            })
-            .collect()
-    })
-}
-
-fn lower_hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
+mod sig_support;
+use sig_support::{cases, lower_hex, pool, Item, AUTHORS, MESSAGES};
 
 /// The item as an event's signature check (the rest of the event does not matter).
 fn check((id, x, sig): &Item) -> SignatureCheck {

@@ -20,7 +20,7 @@ use std::sync::OnceLock;
 use k256::elliptic_curve::ops::Reduce;
 use k256::elliptic_curve::point::AffineCoordinates;
 use k256::elliptic_curve::PrimeField;
-use k256::schnorr::{Signature, SigningKey, VerifyingKey};
+use k256::schnorr::{Signature, VerifyingKey};
 use k256::{FieldBytes, ProjectivePoint, Scalar, U256};
 use proptest::prelude::*;
 use proptest::sample::Index;
@@ -29,46 +29,9 @@ use sha2::{Digest, Sha256};
 use super::{all_verify, challenge_of, coefficient, equation_holds, halves, seed, tagged};
 use crate::nostr::schnorr::{self, Failure, TABLES};
 
-/// `(id, pubkey, sig)`, decoded.
-type Item = ([u8; 32], [u8; 32], [u8; 64]);
-
-/// Authors in the pool of signed items, and items per author.
-const AUTHORS: usize = 8;
-const MESSAGES: usize = 24;
-
-fn cases(default: u32) -> ProptestConfig {
-    let cases = std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(default);
-    ProptestConfig {
-        cases,
-        failure_persistence: None,
-        ..ProptestConfig::default()
-    }
-}
-
-/// Valid signatures, `pool()[author][message]`: signed once per test binary.
-fn pool() -> &'static [Vec<Item>] {
-    static POOL: OnceLock<Vec<Vec<Item>>> = OnceLock::new();
-    POOL.get_or_init(|| {
-        (0..AUTHORS as u8)
-            .map(|author| {
-                let key = SigningKey::from_bytes(&Sha256::digest([b'k', author])[..])
-                    .expect("a valid secret key");
-                let x: [u8; 32] = key.verifying_key().to_bytes().into();
-                (0..MESSAGES as u8)
-                    .map(|m| {
-                        let id: [u8; 32] = Sha256::digest([b'm', author, m]).into();
-                        let aux: [u8; 32] = Sha256::digest([b'a', author, m]).into();
-                        let sig = key.sign_raw(&id, &aux).expect("signs").to_bytes();
-                        (id, x, sig)
-                    })
-                    .collect()
-            })
-            .collect()
-    })
-}
+#[path = "../../../tests/sig_support/mod.rs"]
+mod sig_support;
+use sig_support::{cases, lower_hex, pool, Item, AUTHORS, MESSAGES};
 
 /// What k256 answers for `item`, in the order the single check fails.
 fn reference((id, x, sig): &Item) -> Result<(), Failure> {
@@ -87,10 +50,6 @@ fn batch_verdict(items: &[Item]) -> bool {
         hex.iter()
             .map(|(id, x, sig)| (id.as_str(), x.as_str(), sig.as_str())),
     )
-}
-
-fn lower_hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// secp256k1's field prime `p` and group order `n`, big-endian.
