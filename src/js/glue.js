@@ -15,16 +15,6 @@ export function eventFieldsJson(event) {
   return JSON.stringify(picked);
 }
 
-// A uniformly random u32 from crypto.getRandomValues (Math.random only where the Web
-// Crypto API is missing).
-export function randomU32() {
-  const c = globalThis.crypto;
-  if (c && typeof c.getRandomValues === "function") {
-    return c.getRandomValues(new Uint32Array(1))[0];
-  }
-  return Math.floor(Math.random() * 4294967296) >>> 0;
-}
-
 // `false` only when the runtime says it is offline (navigator.onLine === false).
 export function isOnline() {
   const nav = globalThis.navigator;
