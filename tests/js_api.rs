@@ -380,6 +380,15 @@ async fn refusals_name_the_option_the_type_given_and_the_item() {
             "{m}"
         );
     }
+    // A typo next to a known key inherited from a prototype is still named.
+    let inherited =
+        js_sys::eval(r#"Object.assign(Object.create({ storage: "memory" }), { nmae: "x" })"#)
+            .unwrap();
+    let e = open_err(inherited).await;
+    assert_eq!(
+        assert_code(&e, "invalid_options"),
+        json!({ "option": "nmae" })
+    );
     let e = open_err(js(
         json!({ "storage": "memory", "policy": { "atLeast": 1, "x": 2 } }),
     ))

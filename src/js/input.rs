@@ -251,10 +251,13 @@ pub(crate) fn read<T: Shape>(
     let shape: T = serde_wasm_bindgen::from_value(value.clone())
         .map_err(|e| ApiError::new("invalid_options", format!("invalid options: {what}: {e}")))?;
     let obj: Object = value.clone().unchecked_into();
-    // Every own key that is a known one was read: more keys than that means an unknown
-    // one (fewer: a known key inherited from a prototype, read like today's `obj[key]`).
+    // serde read every known key, own or inherited. A plain object (`{...}`, or with a
+    // null prototype) inherits none, so as many own keys as keys read means no unknown
+    // one; otherwise (a count that differs, a class instance) each key is looked at.
     let keys = Object::keys(&obj);
-    if keys.length() as usize != shape.given() {
+    let proto = Object::get_prototype_of(value);
+    let plain = proto.is_null() || Object::get_prototype_of(&proto).is_null();
+    if !plain || keys.length() as usize != shape.given() {
         for key in keys.iter() {
             let key = key.as_string().unwrap_or_default();
             if !known.contains(&key.as_str()) {
