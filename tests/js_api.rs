@@ -404,6 +404,24 @@ async fn refusals_name_the_option_the_type_given_and_the_item() {
         message(&e),
         "invalid options: Outbox.open options must be an object, got an array"
     );
+    // A getter (or Proxy trap) that throws: a typed error naming what could not be read,
+    // with the thrown error as its cause.
+    let throwing = js_sys::eval(
+        r#"({ storage: "memory", get name() { throw new Error("no name today"); } })"#,
+    )
+    .unwrap();
+    let e = open_err(throwing).await;
+    assert_code(&e, "invalid_options");
+    assert_eq!(
+        message(&e),
+        "invalid options: Outbox.open options cannot be read: no name today"
+    );
+    let cause = Reflect::get(&e, &"cause".into()).unwrap();
+    assert!(cause.is_instance_of::<js_sys::Error>(), "{cause:?}");
+    let trap =
+        js_sys::eval(r#"new Proxy({}, { get() { throw new TypeError("trapped"); } })"#).unwrap();
+    let e = open_err(trap).await;
+    assert_code(&e, "invalid_options");
     // `undefined` reads as absent.
     let o = js(json!({ "storage": "memory" }));
     Reflect::set(&o, &"name".into(), &JsValue::UNDEFINED).unwrap();
@@ -499,6 +517,12 @@ async fn refusals_name_the_option_the_type_given_and_the_item() {
         assert_code(&e, "invalid_options"),
         json!({ "option": "relay", "index": 1 })
     );
+    let item = js_sys::eval(r#"new Proxy({}, { get() { throw new Error("trapped"); } })"#).unwrap();
+    let items: Array = [js(json!({ "event": event_obj(0), "relays": [A] })), item]
+        .iter()
+        .collect();
+    let e = call(&o, "enqueueMany", &[items.into()]).await.unwrap_err();
+    assert_eq!(assert_code(&e, "invalid_options"), json!({ "index": 1 }));
     let e = call(&o, "list", &[js(json!({ "limit": 1.5 }))])
         .await
         .unwrap_err();

@@ -15,6 +15,17 @@ export function eventFieldsJson(event) {
   return JSON.stringify(picked);
 }
 
+// Calls `f` (Rust reading an application's value) and returns `{ thrown }` when a getter
+// or a Proxy trap of that value throws, undefined otherwise.
+export function catching(f) {
+  try {
+    f();
+    return undefined;
+  } catch (thrown) {
+    return { thrown };
+  }
+}
+
 // `false` only when the runtime says it is offline (navigator.onLine === false).
 export function isOnline() {
   const nav = globalThis.navigator;

@@ -248,15 +248,38 @@ pub(crate) fn read<T: Shape>(
             ),
         ));
     }
-    let shape: T = serde_wasm_bindgen::from_value(value.clone())
-        .map_err(|e| ApiError::new("invalid_options", format!("invalid options: {what}: {e}")))?;
     let obj: Object = value.clone().unchecked_into();
-    // serde read every known key, own or inherited. A plain object (`{...}`, or with a
+    // serde reads every known key, own or inherited. A plain object (`{...}`, or with a
     // null prototype) inherits none, so as many own keys as keys read means no unknown
     // one; otherwise (a count that differs, a class instance) each key is looked at.
-    let keys = Object::keys(&obj);
-    let proto = Object::get_prototype_of(value);
-    let plain = proto.is_null() || Object::get_prototype_of(&proto).is_null();
+    // A getter or Proxy trap that throws makes the object unreadable: a typed error,
+    // not an exception through the wasm frames.
+    let mut outcome = None;
+    let thrown = super::sys::catching(&mut || {
+        let shape = serde_wasm_bindgen::from_value::<T>(value.clone());
+        let keys = Object::keys(&obj);
+        let proto = Object::get_prototype_of(value);
+        let plain = proto.is_null() || Object::get_prototype_of(&proto).is_null();
+        outcome = Some((shape, keys, plain));
+    });
+    let (shape, keys, plain) = match outcome {
+        Some(outcome) if thrown.is_undefined() => outcome,
+        _ => {
+            let cause = Reflect::get(&thrown, &JsValue::from_str("thrown")).unwrap_or(thrown);
+            let why = cause
+                .dyn_ref::<js_sys::Error>()
+                .map(|e| String::from(e.message()))
+                .or_else(|| cause.as_string())
+                .unwrap_or_else(|| type_name(&cause).to_string());
+            return Err(ApiError::new(
+                "invalid_options",
+                format!("invalid options: {what} cannot be read: {why}"),
+            )
+            .with_cause(cause));
+        }
+    };
+    let shape = shape
+        .map_err(|e| ApiError::new("invalid_options", format!("invalid options: {what}: {e}")))?;
     if !plain || keys.length() as usize != shape.given() {
         for key in keys.iter() {
             let key = key.as_string().unwrap_or_default();

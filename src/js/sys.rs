@@ -12,6 +12,9 @@ use wasm_bindgen::prelude::*;
 extern "C" {
     #[wasm_bindgen(js_name = eventFieldsJson, catch)]
     pub(crate) fn event_fields_json(event: &JsValue) -> Result<String, JsValue>;
+    /// Runs `f`; returns `{ thrown }` if JavaScript code it reached threw (the Rust
+    /// frames in between are abandoned: what they held leaks), else `undefined`.
+    pub(crate) fn catching(f: &mut dyn FnMut()) -> JsValue;
     #[wasm_bindgen(js_name = isOnline)]
     pub(crate) fn is_online() -> bool;
     #[wasm_bindgen(js_name = pageDocument)]
