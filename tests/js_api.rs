@@ -471,6 +471,10 @@ async fn refusals_name_the_option_the_type_given_and_the_item() {
             json!({ "most": 1 }),
             "invalid policy: unknown policy key `most`",
         ),
+        (
+            json!({ "all": null }),
+            "invalid policy: unknown policy key `all`",
+        ),
     ] {
         let e = call(
             &o,

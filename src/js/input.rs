@@ -416,6 +416,13 @@ impl Reader {
                 };
             }
         };
+        // `{ all: null }` reads as the variant `all` to serde; only the strings are.
+        if matches!(input, PolicyInput::All | PolicyInput::Any) {
+            let given = self.raw(key);
+            if !given.is_string() {
+                return Err(policy_error(describe_bad_policy(&given)));
+            }
+        }
         Ok(Some(match input {
             PolicyInput::All => Policy::All,
             PolicyInput::Any => Policy::Any,
