@@ -10,11 +10,11 @@ DEMO_PORT ?= 8080
 
 all: test
 
-## setup: install the wasm toolchain, wasm-bindgen-cli, wasm-pack, wasm-opt, Chromium (idempotent)
+## setup: install the wasm toolchain, wasm-bindgen-cli, wasm-pack, wasm-opt, twiggy, Chromium (idempotent)
 setup:
 	@bash scripts/setup.sh
 
-## build: wasm-pack build into pkg/ (web target) and print the .wasm size raw and gzipped
+## build: wasm-pack build into pkg/ (web target); print the .wasm size raw and gzipped and its largest crates
 build: setup
 	@bash scripts/build.sh
 

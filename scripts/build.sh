@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # Builds the npm package into pkg/ with wasm-pack (web target), post-processes it into
 # the `nostr-outbox` npm package (scripts/package.mjs) and prints the size of the .wasm,
-# raw and gzipped.
+# raw and gzipped, then its largest contributors by crate (scripts/wasm-size.mjs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/env.sh
 wasm-pack build --release --target web --out-dir pkg --out-name nostr_outbox 2>&1 | grep -vE '^\s*$' | tail -n 5
+# wasm-opt kept the function names (`--debuginfo`, Cargo.toml): they go to a copy in
+# target/ for the table below, and out of the shipped .wasm.
+named="${CARGO_TARGET_DIR:-target}/nostr_outbox_bg.names.wasm"
+node scripts/wasm-size.mjs --strip pkg/nostr_outbox_bg.wasm "$named"
 # The npm package: entry with OutboxError, exports map, types without `any`.
 node scripts/package.mjs pkg
 wasm="pkg/nostr_outbox_bg.wasm"
@@ -15,3 +19,11 @@ js=$(stat -c %s pkg/nostr_outbox.js)
 jsgz=$(gzip -9 -c pkg/nostr_outbox.js | wc -c)
 awk -v r="$raw" -v g="$gz" 'BEGIN { printf "wasm size: %d bytes raw, %d bytes gzipped (%.1f KiB)\n", r, g, g / 1024 }'
 printf 'js glue:   %d bytes raw, %d bytes gzipped\n' "$js" "$jsgz"
+# Size by crate, from the names kept above; the table is markdown for docs/BENCHMARKS.md.
+# It never fails the build: a problem is one line. NOSTR_OUTBOX_SIZE_BY_CRATE=0 skips it.
+if [ "${NOSTR_OUTBOX_SIZE_BY_CRATE:-1}" != 0 ] && [ -f "$named" ]; then
+  t0=$(date +%s%N)
+  echo
+  node scripts/wasm-size.mjs "$named" "$wasm" || echo "size by crate: scripts/wasm-size.mjs failed (the package is built)"
+  echo "(size by crate took $(( ($(date +%s%N) - t0) / 1000000 )) ms)"
+fi

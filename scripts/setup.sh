@@ -95,6 +95,16 @@ else
   note_installed "$(wasm-opt --version)"
 fi
 
+step "twiggy (make build cross-checks its size-by-crate table with it)"
+if command -v twiggy >/dev/null; then
+  note_found "$(twiggy --version)"
+elif cargo install -q twiggy --locked 2>/dev/null || cargo install -q twiggy; then
+  note_installed "$(twiggy --version)"
+else
+  # Optional: without it `make build` prints the table unchecked, with a note.
+  echo "  twiggy did not build; make build's size-by-crate table will say it is unchecked"
+fi
+
 step "Browsers and drivers"
 apt_install chromium chromium-driver firefox-esr
 note_found "$(chromium --version 2>/dev/null | head -1) / $(chromedriver --version | head -1)"

@@ -7,7 +7,6 @@
 //! never will.
 //!
 //! Layers (data flows one way, top to bottom):
-//! - [`json`]: the JSON value, parser and writer the other layers use (pure).
 //! - [`nostr`]: NIP-01 events, relay URLs and relay messages (pure).
 //! - [`core`]: the outbox state machine (pure: no I/O, no clock, no randomness).
 //! - [`store`]: the [`store::Store`] trait, a memory store and (wasm only) IndexedDB.
@@ -18,9 +17,7 @@
 
 pub mod core;
 pub mod flush;
-pub mod json;
 pub mod nostr;
-mod sort;
 pub mod store;
 pub mod transport;
 

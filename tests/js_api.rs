@@ -339,6 +339,215 @@ async fn open_refuses_bad_options() {
     assert_eq!(details["option"], json!("maxAttemps"));
 }
 
+/// The messages of refused options name the option (and the item), the type given and
+/// the type expected, as they did before options were read through serde.
+#[wasm_bindgen_test]
+async fn refusals_name_the_option_the_type_given_and_the_item() {
+    let message = |e: &JsValue| String::from(e.unchecked_ref::<OutboxError>().message());
+    let open_err = |options: JsValue| async move {
+        match JsFuture::from(Outbox::open(options)).await {
+            Ok(_) => panic!("open should fail"),
+            Err(e) => e,
+        }
+    };
+    let e = open_err(js(json!({ "storage": "memory", "baseDelayMs": "5" }))).await;
+    assert_eq!(
+        assert_code(&e, "invalid_options"),
+        json!({ "option": "baseDelayMs" })
+    );
+    assert_eq!(
+        message(&e),
+        "invalid options: `baseDelayMs` in Outbox.open options must be a non-negative integer, got a string"
+    );
+    let e = open_err(js(json!({ "storage": "disk" }))).await;
+    assert_eq!(
+        message(&e),
+        "invalid options: `storage` in Outbox.open options must be one of indexeddb, memory, got \"disk\""
+    );
+    let e = open_err(js(json!({ "storage": "memory", "autoFlush": null }))).await;
+    assert_eq!(
+        message(&e),
+        "invalid options: `autoFlush` in Outbox.open options must be a boolean, got null"
+    );
+    for key in ["nmae", "tag"] {
+        let e = open_err(js(json!({ "storage": "memory", key: "x" }))).await;
+        assert_eq!(assert_code(&e, "invalid_options"), json!({ "option": key }));
+        let m = message(&e);
+        assert!(
+            m.starts_with(&format!(
+                "invalid options: unknown option `{key}` in Outbox.open options (known: name, storage,"
+            )),
+            "{m}"
+        );
+    }
+    // A typo next to a known key inherited from a prototype is still named.
+    let inherited =
+        js_sys::eval(r#"Object.assign(Object.create({ storage: "memory" }), { nmae: "x" })"#)
+            .unwrap();
+    let e = open_err(inherited).await;
+    assert_eq!(
+        assert_code(&e, "invalid_options"),
+        json!({ "option": "nmae" })
+    );
+    let e = open_err(js(
+        json!({ "storage": "memory", "policy": { "atLeast": 1, "x": 2 } }),
+    ))
+    .await;
+    assert_code(&e, "invalid_policy");
+    assert!(
+        message(&e).starts_with("invalid policy: an object policy must have exactly one key"),
+        "{}",
+        message(&e)
+    );
+    let e = open_err(js(json!([1]))).await;
+    assert_eq!(
+        message(&e),
+        "invalid options: Outbox.open options must be an object, got an array"
+    );
+    // A getter (or Proxy trap) that throws: a typed error naming what could not be read,
+    // with the thrown error as its cause.
+    let throwing = js_sys::eval(
+        r#"({ storage: "memory", get name() { throw new Error("no name today"); } })"#,
+    )
+    .unwrap();
+    let e = open_err(throwing).await;
+    assert_code(&e, "invalid_options");
+    assert_eq!(
+        message(&e),
+        "invalid options: Outbox.open options cannot be read: no name today"
+    );
+    let cause = Reflect::get(&e, &"cause".into()).unwrap();
+    assert!(cause.is_instance_of::<js_sys::Error>(), "{cause:?}");
+    let trap =
+        js_sys::eval(r#"new Proxy({}, { get() { throw new TypeError("trapped"); } })"#).unwrap();
+    let e = open_err(trap).await;
+    assert_code(&e, "invalid_options");
+    // `undefined` reads as absent.
+    let o = js(json!({ "storage": "memory" }));
+    Reflect::set(&o, &"name".into(), &JsValue::UNDEFINED).unwrap();
+    Reflect::set(&o, &"policy".into(), &JsValue::UNDEFINED).unwrap();
+    let o = JsFuture::from(Outbox::open(o))
+        .await
+        .expect("undefined options open");
+
+    let ev = || js(event_obj(0));
+    let e = call(
+        &o,
+        "enqueue",
+        &[ev(), relays(&[A]), js(json!({ "id": null }))],
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(
+        message(&e),
+        "invalid options: `id` in enqueue options must be a string, got null"
+    );
+    let big = js(json!({}));
+    Reflect::set(
+        &big,
+        &"maxAttempts".into(),
+        &js_sys::BigInt::from(3u32).into(),
+    )
+    .unwrap();
+    let e = call(&o, "enqueue", &[ev(), relays(&[A]), big])
+        .await
+        .unwrap_err();
+    assert_eq!(
+        message(&e),
+        "invalid options: `maxAttempts` in enqueue options must be a non-negative integer, got a bigint"
+    );
+    for (policy, text) in [
+        (json!("most"), "invalid policy: unknown policy \"most\""),
+        (json!(5), "invalid policy: got a number"),
+        (
+            json!({ "required": A }),
+            "invalid policy: `required` must be an array of relay URL strings",
+        ),
+        (
+            json!({ "atLeast": -1 }),
+            "invalid policy: `atLeast` must be a positive integer",
+        ),
+        (
+            json!({ "most": 1 }),
+            "invalid policy: unknown policy key `most`",
+        ),
+        (
+            json!({ "all": null }),
+            "invalid policy: unknown policy key `all`",
+        ),
+    ] {
+        let e = call(
+            &o,
+            "enqueue",
+            &[ev(), relays(&[A]), js(json!({ "policy": policy }))],
+        )
+        .await
+        .unwrap_err();
+        assert_code(&e, "invalid_policy");
+        assert!(message(&e).starts_with(text), "{}", message(&e));
+    }
+    let e = call(
+        &o,
+        "enqueue",
+        &[
+            ev(),
+            relays(&[A]),
+            js(json!({ "policy": { "required": [A, "nope"] } })),
+        ],
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(
+        assert_code(&e, "invalid_relay_url"),
+        json!({ "option": "policy.required", "index": 1 })
+    );
+    let items = json!([
+        { "event": event_obj(0), "relays": [A] },
+        { "event": event_obj(1), "relays": [A], "deadline": "x" },
+    ]);
+    let e = call(&o, "enqueueMany", &[js(items)]).await.unwrap_err();
+    assert_eq!(
+        assert_code(&e, "invalid_options"),
+        json!({ "option": "deadline", "index": 1 })
+    );
+    assert_eq!(
+        message(&e),
+        "invalid options: `deadline` in enqueueMany item must be a non-negative integer, got a string"
+    );
+    let items =
+        json!([{ "event": event_obj(0), "relays": [A] }, { "event": event_obj(1), "relay": [A] }]);
+    let e = call(&o, "enqueueMany", &[js(items)]).await.unwrap_err();
+    assert_eq!(
+        assert_code(&e, "invalid_options"),
+        json!({ "option": "relay", "index": 1 })
+    );
+    let item = js_sys::eval(r#"new Proxy({}, { get() { throw new Error("trapped"); } })"#).unwrap();
+    let items: Array = [js(json!({ "event": event_obj(0), "relays": [A] })), item]
+        .iter()
+        .collect();
+    let e = call(&o, "enqueueMany", &[items.into()]).await.unwrap_err();
+    assert_eq!(assert_code(&e, "invalid_options"), json!({ "index": 1 }));
+    let e = call(&o, "list", &[js(json!({ "limit": 1.5 }))])
+        .await
+        .unwrap_err();
+    assert_eq!(
+        message(&e),
+        "invalid options: `limit` in list options must be a non-negative integer, got a number"
+    );
+    assert_eq!(total(&o).await, 0, "nothing stored");
+    ok(&o, "close", &[]).await;
+    let e = JsFuture::from(nostr_outbox::js::sw::handle_sync(
+        JsValue::UNDEFINED,
+        js(json!({ "storage": "memory", "tag": 5 })),
+    ))
+    .await
+    .unwrap_err();
+    assert_eq!(
+        message(&e),
+        "invalid options: `tag` in handleSync options must be a string, got a number"
+    );
+}
+
 // ---------------------------------------------------------------- enqueue
 
 async fn enqueue_created_replay_conflict(o: &JsValue) {

@@ -1,11 +1,14 @@
 //! Runtime feature detection and its fallbacks, in every browser of the browser tier:
 //! without Web Locks (old Safari, some embedded webviews) two outboxes of one database
-//! both flush, and the expiring leases alone keep every record to one publisher.
+//! both flush, and the expiring leases alone keep every record to one publisher;
+//! without a cryptographic random source (`crypto.getRandomValues`) `open` refuses
+//! with `no_random_source` (never a `Math.random` stand-in).
 #![cfg(target_arch = "wasm32")]
 
-use nostr_outbox::js::Outbox;
+use nostr_outbox::js::{Outbox, OutboxError};
 use serde_json::{json, Value};
 use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 use wasm_bindgen_test::*;
 
@@ -24,6 +27,19 @@ export function hideWebLocks() {
   return had;
 }
 export function restoreWebLocks() { delete navigator.locks; return navigator.locks !== undefined; }
+// Hides `globalThis.crypto` (an own property of the global object, or inherited);
+// returns a function that puts it back as it was.
+export function hideCrypto() {
+  let owner = globalThis;
+  while (owner && !Object.getOwnPropertyDescriptor(owner, "crypto")) owner = Object.getPrototypeOf(owner);
+  const original = owner ? Object.getOwnPropertyDescriptor(owner, "crypto") : undefined;
+  Object.defineProperty(globalThis, "crypto", { value: undefined, configurable: true, writable: true });
+  return () => {
+    if (owner === globalThis && original) Object.defineProperty(globalThis, "crypto", original);
+    else delete globalThis.crypto;
+    return typeof globalThis.crypto?.getRandomValues === "function";
+  };
+}
 // A transport that answers OK after a short pause and logs every publish.
 export function slowOkTransport(log) {
   return {
@@ -44,6 +60,8 @@ extern "C" {
     fn hide_web_locks() -> bool;
     #[wasm_bindgen(js_name = restoreWebLocks)]
     fn restore_web_locks() -> bool;
+    #[wasm_bindgen(js_name = hideCrypto)]
+    fn hide_crypto() -> js_sys::Function;
     #[wasm_bindgen(js_name = slowOkTransport)]
     fn slow_ok_transport(log: &js_sys::Array) -> JsValue;
     #[wasm_bindgen(js_name = raceFlushes)]
@@ -131,4 +149,30 @@ async fn without_web_locks_leases_alone_keep_each_record_to_one_publisher() {
     );
     call(&a, "close", &[]).await.expect("resolved");
     call(&b, "close", &[]).await.expect("resolved");
+}
+
+#[wasm_bindgen_test]
+async fn without_a_random_source_open_refuses_with_a_typed_error() {
+    let restore = hide_crypto();
+    let refused = JsFuture::from(Outbox::open(js(json!({ "storage": "memory" })))).await;
+    let restored = restore.call0(&JsValue::UNDEFINED).expect("restore");
+    assert_eq!(
+        restored,
+        JsValue::TRUE,
+        "crypto is back for the other tests"
+    );
+    let e = match refused {
+        Ok(_) => panic!("open without crypto.getRandomValues must fail"),
+        Err(e) => e,
+    };
+    assert!(e.is_instance_of::<OutboxError>(), "{e:?}");
+    let e: OutboxError = e.unchecked_into();
+    assert_eq!(e.code(), "no_random_source");
+    let message = String::from(e.message());
+    assert!(message.contains("crypto.getRandomValues"), "{message}");
+    // With the source back, the same options open.
+    let o = JsFuture::from(Outbox::open(js(json!({ "storage": "memory" }))))
+        .await
+        .expect("open");
+    call(&o, "close", &[]).await.expect("resolved");
 }

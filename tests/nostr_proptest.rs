@@ -11,19 +11,10 @@ use nostr_outbox::nostr::{
     SignatureCheck,
 };
 use proptest::prelude::*;
-use serde_json::{json, Value};
 
-fn cases(default: u32) -> ProptestConfig {
-    let cases = std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(default);
-    ProptestConfig {
-        cases,
-        failure_persistence: None,
-        ..ProptestConfig::default()
-    }
-}
+mod sig_support;
+use serde_json::{json, Value};
+use sig_support::cases;
 
 const VECTORS: &str = include_str!("data/event_vectors.json");
 
@@ -123,7 +114,8 @@ proptest! {
         let _ = Event::parse_json(&text);
         let _ = RelayMessage::parse(&text, 1 << 20);
         let _ = RelayUrl::parse(&text);
-        if let Ok(v) = nostr_outbox::json::parse(&text) {
+        let _ = Event::parse_json_compact(&text);
+        if let Ok(v) = serde_json::from_str(&text) {
             let _ = Event::from_value(v);
         }
     }

@@ -6,7 +6,6 @@ wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_browser);
 
 use k256::schnorr::SigningKey;
 use nostr_outbox::core::{Outcome, RejectReason};
-use nostr_outbox::json;
 use nostr_outbox::nostr::{
     auth_message, auth_template, check_auth_event, classify_ok, close_message, event_message,
     is_auth_required, normalize_targets, req_by_ids, AuthError, Event, RelayMessage, RelayUrl,
@@ -15,16 +14,6 @@ use nostr_outbox::nostr::{
 use serde_json::{json, Value};
 
 const ID: &str = "4376c65d2f232afbe9b882a35baa4f6fe8667c4e684749af565f981833ed6a65";
-
-/// serde_json's value as ours (through its text).
-fn ours(v: &Value) -> json::Value {
-    json::parse(&v.to_string()).expect("serde_json wrote JSON")
-}
-
-/// Our value as serde_json's (through its text).
-fn theirs(v: &json::Value) -> Value {
-    serde_json::from_str(&v.to_string()).expect("we wrote JSON")
-}
 
 fn norm(s: &str) -> String {
     RelayUrl::parse(s)
@@ -259,7 +248,7 @@ fn relay_messages_parse() {
         p(r#"["EVENT","s",{"id":"x","kind":1}]"#),
         RelayMessage::Event {
             subscription_id: "s".into(),
-            event: ours(&json!({"id":"x","kind":1}))
+            event: json!({"id":"x","kind":1})
         }
     );
     assert_eq!(
@@ -280,7 +269,7 @@ fn relay_messages_parse() {
         RelayMessage::Event {
             subscription_id: "s".into(),
             // Numbers keep their text.
-            event: json::parse(r#"{"id":"x","score":1E-7}"#).unwrap()
+            event: serde_json::from_str(r#"{"id":"x","score":1E-7}"#).unwrap()
         }
     );
     assert_eq!(
@@ -457,7 +446,7 @@ fn sign(template: &Value, seed: u8) -> Event {
 fn auth_template_and_check() {
     let relay = RelayUrl::parse("WSS://Relay.Example.com/").unwrap();
     let challenge = "c-\"123\"";
-    let t = theirs(&auth_template(&relay, challenge, 1_700_000_000));
+    let t = auth_template(&relay, challenge, 1_700_000_000);
     assert_eq!(
         t,
         json!({
@@ -476,7 +465,7 @@ fn auth_template_and_check() {
     // The signer's output also arrives as text or a JS object.
     let from_text = Event::parse_json(signed.raw()).unwrap();
     check_auth_event(&from_text, &relay, challenge).unwrap();
-    let from_value = Event::from_value(json::parse(signed.raw()).unwrap()).unwrap();
+    let from_value = Event::from_value(serde_json::from_str(signed.raw()).unwrap()).unwrap();
     check_auth_event(&from_value, &relay, challenge).unwrap();
     assert_eq!(
         auth_message(signed.raw()),
@@ -514,7 +503,7 @@ fn auth_template_and_check() {
         &sig[1..]
     );
     v["sig"] = json!(flipped);
-    let tampered = Event::from_value(ours(&v)).unwrap();
+    let tampered = Event::from_value(v.clone()).unwrap();
     let e = check_auth_event(&tampered, &relay, challenge).unwrap_err();
     assert!(matches!(e, AuthError::Event(_)), "{e}");
 }
@@ -528,7 +517,35 @@ fn auth_challenge_round_trip() {
     };
     assert_eq!(challenge, "abc\0def");
     let relay = RelayUrl::parse("ws://127.0.0.1:7777").unwrap();
-    let signed = sign(&theirs(&auth_template(&relay, &challenge, 5)), 3);
+    let signed = sign(&auth_template(&relay, &challenge, 5), 3);
     check_auth_event(&signed, &relay, &challenge).unwrap();
     assert!(signed.raw().contains("\\u0000"));
+}
+
+#[cfg_attr(not(target_arch = "wasm32"), test)]
+#[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+fn hostile_frames_are_malformed_or_too_large_never_a_panic() {
+    let malformed = |text: &str| {
+        let m = RelayMessage::parse(text, DEFAULT_MAX_MESSAGE_LEN);
+        assert!(matches!(m, RelayMessage::Malformed { .. }), "{m:?}");
+    };
+    let deep = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
+    malformed(&deep);
+    malformed(&format!(r#"["EVENT","s",{{"x":{deep}}}]"#));
+    malformed(&format!(r#"["OK","{ID}",true,{deep}]"#));
+    malformed(&format!(r#"["OK","{ID}",1e400,"m"]"#));
+    malformed(r#"["NOTICE","\ud800"]"#);
+    malformed(&format!(r#"["OK","{ID}",true,"\udfff x"]"#));
+    // A frame just over the limit is not parsed; one of 1 MB under the limit is.
+    let long = "a".repeat(DEFAULT_MAX_MESSAGE_LEN);
+    let frame = format!(r#"["NOTICE","{long}"]"#);
+    assert!(matches!(
+        RelayMessage::parse(&frame, DEFAULT_MAX_MESSAGE_LEN),
+        RelayMessage::TooLarge { .. }
+    ));
+    let frame = format!(r#"["NOTICE","{}"]"#, &long[..DEFAULT_MAX_MESSAGE_LEN - 20]);
+    assert!(matches!(
+        RelayMessage::parse(&frame, DEFAULT_MAX_MESSAGE_LEN),
+        RelayMessage::Notice { message } if message.len() == DEFAULT_MAX_MESSAGE_LEN - 20
+    ));
 }

@@ -219,7 +219,7 @@ pub fn normalize_targets(mut targets: Vec<String>) -> Result<Vec<String>, CoreEr
             ));
         }
     }
-    crate::sort::sort(&mut targets);
+    targets.sort();
     targets.dedup();
     if targets.is_empty() {
         return Err(invalid("at least one target is required".into()));

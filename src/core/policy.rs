@@ -74,7 +74,7 @@ impl Policy {
                     return Err(invalid("required needs at least one relay".into()));
                 }
                 let mut sorted = relays.clone();
-                crate::sort::sort(&mut sorted);
+                sorted.sort();
                 sorted.dedup();
                 if let Some(missing) = sorted.iter().find(|r| targets.binary_search(r).is_err()) {
                     return Err(invalid(format!(

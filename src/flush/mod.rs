@@ -258,7 +258,7 @@ fn completion(
     mut results: Vec<TargetResult>,
     random: &mut dyn FnMut() -> u32,
 ) -> Completion {
-    crate::sort::sort_by(&mut results, |a, b| a.target.cmp(&b.target));
+    results.sort_by(|a, b| a.target.cmp(&b.target));
     Completion {
         id: record.id.clone(),
         lease_id: lease_id.to_string(),

@@ -12,9 +12,8 @@ export class OutboxError extends Error {
   }
 }
 
-// Called from Rust: builds an OutboxError; `details` is JSON text or undefined,
+// Called from Rust: builds an OutboxError; `details` is a plain object or undefined,
 // `cause` (a thrown JavaScript value) is kept as the standard `cause` when given.
 export function makeError(code, message, details, cause) {
-  const parsed = typeof details === "string" ? JSON.parse(details) : undefined;
-  return new OutboxError(code, message, parsed, cause === undefined ? undefined : { cause });
+  return new OutboxError(code, message, details, cause === undefined ? undefined : { cause });
 }

@@ -2,9 +2,11 @@
 //! `Error` subclass defined in `error.js`) with a stable string `code`, a human
 //! message and optional structured `details`. Every Rust error's `code()` is passed
 //! through unchanged; this layer only adds `invalid_options` (a malformed options
-//! object), `storage_unavailable` and `closed`.
+//! object), `storage_unavailable`, `no_random_source` and `closed`. The `details` are
+//! a typed [`Details`] (the `OutboxErrorDetails` of the TypeScript declarations),
+//! handed to JavaScript as a plain object through serde-wasm-bindgen.
 
-use crate::json::Value;
+use serde::Serialize;
 use wasm_bindgen::prelude::*;
 
 use crate::core::CoreError;
@@ -24,12 +26,102 @@ extern "C" {
     pub fn code(this: &OutboxError) -> String;
 
     #[wasm_bindgen(js_name = makeError)]
-    fn make_error(code: &str, message: &str, details: Option<String>, cause: JsValue) -> JsValue;
+    fn make_error(code: &str, message: &str, details: JsValue, cause: JsValue) -> JsValue;
 }
 
-/// A details object from `(key, value)` pairs, in their order.
-pub(crate) fn details(pairs: Vec<(&str, Value)>) -> Value {
-    Value::object(pairs)
+/// Structured facts about an error (`OutboxErrorDetails`); which fields are set depends
+/// on the code. Absent fields are left out of the JavaScript object.
+#[derive(Debug, Clone, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Details {
+    /// The option at fault (`invalid_options`, `invalid_relay_url` in `policy.required`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub option: Option<String>,
+    /// The argument at fault (`invalid_argument`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub argument: Option<String>,
+    /// The field at fault (`invalid_event`, `invalid_argument`, `invalid_config`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub field: Option<&'static str>,
+    /// The finer reason of `invalid_event`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<&'static str>,
+    /// Position of the relay (`invalid_relay_url`) or of the `enqueueMany` item.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub index: Option<usize>,
+    /// The item id concerned.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// The record's stage (`already_terminal`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stage: Option<&'static str>,
+    /// The schema version found (`storage_version_too_new`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub found: Option<u32>,
+    /// The highest schema version supported (`storage_version_too_new`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub supported: Option<u32>,
+    /// What the flush did (`sync_incomplete`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stats: Option<super::view::FlushView>,
+}
+
+impl Details {
+    /// Details naming an option.
+    pub fn option(option: impl Into<String>) -> Details {
+        Details {
+            option: Some(option.into()),
+            ..Details::default()
+        }
+    }
+
+    /// Details naming a field.
+    pub fn field(field: &'static str) -> Details {
+        Details {
+            field: Some(field),
+            ..Details::default()
+        }
+    }
+
+    /// Details naming a position.
+    pub fn index(index: usize) -> Details {
+        Details {
+            index: Some(index),
+            ..Details::default()
+        }
+    }
+
+    /// Details naming an item id.
+    pub fn id(id: impl Into<String>) -> Details {
+        Details {
+            id: Some(id.into()),
+            ..Details::default()
+        }
+    }
+
+    /// Details with the finer reason of `invalid_event`.
+    pub fn reason(reason: &'static str) -> Details {
+        Details {
+            reason: Some(reason),
+            ..Details::default()
+        }
+    }
+
+    /// `self` with every field `extra` sets taken from `extra`.
+    fn merge(self, extra: Details) -> Details {
+        Details {
+            option: extra.option.or(self.option),
+            argument: extra.argument.or(self.argument),
+            field: extra.field.or(self.field),
+            reason: extra.reason.or(self.reason),
+            index: extra.index.or(self.index),
+            id: extra.id.or(self.id),
+            stage: extra.stage.or(self.stage),
+            found: extra.found.or(self.found),
+            supported: extra.supported.or(self.supported),
+            stats: extra.stats.or(self.stats),
+        }
+    }
 }
 
 /// A failure on its way to JavaScript: code, message, details and an optional cause.
@@ -39,8 +131,8 @@ pub struct ApiError {
     pub code: &'static str,
     /// The human message.
     pub message: String,
-    /// Structured details (a JSON object), if any.
-    pub details: Option<Value>,
+    /// Structured details, if any (boxed: an `ApiError` travels in every `Result`).
+    pub details: Option<Box<Details>>,
     /// The JavaScript value that caused it, if any.
     pub cause: Option<JsValue>,
 }
@@ -62,7 +154,7 @@ impl ApiError {
             "invalid_options",
             format!("invalid options: `{option}` {message}"),
         )
-        .with_details(details(vec![("option", Value::from(option))]))
+        .with_details(Details::option(option))
     }
 
     /// A malformed argument (`invalid_argument`), naming it.
@@ -71,7 +163,20 @@ impl ApiError {
             "invalid_argument",
             format!("invalid argument `{argument}`: {message}"),
         )
-        .with_details(details(vec![("argument", Value::from(argument))]))
+        .with_details(Details {
+            argument: Some(argument.into()),
+            ..Details::default()
+        })
+    }
+
+    /// This runtime has no cryptographic random source (`crypto.getRandomValues`).
+    pub fn no_random_source(cause: impl std::fmt::Display) -> ApiError {
+        ApiError::new(
+            "no_random_source",
+            format!(
+                "this runtime has no cryptographic random source (crypto.getRandomValues): {cause}"
+            ),
+        )
     }
 
     /// The outbox was closed.
@@ -80,8 +185,8 @@ impl ApiError {
     }
 
     /// Adds structured details.
-    pub fn with_details(mut self, details: Value) -> ApiError {
-        self.details = Some(details);
+    pub fn with_details(mut self, details: Details) -> ApiError {
+        self.details = Some(Box::new(details));
         self
     }
 
@@ -91,20 +196,12 @@ impl ApiError {
         self
     }
 
-    /// Merges `extra` into the details object (a key already there takes the new
-    /// value).
-    pub fn add_details(mut self, extra: Value) -> ApiError {
-        match (&mut self.details, extra) {
-            (Some(Value::Object(members)), Value::Object(more)) => {
-                for (key, value) in more {
-                    match members.iter_mut().find(|(k, _)| *k == key) {
-                        Some(member) => member.1 = value,
-                        None => members.push((key, value)),
-                    }
-                }
-            }
-            (slot, extra) => *slot = Some(extra),
-        }
+    /// Merges `extra` into the details (a field already set takes the new value).
+    pub fn add_details(mut self, extra: Details) -> ApiError {
+        self.details = Some(Box::new(match self.details.take() {
+            Some(details) => (*details).merge(extra),
+            None => extra,
+        }));
         self
     }
 
@@ -113,7 +210,9 @@ impl ApiError {
         make_error(
             self.code,
             &self.message,
-            self.details.map(|d| d.to_string()),
+            self.details
+                .and_then(|d| d.serialize(&super::view::SERIALIZER).ok())
+                .unwrap_or(JsValue::UNDEFINED),
             self.cause.unwrap_or(JsValue::UNDEFINED),
         )
     }
@@ -129,28 +228,24 @@ impl From<CoreError> for ApiError {
     fn from(e: CoreError) -> ApiError {
         let details = match &e {
             CoreError::InvalidArgument { field, .. } | CoreError::InvalidConfig { field, .. } => {
-                Some(details(vec![("field", Value::from(*field))]))
+                Some(Details::field(field))
             }
             CoreError::PlanConflict { id }
             | CoreError::NotFound { id }
             | CoreError::LeaseExpired { id }
             | CoreError::NotReady { id }
-            | CoreError::NotRetryable { id, .. } => {
-                Some(details(vec![("id", Value::from(id.as_str()))]))
-            }
-            CoreError::AlreadyTerminal { id, stage } => Some(details(vec![
-                ("id", Value::from(id.as_str())),
-                ("stage", Value::from(stage.as_str())),
-            ])),
-            CoreError::RevisionConflict { id, .. } => {
-                Some(details(vec![("id", Value::from(id.as_str()))]))
-            }
+            | CoreError::NotRetryable { id, .. }
+            | CoreError::RevisionConflict { id, .. } => Some(Details::id(id.as_str())),
+            CoreError::AlreadyTerminal { id, stage } => Some(Details {
+                stage: Some(stage.as_str()),
+                ..Details::id(id.as_str())
+            }),
             _ => None,
         };
         ApiError {
             code: e.code(),
             message: e.to_string(),
-            details,
+            details: details.map(Box::new),
             cause: None,
         }
     }
@@ -161,13 +256,14 @@ impl From<StoreError> for ApiError {
         match e {
             StoreError::Core(core) => core.into(),
             StoreError::VersionTooNew { found, supported } => {
-                ApiError::new(e.code(), e.to_string()).with_details(details(vec![
-                    ("found", Value::from(found)),
-                    ("supported", Value::from(supported)),
-                ]))
+                ApiError::new(e.code(), e.to_string()).with_details(Details {
+                    found: Some(found),
+                    supported: Some(supported),
+                    ..Details::default()
+                })
             }
             StoreError::Corrupt { ref id, .. } => {
-                let d = details(vec![("id", Value::from(id.as_str()))]);
+                let d = Details::id(id.as_str());
                 ApiError::new(e.code(), e.to_string()).with_details(d)
             }
             other => ApiError::new(other.code(), other.to_string()),
@@ -177,11 +273,11 @@ impl From<StoreError> for ApiError {
 
 impl From<EventError> for ApiError {
     fn from(e: EventError) -> ApiError {
-        let mut pairs = vec![("reason", Value::from(e.reason()))];
-        if let Some(field) = e.field() {
-            pairs.push(("field", Value::from(field)));
-        }
-        ApiError::new(e.code(), e.to_string()).with_details(details(pairs))
+        let details = Details {
+            field: e.field(),
+            ..Details::reason(e.reason())
+        };
+        ApiError::new(e.code(), e.to_string()).with_details(details)
     }
 }
 
@@ -193,14 +289,12 @@ impl From<RelayUrlError> for ApiError {
 
 impl From<TargetsError> for ApiError {
     fn from(e: TargetsError) -> ApiError {
-        ApiError::new(e.code(), e.to_string())
-            .with_details(details(vec![("index", Value::from(e.index))]))
+        ApiError::new(e.code(), e.to_string()).with_details(Details::index(e.index))
     }
 }
 
 impl From<WsConfigError> for ApiError {
     fn from(e: WsConfigError) -> ApiError {
-        ApiError::new(e.code(), e.to_string())
-            .with_details(details(vec![("field", Value::from(e.field))]))
+        ApiError::new(e.code(), e.to_string()).with_details(Details::field(e.field))
     }
 }

@@ -15,14 +15,15 @@ export function eventFieldsJson(event) {
   return JSON.stringify(picked);
 }
 
-// A uniformly random u32 from crypto.getRandomValues (Math.random only where the Web
-// Crypto API is missing).
-export function randomU32() {
-  const c = globalThis.crypto;
-  if (c && typeof c.getRandomValues === "function") {
-    return c.getRandomValues(new Uint32Array(1))[0];
+// Calls `f` (Rust reading an application's value) and returns `{ thrown }` when a getter
+// or a Proxy trap of that value throws, undefined otherwise.
+export function catching(f) {
+  try {
+    f();
+    return undefined;
+  } catch (thrown) {
+    return { thrown };
   }
-  return Math.floor(Math.random() * 4294967296) >>> 0;
 }
 
 // `false` only when the runtime says it is offline (navigator.onLine === false).

@@ -1,26 +1,27 @@
-//! Reading JavaScript arguments and options objects into Rust values: type checks,
-//! unknown-key checks and conversions, each failure a typed [`ApiError`] naming the
-//! option. Ranges and every domain rule stay with [`crate::core`] and
+//! Reading JavaScript arguments and options objects into Rust values. Every options
+//! object (and every `enqueueMany` item) is a serde struct of [`Field`]s read by
+//! serde-wasm-bindgen in one pass; [`read`] refuses unknown keys, and [`Reader`] turns
+//! each field into its value or a typed [`ApiError`] naming the option, the type given
+//! and the type expected. Ranges and every domain rule stay with [`crate::core`] and
 //! [`crate::nostr`]; this module only checks shapes.
+//!
+//! The fast path costs one property read per known key and one `Object.keys` count;
+//! only a failure looks at the JavaScript value again, to say precisely what is wrong.
+//! Values that are not data (the event, relay arrays, a signer, a transport) are kept
+//! as JavaScript values ([`Raw`]) and read where they are used.
 
 use js_sys::{Array, Object, Reflect};
+use serde::de::{self, DeserializeOwned, Deserializer};
+use serde::Deserialize;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
-use super::error::{details, ApiError};
+use super::error::{ApiError, Details};
 use crate::core::Policy;
-use crate::json::{self, Value};
 use crate::nostr::{Event, RelayUrl};
 
 /// The largest integer a JavaScript number holds exactly (2^53 − 1).
 const MAX_SAFE: f64 = 9_007_199_254_740_991.0;
-
-/// A JavaScript options object (`undefined`/`null` read as empty).
-pub(crate) struct Options {
-    obj: Option<Object>,
-    /// What it is, for messages (e.g. `Outbox.open options`).
-    what: &'static str,
-}
 
 /// A short name of a JavaScript value's type, for messages.
 pub(crate) fn type_name(v: &JsValue) -> &'static str {
@@ -47,57 +48,262 @@ pub(crate) fn type_name(v: &JsValue) -> &'static str {
     }
 }
 
-impl Options {
-    /// Reads `value` as an options object accepting only the `allowed` keys.
-    pub(crate) fn new(
-        value: &JsValue,
-        what: &'static str,
-        allowed: &[&str],
-    ) -> Result<Options, ApiError> {
-        if value.is_undefined() || value.is_null() {
-            return Ok(Options { obj: None, what });
-        }
-        if !value.is_object() || Array::is_array(value) || value.is_function() {
-            return Err(ApiError::new(
-                "invalid_options",
-                format!(
-                    "invalid options: {what} must be an object, got {}",
-                    type_name(value)
-                ),
-            ));
-        }
-        let obj: Object = value.clone().unchecked_into();
-        for key in Object::keys(&obj).iter() {
-            let key = key.as_string().unwrap_or_default();
-            if !allowed.contains(&key.as_str()) {
-                return Err(ApiError::new(
-                    "invalid_options",
-                    format!(
-                        "invalid options: unknown option `{key}` in {what} (known: {})",
-                        allowed.join(", ")
-                    ),
-                )
-                .with_details(details(vec![("option", Value::from(key))])));
+/// One key of an options object as serde read it. A value of the wrong type is not a
+/// serde error (that would lose which key it was): it is kept as [`Field::Bad`], and
+/// [`Reader`] says what is wrong with it.
+#[derive(Debug, Default)]
+pub(crate) enum Field<T> {
+    /// The key is not there.
+    #[default]
+    Absent,
+    /// The key holds a value of the expected type.
+    Given(T),
+    /// The key holds something else (or `undefined`, which reads as absent).
+    Bad,
+}
+
+impl<T> Field<T> {
+    /// True when the key is there.
+    pub(crate) fn is_given(&self) -> bool {
+        !matches!(self, Field::Absent)
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Field<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Field<T>, D::Error> {
+        Ok(T::deserialize(d).map_or(Field::Bad, Field::Given))
+    }
+}
+
+/// A JavaScript value kept as it is.
+#[derive(Debug)]
+pub(crate) struct Raw(pub(crate) JsValue);
+
+impl<'de> Deserialize<'de> for Raw {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Raw, D::Error> {
+        serde_wasm_bindgen::preserve::deserialize(d).map(Raw)
+    }
+}
+
+/// A non-negative safe integer given as a JavaScript number (not a `BigInt`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Uint(pub(crate) u64);
+
+impl<'de> Deserialize<'de> for Uint {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Uint, D::Error> {
+        struct Visitor;
+        impl de::Visitor<'_> for Visitor {
+            type Value = Uint;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a non-negative integer")
+            }
+            fn visit_f64<E: de::Error>(self, n: f64) -> Result<Uint, E> {
+                if (0.0..=MAX_SAFE).contains(&n) && n.fract() == 0.0 {
+                    Ok(Uint(n as u64))
+                } else {
+                    Err(E::invalid_value(de::Unexpected::Float(n), &self))
+                }
             }
         }
-        Ok(Options {
+        d.deserialize_f64(Visitor)
+    }
+}
+
+/// A policy as given: `"all"`, `"any"`, `{ atLeast: n }` or `{ required: [urls] }`
+/// (serde's externally tagged enum is exactly this shape).
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) enum PolicyInput {
+    All,
+    Any,
+    AtLeast(Uint),
+    Required(Raw),
+}
+
+/// An options struct of [`Field`]s.
+pub(crate) trait Shape: DeserializeOwned + Default {
+    /// How many of its keys were there.
+    fn given(&self) -> usize;
+}
+
+/// Declares an options struct: every field a [`Field`], camelCase keys, absent keys
+/// [`Field::Absent`].
+macro_rules! shape {
+    ($(#[$m:meta])* $name:ident { $($(#[$fm:meta])* $field:ident: $ty:ty,)* }) => {
+        $(#[$m])*
+        #[derive(Debug, Default, serde::Deserialize)]
+        #[serde(default, rename_all = "camelCase")]
+        pub(crate) struct $name {
+            $($(#[$fm])* pub(crate) $field: $crate::js::input::Field<$ty>,)*
+        }
+        impl $crate::js::input::Shape for $name {
+            fn given(&self) -> usize {
+                0 $(+ usize::from(self.$field.is_given()))*
+            }
+        }
+    };
+}
+pub(crate) use shape;
+
+shape! {
+    /// The options of one plan: `enqueue` options (and the same keys of an
+    /// `enqueueMany` item).
+    PlanOptions {
+        policy: PolicyInput,
+        id: String,
+        deadline: Uint,
+        max_attempts: Uint,
+    }
+}
+
+/// The keys of `enqueue` options.
+pub(crate) const ENQUEUE_KEYS: [&str; 4] = ["policy", "id", "deadline", "maxAttempts"];
+
+shape! {
+    /// One `enqueueMany` item.
+    ItemInput {
+        event: Raw,
+        relays: Raw,
+        policy: PolicyInput,
+        id: String,
+        deadline: Uint,
+        max_attempts: Uint,
+    }
+}
+
+/// The keys of an `enqueueMany` item.
+pub(crate) const ITEM_KEYS: [&str; 6] =
+    ["event", "relays", "policy", "id", "deadline", "maxAttempts"];
+
+impl ItemInput {
+    /// The event, the relays and the plan options.
+    pub(crate) fn split(self) -> (Field<Raw>, Field<Raw>, PlanOptions) {
+        let options = PlanOptions {
+            policy: self.policy,
+            id: self.id,
+            deadline: self.deadline,
+            max_attempts: self.max_attempts,
+        };
+        (self.event, self.relays, options)
+    }
+}
+
+shape! {
+    /// `list` options.
+    ListOptions {
+        stage: String,
+        limit: Uint,
+        after: String,
+    }
+}
+
+/// The keys of `list` options.
+pub(crate) const LIST_KEYS: [&str; 3] = ["stage", "limit", "after"];
+
+shape! {
+    /// `purge` options.
+    PurgeOptions {
+        before: Uint,
+    }
+}
+
+/// The keys of `purge` options.
+pub(crate) const PURGE_KEYS: [&str; 1] = ["before"];
+
+/// Where the fields of one options object come from, to name them in errors.
+pub(crate) struct Reader {
+    obj: Option<Object>,
+    /// What it is, for messages (e.g. `Outbox.open options`).
+    what: &'static str,
+}
+
+/// The error for an unknown key.
+pub(crate) fn unknown_key(key: &str, what: &str, known: &[&str]) -> ApiError {
+    ApiError::new(
+        "invalid_options",
+        format!(
+            "invalid options: unknown option `{key}` in {what} (known: {})",
+            known.join(", ")
+        ),
+    )
+    .with_details(Details::option(key))
+}
+
+/// Reads `value` as the options struct `T` accepting only the `known` keys
+/// (`undefined`/`null` read as empty).
+pub(crate) fn read<T: Shape>(
+    value: &JsValue,
+    what: &'static str,
+    known: &[&str],
+) -> Result<(T, Reader), ApiError> {
+    if value.is_undefined() || value.is_null() {
+        return Ok((T::default(), Reader { obj: None, what }));
+    }
+    if !value.is_object() || Array::is_array(value) || value.is_function() {
+        return Err(ApiError::new(
+            "invalid_options",
+            format!(
+                "invalid options: {what} must be an object, got {}",
+                type_name(value)
+            ),
+        ));
+    }
+    let obj: Object = value.clone().unchecked_into();
+    // serde reads every known key, own or inherited. A plain object (`{...}`, or with a
+    // null prototype) inherits none, so as many own keys as keys read means no unknown
+    // one; otherwise (a count that differs, a class instance) each key is looked at.
+    // A getter or Proxy trap that throws makes the object unreadable: a typed error,
+    // not an exception through the wasm frames.
+    let mut outcome = None;
+    let thrown = super::sys::catching(&mut || {
+        let shape = serde_wasm_bindgen::from_value::<T>(value.clone());
+        let keys = Object::keys(&obj);
+        let proto = Object::get_prototype_of(value);
+        let plain = proto.is_null() || Object::get_prototype_of(&proto).is_null();
+        outcome = Some((shape, keys, plain));
+    });
+    let (shape, keys, plain) = match outcome {
+        Some(outcome) if thrown.is_undefined() => outcome,
+        _ => {
+            let cause = Reflect::get(&thrown, &JsValue::from_str("thrown")).unwrap_or(thrown);
+            let why = cause
+                .dyn_ref::<js_sys::Error>()
+                .map(|e| String::from(e.message()))
+                .or_else(|| cause.as_string())
+                .unwrap_or_else(|| type_name(&cause).to_string());
+            return Err(ApiError::new(
+                "invalid_options",
+                format!("invalid options: {what} cannot be read: {why}"),
+            )
+            .with_cause(cause));
+        }
+    };
+    let shape = shape
+        .map_err(|e| ApiError::new("invalid_options", format!("invalid options: {what}: {e}")))?;
+    if !plain || keys.length() as usize != shape.given() {
+        for key in keys.iter() {
+            let key = key.as_string().unwrap_or_default();
+            if !known.contains(&key.as_str()) {
+                return Err(unknown_key(&key, what, known));
+            }
+        }
+    }
+    Ok((
+        shape,
+        Reader {
             obj: Some(obj),
             what,
-        })
-    }
+        },
+    ))
+}
 
-    /// The raw value of `key` (`undefined` when absent).
-    pub(crate) fn raw(&self, key: &str) -> JsValue {
+impl Reader {
+    /// The raw value of `key` (`undefined` when absent), to describe what was given.
+    fn raw(&self, key: &str) -> JsValue {
         match &self.obj {
             Some(obj) => Reflect::get(obj, &JsValue::from_str(key)).unwrap_or(JsValue::UNDEFINED),
             None => JsValue::UNDEFINED,
         }
-    }
-
-    /// `key` when present and not `undefined`.
-    pub(crate) fn present(&self, key: &str) -> Option<JsValue> {
-        let v = self.raw(key);
-        (!v.is_undefined()).then_some(v)
     }
 
     fn bad(&self, key: &str, expected: &str, got: &JsValue) -> ApiError {
@@ -111,42 +317,48 @@ impl Options {
         )
     }
 
-    /// An optional string.
-    pub(crate) fn string(&self, key: &str) -> Result<Option<String>, ApiError> {
-        match self.present(key) {
-            None => Ok(None),
-            Some(v) => v
-                .as_string()
-                .map(Some)
-                .ok_or_else(|| self.bad(key, "a string", &v)),
+    /// The value of `key`, `None` when absent (or `undefined`), or the error naming
+    /// the key, what was `expected` and what was given.
+    fn take<T>(&self, key: &str, field: Field<T>, expected: &str) -> Result<Option<T>, ApiError> {
+        match field {
+            Field::Absent => Ok(None),
+            Field::Given(v) => Ok(Some(v)),
+            Field::Bad => {
+                let got = self.raw(key);
+                if got.is_undefined() {
+                    Ok(None)
+                } else {
+                    Err(self.bad(key, expected, &got))
+                }
+            }
         }
+    }
+
+    /// An optional string.
+    pub(crate) fn string(
+        &self,
+        key: &str,
+        field: Field<String>,
+    ) -> Result<Option<String>, ApiError> {
+        self.take(key, field, "a string")
     }
 
     /// An optional boolean.
-    pub(crate) fn boolean(&self, key: &str) -> Result<Option<bool>, ApiError> {
-        match self.present(key) {
-            None => Ok(None),
-            Some(v) => v
-                .as_bool()
-                .map(Some)
-                .ok_or_else(|| self.bad(key, "a boolean", &v)),
-        }
+    pub(crate) fn boolean(&self, key: &str, field: Field<bool>) -> Result<Option<bool>, ApiError> {
+        self.take(key, field, "a boolean")
     }
 
     /// An optional non-negative integer (a JavaScript safe integer).
-    pub(crate) fn uint(&self, key: &str) -> Result<Option<u64>, ApiError> {
-        match self.present(key) {
-            None => Ok(None),
-            Some(v) => as_uint(&v)
-                .map(Some)
-                .ok_or_else(|| self.bad(key, "a non-negative integer", &v)),
-        }
+    pub(crate) fn uint(&self, key: &str, field: Field<Uint>) -> Result<Option<u64>, ApiError> {
+        Ok(self
+            .take(key, field, "a non-negative integer")?
+            .map(|n| n.0))
     }
 
     /// An optional non-negative integer saturated to `u32`.
-    pub(crate) fn uint32(&self, key: &str) -> Result<Option<u32>, ApiError> {
+    pub(crate) fn uint32(&self, key: &str, field: Field<Uint>) -> Result<Option<u32>, ApiError> {
         Ok(self
-            .uint(key)?
+            .uint(key, field)?
             .map(|n| u32::try_from(n).unwrap_or(u32::MAX)))
     }
 
@@ -154,9 +366,10 @@ impl Options {
     pub(crate) fn choice<'c>(
         &self,
         key: &str,
+        field: Field<String>,
         choices: &[&'c str],
     ) -> Result<Option<&'c str>, ApiError> {
-        let Some(s) = self.string(key)? else {
+        let Some(s) = self.string(key, field)? else {
             return Ok(None);
         };
         choices
@@ -176,20 +389,65 @@ impl Options {
             })
     }
 
-    /// An optional satisfaction policy.
-    pub(crate) fn policy(&self, key: &str) -> Result<Option<Policy>, ApiError> {
-        match self.present(key) {
-            None => Ok(None),
-            Some(v) => parse_policy(&v).map(Some),
+    /// An optional JavaScript value (`undefined` reads as absent).
+    pub(crate) fn value(&self, field: Field<Raw>) -> Option<JsValue> {
+        match field {
+            Field::Given(Raw(v)) if !v.is_undefined() => Some(v),
+            _ => None,
         }
+    }
+
+    /// An optional satisfaction policy. Relay URLs in `required` are normalized like
+    /// targets.
+    pub(crate) fn policy(
+        &self,
+        key: &str,
+        field: Field<PolicyInput>,
+    ) -> Result<Option<Policy>, ApiError> {
+        let input = match field {
+            Field::Absent => return Ok(None),
+            Field::Given(input) => input,
+            Field::Bad => {
+                let got = self.raw(key);
+                return if got.is_undefined() {
+                    Ok(None)
+                } else {
+                    Err(policy_error(describe_bad_policy(&got)))
+                };
+            }
+        };
+        // `{ all: null }` reads as the variant `all` to serde; only the strings are.
+        if matches!(input, PolicyInput::All | PolicyInput::Any) {
+            let given = self.raw(key);
+            if !given.is_string() {
+                return Err(policy_error(describe_bad_policy(&given)));
+            }
+        }
+        Ok(Some(match input {
+            PolicyInput::All => Policy::All,
+            PolicyInput::Any => Policy::Any,
+            PolicyInput::AtLeast(k) => Policy::AtLeast {
+                k: u32::try_from(k.0).unwrap_or(u32::MAX),
+            },
+            PolicyInput::Required(Raw(relays)) => {
+                let relays = string_array(&relays).ok_or_else(|| policy_error(REQUIRED_SHAPE))?;
+                let mut out = Vec::with_capacity(relays.len());
+                for (index, url) in relays.iter().enumerate() {
+                    let url = RelayUrl::parse(url).map_err(|e| {
+                        ApiError::from(e).with_details(Details {
+                            index: Some(index),
+                            ..Details::option("policy.required")
+                        })
+                    })?;
+                    out.push(url.as_str().to_string());
+                }
+                Policy::Required { relays: out }
+            }
+        }))
     }
 }
 
-/// A JavaScript number that is a non-negative safe integer.
-pub(crate) fn as_uint(v: &JsValue) -> Option<u64> {
-    let n = v.as_f64()?;
-    ((0.0..=MAX_SAFE).contains(&n) && n.fract() == 0.0).then_some(n as u64)
-}
+const REQUIRED_SHAPE: &str = "`required` must be an array of relay URL strings";
 
 fn policy_error(message: impl std::fmt::Display) -> ApiError {
     ApiError::new(
@@ -200,57 +458,27 @@ fn policy_error(message: impl std::fmt::Display) -> ApiError {
     )
 }
 
-/// Reads a policy: `"all"`, `"any"`, `{ atLeast: n }` or `{ required: [urls] }`.
-/// Relay URLs in `required` are normalized like targets.
-pub(crate) fn parse_policy(v: &JsValue) -> Result<Policy, ApiError> {
+/// What is wrong with a policy serde did not take (only on that error path).
+fn describe_bad_policy(v: &JsValue) -> String {
     if let Some(s) = v.as_string() {
-        return match s.as_str() {
-            "all" => Ok(Policy::All),
-            "any" => Ok(Policy::Any),
-            other => Err(policy_error(format!("unknown policy \"{other}\""))),
-        };
+        return format!("unknown policy \"{s}\"");
     }
     if !v.is_object() || Array::is_array(v) || v.is_function() {
-        return Err(policy_error(format!("got {}", type_name(v))));
+        return format!("got {}", type_name(v));
     }
-    let obj: &Object = v.unchecked_ref();
-    let keys: Vec<String> = Object::keys(obj)
-        .iter()
-        .filter_map(|k| k.as_string())
-        .collect();
-    if keys.len() != 1 {
-        return Err(policy_error("an object policy must have exactly one key"));
+    let keys = Object::keys(v.unchecked_ref::<Object>());
+    if keys.length() != 1 {
+        return "an object policy must have exactly one key".into();
     }
-    let value = Reflect::get(obj, &JsValue::from_str(&keys[0])).unwrap_or(JsValue::UNDEFINED);
-    match keys[0].as_str() {
-        "atLeast" => {
-            let k = as_uint(&value)
-                .ok_or_else(|| policy_error("`atLeast` must be a positive integer"))?;
-            Ok(Policy::AtLeast {
-                k: u32::try_from(k).unwrap_or(u32::MAX),
-            })
-        }
-        "required" => {
-            let relays = string_array(&value)
-                .ok_or_else(|| policy_error("`required` must be an array of relay URL strings"))?;
-            let mut out = Vec::with_capacity(relays.len());
-            for (index, url) in relays.iter().enumerate() {
-                let url = RelayUrl::parse(url).map_err(|e| {
-                    ApiError::from(e).with_details(details(vec![
-                        ("option", Value::from("policy.required")),
-                        ("index", Value::from(index)),
-                    ]))
-                })?;
-                out.push(url.as_str().to_string());
-            }
-            Ok(Policy::Required { relays: out })
-        }
-        other => Err(policy_error(format!("unknown policy key `{other}`"))),
+    match keys.get(0).as_string().unwrap_or_default().as_str() {
+        "atLeast" => "`atLeast` must be a positive integer".into(),
+        "required" => REQUIRED_SHAPE.into(),
+        other => format!("unknown policy key `{other}`"),
     }
 }
 
 /// An array whose elements are all strings.
-pub(crate) fn string_array(v: &JsValue) -> Option<Vec<String>> {
+fn string_array(v: &JsValue) -> Option<Vec<String>> {
     if !Array::is_array(v) {
         return None;
     }
@@ -281,7 +509,7 @@ pub(crate) fn parse_relays(v: &JsValue) -> Result<Vec<String>, ApiError> {
                     type_name(&item)
                 ),
             )
-            .with_details(details(vec![("index", Value::from(index))])));
+            .with_details(Details::index(index)));
         };
         urls.push(s);
     }
@@ -295,38 +523,21 @@ pub(crate) fn parse_relays(v: &JsValue) -> Result<Vec<String>, ApiError> {
 /// Reads a signed event (an object with the NIP-01 fields, or its JSON text) and
 /// checks its id; the caller checks its signature ([`Event::signature`]).
 /// Either way the event is kept in its compact NIP-01 form (the seven fields; other
-/// properties are dropped).
+/// properties are dropped), so one signed event is one plan whichever way it is given
+/// (same id, same sig). An object crosses as the JSON text of its seven fields
+/// (`eventFieldsJson` in `glue.js`: one crossing), parsed strictly like given text.
 pub(crate) fn parse_event(v: &JsValue) -> Result<Event, ApiError> {
-    let event = if let Some(text) = v.as_string() {
-        // Strict parse of the text, then the same compact form as for objects, so one
-        // signed event is one plan whichever way it is given (same id, same sig).
-        let e = Event::parse_json(&text)?;
-        Event::from_parts(
-            e.id().to_string(),
-            e.pubkey().to_string(),
-            e.created_at(),
-            e.kind(),
-            e.tags().to_vec(),
-            e.content().to_string(),
-            e.sig().to_string(),
-        )?
+    let text = if let Some(text) = v.as_string() {
+        text
     } else if v.is_object() && !Array::is_array(v) && !v.is_function() {
-        let text = super::sys::event_fields_json(v).map_err(|e| {
+        super::sys::event_fields_json(v).map_err(|e| {
             ApiError::new(
                 "invalid_event",
                 "invalid event: its fields cannot be serialized as JSON",
             )
-            .with_details(details(vec![("reason", Value::from("not_json"))]))
+            .with_details(Details::reason("not_json"))
             .with_cause(e)
-        })?;
-        let value = json::parse(&text).map_err(|e| {
-            ApiError::new(
-                "invalid_event",
-                format!("invalid event: not valid JSON: {e}"),
-            )
-            .with_details(details(vec![("reason", Value::from("not_json"))]))
-        })?;
-        Event::from_value(value)?
+        })?
     } else {
         return Err(ApiError::new(
             "invalid_event",
@@ -335,8 +546,9 @@ pub(crate) fn parse_event(v: &JsValue) -> Result<Event, ApiError> {
                 type_name(v)
             ),
         )
-        .with_details(details(vec![("reason", Value::from("not_object"))])));
+        .with_details(Details::reason("not_object")));
     };
+    let event = Event::parse_json_compact(&text)?;
     event.verify_id()?;
     Ok(event)
 }

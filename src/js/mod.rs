@@ -1,8 +1,10 @@
 //! The wasm-bindgen API: the only layer that knows about JavaScript. It converts
 //! arguments and options into the domain types of [`crate::nostr`] and
-//! [`crate::core`], calls the [`crate::store`] and the flusher runtime, and converts
-//! records, counts and errors back to plain JavaScript values. It reads the clock
-//! (`Date.now()`) and randomness (`crypto.getRandomValues`) for the layers below; it
+//! [`crate::core`] (serde derives read by serde-wasm-bindgen), calls the
+//! [`crate::store`] and the flusher runtime, and converts records, counts and errors
+//! back to plain JavaScript objects (serde-wasm-bindgen again). It reads the clock
+//! (`Date.now()`) and randomness (`crypto.getRandomValues` through getrandom; `open`
+//! refuses with `no_random_source` where there is none) for the layers below; it
 //! holds no delivery rule.
 //!
 //! - `outbox`: the `Outbox` class (open, enqueue, get, list, status, retry, cancel,
@@ -10,7 +12,8 @@
 //! - `runtime`: the flusher loop, Web Lock election, triggers and timers.
 //! - `sw`: `registerBackgroundSync` and `handleSync` for service workers.
 //! - `error`: `OutboxError` (`error.js`) and the mapping of every Rust error code.
-//! - `input` / `view`: JavaScript values in and out; `types`: the TypeScript types.
+//! - `input` / `view`: JavaScript values in and out (serde structs); `types`: the
+//!   TypeScript types.
 //! - `events`: the internal `EventTarget` and the cross-context `BroadcastChannel`.
 
 use wasm_bindgen::prelude::*;

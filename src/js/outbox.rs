@@ -12,15 +12,14 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::future_to_promise;
 
 use super::backend::{AnyStore, AnyTransport, JsTransport};
-use super::error::{details, ApiError};
+use super::error::{ApiError, Details};
 use super::events::Events;
-use super::input::{self, Options};
+use super::input::{self, shape, ItemInput, PlanOptions, Raw, Reader, Uint};
 use super::runtime::{RunError, Runtime, RuntimeConfig};
 use super::{sys, view};
 use crate::core::plan::MAX_ATTEMPTS_LIMIT;
 use crate::core::{EnqueueOutcome, Enqueued, ListQuery, Plan, Policy, RetryConfig, Stage};
 use crate::flush::{FlushConfig, FlushEvent};
-use crate::json::Value;
 use crate::nostr::SignatureCheck;
 use crate::store::idb::{persistence, Durability, IdbOptions, IdbStore};
 use crate::store::{MemoryStore, Store};
@@ -31,6 +30,7 @@ pub const DEFAULT_NAME: &str = "nostr-outbox";
 /// The default `list` page size.
 const DEFAULT_LIST_LIMIT: u32 = 100;
 
+/// The keys of `Outbox.open` options.
 const OPEN_KEYS: [&str; 19] = [
     "name",
     "storage",
@@ -52,8 +52,55 @@ const OPEN_KEYS: [&str; 19] = [
     "broadcast",
     "transport",
 ];
-const ENQUEUE_KEYS: [&str; 4] = ["policy", "id", "deadline", "maxAttempts"];
-const ITEM_KEYS: [&str; 6] = ["event", "relays", "policy", "id", "deadline", "maxAttempts"];
+/// The keys of `handleSync` options: those of `Outbox.open`, and `tag`.
+const SYNC_KEYS: [&str; 20] = [
+    "name",
+    "storage",
+    "durability",
+    "policy",
+    "maxAttempts",
+    "baseDelayMs",
+    "maxDelayMs",
+    "publishTimeoutMs",
+    "connectTimeoutMs",
+    "circuitFailures",
+    "circuitOpenMs",
+    "batchSize",
+    "concurrency",
+    "leaseMs",
+    "signer",
+    "requestPersistence",
+    "autoFlush",
+    "broadcast",
+    "transport",
+    "tag",
+];
+
+shape! {
+    /// `Outbox.open` options (and `handleSync` options, which add `tag`).
+    OpenOptions {
+        name: String,
+        storage: String,
+        durability: String,
+        policy: input::PolicyInput,
+        max_attempts: Uint,
+        base_delay_ms: Uint,
+        max_delay_ms: Uint,
+        publish_timeout_ms: Uint,
+        connect_timeout_ms: Uint,
+        circuit_failures: Uint,
+        circuit_open_ms: Uint,
+        batch_size: Uint,
+        concurrency: Uint,
+        lease_ms: Uint,
+        signer: Raw,
+        request_persistence: bool,
+        auto_flush: bool,
+        broadcast: bool,
+        transport: Raw,
+        tag: String,
+    }
+}
 
 /// What `Outbox.open` read from its options.
 pub(crate) struct OpenConfig {
@@ -71,33 +118,39 @@ pub(crate) struct OpenConfig {
     transport: Option<JsTransport>,
 }
 
-fn random_hex(words: usize) -> String {
+/// `words` random 32-bit words as hex, from `crypto.getRandomValues`.
+fn random_hex(words: usize) -> Result<String, ApiError> {
     (0..words)
-        .map(|_| format!("{:08x}", sys::random_u32()))
+        .map(|_| {
+            sys::random_u32()
+                .map(|n| format!("{n:08x}"))
+                .map_err(ApiError::no_random_source)
+        })
         .collect()
 }
 
 impl OpenConfig {
     /// Reads `Outbox.open` options.
     pub(crate) fn parse(value: &JsValue) -> Result<OpenConfig, ApiError> {
-        let o = Options::new(value, "Outbox.open options", &OPEN_KEYS)?;
-        OpenConfig::read(&o)
+        const WHAT: &str = "Outbox.open options";
+        let (o, r) = input::read::<OpenOptions>(value, WHAT, &OPEN_KEYS)?;
+        if o.tag.is_given() {
+            return Err(input::unknown_key("tag", WHAT, &OPEN_KEYS));
+        }
+        OpenConfig::read(o, &r)
     }
 
-    /// Reads `Outbox.open` options plus the `extra` keys (returned as `Options`).
-    pub(crate) fn parse_with(
-        value: &JsValue,
-        what: &'static str,
-        extra: &[&str],
-    ) -> Result<(OpenConfig, Options), ApiError> {
-        let keys: Vec<&str> = OPEN_KEYS.iter().chain(extra).copied().collect();
-        let o = Options::new(value, what, &keys)?;
-        Ok((OpenConfig::read(&o)?, o))
+    /// Reads `handleSync` options: those of `Outbox.open`, and the sync `tag`.
+    pub(crate) fn parse_sync(value: &JsValue) -> Result<(OpenConfig, Option<String>), ApiError> {
+        let (mut o, r) = input::read::<OpenOptions>(value, "handleSync options", &SYNC_KEYS)?;
+        let tag = std::mem::take(&mut o.tag);
+        let config = OpenConfig::read(o, &r)?;
+        Ok((config, r.string("tag", tag)?))
     }
 
-    fn read(o: &Options) -> Result<OpenConfig, ApiError> {
-        let name = o
-            .string("name")?
+    fn read(o: OpenOptions, r: &Reader) -> Result<OpenConfig, ApiError> {
+        let name = r
+            .string("name", o.name)?
             .unwrap_or_else(|| DEFAULT_NAME.to_string());
         if name.is_empty() || name.chars().any(char::is_control) {
             return Err(ApiError::options(
@@ -105,49 +158,54 @@ impl OpenConfig {
                 "must be a non-empty database name without control characters",
             ));
         }
-        let memory = o.choice("storage", &["indexeddb", "memory"])? == Some("memory");
-        let durability = match o.choice("durability", &["strict", "relaxed"])? {
+        let memory = r.choice("storage", o.storage, &["indexeddb", "memory"])? == Some("memory");
+        let durability = match r.choice("durability", o.durability, &["strict", "relaxed"])? {
             Some("relaxed") => Durability::Relaxed,
             _ => Durability::Strict,
         };
         let defaults = RetryConfig::default();
-        let base = o.uint("baseDelayMs")?.unwrap_or(defaults.base_delay_ms);
+        let base = r
+            .uint("baseDelayMs", o.base_delay_ms)?
+            .unwrap_or(defaults.base_delay_ms);
         let retry = RetryConfig {
             base_delay_ms: base,
-            max_delay_ms: o
-                .uint("maxDelayMs")?
+            max_delay_ms: r
+                .uint("maxDelayMs", o.max_delay_ms)?
                 .unwrap_or(defaults.max_delay_ms.max(base)),
             ..defaults
         };
         let ws_defaults = WsTransportConfig::default();
         let ws = WsTransportConfig {
-            publish_timeout_ms: o
-                .uint32("publishTimeoutMs")?
+            publish_timeout_ms: r
+                .uint32("publishTimeoutMs", o.publish_timeout_ms)?
                 .unwrap_or(ws_defaults.publish_timeout_ms),
-            connect_timeout_ms: o
-                .uint32("connectTimeoutMs")?
+            connect_timeout_ms: r
+                .uint32("connectTimeoutMs", o.connect_timeout_ms)?
                 .unwrap_or(ws_defaults.connect_timeout_ms),
-            circuit_failures: o
-                .uint32("circuitFailures")?
+            circuit_failures: r
+                .uint32("circuitFailures", o.circuit_failures)?
                 .unwrap_or(ws_defaults.circuit_failures),
-            circuit_open_ms: o
-                .uint32("circuitOpenMs")?
+            circuit_open_ms: r
+                .uint32("circuitOpenMs", o.circuit_open_ms)?
                 .unwrap_or(ws_defaults.circuit_open_ms),
             ..ws_defaults
         };
         ws.validate()?;
-        let mut flush = FlushConfig::new(format!("outbox-{}", random_hex(4)));
-        flush.batch_size = o.uint32("batchSize")?.unwrap_or(64);
-        flush.concurrency = o.uint32("concurrency")?.unwrap_or(16);
+        // The owner id is drawn at the end (below); validated with a stand-in of its form.
+        let mut flush = FlushConfig::new("outbox-00000000000000000000000000000000");
+        flush.batch_size = r.uint32("batchSize", o.batch_size)?.unwrap_or(64);
+        flush.concurrency = r.uint32("concurrency", o.concurrency)?.unwrap_or(16);
         // A lease must outlast a whole tick: a few rounds of connect, NIP-42 AUTH and
         // publish (twice when the relay asks for AUTH first).
         let round = u64::from(ws.connect_timeout_ms)
             + u64::from(ws.auth_timeout_ms)
             + 2 * u64::from(ws.publish_timeout_ms);
-        flush.lease_ms = o.uint("leaseMs")?.unwrap_or((3 * round).max(120_000));
+        flush.lease_ms = r
+            .uint("leaseMs", o.lease_ms)?
+            .unwrap_or((3 * round).max(120_000));
         flush.retry = retry;
         flush.validate()?;
-        let signer = match o.present("signer") {
+        let signer = match r.value(o.signer) {
             None => None,
             Some(s) => Some(sys::signer_function(&s).ok_or_else(|| {
                 ApiError::options(
@@ -156,7 +214,7 @@ impl OpenConfig {
                 )
             })?),
         };
-        let transport = match o.present("transport") {
+        let transport = match r.value(o.transport) {
             None => None,
             Some(t) => Some(JsTransport::new(t).ok_or_else(|| {
                 ApiError::options(
@@ -165,26 +223,35 @@ impl OpenConfig {
                 )
             })?),
         };
-        let max_attempts = o.uint32("maxAttempts")?;
+        let max_attempts = r.uint32("maxAttempts", o.max_attempts)?;
         if max_attempts.is_some_and(|n| n == 0 || n > MAX_ATTEMPTS_LIMIT) {
             return Err(ApiError::new(
                 "invalid_config",
                 format!("invalid configuration `maxAttempts`: must be 1..={MAX_ATTEMPTS_LIMIT}"),
             )
-            .with_details(details(vec![("field", Value::from("maxAttempts"))])));
+            .with_details(Details::field("maxAttempts")));
         }
+        let policy = r.policy("policy", o.policy)?.unwrap_or(Policy::All);
+        let request_persistence = r
+            .boolean("requestPersistence", o.request_persistence)?
+            .unwrap_or(false);
+        let auto_flush = r.boolean("autoFlush", o.auto_flush)?.unwrap_or(false);
+        let broadcast = r.boolean("broadcast", o.broadcast)?.unwrap_or(true);
+        // The flusher's owner id, drawn once every option is known good: a runtime
+        // without `crypto.getRandomValues` cannot make lease ids, and says so here.
+        flush.owner = format!("outbox-{}", random_hex(4)?);
         Ok(OpenConfig {
             name,
             memory,
             durability,
-            policy: o.policy("policy")?.unwrap_or(Policy::All),
+            policy,
             max_attempts,
             flush,
             ws,
             signer,
-            request_persistence: o.boolean("requestPersistence")?.unwrap_or(false),
-            auto_flush: o.boolean("autoFlush")?.unwrap_or(false),
-            broadcast: o.boolean("broadcast")?.unwrap_or(true),
+            request_persistence,
+            auto_flush,
+            broadcast,
             transport,
         })
     }
@@ -216,7 +283,7 @@ pub struct Outbox {
 
 /// `e` with the index of the `enqueueMany` item it is about.
 fn with_index(e: ApiError, index: usize) -> ApiError {
-    e.add_details(details(vec![("index", Value::from(index))]))
+    e.add_details(Details::index(index))
 }
 
 /// The first of `signatures` that does not verify, as the error `enqueue` rejects
@@ -250,21 +317,11 @@ fn run_boxed(f: LocalBoxFuture<'static, Result<JsValue, ApiError>>) -> Promise {
     future_to_promise(async move { f.await.map_err(reject) })
 }
 
-fn enqueue_result(e: &Enqueued) -> JsValue {
-    let out = js_sys::Object::new();
-    let set = |k: &str, v: &JsValue| {
-        let _ = js_sys::Reflect::set(&out, &JsValue::from_str(k), v);
-    };
-    set("id", &JsValue::from_str(&e.record.id));
-    set(
-        "disposition",
-        &JsValue::from_str(match e.outcome {
-            EnqueueOutcome::Created => "created",
-            EnqueueOutcome::Replay => "replay",
-        }),
-    );
-    set("record", &view::record(&e.record));
-    out.into()
+/// An `EnqueueResult`, and its record (the `enqueued` event's detail).
+fn enqueue_result(e: &Enqueued) -> (JsValue, JsValue) {
+    let record = view::record(&e.record);
+    let created = e.outcome == EnqueueOutcome::Created;
+    (view::enqueue_result(&e.record.id, created, &record), record)
 }
 
 fn item_id(value: &JsValue) -> Result<String, ApiError> {
@@ -413,20 +470,26 @@ impl Inner {
         &self,
         event: &JsValue,
         relays: &JsValue,
-        o: &Options,
+        o: PlanOptions,
+        r: &Reader,
     ) -> Result<(Plan, SignatureCheck), ApiError> {
         let event = input::parse_event(event)?;
         let targets = input::parse_relays(relays)?;
-        let policy = o.policy("policy")?.unwrap_or_else(|| self.policy.clone());
+        let policy = r
+            .policy("policy", o.policy)?
+            .unwrap_or_else(|| self.policy.clone());
         let mut plan = Plan::new(event.to_envelope(), targets, policy);
-        if let Some(id) = o.string("id")? {
+        if let Some(id) = r.string("id", o.id)? {
             plan = plan.with_id(id);
         }
-        if let Some(n) = o.uint32("maxAttempts")?.or(self.max_attempts) {
+        if let Some(n) = r
+            .uint32("maxAttempts", o.max_attempts)?
+            .or(self.max_attempts)
+        {
             plan = plan.with_max_attempts(n);
         }
         Ok((
-            plan.with_deadline_ms(o.uint("deadline")?),
+            plan.with_deadline_ms(r.uint("deadline", o.deadline)?),
             event.signature(),
         ))
     }
@@ -457,11 +520,9 @@ impl Inner {
         })
     }
 
-    fn created(&self, e: &Enqueued, result: &JsValue) {
+    fn created(&self, e: &Enqueued, record: &JsValue) {
         if e.outcome == EnqueueOutcome::Created {
-            let detail =
-                js_sys::Reflect::get(result, &JsValue::from_str("record")).unwrap_or(JsValue::NULL);
-            self.events.emit_record("enqueued", &detail);
+            self.events.emit_record("enqueued", record);
         }
     }
 
@@ -487,15 +548,16 @@ impl Outbox {
         let inner = self.live();
         promise(async move {
             let inner = inner?;
-            let o = Options::new(&options, "enqueue options", &ENQUEUE_KEYS)?;
-            let (plan, signature) = inner.plan(&event, &relays, &o)?;
+            let (o, r) =
+                input::read::<PlanOptions>(&options, "enqueue options", &input::ENQUEUE_KEYS)?;
+            let (plan, signature) = inner.plan(&event, &relays, o, &r)?;
             let answer = inner
                 .enqueue_verified(vec![plan], std::slice::from_ref(&signature), false)
                 .await?
                 .pop()
                 .ok_or_else(|| ApiError::new("storage", "enqueue produced no answer"))?;
-            let result = enqueue_result(&answer);
-            inner.created(&answer, &result);
+            let (result, record) = enqueue_result(&answer);
+            inner.created(&answer, &record);
             if answer.outcome == EnqueueOutcome::Created {
                 inner.runtime.kick();
             }
@@ -520,14 +582,16 @@ impl Outbox {
             let mut signatures = Vec::with_capacity(items.length() as usize);
             for (index, item) in items.iter().enumerate() {
                 let read = || {
-                    let o = Options::new(&item, "enqueueMany item", &ITEM_KEYS)?;
-                    if o.present("event").is_none() || o.present("relays").is_none() {
+                    let (o, r) =
+                        input::read::<ItemInput>(&item, "enqueueMany item", &input::ITEM_KEYS)?;
+                    let (event, relays, o) = o.split();
+                    let (Some(event), Some(relays)) = (r.value(event), r.value(relays)) else {
                         return Err(ApiError::argument(
                             "items",
                             format!("item #{index} must be an object with `event` and `relays`"),
                         ));
-                    }
-                    inner.plan(&o.raw("event"), &o.raw("relays"), &o)
+                    };
+                    inner.plan(&event, &relays, o, &r)
                 };
                 match read() {
                     Ok((plan, signature)) => {
@@ -546,8 +610,8 @@ impl Outbox {
             let out = Array::new();
             let mut created = false;
             for answer in &answers {
-                let result = enqueue_result(answer);
-                inner.created(answer, &result);
+                let (result, record) = enqueue_result(answer);
+                inner.created(answer, &record);
                 created |= answer.outcome == EnqueueOutcome::Created;
                 out.push(&result);
             }
@@ -578,13 +642,16 @@ impl Outbox {
         let inner = self.live();
         promise(async move {
             let inner = inner?;
-            let o = Options::new(&options, "list options", &["stage", "limit", "after"])?;
+            let (o, r) =
+                input::read::<input::ListOptions>(&options, "list options", &input::LIST_KEYS)?;
             let names: Vec<&str> = Stage::ALL.iter().map(|s| s.as_str()).collect();
-            let stage = o.choice("stage", &names)?.and_then(Stage::from_name);
+            let stage = r
+                .choice("stage", o.stage, &names)?
+                .and_then(Stage::from_name);
             let query = ListQuery {
                 stage,
-                limit: o.uint32("limit")?.unwrap_or(DEFAULT_LIST_LIMIT),
-                after: o.string("after")?,
+                limit: r.uint32("limit", o.limit)?.unwrap_or(DEFAULT_LIST_LIMIT),
+                after: r.string("after", o.after)?,
             };
             Ok(view::records(&inner.store.list(&query).await?))
         })
@@ -645,8 +712,9 @@ impl Outbox {
         let inner = self.live();
         promise(async move {
             let inner = inner?;
-            let o = Options::new(&options, "purge options", &["before"])?;
-            let before = o.uint("before")?.unwrap_or_else(sys::now_ms);
+            let (o, r) =
+                input::read::<input::PurgeOptions>(&options, "purge options", &input::PURGE_KEYS)?;
+            let before = r.uint("before", o.before)?.unwrap_or_else(sys::now_ms);
             Ok(JsValue::from(inner.store.purge(before).await?))
         })
     }

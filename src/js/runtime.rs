@@ -489,7 +489,7 @@ impl<S: Store + 'static, T: Transport + 'static> Shared<S, T> {
     async fn run_locked(&self, view: &mut FlushView) -> Result<(), RunError> {
         self.probe_if_due().await;
         let clock = sys::now_ms;
-        let mut random = sys::random_u32;
+        let mut random = sys::next_random_u32;
         let mut observer = |ev: FlushEvent<'_>| (self.on_event)(ev);
         let keep_going = || !self.closed.get() && sys::is_online();
         let bounds = flush::RunBounds {

@@ -71,10 +71,8 @@ async fn cached(config: OpenConfig) -> Result<Outbox, ApiError> {
 #[wasm_bindgen(js_name = handleSync, skip_typescript)]
 pub fn handle_sync(event: JsValue, options: JsValue) -> Promise {
     promise(async move {
-        let (config, o) = OpenConfig::parse_with(&options, "handleSync options", &["tag"])?;
-        let tag = o
-            .string("tag")?
-            .unwrap_or_else(|| DEFAULT_SYNC_TAG.to_string());
+        let (config, tag) = OpenConfig::parse_sync(&options)?;
+        let tag = tag.unwrap_or_else(|| DEFAULT_SYNC_TAG.to_string());
         if let Some(event_tag) = string_prop(&event, "tag") {
             if event_tag != tag {
                 let skipped = view::FlushView {
@@ -92,7 +90,6 @@ pub fn handle_sync(event: JsValue, options: JsValue) -> Promise {
         // The browser retries a one-off sync whose promise rejects: ask for that
         // while records wait for a retry.
         if stats.ran && stats.retrying > 0 && one_off == Some(false) {
-            let details = stats.to_value();
             return Err(ApiError::new(
                 "sync_incomplete",
                 format!(
@@ -100,7 +97,10 @@ pub fn handle_sync(event: JsValue, options: JsValue) -> Promise {
                     stats.retrying
                 ),
             )
-            .with_details(error::details(vec![("stats", details)])));
+            .with_details(error::Details {
+                stats: Some(stats),
+                ..error::Details::default()
+            }));
         }
         Ok(stats.to_js())
     })

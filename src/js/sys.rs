@@ -1,6 +1,9 @@
 //! Bindings to `glue.js` and to a few globals (`setTimeout`, `clearTimeout`,
-//! `Date.now`): the clock, randomness, Web Locks, visibility, online state and event
-//! dispatch. Every call works without a DOM. No business rule.
+//! `Date.now`): the clock, randomness (`crypto.getRandomValues` through getrandom),
+//! Web Locks, visibility, online state and event dispatch. Every call works without a
+//! DOM. No business rule.
+
+use std::cell::Cell;
 
 use js_sys::Promise;
 use wasm_bindgen::prelude::*;
@@ -9,8 +12,9 @@ use wasm_bindgen::prelude::*;
 extern "C" {
     #[wasm_bindgen(js_name = eventFieldsJson, catch)]
     pub(crate) fn event_fields_json(event: &JsValue) -> Result<String, JsValue>;
-    #[wasm_bindgen(js_name = randomU32)]
-    pub(crate) fn random_u32() -> u32;
+    /// Runs `f`; returns `{ thrown }` if JavaScript code it reached threw (the Rust
+    /// frames in between are abandoned: what they held leaks), else `undefined`.
+    pub(crate) fn catching(f: &mut dyn FnMut()) -> JsValue;
     #[wasm_bindgen(js_name = isOnline)]
     pub(crate) fn is_online() -> bool;
     #[wasm_bindgen(js_name = pageDocument)]
@@ -55,4 +59,35 @@ pub(crate) fn now_ms() -> u64 {
     } else {
         0
     }
+}
+
+thread_local! {
+    /// Every random word drawn so far, mixed: the state of [`next_random_u32`]'s
+    /// stand-in when the random source goes away after `open` drew from it.
+    static MIXED: Cell<u64> = const { Cell::new(0) };
+}
+
+/// A uniformly random `u32` from the runtime's cryptographic source
+/// (`crypto.getRandomValues`); an error where there is none. Never `Math.random`.
+pub(crate) fn random_u32() -> Result<u32, getrandom::Error> {
+    let n = getrandom::u32()?;
+    MIXED.with(|m| m.set(m.get().rotate_left(32) ^ u64::from(n)));
+    Ok(n)
+}
+
+/// A random `u32` for lease ids and retry jitter. `Outbox.open` has drawn from the
+/// cryptographic source (it refuses to open without one); should the source vanish
+/// afterwards (a page replacing `globalThis.crypto`), the words come from a SplitMix64
+/// sequence seeded by every word drawn before, so lease ids stay distinct.
+pub(crate) fn next_random_u32() -> u32 {
+    random_u32().unwrap_or_else(|_| {
+        MIXED.with(|m| {
+            let state = m.get().wrapping_add(0x9e37_79b9_7f4a_7c15);
+            m.set(state);
+            let mut z = state;
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            (z ^ (z >> 31)) as u32
+        })
+    })
 }

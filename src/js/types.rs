@@ -337,6 +337,7 @@ export type OutboxErrorCode =
   | "storage"
   | "closed"
   | "sync_incomplete"
+  | "no_random_source"
   | "unsupported";
 
 /** Structured facts about an `OutboxError` (which fields are set depends on `code`). */

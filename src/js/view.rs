@@ -1,41 +1,84 @@
 //! How records, counts and flush results look in JavaScript: plain objects with
-//! camelCase fields (see `docs/API.md`). Built from the stored [`Record`] through
-//! read-only derivations of [`crate::core`] (latest evidence, target state,
-//! effective deadline); nothing is decided here.
+//! camelCase fields (see `docs/API.md`), written by serde-wasm-bindgen from the view
+//! structs here (fields in the order `docs/API.md` lists them). Built from the stored
+//! [`Record`] through read-only derivations of [`crate::core`] (latest evidence, target
+//! state, effective deadline); nothing is decided here. Times are unix milliseconds,
+//! handed over as JavaScript numbers (`f64`), never as `BigInt`.
 
 use serde::Serialize;
-
-use super::error::details;
-use crate::json::{self, JsonWriter, Value};
 use wasm_bindgen::prelude::*;
 
 use crate::core::{Evidence, Outcome, Policy, Record, Stage, StageCounts, TargetState};
 use crate::flush::FlushSummary;
 
-/// One answer of one relay in one attempt: `{ relay, attempt, outcome, rejectReason?,
-/// message, at, tries, firstAt? }`.
-fn evidence(w: &mut JsonWriter, e: &Evidence) {
-    w.begin_object().key("relay").str(&e.target);
-    w.key("attempt").u64(u64::from(e.attempt));
-    w.key("outcome").str(e.outcome.as_str());
-    if let Outcome::Rejected(r) = e.outcome {
-        w.key("rejectReason").str(r.as_str());
-    }
-    w.key("message").str(&e.message).key("at").u64(e.at_ms);
-    w.key("tries").u64(u64::from(e.tries));
-    if let Some(first) = e.first_at_ms {
-        w.key("firstAt").u64(first);
-    }
-    w.end_object();
+/// The serializer of every value handed to JavaScript: plain objects (not `Map`s),
+/// `null` for an absent value.
+pub(crate) const SERIALIZER: serde_wasm_bindgen::Serializer =
+    serde_wasm_bindgen::Serializer::json_compatible();
+
+/// `value` as a plain JavaScript value (`null` if it cannot be one, which the view
+/// types here rule out: no map keys, no integers beyond 2^53).
+fn to_js<T: Serialize + ?Sized>(value: &T) -> JsValue {
+    value.serialize(&SERIALIZER).unwrap_or(JsValue::NULL)
 }
 
-/// The JavaScript form of a policy: `"all"`, `"any"`, `{ atLeast }`, `{ required }`.
-pub(crate) fn policy_json(policy: &Policy) -> Value {
-    match policy {
-        Policy::All => Value::from("all"),
-        Policy::Any => Value::from("any"),
-        Policy::AtLeast { k } => details(vec![("atLeast", Value::from(*k))]),
-        Policy::Required { relays } => details(vec![("required", Value::from(relays.clone()))]),
+/// A time or count as a JavaScript number.
+fn num(n: u64) -> f64 {
+    n as f64
+}
+
+/// One answer of one relay in one attempt: `Evidence`.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct EvidenceView<'a> {
+    relay: &'a str,
+    attempt: u32,
+    outcome: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reject_reason: Option<&'static str>,
+    message: &'a str,
+    at: f64,
+    tries: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    first_at: Option<f64>,
+}
+
+impl<'a> EvidenceView<'a> {
+    fn new(e: &'a Evidence) -> EvidenceView<'a> {
+        EvidenceView {
+            relay: &e.target,
+            attempt: e.attempt,
+            outcome: e.outcome.as_str(),
+            reject_reason: match e.outcome {
+                Outcome::Rejected(r) => Some(r.as_str()),
+                _ => None,
+            },
+            message: &e.message,
+            at: num(e.at_ms),
+            tries: e.tries,
+            first_at: e.first_at_ms.map(num),
+        }
+    }
+}
+
+/// A policy: `"all"`, `"any"`, `{ atLeast }`, `{ required }`.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) enum PolicyView<'a> {
+    All,
+    Any,
+    AtLeast(u32),
+    Required(&'a [String]),
+}
+
+impl<'a> PolicyView<'a> {
+    pub(crate) fn new(policy: &'a Policy) -> PolicyView<'a> {
+        match policy {
+            Policy::All => PolicyView::All,
+            Policy::Any => PolicyView::Any,
+            Policy::AtLeast { k } => PolicyView::AtLeast(*k),
+            Policy::Required { relays } => PolicyView::Required(relays),
+        }
     }
 }
 
@@ -47,119 +90,177 @@ fn state_str(s: TargetState) -> &'static str {
     }
 }
 
-/// A record as `OutboxRecord` JSON (fields in the order `docs/API.md` lists them).
-fn record_view(w: &mut JsonWriter, r: &Record) {
-    let required = |t: &str| match &r.policy {
-        Policy::Required { relays } => relays.iter().any(|x| x == t),
-        Policy::All => true,
-        _ => false,
-    };
-    w.begin_object().key("id").str(&r.id);
-    w.key("stage").str(r.stage.as_str());
-    w.key("event")
-        .value(&json::parse(&r.event.raw).unwrap_or(Value::Null));
-    w.key("policy").value(&policy_json(&r.policy));
-    w.key("targets").begin_array();
-    for t in &r.targets {
-        w.begin_object().key("relay").str(t);
-        w.key("state").str(state_str(r.target_state(t)));
-        w.key("required").bool(required(t)).key("latest");
-        match r.latest_evidence(t) {
-            Some(e) => evidence(w, e),
-            None => {
-                w.null();
-            }
-        }
-        w.end_object();
-    }
-    w.end_array();
-    w.key("evidence").begin_array();
-    for e in &r.evidence {
-        evidence(w, e);
-    }
-    w.end_array();
-    w.key("attempts").u64(u64::from(r.attempts));
-    w.key("maxAttempts").u64(u64::from(r.max_attempts));
-    w.key("attemptLimit").u64(u64::from(r.attempt_limit));
-    w.key("nextAttemptAt").opt_u64(match r.stage {
-        Stage::Pending | Stage::Retryable => r.due_ms,
-        _ => None,
-    });
-    w.key("lease");
-    match (r.stage, &r.lease) {
-        (Stage::Leased, Some(l)) => {
-            w.begin_object().key("attempt").u64(u64::from(l.attempt));
-            w.key("expiresAt").u64(l.expires_ms).end_object();
-        }
-        _ => {
-            w.null();
-        }
-    }
-    w.key("deadline").opt_u64(r.effective_deadline_ms());
-    w.key("reason").opt_str(r.reason.map(|x| x.as_str()));
-    w.key("lastError").opt_str(r.last_error.as_deref());
-    w.key("createdAt").u64(r.created_ms);
-    w.key("updatedAt").u64(r.updated_ms);
-    w.key("lastAttemptAt").opt_u64(r.last_attempt_ms);
-    w.key("revision").u64(r.revision);
-    w.end_object();
+/// One target of a record: `TargetStatus`.
+#[derive(Serialize)]
+struct TargetView<'a> {
+    relay: &'a str,
+    state: &'static str,
+    required: bool,
+    latest: Option<EvidenceView<'a>>,
 }
 
-/// JSON text to a plain JavaScript object (one JSON crossing).
-fn parse(text: &str) -> JsValue {
-    js_sys::JSON::parse(text).unwrap_or(JsValue::NULL)
+/// The lease of a record in stage `leased`.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct LeaseView {
+    attempt: u32,
+    expires_at: f64,
+}
+
+/// A record: `OutboxRecord`.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct RecordView<'a> {
+    id: &'a str,
+    stage: &'static str,
+    /// The event's stored text, parsed by `JSON.parse` (the signed event as enqueued).
+    #[serde(serialize_with = "serde_wasm_bindgen::preserve::serialize")]
+    event: JsValue,
+    policy: PolicyView<'a>,
+    targets: Vec<TargetView<'a>>,
+    evidence: Vec<EvidenceView<'a>>,
+    attempts: u32,
+    max_attempts: u32,
+    attempt_limit: u32,
+    next_attempt_at: Option<f64>,
+    lease: Option<LeaseView>,
+    deadline: Option<f64>,
+    reason: Option<&'static str>,
+    last_error: Option<&'a str>,
+    created_at: f64,
+    updated_at: f64,
+    last_attempt_at: Option<f64>,
+    revision: f64,
+}
+
+impl<'a> RecordView<'a> {
+    fn new(r: &'a Record) -> RecordView<'a> {
+        let required = |t: &str| match &r.policy {
+            Policy::Required { relays } => relays.iter().any(|x| x == t),
+            Policy::All => true,
+            _ => false,
+        };
+        RecordView {
+            id: &r.id,
+            stage: r.stage.as_str(),
+            event: js_sys::JSON::parse(&r.event.raw).unwrap_or(JsValue::NULL),
+            policy: PolicyView::new(&r.policy),
+            targets: r
+                .targets
+                .iter()
+                .map(|t| TargetView {
+                    relay: t,
+                    state: state_str(r.target_state(t)),
+                    required: required(t),
+                    latest: r.latest_evidence(t).map(EvidenceView::new),
+                })
+                .collect(),
+            evidence: r.evidence.iter().map(EvidenceView::new).collect(),
+            attempts: r.attempts,
+            max_attempts: r.max_attempts,
+            attempt_limit: r.attempt_limit,
+            next_attempt_at: match r.stage {
+                Stage::Pending | Stage::Retryable => r.due_ms.map(num),
+                _ => None,
+            },
+            lease: match (r.stage, &r.lease) {
+                (Stage::Leased, Some(l)) => Some(LeaseView {
+                    attempt: l.attempt,
+                    expires_at: num(l.expires_ms),
+                }),
+                _ => None,
+            },
+            deadline: r.effective_deadline_ms().map(num),
+            reason: r.reason.map(|x| x.as_str()),
+            last_error: r.last_error.as_deref(),
+            created_at: num(r.created_ms),
+            updated_at: num(r.updated_ms),
+            last_attempt_at: r.last_attempt_ms.map(num),
+            revision: num(r.revision),
+        }
+    }
 }
 
 /// A record as a JavaScript `OutboxRecord`.
 pub(crate) fn record(r: &Record) -> JsValue {
-    let mut w = JsonWriter::new();
-    record_view(&mut w, r);
-    parse(&w.finish())
+    to_js(&RecordView::new(r))
 }
 
 /// Records as a JavaScript array of `OutboxRecord`.
 pub(crate) fn records(rs: &[Record]) -> JsValue {
-    let mut w = JsonWriter::new();
-    w.begin_array();
-    for r in rs {
-        record_view(&mut w, r);
-    }
-    w.end_array();
-    parse(&w.finish())
+    to_js(&rs.iter().map(RecordView::new).collect::<Vec<_>>())
+}
+
+/// Counts per stage: `OutboxStatus`.
+#[derive(Serialize)]
+struct StatusView {
+    pending: u32,
+    leased: u32,
+    retryable: u32,
+    satisfied: u32,
+    exhausted: u32,
+    cancelled: u32,
+    corrupt: u32,
+    total: u32,
 }
 
 /// Counts per stage as a JavaScript `OutboxStatus`.
 pub(crate) fn status(c: &StageCounts) -> JsValue {
-    let mut w = JsonWriter::new();
-    w.begin_object();
-    for (key, n) in [
-        ("pending", c.pending),
-        ("leased", c.leased),
-        ("retryable", c.retryable),
-        ("satisfied", c.satisfied),
-        ("exhausted", c.exhausted),
-        ("cancelled", c.cancelled),
-        ("corrupt", c.corrupt),
-        ("total", c.total()),
-    ] {
-        w.key(key).u64(u64::from(n));
-    }
-    w.end_object();
-    parse(&w.finish())
+    to_js(&StatusView {
+        pending: c.pending,
+        leased: c.leased,
+        retryable: c.retryable,
+        satisfied: c.satisfied,
+        exhausted: c.exhausted,
+        cancelled: c.cancelled,
+        corrupt: c.corrupt,
+        total: c.total(),
+    })
+}
+
+/// An undecodable row: `CorruptRecord`.
+#[derive(Serialize)]
+struct CorruptView<'a> {
+    id: &'a str,
+    stage: Option<&'static str>,
+    reason: &'a str,
 }
 
 /// Undecodable rows as a JavaScript array of `CorruptRecord`: `{ id, stage, reason }`.
 pub(crate) fn corrupt_rows(rows: &[crate::store::CorruptRow]) -> JsValue {
-    let mut w = JsonWriter::new();
-    w.begin_array();
-    for c in rows {
-        w.begin_object().key("id").str(&c.id);
-        w.key("stage").opt_str(c.stage.map(|s| s.as_str()));
-        w.key("reason").str(&c.reason);
-        w.end_object();
-    }
-    w.end_array();
-    parse(&w.finish())
+    let views: Vec<CorruptView<'_>> = rows
+        .iter()
+        .map(|c| CorruptView {
+            id: &c.id,
+            stage: c.stage.map(|s| s.as_str()),
+            reason: &c.reason,
+        })
+        .collect();
+    to_js(&views)
+}
+
+/// The answer of `enqueue`: `EnqueueResult` (`record` is already a JavaScript value,
+/// the same object the `enqueued` event carries).
+#[derive(Serialize)]
+struct EnqueueResultView<'a> {
+    id: &'a str,
+    disposition: &'static str,
+    #[serde(serialize_with = "preserved")]
+    record: &'a JsValue,
+}
+
+/// A JavaScript value kept as it is (serde-wasm-bindgen only).
+fn preserved<S: serde::Serializer>(v: &&JsValue, s: S) -> Result<S::Ok, S::Error> {
+    serde_wasm_bindgen::preserve::serialize(*v, s)
+}
+
+/// An `EnqueueResult` around a record already converted by [`record`].
+pub(crate) fn enqueue_result(id: &str, created: bool, record: &JsValue) -> JsValue {
+    to_js(&EnqueueResultView {
+        id,
+        disposition: if created { "created" } else { "replay" },
+        record,
+    })
 }
 
 /// What a flush did, as a JavaScript `FlushResult`.
@@ -194,40 +295,14 @@ pub struct FlushView {
     /// Claim rounds run.
     pub ticks: u32,
     /// When the next record is due (unix ms), if any.
+    #[serde(serialize_with = "opt_num")]
     pub next_due_at: Option<u64>,
 }
 
 impl FlushView {
-    /// The fields in `FlushResult` order, with their JSON values.
-    fn fields(self) -> [(&'static str, Value); 13] {
-        [
-            ("ran", Value::Bool(self.ran)),
-            ("skipped", self.skipped.map_or(Value::Null, Value::from)),
-            ("claimed", Value::from(self.claimed)),
-            ("attempts", Value::from(self.attempts)),
-            ("publishes", Value::from(self.publishes)),
-            ("delivered", Value::from(self.delivered)),
-            ("retrying", Value::from(self.retrying)),
-            ("exhausted", Value::from(self.exhausted)),
-            ("lostClaims", Value::from(self.lost_claims)),
-            ("released", Value::from(self.released)),
-            ("woken", Value::from(self.woken)),
-            ("ticks", Value::from(self.ticks)),
-            (
-                "nextDueAt",
-                self.next_due_at.map_or(Value::Null, Value::from),
-            ),
-        ]
-    }
-
     /// As a JavaScript `FlushResult`.
     pub(crate) fn to_js(self) -> JsValue {
-        parse(&self.to_value().to_string())
-    }
-
-    /// As a JSON value (an object with the fields in `FlushResult` order).
-    pub(crate) fn to_value(self) -> Value {
-        Value::object(self.fields())
+        to_js(&self)
     }
 
     /// Adds a run's counts.
@@ -244,4 +319,9 @@ impl FlushView {
         self.woken += s.woken;
         self.ticks += summary.ticks;
     }
+}
+
+/// An optional time as a JavaScript number (any `u64`, as [`num`]).
+fn opt_num<S: serde::Serializer>(n: &Option<u64>, s: S) -> Result<S::Ok, S::Error> {
+    n.map(num).serialize(s)
 }

@@ -5,7 +5,7 @@
 use super::error::AuthError;
 use super::event::Event;
 use super::relay_url::RelayUrl;
-use crate::json::Value;
+use serde_json::{json, Value};
 
 /// The NIP-42 client authentication event kind.
 pub const AUTH_KIND: u16 = 22242;
@@ -15,18 +15,12 @@ pub const AUTH_KIND: u16 = 22242;
 /// <normalized url>],["challenge",<challenge>]],"content":""}`. It has no `pubkey`,
 /// `id` or `sig`: the app's signer (e.g. NIP-07 `signEvent`) adds them.
 pub fn auth_template(relay: &RelayUrl, challenge: &str, created_at: u64) -> Value {
-    Value::object([
-        ("kind", Value::from(AUTH_KIND)),
-        ("created_at", Value::from(created_at)),
-        (
-            "tags",
-            Value::from(vec![
-                Value::from(vec!["relay", relay.as_str()]),
-                Value::from(vec!["challenge", challenge]),
-            ]),
-        ),
-        ("content", Value::from("")),
-    ])
+    json!({
+        "kind": AUTH_KIND,
+        "created_at": created_at,
+        "tags": [["relay", relay.as_str()], ["challenge", challenge]],
+        "content": "",
+    })
 }
 
 /// Checks a signed AUTH event returned by the app's signer: kind 22242, a `relay` tag
@@ -67,13 +61,6 @@ mod tests {
             "tags": [["relay", relay.as_str()], ["challenge", "ch\"al"]],
             "content": "",
         });
-        assert_eq!(
-            serde_json::from_str::<serde_json::Value>(&t.to_string()).unwrap(),
-            want
-        );
-        assert_eq!(
-            t.to_string(),
-            r#"{"kind":22242,"created_at":1700000000,"tags":[["relay","wss://relay.example"],["challenge","ch\"al"]],"content":""}"#
-        );
+        assert_eq!(t, want);
     }
 }

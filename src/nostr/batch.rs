@@ -31,7 +31,7 @@ use k256::schnorr::{Signature, VerifyingKey};
 use k256::{AffinePoint, FieldBytes, ProjectivePoint, Scalar, U256};
 use sha2::{Digest, Sha256};
 
-use super::hex;
+use super::event::lower_hex;
 
 /// True when every `(id, pubkey, sig)` (hex, as in an event) is a valid BIP-340
 /// signature of the id by the pubkey, up to the 2⁻¹²⁸ chance above. False when any
@@ -42,9 +42,9 @@ pub(super) fn all_verify<'a>(
     let mut decoded = Vec::with_capacity(items.len());
     for (id, pubkey, sig) in items {
         match (
-            hex::decode::<32>(id),
-            hex::decode::<32>(pubkey),
-            hex::decode::<64>(sig),
+            lower_hex::<32>(id),
+            lower_hex::<32>(pubkey),
+            lower_hex::<64>(sig),
         ) {
             (Some(id), Some(pubkey), Some(sig)) => decoded.push((id, pubkey, sig)),
             _ => return false,
@@ -63,13 +63,17 @@ struct Author {
 /// The batch equation over decoded `(id, pubkey, sig)`; `None` when a key, a
 /// signature encoding or an `R` cannot be lifted (that signature is invalid).
 fn equation_holds(items: &[([u8; 32], [u8; 32], [u8; 64])]) -> Option<bool> {
-    let mut seed = Sha256::new();
-    for (id, pubkey, sig) in items {
-        seed.update(pubkey);
-        seed.update(id);
-        seed.update(sig);
-    }
-    let seed: [u8; 32] = seed.finalize().into();
+    // The coefficients come from a seed that hashes every byte of every item: its
+    // pubkey, id, r and s. That is what makes the check sound. The equation is the
+    // items' equations added up with the coefficients as weights, so errors cancel
+    // whenever whoever makes the items can predict the weights: with weights 1 and 1,
+    // `s₁ + δ` and `s₂ − δ` (both invalid) leave the sum as it was; with any weights
+    // `aⱼ`, `aₖ` known in advance, `sⱼ + aₖδ` and `sₖ − aⱼδ` do. A byte left out of
+    // the seed is a byte that can be changed after the weights are known. Hashed
+    // whole, any change changes every weight, and a cancelling set costs about 2¹²⁸
+    // tries. (Tests: `coefficients_depend_on_every_byte_of_every_item`, and the
+    // cancelling sets in `props`.)
+    let seed = seed(items);
     let challenge = tagged(b"BIP0340/challenge");
 
     let mut authors: Vec<Author> = Vec::new();
@@ -114,6 +118,18 @@ fn equation_holds(items: &[([u8; 32], [u8; 32], [u8; 64])]) -> Option<bool> {
         total += ProjectivePoint::lincomb(&x, &k, &y, &l);
     }
     Some(bool::from(total.is_identity()))
+}
+
+/// The seed of the coefficients: SHA-256 over every item's pubkey, id and signature
+/// (all fixed-length, so the concatenation is unambiguous).
+fn seed(items: &[([u8; 32], [u8; 32], [u8; 64])]) -> [u8; 32] {
+    let mut seed = Sha256::new();
+    for (id, pubkey, sig) in items {
+        seed.update(pubkey);
+        seed.update(id);
+        seed.update(sig);
+    }
+    seed.finalize().into()
 }
 
 /// `aᵢ`: 1 for the first signature (as in BIP-340), then 128 bits of
@@ -208,6 +224,9 @@ fn sum_of_multiples(terms: &[(ProjectivePoint, u128)]) -> ProjectivePoint {
     total
 }
 
+#[cfg(all(test, not(target_arch = "wasm32")))]
+mod props;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -225,9 +244,9 @@ mod tests {
                     .expect("test signature")
                     .to_bytes();
                 (
-                    hex::encode(&id),
-                    hex::encode(&key.verifying_key().to_bytes()),
-                    hex::encode(&sig),
+                    hex::encode(id),
+                    hex::encode(key.verifying_key().to_bytes()),
+                    hex::encode(sig),
                 )
             })
             .collect()
@@ -239,6 +258,54 @@ mod tests {
                 .iter()
                 .map(|(a, b, c)| (a.as_str(), b.as_str(), c.as_str())),
         )
+    }
+
+    /// The coefficients equation_holds uses for `items`.
+    fn coefficients(items: &[([u8; 32], [u8; 32], [u8; 64])]) -> Vec<u128> {
+        let seed = seed(items);
+        (0..items.len()).map(|i| coefficient(&seed, i)).collect()
+    }
+
+    /// The invariant at the seed (see `equation_holds`): changing any one byte of any
+    /// item's id, pubkey, r or s changes the coefficient of every item but the first
+    /// (whose coefficient is 1). Every byte of every item, in batches of 2, 3 and 5.
+    #[test]
+    fn coefficients_depend_on_every_byte_of_every_item() {
+        for n in [2usize, 3, 5] {
+            let items: Vec<([u8; 32], [u8; 32], [u8; 64])> = (0..n)
+                .map(|i| {
+                    let bytes = |tag: u8| -> [u8; 32] { Sha256::digest([tag, i as u8]).into() };
+                    let mut sig = [0u8; 64];
+                    sig[..32].copy_from_slice(&bytes(2));
+                    sig[32..].copy_from_slice(&bytes(3));
+                    (bytes(0), bytes(1), sig)
+                })
+                .collect();
+            let before = coefficients(&items);
+            assert_eq!(before[0], 1);
+            for at in 0..n {
+                // 0..32 the id, 32..64 the pubkey, 64..96 r, 96..128 s.
+                for byte in 0..128 {
+                    for flip in [0x01u8, 0x80] {
+                        let mut changed = items.clone();
+                        let (id, pubkey, sig) = &mut changed[at];
+                        match byte {
+                            0..32 => id[byte] ^= flip,
+                            32..64 => pubkey[byte - 32] ^= flip,
+                            _ => sig[byte - 64] ^= flip,
+                        }
+                        let after = coefficients(&changed);
+                        assert_eq!(after[0], 1);
+                        for i in 1..n {
+                            assert_ne!(
+                                after[i], before[i],
+                                "n = {n}: byte {byte} of item {at} leaves coefficient {i}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
     }
 
     #[test]
@@ -285,9 +352,9 @@ mod tests {
                     0 => &mut items[at].0,
                     _ => &mut items[at].2,
                 };
-                let mut raw = hex::decode::<64>(bytes)
+                let mut raw = lower_hex::<64>(bytes)
                     .map(|b| b.to_vec())
-                    .or_else(|| hex::decode::<32>(bytes).map(|b| b.to_vec()))
+                    .or_else(|| lower_hex::<32>(bytes).map(|b| b.to_vec()))
                     .expect("hex");
                 raw[bit / 8] ^= 1 << (bit % 8);
                 *bytes = hex::encode(&raw);
@@ -345,7 +412,7 @@ mod tests {
             let mut sig = [0u8; 64];
             sig[..32].copy_from_slice(x);
             sig[32..].copy_from_slice(&s.to_bytes());
-            let item = (hex::encode(&id), hex::encode(&pubkey), hex::encode(&sig));
+            let item = (hex::encode(id), hex::encode(pubkey), hex::encode(sig));
             let vk = VerifyingKey::from_bytes(&pubkey).expect("key");
             let single = Signature::try_from(&sig[..])
                 .map(|sig| vk.verify_raw(&id, &sig).is_ok())
@@ -379,9 +446,9 @@ mod tests {
         ];
         for (pubkey, message, sig, valid) in vectors {
             let single = match (
-                hex::decode::<32>(pubkey).and_then(|k| VerifyingKey::from_bytes(&k).ok()),
-                hex::decode::<64>(sig).and_then(|s| Signature::try_from(&s[..]).ok()),
-                hex::decode::<32>(message),
+                lower_hex::<32>(pubkey).and_then(|k| VerifyingKey::from_bytes(&k).ok()),
+                lower_hex::<64>(sig).and_then(|s| Signature::try_from(&s[..]).ok()),
+                lower_hex::<32>(message),
             ) {
                 (Some(key), Some(sig), Some(m)) => key.verify_raw(&m, &sig).is_ok(),
                 _ => false,

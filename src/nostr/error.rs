@@ -9,8 +9,9 @@ use thiserror::Error;
 /// gives a finer stable sub-code and [`EventError::field`] the field concerned.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum EventError {
-    /// The text is not valid JSON (see [`crate::json::parse`]: this includes a lone
-    /// UTF-16 surrogate escape and nesting deeper than [`crate::json::MAX_DEPTH`]).
+    /// The text is not one valid JSON value as `serde_json` reads it: this includes
+    /// trailing data, a lone UTF-16 surrogate escape, a number beyond `f64` (`1e400`)
+    /// and nesting deeper than 128.
     #[error("invalid event: not valid JSON: {detail}")]
     NotJson {
         /// What the JSON parser reported.

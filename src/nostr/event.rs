@@ -6,14 +6,16 @@
 //! the checked fields cannot drift apart. This module performs no I/O and never panics on
 //! any input.
 
+use std::fmt;
+
+use serde::de::{self, Deserialize, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
+use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use super::batch;
 use super::error::EventError;
-use super::hex;
 use super::schnorr::{self, Failure};
 use crate::core::EventEnvelope;
-use crate::json::{self, Value};
 
 /// The largest `created_at` accepted: 2^53 − 1, the largest integer JavaScript numbers
 /// hold exactly. Larger values would serialize differently in JavaScript clients and
@@ -41,27 +43,53 @@ impl Event {
     /// NIP-01 fields are required, typed and formatted exactly; a field given twice is
     /// refused; unknown extra fields are tolerated (they are not part of the id, and
     /// they stay in [`Event::raw`]). The text is kept verbatim as [`Event::raw`].
+    ///
+    /// The JSON is read by `serde_json`: text that is not one JSON value (trailing
+    /// data, a lone UTF-16 surrogate escape, a number out of `f64` range such as
+    /// `1e400`, nesting deeper than its limit of 128) is [`EventError::NotJson`].
     pub fn parse_json(text: &str) -> Result<Event, EventError> {
-        let value = json::parse(text).map_err(|e| EventError::NotJson {
-            detail: e.to_string(),
-        })?;
-        Event::from_json(value, RawSource::Given(text))
+        Event::read(text, RawSource::Given(text))
     }
 
-    /// Builds an event from a JSON value (the JavaScript layer's path for event
-    /// objects), with the same checks as [`Event::parse_json`], including the refusal of
-    /// a field given twice. Unknown fields are dropped; [`Event::raw`] is a compact
+    /// Parses an event from JSON text with the checks of [`Event::parse_json`], but
+    /// keeps it in its compact NIP-01 form: [`Event::raw`] is a compact serialization
+    /// of the seven NIP-01 fields and unknown fields are dropped (the JavaScript
+    /// layer's path, so one signed event is one plan whichever way it is given).
+    pub fn parse_json_compact(text: &str) -> Result<Event, EventError> {
+        Event::read(text, RawSource::Canonical)
+    }
+
+    /// Builds an event from a parsed JSON value (e.g. the event of a relay's `EVENT`
+    /// message), with the checks of [`Event::parse_json`] but for the refusal of a
+    /// field given twice (a [`Value`] keeps one copy). [`Event::raw`] is a compact
     /// serialization of the seven NIP-01 fields.
     pub fn from_value(value: Value) -> Result<Event, EventError> {
-        Event::from_json(value, RawSource::Canonical)
+        match value {
+            Value::Object(members) => {
+                let mut fields = Fields::default();
+                for (key, value) in members {
+                    if let Some((_, slot)) = fields.slot(Key::of(&key)) {
+                        *slot = Some(value);
+                    }
+                }
+                fields.into_event(RawSource::Canonical)
+            }
+            other => Err(EventError::NotObject {
+                found: type_name(&other),
+            }),
+        }
     }
 
-    fn from_json(value: Value, raw: RawSource<'_>) -> Result<Event, EventError> {
-        match value {
-            Value::Object(members) => Fields::from_members(members).into_event(raw),
-            other => Err(EventError::NotObject {
-                found: other.type_name(),
-            }),
+    fn read(text: &str, raw: RawSource<'_>) -> Result<Event, EventError> {
+        let not_json = |e: serde_json::Error| EventError::NotJson {
+            detail: e.to_string(),
+        };
+        let mut de = serde_json::Deserializer::from_str(text);
+        let top = Top::deserialize(&mut de).map_err(not_json)?;
+        de.end().map_err(not_json)?;
+        match top {
+            Top::Object(fields) => fields.into_event(raw),
+            Top::Other(found) => Err(EventError::NotObject { found }),
         }
     }
 
@@ -148,16 +176,16 @@ impl Event {
     /// The id computed from the event's fields: sha256 of [`Event::canonical_json`],
     /// as 64 lowercase hex characters.
     pub fn compute_id(&self) -> String {
-        hex::encode(&self.compute_id_bytes())
+        hex::encode(self.compute_id_bytes())
     }
 
     /// Checks that the given id is the computed one.
     pub fn verify_id(&self) -> Result<(), EventError> {
         let computed = self.compute_id_bytes();
-        match hex::decode::<32>(&self.id) {
+        match lower_hex::<32>(&self.id) {
             Some(given) if given == computed => Ok(()),
             _ => Err(EventError::IdMismatch {
-                computed: hex::encode(&computed),
+                computed: hex::encode(computed),
             }),
         }
     }
@@ -327,9 +355,9 @@ pub const BATCH_SIZE: usize = 1024;
 /// about twice as fast (`schnorr.rs`).
 fn check_signature(id: &str, pubkey: &str, sig: &str) -> Result<(), EventError> {
     let bad = |reason| EventError::BadSignature { reason };
-    let id = hex::decode::<32>(id).ok_or(bad("cannot be checked: `id` is not hex"))?;
-    let pubkey = hex::decode::<32>(pubkey).ok_or(bad("cannot be checked: `pubkey` is not hex"))?;
-    let sig = hex::decode::<64>(sig).ok_or(bad("is not 128 lowercase hex characters"))?;
+    let id = lower_hex::<32>(id).ok_or(bad("cannot be checked: `id` is not hex"))?;
+    let pubkey = lower_hex::<32>(pubkey).ok_or(bad("cannot be checked: `pubkey` is not hex"))?;
+    let sig = lower_hex::<64>(sig).ok_or(bad("is not 128 lowercase hex characters"))?;
     schnorr::verify(&id, &pubkey, &sig).map_err(|failure| {
         bad(match failure {
             Failure::NotAPoint => "cannot be checked: `pubkey` is not a point on secp256k1",
@@ -415,6 +443,18 @@ pub(crate) fn write_json_str(buf: &mut Vec<u8>, s: &str) {
     buf.push(b'"');
 }
 
+/// True when `s` is exactly `len` lowercase hex characters: NIP-01's form of ids,
+/// keys and signatures (the `hex` crate also reads uppercase, which is refused here).
+pub(super) fn is_lower_hex(s: &str, len: usize) -> bool {
+    s.len() == len && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+/// Exactly `N` bytes from `2 * N` lowercase hex characters.
+pub(super) fn lower_hex<const N: usize>(s: &str) -> Option<[u8; N]> {
+    let mut out = [0u8; N];
+    (is_lower_hex(s, 2 * N) && hex::decode_to_slice(s, &mut out).is_ok()).then_some(out)
+}
+
 /// Plain decimal digits only (no sign, no spaces), fitting in u64.
 fn parse_decimal(s: &str) -> Option<u64> {
     if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
@@ -459,22 +499,6 @@ impl Fields {
             Key::Sig => ("sig", &mut self.sig),
             Key::Other => return None,
         })
-    }
-
-    /// The NIP-01 fields among an object's members (in document order, repeats
-    /// included): the first known field that repeats is remembered as the duplicate.
-    fn from_members(members: Vec<(String, Value)>) -> Fields {
-        let mut fields = Fields::default();
-        for (key, value) in members {
-            if let Some((name, slot)) = fields.slot(Key::of(&key)) {
-                if slot.is_some() {
-                    fields.duplicate.get_or_insert(name);
-                } else {
-                    *slot = Some(value);
-                }
-            }
-        }
-        fields
     }
 
     fn into_event(self, raw: RawSource<'_>) -> Result<Event, EventError> {
@@ -529,13 +553,13 @@ fn take_string(field: &'static str, v: Option<Value>) -> Result<String, EventErr
             field,
             at: String::new(),
             expected: "a string",
-            found: other.type_name(),
+            found: type_name(&other),
         }),
     }
 }
 
 fn check_hex(field: &'static str, s: &str, len: usize) -> Result<(), EventError> {
-    if hex::is_lower_hex(s, len) {
+    if is_lower_hex(s, len) {
         Ok(())
     } else {
         let why = if s.len() != len {
@@ -585,7 +609,7 @@ fn take_created_at(v: Option<Value>) -> Result<u64, EventError> {
             field: FIELD,
             at: String::new(),
             expected: "an integer",
-            found: other.type_name(),
+            found: type_name(&other),
         }),
     }
 }
@@ -605,7 +629,7 @@ fn take_kind(v: Option<Value>) -> Result<u16, EventError> {
             field: FIELD,
             at: String::new(),
             expected: "an integer",
-            found: other.type_name(),
+            found: type_name(&other),
         }),
     }
 }
@@ -621,26 +645,138 @@ fn take_tags(v: Option<Value>) -> Result<Vec<Vec<String>>, EventError> {
     let outer = match v {
         None => return Err(EventError::Missing { field: FIELD }),
         Some(Value::Array(a)) => a,
-        Some(other) => return Err(wrong(String::new(), "an array", other.type_name())),
+        Some(other) => return Err(wrong(String::new(), "an array", type_name(&other))),
     };
     let mut tags = Vec::with_capacity(outer.len());
     for (i, tag) in outer.into_iter().enumerate() {
         let inner = match tag {
             Value::Array(a) => a,
-            other => return Err(wrong(format!("[{i}]"), "an array", other.type_name())),
+            other => return Err(wrong(format!("[{i}]"), "an array", type_name(&other))),
         };
         let mut strings = Vec::with_capacity(inner.len());
         for (j, item) in inner.into_iter().enumerate() {
             match item {
                 Value::String(s) => strings.push(s),
                 other => {
-                    return Err(wrong(format!("[{i}][{j}]"), "a string", other.type_name()));
+                    return Err(wrong(format!("[{i}][{j}]"), "a string", type_name(&other)));
                 }
             }
         }
         tags.push(strings);
     }
     Ok(tags)
+}
+
+/// The top-level JSON value of an event text: its NIP-01 fields when it is an object,
+/// else the name of its type. Read in one pass by `serde_json`, so a field given twice
+/// is seen (a map would keep one copy).
+enum Top {
+    Object(Box<Fields>),
+    Other(&'static str),
+}
+
+impl<'de> Deserialize<'de> for Top {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Top, D::Error> {
+        d.deserialize_any(TopVisitor)
+    }
+}
+
+struct TopVisitor;
+
+impl<'de> Visitor<'de> for TopVisitor {
+    type Value = Top;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    /// The NIP-01 fields among the members, in document order: the first known field
+    /// that repeats is remembered as the duplicate.
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Top, A::Error> {
+        let mut fields = Fields::default();
+        while let Some(key) = map.next_key_seed(KeySeed)? {
+            match fields.slot(key) {
+                Some((name, slot)) => {
+                    let value: Value = map.next_value()?;
+                    if slot.is_some() {
+                        fields.duplicate.get_or_insert(name);
+                    } else {
+                        *slot = Some(value);
+                    }
+                }
+                // Read as a value (not skipped) so that it meets the same limits as
+                // the rest: nesting, numbers in `f64` range.
+                None => {
+                    map.next_value::<Value>()?;
+                }
+            }
+        }
+        Ok(Top::Object(Box::new(fields)))
+    }
+
+    fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Top, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(Top::Other("an array"))
+    }
+
+    fn visit_unit<E>(self) -> Result<Top, E> {
+        Ok(Top::Other("null"))
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Top, E> {
+        Ok(Top::Other("a boolean"))
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<Top, E> {
+        Ok(Top::Other("a number"))
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<Top, E> {
+        Ok(Top::Other("a number"))
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<Top, E> {
+        Ok(Top::Other("a number"))
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<Top, E> {
+        Ok(Top::Other("a string"))
+    }
+}
+
+/// Reads a member name straight into a [`Key`], without keeping the name.
+struct KeySeed;
+
+impl<'de> DeserializeSeed<'de> for KeySeed {
+    type Value = Key;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Key, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl<'de> Visitor<'de> for KeySeed {
+    type Value = Key;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a member name")
+    }
+
+    fn visit_str<E>(self, name: &str) -> Result<Key, E> {
+        Ok(Key::of(name))
+    }
+}
+
+/// The JSON type of `v`, for messages.
+fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
 }
 
 /// A member name: one of the seven NIP-01 fields, or another.

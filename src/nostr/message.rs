@@ -7,10 +7,10 @@
 //! use is [`RelayMessage::Unknown`]. Builders embed the event's raw text verbatim: the
 //! outbox never re-serializes an event it resends.
 
+use super::event::is_lower_hex;
 use super::event::write_json_str;
-use super::hex;
 use crate::core::{Outcome, RejectReason};
-use crate::json::{self, Value};
+use serde_json::Value;
 
 /// A sensible default frame limit for [`RelayMessage::parse`]: 1 MiB.
 pub const DEFAULT_MAX_MESSAGE_LEN: usize = 1024 * 1024;
@@ -116,7 +116,7 @@ impl RelayMessage {
                 max: max_len,
             };
         }
-        let mut items = match json::parse(text) {
+        let mut items = match serde_json::from_str::<Value>(text) {
             Ok(Value::Array(items)) => items,
             Ok(_) => return malformed("not a JSON array"),
             Err(e) => return malformed(format!("not JSON: {e}")),
@@ -139,7 +139,7 @@ impl RelayMessage {
         Ok(Some(match ty {
             "OK" => {
                 let event_id = string_at(items, 1, "event id", ty)?;
-                if !hex::is_lower_hex(&event_id, 64) {
+                if !is_lower_hex(&event_id, 64) {
                     return Err("OK: event id must be 64 lowercase hex characters".into());
                 }
                 let accepted = match items.get(2) {

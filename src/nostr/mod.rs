@@ -12,10 +12,34 @@ pub mod auth;
 mod batch;
 pub mod error;
 pub mod event;
-mod hex;
 pub mod message;
 pub mod relay_url;
 mod schnorr;
+
+/// What the fuzz targets (`fuzz/`) call: the batch and the single check, on decoded
+/// bytes. Built only by `cargo fuzz` (`--cfg fuzzing`); not part of the API.
+#[cfg(fuzzing)]
+#[doc(hidden)]
+pub mod fuzzing {
+    /// The batch's verdict on `(id, pubkey, sig)` triples, through its entry point.
+    pub fn batch_verifies(items: &[([u8; 32], [u8; 32], [u8; 64])]) -> bool {
+        let hex = |bytes: &[u8]| -> String { bytes.iter().map(|b| format!("{b:02x}")).collect() };
+        let encoded: Vec<(String, String, String)> = items
+            .iter()
+            .map(|(id, x, sig)| (hex(id), hex(x), hex(sig)))
+            .collect();
+        super::batch::all_verify(
+            encoded
+                .iter()
+                .map(|(id, x, sig)| (id.as_str(), x.as_str(), sig.as_str())),
+        )
+    }
+
+    /// The single check's verdict (with the key's table once it has one).
+    pub fn single_verifies(id: &[u8; 32], pubkey: &[u8; 32], sig: &[u8; 64]) -> bool {
+        super::schnorr::verify(id, pubkey, sig).is_ok()
+    }
+}
 
 pub use auth::{auth_template, check_auth_event, AUTH_KIND};
 pub use error::{AuthError, EventError, RelayUrlError, TargetsError};

@@ -254,6 +254,24 @@ thread_local! {
     static KEYS: RefCell<Keys> = const { RefCell::new(Keys::new()) };
 }
 
+/// Forgets this thread's known keys and tables (for the tests).
+#[cfg(test)]
+pub(super) fn forget_keys() {
+    KEYS.with(|keys| *keys.borrow_mut() = Keys::new());
+}
+
+/// Whether `pubkey` holds a table on this thread, so its next check uses it (for the
+/// tests).
+#[cfg(all(test, not(target_arch = "wasm32")))]
+pub(super) fn holds_table(pubkey: &[u8; 32]) -> bool {
+    KEYS.with(|keys| {
+        keys.borrow()
+            .known
+            .iter()
+            .any(|k| k.x == *pubkey && k.table.is_some())
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -274,10 +292,6 @@ mod tests {
                 .collect();
             (keys.built, holders)
         })
-    }
-
-    fn forget_all() {
-        KEYS.with(|keys| *keys.borrow_mut() = Keys::new());
     }
 
     fn signing_key(seed: u8) -> SigningKey {
@@ -337,7 +351,7 @@ mod tests {
     /// k256's `verify_raw` answers.
     #[test]
     fn both_paths_answer_what_k256_answers() {
-        forget_all();
+        forget_keys();
         let key = signing_key(1);
         let mut cases = Vec::new();
         for n in 0..24u8 {
@@ -381,7 +395,7 @@ mod tests {
 
     #[test]
     fn a_key_gets_its_table_on_its_second_check() {
-        forget_all();
+        forget_keys();
         let key = signing_key(2);
         let (id, x, sig) = signed(&key, 0);
         assert_eq!(verify(&id, &x, &sig), Ok(()));
@@ -397,7 +411,7 @@ mod tests {
 
     #[test]
     fn rotating_authors_do_not_rebuild_tables() {
-        forget_all();
+        forget_keys();
         let keys: Vec<SigningKey> = (10..10 + TABLES as u8 + 3).map(signing_key).collect();
         for round in 0..6 {
             for key in &keys {
@@ -416,7 +430,7 @@ mod tests {
 
     #[test]
     fn the_most_used_key_takes_a_table_from_a_less_used_one() {
-        forget_all();
+        forget_keys();
         let keys: Vec<SigningKey> = (20..20 + TABLES as u8).map(signing_key).collect();
         for key in &keys {
             for n in 0..2 {
@@ -439,7 +453,7 @@ mod tests {
 
     #[test]
     fn many_authors_keep_the_cache_bounded_and_the_user_s_table() {
-        forget_all();
+        forget_keys();
         let user = signing_key(50);
         let user_x: [u8; 32] = user.verifying_key().to_bytes().into();
         for n in 0..5 {
@@ -458,7 +472,7 @@ mod tests {
 
     #[test]
     fn a_pubkey_off_the_curve_is_not_remembered() {
-        forget_all();
+        forget_keys();
         let x = (1u8..)
             .map(|n| {
                 let mut x = [0u8; 32];

@@ -140,7 +140,7 @@ impl Store for MemoryStore {
             .filter(|(d, _, _)| *d <= now_ms)
             .map(|(d, c, id)| (d, c, id.to_string()))
             .collect();
-        crate::sort::sort(&mut due);
+        due.sort();
         let mut out = Vec::new();
         for (_, _, id) in due {
             if out.len() >= request.limit as usize {
@@ -228,7 +228,7 @@ impl Store for MemoryStore {
                     .is_none_or(|(c, id)| r.list_key() > (*c, id.as_str()))
             })
             .collect();
-        crate::sort::sort_by(&mut rows, |a, b| a.list_key().cmp(&b.list_key()));
+        rows.sort_by(|a, b| a.list_key().cmp(&b.list_key()));
         Ok(rows
             .into_iter()
             .take(query.limit as usize)

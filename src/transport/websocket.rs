@@ -36,10 +36,10 @@ use wasm_bindgen_futures::JsFuture;
 
 use super::{PublishReport, Transport};
 use crate::core::{EventEnvelope, Outcome};
-use crate::json::{self, Value};
 use crate::nostr::{
     auth_message, auth_template, check_auth_event, classify_ok, event_message, Event, RelayUrl,
 };
+use serde_json::Value;
 
 mod conn;
 mod timer;
@@ -197,7 +197,7 @@ impl AuthSigner for JsAuthSigner {
                     )
                 })?
                 .into();
-            json::parse(&text)
+            serde_json::from_str::<Value>(&text)
                 .map_err(|e| format!("signer returned a value that is not an event: {e}"))
         })
     }

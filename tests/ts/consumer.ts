@@ -118,6 +118,12 @@ export async function main(): Promise<void> {
       if (code === "plan_conflict") console.log(err.details?.id);
     }
   }
+  try {
+    await Outbox.open({ storage: "memory" });
+  } catch (err) {
+    // A runtime without crypto.getRandomValues cannot open an outbox.
+    if (err instanceof OutboxError && err.code === "no_random_source") console.log(err.message);
+  }
 
   await memory.close();
   await outbox.close();

@@ -372,7 +372,7 @@ impl IdbStore {
         // `first[i]`: the index of the first plan with plan i's id (a stable sort of the
         // indices by id groups them, lowest index first; no map instantiation).
         let mut by_id: Vec<usize> = (0..plans.len()).collect();
-        crate::sort::sort_by(&mut by_id, |&a, &b| plans[a].id.cmp(&plans[b].id));
+        by_id.sort_by(|&a, &b| plans[a].id.cmp(&plans[b].id));
         let mut first: Vec<usize> = (0..plans.len()).collect();
         for pair in by_id.windows(2) {
             if plans[pair[0]].id == plans[pair[1]].id {
