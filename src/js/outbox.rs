@@ -53,28 +53,16 @@ const OPEN_KEYS: [&str; 19] = [
     "transport",
 ];
 /// The keys of `handleSync` options: those of `Outbox.open`, and `tag`.
-const SYNC_KEYS: [&str; 20] = [
-    "name",
-    "storage",
-    "durability",
-    "policy",
-    "maxAttempts",
-    "baseDelayMs",
-    "maxDelayMs",
-    "publishTimeoutMs",
-    "connectTimeoutMs",
-    "circuitFailures",
-    "circuitOpenMs",
-    "batchSize",
-    "concurrency",
-    "leaseMs",
-    "signer",
-    "requestPersistence",
-    "autoFlush",
-    "broadcast",
-    "transport",
-    "tag",
-];
+const SYNC_KEYS: [&str; 20] = {
+    let mut keys = [""; 20];
+    let mut i = 0;
+    while i < OPEN_KEYS.len() {
+        keys[i] = OPEN_KEYS[i];
+        i += 1;
+    }
+    keys[OPEN_KEYS.len()] = "tag";
+    keys
+};
 
 shape! {
     /// `Outbox.open` options (and `handleSync` options, which add `tag`).
