@@ -23,6 +23,16 @@ pub enum RejectReason {
 }
 
 impl RejectReason {
+    /// Every reason, in declaration order.
+    pub const ALL: [RejectReason; 6] = [
+        RejectReason::Blocked,
+        RejectReason::Invalid,
+        RejectReason::Restricted,
+        RejectReason::Pow,
+        RejectReason::Mute,
+        RejectReason::Other,
+    ];
+
     /// The stable string used in JSON and JavaScript.
     pub fn as_str(self) -> &'static str {
         match self {

@@ -203,14 +203,6 @@ mod doc_props {
     }
 
     fn outcome() -> impl Strategy<Value = Outcome> {
-        let reasons = [
-            RejectReason::Blocked,
-            RejectReason::Invalid,
-            RejectReason::Restricted,
-            RejectReason::Pow,
-            RejectReason::Mute,
-            RejectReason::Other,
-        ];
         prop_oneof![
             prop::sample::select(vec![
                 Outcome::Accepted,
@@ -222,7 +214,7 @@ mod doc_props {
                 Outcome::Unreachable,
                 Outcome::NotAttempted,
             ]),
-            prop::sample::select(reasons.to_vec()).prop_map(Outcome::Rejected),
+            prop::sample::select(RejectReason::ALL.to_vec()).prop_map(Outcome::Rejected),
         ]
     }
 

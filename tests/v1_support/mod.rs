@@ -159,26 +159,19 @@ pub fn records() -> Vec<Record> {
     exhausted.revision = 4;
     exhausted.attempts = 1;
     exhausted.due_ms = None;
-    exhausted.evidence = [
-        RejectReason::Blocked,
-        RejectReason::Invalid,
-        RejectReason::Restricted,
-        RejectReason::Pow,
-        RejectReason::Mute,
-        RejectReason::Other,
-    ]
-    .into_iter()
-    .enumerate()
-    .map(|(i, r)| {
-        evidence(
-            [A, B, C][i % 3],
-            1,
-            Outcome::Rejected(r),
-            "blocked: no",
-            1_700_000_006_000 + i as u64,
-        )
-    })
-    .collect();
+    exhausted.evidence = RejectReason::ALL
+        .into_iter()
+        .enumerate()
+        .map(|(i, r)| {
+            evidence(
+                [A, B, C][i % 3],
+                1,
+                Outcome::Rejected(r),
+                "blocked: no",
+                1_700_000_006_000 + i as u64,
+            )
+        })
+        .collect();
 
     let mut expired = base("rec-expired", &[A], Policy::All);
     expired.stage = Stage::Exhausted;
