@@ -3,7 +3,7 @@
 //! side by side in the same headless browser run. Prints medians and ratios.
 #![cfg(target_arch = "wasm32")]
 
-use nostr_outbox::core::{ClaimRequest, EventEnvelope, Plan, Policy};
+use nostr_outbox::core::{ClaimRequest, EventEnvelope, EventMeta, Plan, Policy};
 use nostr_outbox::store::codec;
 use nostr_outbox::store::idb::{Durability, IdbOptions, IdbStore};
 use nostr_outbox::store::Store;
@@ -79,6 +79,14 @@ fn envelope(seed: &str, n: u32) -> EventEnvelope {
         id,
         raw,
         expiration: None,
+        meta: Some(EventMeta {
+            pubkey: "ab".repeat(32),
+            kind: 1,
+            created_at: 1_700_000_000,
+            d: String::new(),
+            deletes_ids: Vec::new(),
+            deletes_addresses: Vec::new(),
+        }),
     }
 }
 

@@ -255,6 +255,14 @@ fn check_record(r: &Record) -> Result<(), TestCaseError> {
             prop_assert!(r.lease.is_none() && r.due_ms.is_none());
             prop_assert_eq!(r.reason, Some(StopReason::Cancelled));
         }
+        Stage::Superseded => {
+            prop_assert!(r.lease.is_none() && r.due_ms.is_none());
+            prop_assert!(matches!(
+                r.reason,
+                Some(StopReason::Superseded | StopReason::Deleted)
+            ));
+            prop_assert!(r.superseded_by.is_some());
+        }
     }
     Ok(())
 }
@@ -294,6 +302,9 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
                                 }
                                 EnqueueOutcome::Replay => {
                                     prop_assert_eq!(Some(&e.record), before.get(&id), "replay");
+                                }
+                                EnqueueOutcome::Superseded => {
+                                    prop_assert!(false, "fixture events have no slot: {id}");
                                 }
                             }
                         }

@@ -7,8 +7,8 @@ use std::cell::{Cell, RefCell};
 
 use futures::executor::block_on;
 use nostr_outbox::core::{
-    ClaimRequest, Completion, Enqueued, EventEnvelope, ListQuery, Outcome, Plan, Policy, Record,
-    RejectReason, RetryConfig, Stage, StageCounts, StopReason,
+    ClaimRequest, Completion, Enqueued, EventEnvelope, ListQuery, Lookups, Outcome, Plan, Policy,
+    Record, RejectReason, RetryConfig, Stage, StageCounts, StopReason,
 };
 use nostr_outbox::flush::{flush_until_idle, run, FlushEvent, RunBounds};
 use nostr_outbox::store::conformance::{fixture_plan, RELAYS};
@@ -59,6 +59,9 @@ impl Store for Slow {
     }
     async fn get(&self, id: &str) -> Result<Option<Record>, StoreError> {
         self.inner.get(id).await
+    }
+    async fn related(&self, lookups: &Lookups) -> Result<Vec<Record>, StoreError> {
+        self.inner.related(lookups).await
     }
     async fn claim(&self, request: &ClaimRequest, now_ms: u64) -> Result<Vec<Record>, StoreError> {
         self.claims.set(self.claims.get() + 1);

@@ -172,7 +172,9 @@ async fn rows_are_plain_objects_of_the_documented_shape() {
     store.cancel(&ids[1], 2_000).await.expect("cancel");
     store.close();
     drop(store);
-    let db = JsFuture::from(raw_open(&name, 1)).await.expect("raw open");
+    let db = JsFuture::from(raw_open(&name, SCHEMA_VERSION))
+        .await
+        .expect("raw open");
     let shapes = JsFuture::from(raw_row_shapes(&db)).await.expect("rows");
     raw_close(&db);
     let shapes: serde_json::Value =
@@ -526,19 +528,19 @@ async fn a_blocked_upgrade_is_a_typed_error_not_a_hang() {
     let name = random_name("blocked");
     open(&name).await.close();
     // A connection that ignores `versionchange` (as an old tab of another library would).
-    let stubborn = JsFuture::from(raw_open(&name, 1))
+    let stubborn = JsFuture::from(raw_open(&name, SCHEMA_VERSION))
         .await
-        .expect("raw open v1");
-    let err = IdbStore::open_at_version_for_tests(IdbOptions::new(&name), 2)
+        .expect("raw open at the current version");
+    let err = IdbStore::open_at_version_for_tests(IdbOptions::new(&name), SCHEMA_VERSION + 1)
         .await
         .expect_err("the upgrade is blocked");
     assert_eq!(err.code(), "storage_blocked", "{err}");
     // Once the stubborn connection goes, the abandoned open completes (its upgrade runs
     // whole) and is closed at once, so it does not block anyone either.
     raw_close(&stubborn);
-    let v3 = JsFuture::from(raw_open(&name, 3))
+    let later = JsFuture::from(raw_open(&name, SCHEMA_VERSION + 2))
         .await
         .expect("a later upgrade is not blocked by the abandoned open");
-    assert_eq!(raw_version(&v3), 3);
-    raw_close(&v3);
+    assert_eq!(raw_version(&later), SCHEMA_VERSION + 2);
+    raw_close(&later);
 }

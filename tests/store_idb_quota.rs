@@ -97,6 +97,7 @@ fn plan(n: u32, bytes: u32) -> Plan {
             raw: format!(r#"{{"id":"{id}","kind":1,"content":"{content}"}}"#),
             id,
             expiration: None,
+            meta: None,
         },
         vec!["wss://a.example".into()],
         Policy::All,

@@ -1,13 +1,17 @@
 //! A database written by the build before the serde codec opens and reads: a schema-v1
 //! IndexedDB database is made here by hand, exactly as that build laid it out (object
 //! stores, key path, indexes, the `meta` schema row), filled with the rows that build
-//! stored (`tests/data/store_v1_rows.json`), then opened through [`IdbStore`].
+//! stored (`tests/data/store_v1_rows.json`), then opened through [`IdbStore`], which
+//! upgrades it to schema v2: every row gains its event's header fields (the fixture's
+//! event is a kind-0 profile), so the queue's Nostr rules see the old records.
 #![cfg(target_arch = "wasm32")]
 
 mod v1_support;
 
-use nostr_outbox::core::{ClaimRequest, ListQuery, Stage};
-use nostr_outbox::store::idb::{IdbOptions, IdbStore};
+use nostr_outbox::core::{ClaimRequest, EnqueueOutcome, ListQuery, Record, Stage, StopReason};
+use nostr_outbox::nostr::Event;
+use nostr_outbox::store::conformance::{nostr_event, nostr_plan};
+use nostr_outbox::store::idb::{IdbOptions, IdbStore, SCHEMA_VERSION};
 use nostr_outbox::store::Store;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
@@ -52,7 +56,17 @@ async fn v1_fixture_database_opens_and_reads() {
         .await
         .expect("open the v1 database");
 
-    let mut want = v1_support::records();
+    // The upgrade added the event's header fields, read from the stored text.
+    let mut want: Vec<Record> = v1_support::records()
+        .into_iter()
+        .map(|mut r| {
+            let event = Event::parse_json(&r.event.raw).expect("fixture event");
+            r.event.meta = event.to_envelope().meta;
+            r
+        })
+        .collect();
+    assert_eq!(SCHEMA_VERSION, 2);
+    assert!(want.iter().all(|r| r.event.meta.is_some()));
     for record in &want {
         let got = store.get(&record.id).await.expect("get");
         assert_eq!(got.as_ref(), Some(record), "{}", record.id);
@@ -95,6 +109,32 @@ async fn v1_fixture_database_opens_and_reads() {
     );
     for r in &claimed {
         assert_eq!(store.get(&r.id).await.expect("get"), Some(r.clone()));
+    }
+
+    // A newer version of the profile, enqueued after the upgrade, withdraws every old
+    // record that may still be sent: the upgrade put them in the `slot` index.
+    let meta = want[0].event.meta.clone().expect("meta");
+    let newer = nostr_event(7, &meta.pubkey, 0, meta.created_at + 1, "", &[]);
+    let answer = store
+        .enqueue(nostr_plan(newer.clone()), now + 1)
+        .await
+        .expect("enqueue a newer profile");
+    assert_eq!(answer.outcome, EnqueueOutcome::Created);
+    let mut withdrawn: Vec<&str> = answer.withdrawn.iter().map(|r| r.id.as_str()).collect();
+    withdrawn.sort();
+    let mut expected: Vec<&str> = want
+        .iter()
+        .filter(|r| r.stage.may_send())
+        .map(|r| r.id.as_str())
+        .collect();
+    expected.sort();
+    assert!(!expected.is_empty());
+    assert_eq!(withdrawn, expected);
+    for r in &answer.withdrawn {
+        assert_eq!(r.stage, Stage::Superseded);
+        assert_eq!(r.reason, Some(StopReason::Superseded));
+        assert_eq!(r.superseded_by.as_deref(), Some(newer.id.as_str()));
+        assert_eq!(store.get(&r.id).await.expect("get").as_ref(), Some(r));
     }
     store.close();
 }

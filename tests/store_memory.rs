@@ -5,7 +5,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use futures::executor::block_on;
 use nostr_outbox::core::{
-    ClaimRequest, Completion, Enqueued, ListQuery, Plan, Record, RetryConfig, StageCounts,
+    ClaimRequest, Completion, Enqueued, ListQuery, Lookups, Plan, Record, RetryConfig, StageCounts,
 };
 use nostr_outbox::store::{conformance, MemoryStore, Store, StoreError};
 
@@ -39,6 +39,12 @@ cases!(
     release_hands_back,
     purge_terminal_only,
     next_due,
+    replaceable_versions_supersede,
+    addressable_slots_and_ties,
+    deletions_withdraw_what_they_name,
+    batches_apply_the_rules_in_order,
+    ephemeral_and_expired_events,
+    related_finds_versions_and_accepting_relays,
 );
 
 #[test]
@@ -60,11 +66,26 @@ enum Defect {
     NonAtomicBatch,
     /// `purge` also deletes non-terminal records.
     PurgeEverything,
+    /// Enqueues ignore the Nostr rules (as if every event were a regular one).
+    NoNostrRules,
+}
+
+impl Broken {
+    fn plan(&self, mut plan: Plan) -> Plan {
+        if let Defect::NoNostrRules = self.defect {
+            if let Some(meta) = plan.event.meta.as_mut() {
+                meta.kind = 1;
+                meta.deletes_ids.clear();
+                meta.deletes_addresses.clear();
+            }
+        }
+        plan
+    }
 }
 
 impl Store for Broken {
     async fn enqueue(&self, plan: Plan, now_ms: u64) -> Result<Enqueued, StoreError> {
-        self.inner.enqueue(plan, now_ms).await
+        self.inner.enqueue(self.plan(plan), now_ms).await
     }
     async fn enqueue_many(
         &self,
@@ -78,10 +99,14 @@ impl Store for Broken {
             }
             return Ok(out);
         }
+        let plans = plans.into_iter().map(|p| self.plan(p)).collect();
         self.inner.enqueue_many(plans, now_ms).await
     }
     async fn get(&self, id: &str) -> Result<Option<Record>, StoreError> {
         self.inner.get(id).await
+    }
+    async fn related(&self, lookups: &Lookups) -> Result<Vec<Record>, StoreError> {
+        self.inner.related(lookups).await
     }
     async fn claim(&self, request: &ClaimRequest, now_ms: u64) -> Result<Vec<Record>, StoreError> {
         let mut out = self.inner.claim(request, now_ms).await?;
@@ -164,4 +189,6 @@ fn the_suite_catches_broken_stores() {
     assert!(msg.contains("enqueue_many_all_or_nothing"), "{msg}");
     let msg = suite_fails_on(Defect::PurgeEverything);
     assert!(msg.contains("purge_terminal_only"), "{msg}");
+    let msg = suite_fails_on(Defect::NoNostrRules);
+    assert!(msg.contains("replaceable_versions_supersede"), "{msg}");
 }

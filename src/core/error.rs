@@ -93,7 +93,17 @@ pub enum CoreError {
         /// Why not.
         reason: String,
     },
-    /// The record is already terminal (`satisfied`, `exhausted` or `cancelled`).
+    /// The event's NIP-40 `expiration` has passed: relays would refuse it, so it is not
+    /// enqueued.
+    #[error("event `{id}` expired at {expiration} (NIP-40) and is not enqueued")]
+    EventExpired {
+        /// The event id.
+        id: String,
+        /// Its `expiration` tag, unix seconds.
+        expiration: u64,
+    },
+    /// The record is already terminal (`satisfied`, `exhausted`, `cancelled` or
+    /// `superseded`).
     #[error("item `{id}` is already {stage}")]
     AlreadyTerminal {
         /// The item id.
@@ -120,6 +130,7 @@ impl CoreError {
             CoreError::NotReady { .. } => "not_ready",
             CoreError::NotRetryable { .. } => "not_retryable",
             CoreError::AlreadyTerminal { .. } => "already_terminal",
+            CoreError::EventExpired { .. } => "event_expired",
         }
     }
 

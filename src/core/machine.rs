@@ -32,6 +32,10 @@ pub enum EnqueueDecision {
     Create(Record),
     /// A record with the same id and the same plan exists: write nothing.
     Replay(Record),
+    /// No record had the id, but a newer version of the event's replaceable or
+    /// addressable slot is already stored: write this new record, already terminal
+    /// (stage `superseded`), never to be sent.
+    Superseded(Record),
 }
 
 /// Whether an enqueue created a record or replayed an existing one.
@@ -42,6 +46,9 @@ pub enum EnqueueOutcome {
     Created,
     /// The same plan was already stored; nothing was written.
     Replay,
+    /// A new record was written, already superseded by a newer version of its event
+    /// that the outbox holds: it is never sent.
+    Superseded,
 }
 
 /// The answer to an enqueue: what happened, and the stored record.
@@ -52,27 +59,38 @@ pub struct Enqueued {
     pub outcome: EnqueueOutcome,
     /// The record as stored.
     pub record: Record,
+    /// Records this enqueue superseded or deleted (NIP-01 replacement, NIP-09), as
+    /// stored: each now in stage `superseded`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub withdrawn: Vec<Record>,
 }
 
 impl EnqueueDecision {
     /// The record to report (new or existing).
     pub fn record(&self) -> &Record {
         match self {
-            EnqueueDecision::Create(r) | EnqueueDecision::Replay(r) => r,
+            EnqueueDecision::Create(r)
+            | EnqueueDecision::Replay(r)
+            | EnqueueDecision::Superseded(r) => r,
         }
     }
 
-    /// Turns the decision into the caller-facing answer.
+    /// True when the decision writes a new record (`Create` or `Superseded`).
+    pub fn writes(&self) -> bool {
+        !matches!(self, EnqueueDecision::Replay(_))
+    }
+
+    /// Turns the decision into the caller-facing answer (nothing withdrawn).
     pub fn into_enqueued(self) -> Enqueued {
-        match self {
-            EnqueueDecision::Create(record) => Enqueued {
-                outcome: EnqueueOutcome::Created,
-                record,
-            },
-            EnqueueDecision::Replay(record) => Enqueued {
-                outcome: EnqueueOutcome::Replay,
-                record,
-            },
+        let (outcome, record) = match self {
+            EnqueueDecision::Create(record) => (EnqueueOutcome::Created, record),
+            EnqueueDecision::Replay(record) => (EnqueueOutcome::Replay, record),
+            EnqueueDecision::Superseded(record) => (EnqueueOutcome::Superseded, record),
+        };
+        Enqueued {
+            outcome,
+            record,
+            withdrawn: Vec::new(),
         }
     }
 }
@@ -211,6 +229,9 @@ pub struct StageCounts {
     pub exhausted: u32,
     /// Records in `cancelled`.
     pub cancelled: u32,
+    /// Records in `superseded`.
+    #[serde(default)]
+    pub superseded: u32,
     /// Stored rows that cannot be decoded into a record, counted apart from the stages
     /// (a store that can hold them reports them; they are never deleted or changed).
     #[serde(default)]
@@ -227,6 +248,7 @@ impl StageCounts {
             Stage::Satisfied => &mut self.satisfied,
             Stage::Exhausted => &mut self.exhausted,
             Stage::Cancelled => &mut self.cancelled,
+            Stage::Superseded => &mut self.superseded,
         }
     }
 
@@ -245,6 +267,7 @@ impl StageCounts {
             Stage::Satisfied => self.satisfied,
             Stage::Exhausted => self.exhausted,
             Stage::Cancelled => self.cancelled,
+            Stage::Superseded => self.superseded,
         }
     }
 
@@ -258,15 +281,21 @@ impl StageCounts {
     }
 }
 
-/// Builds the first record of a normalized plan, due at once.
+/// Builds the first record of a normalized plan, due at once. An ephemeral event
+/// (kinds 20000–29999) without a deadline gets one
+/// [`super::semantics::EPHEMERAL_DEADLINE_MS`] from now.
 pub fn new_record(plan: Plan, digest: String, now_ms: u64) -> Record {
+    let deadline_ms = plan.deadline_ms.or_else(|| {
+        super::semantics::is_ephemeral(&plan.event)
+            .then(|| now_ms.saturating_add(super::semantics::EPHEMERAL_DEADLINE_MS))
+    });
     let mut record = Record {
         id: plan.id,
         event: plan.event,
         targets: plan.targets,
         policy: plan.policy,
         max_attempts: plan.max_attempts,
-        deadline_ms: plan.deadline_ms,
+        deadline_ms,
         plan_digest: digest,
         revision: 1,
         stage: Stage::Pending,
@@ -282,6 +311,7 @@ pub fn new_record(plan: Plan, digest: String, now_ms: u64) -> Record {
         created_ms: now_ms,
         updated_ms: now_ms,
         reason: None,
+        superseded_by: None,
         last_error: None,
     };
     record.satisfaction = record.evaluate();
@@ -290,7 +320,9 @@ pub fn new_record(plan: Plan, digest: String, now_ms: u64) -> Record {
 
 /// Decides an enqueue: validates and normalizes `plan`, then compares it with the
 /// record already stored under its id. Same digest → `Replay`; different →
-/// [`CoreError::PlanConflict`]; none → `Create`.
+/// [`CoreError::PlanConflict`]; none → `Create`, unless the event's NIP-40 expiration
+/// has passed ([`CoreError::EventExpired`]). It applies none of the rules that need
+/// other records (supersession, deletions): [`super::semantics::decide_enqueues`] does.
 pub fn decide_enqueue(
     existing: Option<&Record>,
     plan: Plan,
@@ -305,8 +337,45 @@ pub fn decide_enqueue(
         )),
         Some(r) if r.plan_digest == digest => Ok(EnqueueDecision::Replay(r.clone())),
         Some(r) => Err(CoreError::PlanConflict { id: r.id.clone() }),
-        None => Ok(EnqueueDecision::Create(new_record(plan, digest, now_ms))),
+        None => {
+            if let Some(expiration) = plan.event.expiration {
+                if expiration.saturating_mul(1_000) <= now_ms {
+                    return Err(CoreError::EventExpired {
+                        id: plan.event.id.clone(),
+                        expiration,
+                    });
+                }
+            }
+            Ok(EnqueueDecision::Create(new_record(plan, digest, now_ms)))
+        }
     }
+}
+
+/// Ends a record that may still be sent ([`Stage::may_send`]) as `superseded`: a newer
+/// version (`reason` `superseded`) or a deletion (`deleted`) with event id `by` was
+/// enqueued. Its evidence stays (targets that accepted keep their answer); a held
+/// lease becomes a lost claim. Fails with [`CoreError::AlreadyTerminal`] for a
+/// satisfied, cancelled or superseded record.
+pub fn supersede(
+    record: &Record,
+    by: &str,
+    reason: StopReason,
+    now_ms: u64,
+) -> Result<Record, CoreError> {
+    if !record.stage.may_send() {
+        return Err(CoreError::AlreadyTerminal {
+            id: record.id.clone(),
+            stage: record.stage,
+        });
+    }
+    if !matches!(reason, StopReason::Superseded | StopReason::Deleted) {
+        return Err(CoreError::arg("reason", "must be superseded or deleted"));
+    }
+    let mut next = record.clone();
+    bump(&mut next, now_ms);
+    finish(&mut next, Stage::Superseded, Some(reason));
+    next.superseded_by = Some(by.to_string());
+    Ok(next)
 }
 
 fn bump(record: &mut Record, now_ms: u64) {

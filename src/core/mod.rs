@@ -14,16 +14,18 @@ pub mod plan;
 pub mod policy;
 pub mod record;
 pub mod retry;
+pub mod semantics;
 
-pub use envelope::EventEnvelope;
+pub use envelope::{EventEnvelope, EventMeta};
 pub use error::CoreError;
 pub use machine::{
     cancel, check_lease, claim, complete_attempt, decide_enqueue, is_purgeable, new_record,
-    relay_back, release, retry, ClaimRequest, Claimed, Completion, EnqueueDecision, EnqueueOutcome,
-    Enqueued, ListQuery, StageCounts, TargetResult,
+    relay_back, release, retry, supersede, ClaimRequest, Claimed, Completion, EnqueueDecision,
+    EnqueueOutcome, Enqueued, ListQuery, StageCounts, TargetResult,
 };
 pub use outcome::{Outcome, RejectReason};
 pub use plan::Plan;
 pub use policy::{Policy, Satisfaction, TargetState};
 pub use record::{Evidence, Lease, Record, Stage, StopReason};
 pub use retry::RetryConfig;
+pub use semantics::{decide_enqueues, BatchDecision, Lookups};

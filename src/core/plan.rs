@@ -239,6 +239,7 @@ mod tests {
             id: "ab".repeat(32),
             raw: "{}".into(),
             expiration: None,
+            meta: None,
         }
     }
 

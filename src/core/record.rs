@@ -29,22 +29,40 @@ pub enum Stage {
     Exhausted,
     /// Terminal: the application cancelled it.
     Cancelled,
+    /// Terminal: a newer version of its replaceable or addressable event, or a NIP-09
+    /// deletion of it, was enqueued before every target had it; it is not sent again
+    /// (reason `superseded` or `deleted`, [`Record::superseded_by`] names the event).
+    Superseded,
 }
 
 impl Stage {
     /// Every stage, in declaration order.
-    pub const ALL: [Stage; 6] = [
+    pub const ALL: [Stage; 7] = [
         Stage::Pending,
         Stage::Leased,
         Stage::Retryable,
         Stage::Satisfied,
         Stage::Exhausted,
         Stage::Cancelled,
+        Stage::Superseded,
     ];
 
-    /// True for `satisfied`, `exhausted` and `cancelled`.
+    /// True for `satisfied`, `exhausted`, `cancelled` and `superseded`.
     pub fn is_terminal(self) -> bool {
-        matches!(self, Stage::Satisfied | Stage::Exhausted | Stage::Cancelled)
+        matches!(
+            self,
+            Stage::Satisfied | Stage::Exhausted | Stage::Cancelled | Stage::Superseded
+        )
+    }
+
+    /// True while the record may still be sent: queued (`pending`, `leased`,
+    /// `retryable`) or `exhausted` (which `retry` re-arms). A newer version or a
+    /// deletion supersedes exactly these.
+    pub fn may_send(self) -> bool {
+        matches!(
+            self,
+            Stage::Pending | Stage::Leased | Stage::Retryable | Stage::Exhausted
+        )
     }
 
     /// The stage named `name` ([`Stage::as_str`]), if any.
@@ -61,6 +79,7 @@ impl Stage {
             Stage::Satisfied => "satisfied",
             Stage::Exhausted => "exhausted",
             Stage::Cancelled => "cancelled",
+            Stage::Superseded => "superseded",
         }
     }
 }
@@ -83,6 +102,10 @@ pub enum StopReason {
     Expired,
     /// The application cancelled the record.
     Cancelled,
+    /// A newer version of the same replaceable or addressable event was enqueued.
+    Superseded,
+    /// A NIP-09 deletion of the event (same author) was enqueued.
+    Deleted,
 }
 
 impl StopReason {
@@ -93,6 +116,8 @@ impl StopReason {
             StopReason::MaxAttempts => "maxAttempts",
             StopReason::Expired => "expired",
             StopReason::Cancelled => "cancelled",
+            StopReason::Superseded => "superseded",
+            StopReason::Deleted => "deleted",
         }
     }
 }
@@ -214,8 +239,11 @@ pub struct Record {
     pub created_ms: u64,
     /// When it last changed (unix ms).
     pub updated_ms: u64,
-    /// Why it stopped, when exhausted or cancelled.
+    /// Why it stopped, when exhausted, cancelled or superseded.
     pub reason: Option<StopReason>,
+    /// The id of the event that superseded or deleted it (stage `superseded`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub superseded_by: Option<String>,
     /// A summary of the failures of the last attempt, if any.
     pub last_error: Option<String>,
 }

@@ -9,7 +9,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
 
 use crate::core::{
-    ClaimRequest, Completion, Enqueued, EventEnvelope, ListQuery, Outcome, Plan, Record,
+    ClaimRequest, Completion, Enqueued, EventEnvelope, ListQuery, Lookups, Outcome, Plan, Record,
     RetryConfig, StageCounts,
 };
 use crate::store::idb::IdbStore;
@@ -66,6 +66,9 @@ impl Store for AnyStore {
     }
     async fn get(&self, id: &str) -> Result<Option<Record>, StoreError> {
         delegate!(self, s => s.get(id))
+    }
+    async fn related(&self, lookups: &Lookups) -> Result<Vec<Record>, StoreError> {
+        delegate!(self, s => s.related(lookups))
     }
     async fn claim(&self, request: &ClaimRequest, now_ms: u64) -> Result<Vec<Record>, StoreError> {
         delegate!(self, s => s.claim(request, now_ms))

@@ -235,6 +235,7 @@ impl From<CoreError> for ApiError {
             | CoreError::LeaseExpired { id }
             | CoreError::NotReady { id }
             | CoreError::NotRetryable { id, .. }
+            | CoreError::EventExpired { id, .. }
             | CoreError::RevisionConflict { id, .. } => Some(Details::id(id.as_str())),
             CoreError::AlreadyTerminal { id, stage } => Some(Details {
                 stage: Some(stage.as_str()),

@@ -17,7 +17,8 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
 use super::error::{ApiError, Details};
-use crate::core::Policy;
+use crate::core::semantics;
+use crate::core::{Lookups, Policy};
 use crate::nostr::{Event, RelayUrl};
 
 /// The largest integer a JavaScript number holds exactly (2^53 − 1).
@@ -551,4 +552,62 @@ pub(crate) fn parse_event(v: &JsValue) -> Result<Event, ApiError> {
     let event = Event::parse_json_compact(&text)?;
     event.verify_id()?;
     Ok(event)
+}
+
+/// The most references one `acceptedRelays` call reads.
+pub(crate) const MAX_EVENT_REFS: usize = 1_000;
+
+/// Reads `acceptedRelays`' references: an array of event ids (64 lowercase hex) and
+/// NIP-01 addresses (`kind:pubkey:d` of a replaceable or addressable kind), at most
+/// [`MAX_EVENT_REFS`].
+pub(crate) fn parse_event_refs(v: &JsValue) -> Result<Lookups, ApiError> {
+    let bad = |index: usize, why: String| {
+        ApiError::argument("refs", format!("reference #{index}: {why}"))
+            .add_details(Details::index(index))
+    };
+    if !Array::is_array(v) {
+        return Err(ApiError::argument(
+            "refs",
+            format!(
+                "must be an array of event ids and addresses, got {}",
+                type_name(v)
+            ),
+        ));
+    }
+    let arr: &Array = v.unchecked_ref();
+    if arr.length() as usize > MAX_EVENT_REFS {
+        return Err(ApiError::argument(
+            "refs",
+            format!("at most {MAX_EVENT_REFS} references"),
+        ));
+    }
+    let hex64 =
+        |s: &str| s.len() == 64 && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+    let mut out = Lookups::default();
+    for (index, item) in arr.iter().enumerate() {
+        let Some(s) = item.as_string() else {
+            return Err(bad(
+                index,
+                format!("must be a string, got {}", type_name(&item)),
+            ));
+        };
+        if hex64(&s) {
+            out.event_ids.push(s);
+            continue;
+        }
+        let Some(slot) = semantics::normalize_address(&s) else {
+            return Err(bad(
+                index,
+                "must be an event id (64 lowercase hex) or an address `kind:pubkey:d` of a \
+                 replaceable or addressable kind"
+                    .into(),
+            ));
+        };
+        out.slots.push(slot);
+    }
+    out.slots.sort();
+    out.slots.dedup();
+    out.event_ids.sort();
+    out.event_ids.dedup();
+    Ok(out)
 }

@@ -18,6 +18,7 @@ use super::input::{self, shape, ItemInput, PlanOptions, Raw, Reader, Uint};
 use super::runtime::{RunError, Runtime, RuntimeConfig};
 use super::{sys, view};
 use crate::core::plan::MAX_ATTEMPTS_LIMIT;
+use crate::core::semantics;
 use crate::core::{EnqueueOutcome, Enqueued, ListQuery, Plan, Policy, RetryConfig, Stage};
 use crate::flush::{FlushConfig, FlushEvent};
 use crate::nostr::SignatureCheck;
@@ -308,8 +309,10 @@ fn run_boxed(f: LocalBoxFuture<'static, Result<JsValue, ApiError>>) -> Promise {
 /// An `EnqueueResult`, and its record (the `enqueued` event's detail).
 fn enqueue_result(e: &Enqueued) -> (JsValue, JsValue) {
     let record = view::record(&e.record);
-    let created = e.outcome == EnqueueOutcome::Created;
-    (view::enqueue_result(&e.record.id, created, &record), record)
+    (
+        view::enqueue_result(&e.record.id, e.outcome, &record),
+        record,
+    )
 }
 
 fn item_id(value: &JsValue) -> Result<String, ApiError> {
@@ -508,9 +511,17 @@ impl Inner {
         })
     }
 
+    /// The events of one enqueue: `enqueued` for a new record, `superseded` for a
+    /// record born superseded and for each record it withdrew (each with `change`).
     fn created(&self, e: &Enqueued, record: &JsValue) {
-        if e.outcome == EnqueueOutcome::Created {
-            self.events.emit_record("enqueued", record);
+        match e.outcome {
+            EnqueueOutcome::Created => self.events.emit_record("enqueued", record),
+            EnqueueOutcome::Superseded => self.events.emit_record("superseded", record),
+            EnqueueOutcome::Replay => {}
+        }
+        for withdrawn in &e.withdrawn {
+            self.events
+                .emit_record("superseded", &view::record(withdrawn));
         }
     }
 
@@ -677,6 +688,25 @@ impl Outbox {
             inner.changed(&detail);
             inner.runtime.kick();
             Ok(detail)
+        })
+    }
+
+    /// The relays that accepted any of the events named by `refs` (event ids, or
+    /// `kind:pubkey:d` addresses for every stored version), from stored evidence:
+    /// where a NIP-09 deletion of them should be sent.
+    #[wasm_bindgen(js_name = acceptedRelays, skip_typescript)]
+    pub fn accepted_relays(&self, refs: JsValue) -> Promise {
+        let inner = self.live();
+        promise(async move {
+            let inner = inner?;
+            let lookups = input::parse_event_refs(&refs)?;
+            let records = inner.store.related(&lookups).await?;
+            let relays = semantics::accepted_relays(records.iter().filter(|r| lookups.matches(r)));
+            Ok(relays
+                .iter()
+                .map(|r| JsValue::from_str(r))
+                .collect::<Array>()
+                .into())
         })
     }
 

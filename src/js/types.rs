@@ -7,8 +7,19 @@ use wasm_bindgen::prelude::*;
 
 #[wasm_bindgen(typescript_custom_section)]
 const TS_TYPES: &'static str = r#"
-/** Where a record is in its life. `satisfied`, `exhausted` and `cancelled` are terminal. */
-export type Stage = "pending" | "leased" | "retryable" | "satisfied" | "exhausted" | "cancelled";
+/**
+ * Where a record is in its life. `satisfied`, `exhausted`, `cancelled` and `superseded`
+ * are terminal; `superseded`: a newer version of its replaceable or addressable event,
+ * or a NIP-09 deletion of it, was enqueued, so it is not sent (see `supersededBy`).
+ */
+export type Stage =
+  | "pending"
+  | "leased"
+  | "retryable"
+  | "satisfied"
+  | "exhausted"
+  | "cancelled"
+  | "superseded";
 
 /**
  * When a record counts as delivered: every target (`"all"`), one (`"any"`), at least
@@ -36,7 +47,13 @@ export type Outcome =
 export type RejectReason = "blocked" | "invalid" | "restricted" | "pow" | "mute" | "other";
 
 /** Why a record stopped without being satisfied. */
-export type StopReason = "rejected" | "maxAttempts" | "expired" | "cancelled";
+export type StopReason =
+  | "rejected"
+  | "maxAttempts"
+  | "expired"
+  | "cancelled"
+  | "superseded"
+  | "deleted";
 
 /** A target's state from its latest evidence. */
 export type TargetState = "open" | "accepted" | "rejected";
@@ -156,10 +173,14 @@ export interface EnqueueItem extends EnqueueOptions {
   relays: readonly string[];
 }
 
-/** The answer of `enqueue`: a new record, or the identical plan already stored. */
+/**
+ * The answer of `enqueue`: a new record (`created`), the identical plan already stored
+ * (`replay`), or a new record already superseded by a newer version of its replaceable
+ * or addressable event that the outbox holds (`superseded`: stored, never sent).
+ */
 export interface EnqueueResult {
   id: string;
-  disposition: "created" | "replay";
+  disposition: "created" | "replay" | "superseded";
   record: OutboxRecord;
 }
 
@@ -219,8 +240,10 @@ export interface OutboxRecord {
   lease: { attempt: number; expiresAt: number } | null;
   /** The earlier of the `deadline` option and the event's NIP-40 expiration, unix ms. */
   deadline: number | null;
-  /** Why it stopped (exhausted or cancelled). */
+  /** Why it stopped (exhausted, cancelled or superseded). */
   reason: StopReason | null;
+  /** Stage `superseded`: the id of the newer version (reason `superseded`) or of the deletion (`deleted`). */
+  supersededBy: string | null;
   /** A summary of the last attempt's failures. */
   lastError: string | null;
   createdAt: number;
@@ -238,6 +261,7 @@ export interface OutboxStatus {
   satisfied: number;
   exhausted: number;
   cancelled: number;
+  superseded: number;
   /**
    * Stored rows that cannot be decoded (written by other software or a newer version,
    * or damaged), counted apart from the stages. They are never deleted or changed;
@@ -326,6 +350,7 @@ export type OutboxErrorCode =
   | "not_found"
   | "not_retryable"
   | "already_terminal"
+  | "event_expired"
   | "lease_expired"
   | "revision_conflict"
   | "not_ready"
@@ -352,7 +377,7 @@ export interface OutboxErrorDetails {
   reason?: string;
   /** Position of the relay (`invalid_relay_url`) or of the `enqueueMany` item. */
   index?: number;
-  /** The item id concerned. */
+  /** The item id concerned (`event_expired`: the event id). */
   id?: string;
   stage?: Stage;
   found?: number;
@@ -381,6 +406,11 @@ export interface OutboxEventMap {
   retrying: CustomEvent<OutboxRecord>;
   /** It stopped: see `reason`. */
   exhausted: CustomEvent<OutboxRecord>;
+  /**
+   * A record will not be sent (stage `superseded`): a newer version or a deletion was
+   * enqueued (`reason`, `supersededBy`), or it was enqueued older than a version held.
+   */
+  superseded: CustomEvent<OutboxRecord>;
   /** Any change of a record, including `cancel` and `retry`. */
   change: CustomEvent<OutboxRecord>;
   /** An automatic flush failed (the error also retries later). */
@@ -421,6 +451,12 @@ export class Outbox {
   retry(id: string): Promise<OutboxRecord>;
   /** Cancels a record that is not terminal. */
   cancel(id: string): Promise<OutboxRecord>;
+  /**
+   * The relays that accepted any of the events named (event ids, or `kind:pubkey:d`
+   * addresses for every stored version), from stored evidence, sorted: where a NIP-09
+   * deletion of them should go. At most 1000 references.
+   */
+  acceptedRelays(refs: readonly string[]): Promise<string[]>;
   /** Deletes terminal records; resolves with how many. */
   purge(options?: PurgeOptions): Promise<number>;
   /** Publishes everything due now, until nothing is due. */

@@ -8,7 +8,9 @@
 use serde::Serialize;
 use wasm_bindgen::prelude::*;
 
-use crate::core::{Evidence, Outcome, Policy, Record, Stage, StageCounts, TargetState};
+use crate::core::{
+    EnqueueOutcome, Evidence, Outcome, Policy, Record, Stage, StageCounts, TargetState,
+};
 use crate::flush::FlushSummary;
 
 /// The serializer of every value handed to JavaScript: plain objects (not `Map`s),
@@ -126,6 +128,7 @@ struct RecordView<'a> {
     lease: Option<LeaseView>,
     deadline: Option<f64>,
     reason: Option<&'static str>,
+    superseded_by: Option<&'a str>,
     last_error: Option<&'a str>,
     created_at: f64,
     updated_at: f64,
@@ -172,6 +175,7 @@ impl<'a> RecordView<'a> {
             },
             deadline: r.effective_deadline_ms().map(num),
             reason: r.reason.map(|x| x.as_str()),
+            superseded_by: r.superseded_by.as_deref(),
             last_error: r.last_error.as_deref(),
             created_at: num(r.created_ms),
             updated_at: num(r.updated_ms),
@@ -200,6 +204,7 @@ struct StatusView {
     satisfied: u32,
     exhausted: u32,
     cancelled: u32,
+    superseded: u32,
     corrupt: u32,
     total: u32,
 }
@@ -213,6 +218,7 @@ pub(crate) fn status(c: &StageCounts) -> JsValue {
         satisfied: c.satisfied,
         exhausted: c.exhausted,
         cancelled: c.cancelled,
+        superseded: c.superseded,
         corrupt: c.corrupt,
         total: c.total(),
     })
@@ -255,10 +261,14 @@ fn preserved<S: serde::Serializer>(v: &&JsValue, s: S) -> Result<S::Ok, S::Error
 }
 
 /// An `EnqueueResult` around a record already converted by [`record`].
-pub(crate) fn enqueue_result(id: &str, created: bool, record: &JsValue) -> JsValue {
+pub(crate) fn enqueue_result(id: &str, outcome: EnqueueOutcome, record: &JsValue) -> JsValue {
     to_js(&EnqueueResultView {
         id,
-        disposition: if created { "created" } else { "replay" },
+        disposition: match outcome {
+            EnqueueOutcome::Created => "created",
+            EnqueueOutcome::Replay => "replay",
+            EnqueueOutcome::Superseded => "superseded",
+        },
         record,
     })
 }

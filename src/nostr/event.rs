@@ -15,7 +15,7 @@ use sha2::{Digest, Sha256};
 use super::batch;
 use super::error::EventError;
 use super::schnorr::{self, Failure};
-use crate::core::EventEnvelope;
+use crate::core::{EventEnvelope, EventMeta};
 
 /// The largest `created_at` accepted: 2^53 − 1, the largest integer JavaScript numbers
 /// hold exactly. Larger values would serialize differently in JavaScript clients and
@@ -238,12 +238,51 @@ impl Event {
             .map(String::as_str)
     }
 
-    /// The envelope the outbox core stores: id, raw text and expiration.
+    /// The envelope the outbox core stores: id, raw text, expiration and the header
+    /// fields its Nostr rules read ([`EventMeta`]): kind, author, `created_at`, the
+    /// first `d` tag of an addressable kind, and a deletion's (kind 5) `e` tag ids (64
+    /// lowercase hex) and `a` tag addresses, in tag order, each once.
     pub fn to_envelope(&self) -> EventEnvelope {
         EventEnvelope {
             id: self.id.clone(),
             raw: self.raw.clone(),
             expiration: self.expiration(),
+            meta: Some(self.meta()),
+        }
+    }
+
+    fn meta(&self) -> EventMeta {
+        let addressable = (30_000..40_000).contains(&self.kind);
+        let values = |name: &str| -> Vec<String> {
+            let mut out: Vec<String> = Vec::new();
+            for t in &self.tags {
+                if let [n, v, ..] = t.as_slice() {
+                    if n == name && !out.contains(v) {
+                        out.push(v.clone());
+                    }
+                }
+            }
+            out
+        };
+        let deletion = self.kind == 5;
+        EventMeta {
+            pubkey: self.pubkey.clone(),
+            kind: self.kind,
+            created_at: self.created_at,
+            d: if addressable {
+                self.tag_value("d").unwrap_or("").to_string()
+            } else {
+                String::new()
+            },
+            deletes_ids: if deletion {
+                values("e")
+                    .into_iter()
+                    .filter(|v| is_lower_hex(v, 64))
+                    .collect()
+            } else {
+                Vec::new()
+            },
+            deletes_addresses: if deletion { values("a") } else { Vec::new() },
         }
     }
 

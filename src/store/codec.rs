@@ -11,8 +11,15 @@
 //!   "dueMs": 1700000000000,      absent when terminal (keeps the row out of the due index)
 //!   "createdMs": 1700000000000,
 //!   "eventId": "<64 hex>",
+//!   "slot": "0:<pubkey>:",       replaceable/addressable events only: the NIP-01 address
+//!   "slotPart": 1,               1 may still be sent, 0 satisfied/superseded, 2 cancelled
+//!   "slotOrder": -1700000000,    −created_at (seconds): the newest version sorts first
 //!   "doc": "{...}" }             core::Record as serde_json text (its derived form)
 //! ```
+//! `slot`, `slotPart` and `slotOrder` are absent for other events, so an IndexedDB
+//! index over `[slot, slotPart, slotOrder, eventId]` holds only versions of
+//! replaceable and addressable events: the queue's Nostr rules read a slot's versions
+//! that may still be sent, and its newest other one, without touching other rows.
 //! The document is [`Record`]'s derived `Serialize` written by `serde_json` (camelCase
 //! fields, `Policy` and `Outcome` tagged by `kind`); reading is its derived
 //! `Deserialize`: unknown fields are ignored, an absent or `null` optional field is
@@ -27,7 +34,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::core::Record;
+use crate::core::semantics;
+use crate::core::{Record, Stage};
 
 use super::StoreError;
 
@@ -51,8 +59,30 @@ pub struct StoredRow {
     pub created_ms: f64,
     /// The event id.
     pub event_id: String,
+    /// The event's NIP-01 address, for replaceable and addressable kinds.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub slot: Option<String>,
+    /// With `slot`: 1 while the record may still be sent, 0 when satisfied or
+    /// superseded, 2 when cancelled.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub slot_part: Option<f64>,
+    /// With `slot`: the event's `created_at`, negated (newest first).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub slot_order: Option<f64>,
     /// The record as JSON text.
     pub doc: String,
+}
+
+/// The `slotPart` of a record in `stage`: 1 may still be sent, 0 satisfied or
+/// superseded, 2 cancelled.
+pub fn slot_part(stage: Stage) -> f64 {
+    if stage.may_send() {
+        1.0
+    } else if stage == Stage::Cancelled {
+        2.0
+    } else {
+        0.0
+    }
 }
 
 /// Encodes a record into its stored row.
@@ -61,6 +91,8 @@ pub fn encode(record: &Record) -> Result<StoredRow, StoreError> {
         id: record.id.clone(),
         message: format!("document cannot be written: {e}"),
     })?;
+    let slot = semantics::slot_of(record);
+    let created_at = record.event.meta.as_ref().map_or(0, |m| m.created_at);
     Ok(StoredRow {
         id: record.id.clone(),
         v: ROW_FORMAT,
@@ -68,6 +100,9 @@ pub fn encode(record: &Record) -> Result<StoredRow, StoreError> {
         due_ms: record.due_ms.map(|d| d as f64),
         created_ms: record.created_ms as f64,
         event_id: record.event.id.clone(),
+        slot_part: slot.as_ref().map(|_| slot_part(record.stage)),
+        slot_order: slot.as_ref().map(|_| -(created_at as f64)),
+        slot,
         doc,
     })
 }
@@ -114,6 +149,7 @@ mod tests {
             id: "a".repeat(64),
             raw: "{\"id\":\"x\"}".into(),
             expiration: None,
+            meta: None,
         };
         let plan = Plan::new(envelope, vec!["wss://r.example".into()], Policy::All);
         match core::decide_enqueue(None, plan, 1_000).expect("valid plan") {
@@ -190,8 +226,8 @@ mod doc_props {
 
     use super::{decode, encode, read_doc};
     use crate::core::{
-        EventEnvelope, Evidence, Lease, Outcome, Policy, Record, RejectReason, Satisfaction, Stage,
-        StopReason,
+        EventEnvelope, EventMeta, Evidence, Lease, Outcome, Policy, Record, RejectReason,
+        Satisfaction, Stage, StopReason,
     };
 
     fn text() -> impl Strategy<Value = String> {
@@ -265,7 +301,12 @@ mod doc_props {
     fn record() -> impl Strategy<Value = Record> {
         let head = (
             text(),
-            (text(), text(), any::<Option<u64>>()),
+            (
+                text(),
+                text(),
+                any::<Option<u64>>(),
+                prop::option::of(meta()),
+            ),
             prop::collection::vec(text(), 0..4),
             policy(),
             any::<u32>(),
@@ -286,19 +327,24 @@ mod doc_props {
             ]),
             (any::<Option<u64>>(), any::<Option<u64>>()),
             (any::<u64>(), any::<u64>()),
-            prop::option::of(prop::sample::select(vec![
-                StopReason::Rejected,
-                StopReason::MaxAttempts,
-                StopReason::Expired,
-                StopReason::Cancelled,
-            ])),
+            (
+                prop::option::of(prop::sample::select(vec![
+                    StopReason::Rejected,
+                    StopReason::MaxAttempts,
+                    StopReason::Expired,
+                    StopReason::Cancelled,
+                    StopReason::Superseded,
+                    StopReason::Deleted,
+                ])),
+                prop::option::of(text()),
+            ),
             prop::option::of(text()),
         );
         (head, tail).prop_map(
             |(
                 (
                     id,
-                    (eid, raw, expiration),
+                    (eid, raw, expiration, meta),
                     targets,
                     policy,
                     max_attempts,
@@ -315,7 +361,7 @@ mod doc_props {
                     satisfaction,
                     (retry_not_before_ms, due_ms),
                     (created_ms, updated_ms),
-                    reason,
+                    (reason, superseded_by),
                     last_error,
                 ),
             )| Record {
@@ -324,6 +370,7 @@ mod doc_props {
                     id: eid,
                     raw,
                     expiration,
+                    meta,
                 },
                 targets,
                 policy,
@@ -344,9 +391,31 @@ mod doc_props {
                 created_ms,
                 updated_ms,
                 reason,
+                superseded_by,
                 last_error,
             },
         )
+    }
+
+    fn meta() -> impl Strategy<Value = EventMeta> {
+        (
+            text(),
+            any::<u16>(),
+            any::<u64>(),
+            text(),
+            prop::collection::vec(text(), 0..3),
+            prop::collection::vec(text(), 0..3),
+        )
+            .prop_map(
+                |(pubkey, kind, created_at, d, deletes_ids, deletes_addresses)| EventMeta {
+                    pubkey,
+                    kind,
+                    created_at,
+                    d,
+                    deletes_ids,
+                    deletes_addresses,
+                },
+            )
     }
 
     /// A broken variant of the document `text`: at some place, a member removed or its

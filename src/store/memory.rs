@@ -4,9 +4,10 @@
 
 use std::cell::RefCell;
 
+use crate::core::semantics::{self, Lookups};
 use crate::core::{
-    self, ClaimRequest, Completion, CoreError, EnqueueDecision, Enqueued, ListQuery, Plan, Record,
-    RetryConfig, StageCounts,
+    self, ClaimRequest, Completion, CoreError, Enqueued, ListQuery, Plan, Record, RetryConfig,
+    StageCounts,
 };
 
 use super::{Store, StoreError};
@@ -50,6 +51,18 @@ impl Records {
 
     fn retain(&mut self, keep: impl Fn(&Record) -> bool) {
         self.0.retain(|r| keep(r));
+    }
+
+    /// Every record answering `lookups` (a scan: the rules need it only for
+    /// replaceable, addressable and deletion events).
+    fn related(&self, lookups: &Lookups) -> Vec<Record> {
+        if lookups.is_empty() {
+            return Vec::new();
+        }
+        self.values()
+            .filter(|r| lookups.matches(r))
+            .cloned()
+            .collect()
     }
 }
 
@@ -97,12 +110,10 @@ impl MemoryStore {
 
 impl Store for MemoryStore {
     async fn enqueue(&self, plan: Plan, now_ms: u64) -> Result<Enqueued, StoreError> {
-        let mut map = self.records.borrow_mut();
-        let decision = core::decide_enqueue(map.get(&plan.id), plan, now_ms)?;
-        if let EnqueueDecision::Create(record) = &decision {
-            map.insert(record.clone());
-        }
-        Ok(decision.into_enqueued())
+        let mut answers = self.enqueue_many(vec![plan], now_ms).await?;
+        answers
+            .pop()
+            .ok_or_else(|| StoreError::Backend("enqueue produced no answer".into()))
     }
 
     async fn enqueue_many(
@@ -111,20 +122,19 @@ impl Store for MemoryStore {
         now_ms: u64,
     ) -> Result<Vec<Enqueued>, StoreError> {
         let mut map = self.records.borrow_mut();
-        let mut created = Records::default();
-        let mut answers = Vec::with_capacity(plans.len());
-        for plan in plans {
-            let existing = created.get(&plan.id).or_else(|| map.get(&plan.id));
-            let decision = core::decide_enqueue(existing, plan, now_ms)?;
-            if let EnqueueDecision::Create(record) = &decision {
-                created.insert(record.clone());
-            }
-            answers.push(decision.into_enqueued());
+        let stored = plans
+            .iter()
+            .map(|p| (map.get(&p.id).cloned(), map.related(&semantics::lookups(p))))
+            .collect();
+        let decided = core::decide_enqueues(plans, stored, now_ms)?;
+        for record in decided.writes {
+            map.insert(record);
         }
-        for record in created.0 {
-            map.insert(*record);
-        }
-        Ok(answers)
+        Ok(decided.answers)
+    }
+
+    async fn related(&self, lookups: &Lookups) -> Result<Vec<Record>, StoreError> {
+        Ok(self.records.borrow().related(lookups))
     }
 
     async fn get(&self, id: &str) -> Result<Option<Record>, StoreError> {
@@ -181,6 +191,16 @@ impl Store for MemoryStore {
     }
 
     async fn retry(&self, id: &str, now_ms: u64) -> Result<Record, StoreError> {
+        {
+            let map = self.records.borrow();
+            if let Some(record) = map.get(id) {
+                let wanted = Lookups {
+                    slots: semantics::slot_of(record).into_iter().collect(),
+                    event_ids: Vec::new(),
+                };
+                semantics::check_retry(record, &map.related(&wanted))?;
+            }
+        }
         self.update(id, |r| core::retry(r, now_ms))
     }
 

@@ -7,8 +7,8 @@
 use thiserror::Error;
 
 use crate::core::{
-    ClaimRequest, Completion, CoreError, Enqueued, ListQuery, Plan, Record, RetryConfig, Stage,
-    StageCounts,
+    ClaimRequest, Completion, CoreError, Enqueued, ListQuery, Lookups, Plan, Record, RetryConfig,
+    Stage, StageCounts,
 };
 
 pub mod codec;
@@ -102,6 +102,11 @@ impl StoreError {
 /// what they return. Claim order is ascending `(due_ms, created_ms, id)` over
 /// records with `due_ms <= now_ms`, taking those that are ready
 /// ([`Record::is_ready`]); list order is ascending `(created_ms, id)`.
+///
+/// Enqueues apply the queue's Nostr rules ([`crate::core::semantics`]): in the same
+/// transaction as the write, a store reads what [`crate::core::semantics::lookups`]
+/// names for each plan and lets [`crate::core::decide_enqueues`] decide the batch, so
+/// two contexts enqueueing versions of one slot cannot both win.
 #[allow(async_fn_in_trait)]
 pub trait Store {
     /// Enqueues one plan: creates its record, replays an identical plan, or fails
@@ -137,6 +142,11 @@ pub trait Store {
 
     /// The record with this id.
     async fn get(&self, id: &str) -> Result<Option<Record>, StoreError>;
+
+    /// Records answering `lookups`: every record whose event id is one of
+    /// `lookups.event_ids`, and every record of each slot (address) in `lookups.slots`
+    /// except cancelled ones (a store may return those too). Any order.
+    async fn related(&self, lookups: &Lookups) -> Result<Vec<Record>, StoreError>;
 
     /// Leases up to `request.limit` ready records in claim order. Records whose
     /// deadline has passed are exhausted as `expired` instead and returned too (with
@@ -191,7 +201,8 @@ pub trait Store {
     /// the records it changed, as stored.
     async fn relay_back(&self, relay: &str, now_ms: u64) -> Result<Vec<Record>, StoreError>;
 
-    /// Re-arms an exhausted record ([`crate::core::retry()`]).
+    /// Re-arms an exhausted record ([`crate::core::retry()`]), unless a newer version
+    /// of its event is held ([`crate::core::semantics::check_retry`]).
     async fn retry(&self, id: &str, now_ms: u64) -> Result<Record, StoreError>;
 
     /// Cancels a non-terminal record ([`crate::core::cancel`]).

@@ -32,6 +32,7 @@ fn base(id: &str, targets: &[&str], policy: Policy) -> Record {
             id: ID.into(),
             raw: RAW.into(),
             expiration: Some(1_775_758_394),
+            meta: None,
         },
         targets: targets.iter().map(|t| t.to_string()).collect(),
         policy,
@@ -52,6 +53,7 @@ fn base(id: &str, targets: &[&str], policy: Policy) -> Record {
         created_ms: 1_700_000_000_000,
         updated_ms: 1_700_000_000_000,
         reason: None,
+        superseded_by: None,
         last_error: None,
     }
 }

@@ -33,9 +33,10 @@ use indexed_db_futures::KeyRange;
 use js_sys::{Array, Reflect};
 use wasm_bindgen::prelude::*;
 
+use crate::core::semantics;
 use crate::core::{
-    self, ClaimRequest, Completion, CoreError, EnqueueDecision, Enqueued, ListQuery, Plan, Record,
-    RetryConfig, Stage, StageCounts,
+    self, ClaimRequest, Completion, CoreError, EnqueueDecision, Enqueued, ListQuery, Lookups, Plan,
+    Record, RetryConfig, Stage, StageCounts,
 };
 use crate::store::codec;
 use crate::store::{CorruptRow, Store, StoreError};
@@ -44,7 +45,8 @@ pub use schema::MAX_VERSION as SCHEMA_VERSION;
 pub use sys::Durability;
 use sys::{add_rows, get_all, get_many, Conn, Failure, Tx};
 
-use schema::{IDX_CREATED, IDX_DUE, IDX_STAGE};
+use indexed_db_futures::object_store::ObjectStore;
+use schema::{IDX_CREATED, IDX_DUE, IDX_EVENT, IDX_SLOT, IDX_STAGE};
 
 /// How to open an [`IdbStore`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -113,6 +115,30 @@ fn stage_range(stage: Stage) -> KeyRange<JsValue> {
         key(&[s, top()]),
         false,
     )
+}
+
+/// The `slot` index keys of one address: `[slot, part]` up to `[slot, part, []]`, or
+/// every part.
+fn slot_range(slot: &str, part: Option<f64>) -> KeyRange<JsValue> {
+    let mut lower = vec![JsValue::from_str(slot)];
+    lower.extend(part.map(JsValue::from_f64));
+    let mut upper = lower.clone();
+    upper.push(top());
+    KeyRange::Bound(key(&lower), false, key(&upper), false)
+}
+
+/// Schema v2's rewrite of a v1 row: the record with its event's header fields, read
+/// from its stored text, and the row's `slot` fields. `None` (the row is kept as it is)
+/// for a row that cannot be decoded, whose text does not parse, or that has them.
+pub(super) fn backfill_row(value: JsValue) -> Option<JsValue> {
+    let row = row::from_js(value).ok()?;
+    let mut record = codec::decode(&row).ok()?;
+    if record.event.meta.is_some() {
+        return None;
+    }
+    let event = crate::nostr::Event::parse_json(&record.event.raw).ok()?;
+    record.event.meta = event.to_envelope().meta;
+    row::to_js(&codec::encode(&record).ok()?).ok()
 }
 
 /// A field of a row object (`undefined` when absent or not an object).
@@ -367,6 +393,9 @@ impl IdbStore {
         now_ms: u64,
         passes: &dyn Fn() -> bool,
     ) -> Result<Vec<Enqueued>, StoreError> {
+        if plans.iter().any(semantics::needs_lookups) {
+            return self.write_with_rules(plans, now_ms, passes).await;
+        }
         // Decide every plan against the batch itself first (a repeated id in one batch
         // replays or conflicts with its first occurrence), assuming no stored record.
         // `first[i]`: the index of the first plan with plan i's id (a stable sort of the
@@ -471,7 +500,7 @@ impl IdbStore {
                                 }
                             }
                         }
-                        Ok(EnqueueDecision::Create(_)) => {
+                        Ok(EnqueueDecision::Create(_) | EnqueueDecision::Superseded(_)) => {
                             tx.abort().await;
                             return Err(Failure::Store(StoreError::Backend(format!(
                                 "record `{}` vanished during enqueue",
@@ -490,6 +519,72 @@ impl IdbStore {
             Err(Failure::Store(StoreError::Backend(
                 "enqueue wrote nothing".into(),
             )))
+        })
+        .await
+    }
+
+    /// The records answering `lookups`, read in `store`'s transaction: for each slot its
+    /// versions that may still be sent and its newest other one (with `every_version`,
+    /// all but cancelled ones); for each event id its records.
+    async fn read_related(
+        &self,
+        store: &ObjectStore<'_>,
+        lookups: &Lookups,
+        every_version: bool,
+    ) -> Result<Vec<Record>, Failure> {
+        let mut rows = Vec::new();
+        if !lookups.slots.is_empty() {
+            let index = store.index(IDX_SLOT)?;
+            for slot in &lookups.slots {
+                rows.extend(get_all(&index, slot_range(slot, Some(1.0)), None).await?);
+                let others = (!every_version).then_some(1);
+                rows.extend(get_all(&index, slot_range(slot, Some(0.0)), others).await?);
+            }
+        }
+        if !lookups.event_ids.is_empty() {
+            let index = store.index(IDX_EVENT)?;
+            for id in &lookups.event_ids {
+                let only = KeyRange::Only(JsValue::from_str(id));
+                rows.extend(get_all(&index, only, None).await?);
+            }
+        }
+        Ok(self.decode_page(rows))
+    }
+
+    /// A batch with replaceable, addressable or deletion events: one transaction reads
+    /// each plan's stored record and the records its rules need
+    /// ([`semantics::lookups`]), [`core::decide_enqueues`] decides the batch, and the
+    /// new and withdrawn records are written while `passes` runs.
+    async fn write_with_rules(
+        &self,
+        plans: &[Plan],
+        now_ms: u64,
+        passes: &dyn Fn() -> bool,
+    ) -> Result<Vec<Enqueued>, StoreError> {
+        self.run(async |db| {
+            let tx = Tx::open(db, true, self.options.durability)?;
+            let store = tx.store()?;
+            let rows = get_many(&store, plans.iter().map(|p| p.id.as_str())).await?;
+            let mut stored = Vec::with_capacity(plans.len());
+            for (plan, row) in plans.iter().zip(rows) {
+                let current = self.decode(row)?;
+                let related = self
+                    .read_related(&store, &semantics::lookups(plan), false)
+                    .await?;
+                stored.push((current, related));
+            }
+            let decided = core::decide_enqueues(plans.to_vec(), stored, now_ms)?;
+            for record in &decided.writes {
+                sys::put(&store, &to_row(record)?)?;
+            }
+            if !passes() {
+                tx.abort().await;
+                return Err(Failure::Store(StoreError::Backend(
+                    "enqueue check failed".into(),
+                )));
+            }
+            tx.commit().await?;
+            Ok(decided.answers)
         })
         .await
     }
@@ -650,7 +745,35 @@ impl Store for IdbStore {
     }
 
     async fn retry(&self, id: &str, now_ms: u64) -> Result<Record, StoreError> {
-        self.update(id, &|r| core::retry(r, now_ms)).await
+        self.run(async |db| {
+            let tx = Tx::open(db, true, self.options.durability)?;
+            let store = tx.store()?;
+            let current = self
+                .decode(sys::get(&store, id)?.await?)?
+                .ok_or_else(|| CoreError::NotFound { id: id.to_string() })?;
+            if let Some(slot) = semantics::slot_of(&current) {
+                let wanted = Lookups {
+                    slots: vec![slot],
+                    event_ids: Vec::new(),
+                };
+                let related = self.read_related(&store, &wanted, false).await?;
+                semantics::check_retry(&current, &related)?;
+            }
+            let next = core::retry(&current, now_ms)?;
+            sys::put(&store, &to_row(&next)?)?;
+            tx.commit().await?;
+            Ok(next)
+        })
+        .await
+    }
+
+    async fn related(&self, lookups: &Lookups) -> Result<Vec<Record>, StoreError> {
+        self.run(async |db| {
+            let tx = Tx::open(db, false, Durability::Relaxed)?;
+            let store = tx.store()?;
+            self.read_related(&store, lookups, true).await
+        })
+        .await
     }
 
     async fn cancel(&self, id: &str, now_ms: u64) -> Result<Record, StoreError> {
@@ -683,7 +806,7 @@ impl Store for IdbStore {
             let store = tx.store()?;
             let index = store.index(IDX_STAGE)?;
             let mut doomed: Vec<String> = Vec::new();
-            for stage in [Stage::Satisfied, Stage::Exhausted, Stage::Cancelled] {
+            for stage in Stage::ALL.into_iter().filter(|s| s.is_terminal()) {
                 let page = get_all(&index, stage_range(stage), None).await?;
                 for record in self.decode_page(page) {
                     if core::is_purgeable(&record, before_ms) {

@@ -9,6 +9,15 @@
 //!   `stage` = `[stage, createdMs, id]` (list by stage, counts, purge) and
 //!   `event` = `eventId` (find an event's record under a custom item id).
 //! - `meta` (out-of-line keys): `"schema"` → `{ version, library }`.
+//!
+//! Schema v2 (the queue's Nostr rules)
+//! - `records` gains the index `slot` = `[slot, slotPart, slotOrder, eventId]`: the
+//!   versions of replaceable and addressable events by address, those that may still
+//!   be sent apart (`slotPart` 1) and the newest first (`slotOrder` = −created_at).
+//! - Every row written by v1 is rewritten in the upgrade transaction with its event's
+//!   header fields ([`crate::core::EventMeta`], read from its stored text) and, for
+//!   replaceable and addressable events, its `slot` fields, so the rules see the records
+//!   queued before the upgrade. A row that cannot be decoded is left as it is.
 
 use indexed_db_futures::database::Database;
 use indexed_db_futures::prelude::*;
@@ -28,13 +37,15 @@ pub const IDX_CREATED: &str = "created";
 pub const IDX_STAGE: &str = "stage";
 /// Index: event id.
 pub const IDX_EVENT: &str = "event";
+/// Index: versions of replaceable and addressable events by address (schema v2).
+pub const IDX_SLOT: &str = "slot";
 
 /// A migration step: the database (object stores are created and deleted through it)
 /// and the `versionchange` transaction (existing object stores are reached through it).
 type Migration = fn(&Database, &IdbTransaction) -> indexed_db_futures::Result<()>;
 
 /// One entry per version step: `MIGRATIONS[n]` upgrades version `n` to `n + 1`.
-const MIGRATIONS: &[Migration] = &[v0_to_v1];
+const MIGRATIONS: &[Migration] = &[v0_to_v1, v1_to_v2];
 
 /// The highest schema version this build can open.
 pub const MAX_VERSION: u32 = MIGRATIONS.len() as u32;
@@ -57,6 +68,19 @@ fn v0_to_v1(db: &Database, _tx: &IdbTransaction) -> indexed_db_futures::Result<(
         .create_index(IDX_EVENT, KeyPath::One("eventId"))
         .build()?;
     db.create_object_store(META).build()?;
+    Ok(())
+}
+
+fn v1_to_v2(_db: &Database, tx: &IdbTransaction) -> indexed_db_futures::Result<()> {
+    let records = tx.object_store(RECORDS)?;
+    let fields = js_sys::Array::of4(
+        &"slot".into(),
+        &"slotPart".into(),
+        &"slotOrder".into(),
+        &"eventId".into(),
+    );
+    records.create_index_with_str_sequence(IDX_SLOT, &fields)?;
+    super::sys::rewrite_rows(&records, super::backfill_row)?;
     Ok(())
 }
 

@@ -594,3 +594,44 @@ impl Adding {
         result
     }
 }
+
+/// Rewrites rows of `store` inside the upgrade's `versionchange` transaction: a cursor
+/// walks every row and `rewrite` answers the new row (or `None` to keep it). The
+/// transaction stays open while the cursor runs, so the upgrade commits only once every
+/// row is rewritten; a failed write aborts it (the database stays at its old version
+/// and the next open upgrades again).
+///
+/// escape hatch: the crate's cursors are futures, which an upgrade callback (sync)
+/// cannot await; the walk is driven by the request's `success` events instead. Its
+/// closure is leaked (`forget`): one per upgrade, and the cursor may call it until the
+/// transaction ends.
+pub(super) fn rewrite_rows(
+    store: &web_sys::IdbObjectStore,
+    rewrite: fn(JsValue) -> Option<JsValue>,
+) -> Result<(), JsValue> {
+    let request = store.open_cursor()?;
+    let req = request.clone();
+    let step = Closure::<dyn FnMut(web_sys::Event)>::new(move |_: web_sys::Event| {
+        let Ok(result) = req.result() else {
+            return;
+        };
+        let Ok(cursor) = result.dyn_into::<web_sys::IdbCursorWithValue>() else {
+            return; // null: every row has been seen
+        };
+        let written = match cursor.value() {
+            Ok(value) => match rewrite(value) {
+                Some(row) => cursor.update(&row).map(drop),
+                None => Ok(()),
+            },
+            Err(e) => Err(e),
+        };
+        if written.and_then(|()| cursor.continue_()).is_err() {
+            if let Some(tx) = req.transaction() {
+                let _ = tx.abort();
+            }
+        }
+    });
+    request.set_onsuccess(Some(step.as_ref().unchecked_ref()));
+    step.forget();
+    Ok(())
+}

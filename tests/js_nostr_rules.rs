@@ -1,0 +1,247 @@
+//! The queue's Nostr rules through the JavaScript API, as an application sees them:
+//! enqueue dispositions, the `superseded` event, records and `status()` saying so,
+//! `retry` refused, NIP-09 deletions, `acceptedRelays`, ephemeral deadlines and
+//! NIP-40 expired events refused with nothing stored; on memory and IndexedDB.
+#![cfg(target_arch = "wasm32")]
+
+use js_sys::Reflect;
+use nostr_outbox::js::{Outbox, OutboxError};
+use serde_json::{json, Value};
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+use wasm_bindgen_futures::JsFuture;
+use wasm_bindgen_test::*;
+
+#[path = "js_support/mod.rs"]
+mod js_support;
+#[path = "ws_support/mod.rs"]
+mod ws_support;
+use js_support::{call, js, rust};
+use ws_support::sign;
+
+wasm_bindgen_test_configure!(run_in_browser);
+
+const A: &str = "wss://a.example";
+const B: &str = "wss://b.example";
+
+#[wasm_bindgen(inline_js = r#"
+export function counter(outbox, type) {
+  const c = { n: 0, details: [] };
+  outbox.addEventListener(type, (e) => { c.n += 1; c.details.push(e.detail); });
+  return c;
+}
+export function transport(answers) {
+  return {
+    publish(relay) {
+      const a = answers[relay];
+      if (!a) return Promise.reject(new Error("connection refused"));
+      return Promise.resolve(a);
+    },
+  };
+}
+"#)]
+extern "C" {
+    fn counter(outbox: &JsValue, kind: &str) -> JsValue;
+    fn transport(answers: &JsValue) -> JsValue;
+}
+
+fn now_s() -> u64 {
+    (js_sys::Date::now() / 1000.0) as u64
+}
+
+/// A signed event as the JS object an app passes.
+fn event(kind: u16, tags: Vec<Vec<&str>>, content: &str, created_at: u64) -> Value {
+    let tags = tags
+        .into_iter()
+        .map(|t| t.into_iter().map(String::from).collect())
+        .collect();
+    serde_json::from_str(sign(3, kind, tags, content, created_at).raw()).expect("event json")
+}
+
+async fn open(options: Value, transport: Option<JsValue>) -> JsValue {
+    let o = js(options);
+    if let Some(t) = transport {
+        Reflect::set(&o, &"transport".into(), &t).expect("set");
+    }
+    JsFuture::from(Outbox::open(o)).await.expect("open")
+}
+
+async fn ok(obj: &JsValue, method: &str, args: &[JsValue]) -> Value {
+    match call(obj, method, args).await {
+        Ok(v) => rust(&v),
+        Err(e) => panic!("{method} failed: {:?}", rust(&e)),
+    }
+}
+
+async fn fails(obj: &JsValue, method: &str, args: &[JsValue], code: &str) -> Value {
+    match call(obj, method, args).await {
+        Ok(v) => panic!("{method} should fail with {code}, got {:?}", rust(&v)),
+        Err(e) => {
+            assert!(
+                e.is_instance_of::<OutboxError>(),
+                "not an OutboxError: {e:?}"
+            );
+            let err: &OutboxError = e.unchecked_ref();
+            assert_eq!(err.code(), code);
+            rust(&Reflect::get(&e, &"details".into()).expect("details"))
+        }
+    }
+}
+
+fn count(c: &JsValue) -> u64 {
+    Reflect::get(c, &"n".into())
+        .expect("n")
+        .as_f64()
+        .expect("n") as u64
+}
+
+fn details(c: &JsValue) -> Value {
+    rust(&Reflect::get(c, &"details".into()).expect("details"))
+}
+
+fn relays(list: &[&str]) -> JsValue {
+    js(json!(list))
+}
+
+fn storages() -> [Value; 2] {
+    [
+        json!({ "storage": "memory" }),
+        json!({ "name": format!("rules-{}", js_sys::Math::random()), "autoFlush": false }),
+    ]
+}
+
+#[wasm_bindgen_test]
+async fn newer_versions_supersede_older_ones() {
+    for options in storages() {
+        let o = open(options, None).await;
+        let superseded = counter(&o, "superseded");
+        let t = now_s();
+        let v1 = event(0, vec![], r#"{"name":"one"}"#, t - 20);
+        let v2 = event(0, vec![], r#"{"name":"two"}"#, t - 10);
+        let v0 = event(0, vec![], r#"{"name":"zero"}"#, t - 30);
+        let r1 = ok(&o, "enqueue", &[js(v1.clone()), relays(&[A, B])]).await;
+        assert_eq!(r1["disposition"], json!("created"));
+        let r2 = ok(&o, "enqueue", &[js(v2.clone()), relays(&[A, B])]).await;
+        assert_eq!(r2["disposition"], json!("created"));
+        assert_eq!(count(&superseded), 1, "one superseded event, for v1");
+        let seen = &details(&superseded)[0];
+        assert_eq!(seen["id"], v1["id"]);
+        assert_eq!(seen["stage"], json!("superseded"));
+        assert_eq!(seen["reason"], json!("superseded"));
+        assert_eq!(seen["supersededBy"], v2["id"]);
+        assert_eq!(ok(&o, "get", &[js(v1["id"].clone())]).await, *seen);
+        assert_eq!(r2["record"]["supersededBy"], Value::Null);
+        // An older version enqueued late: stored, superseded, never sent.
+        let r0 = ok(&o, "enqueue", &[js(v0.clone()), relays(&[A])]).await;
+        assert_eq!(r0["disposition"], json!("superseded"));
+        assert_eq!(r0["record"]["stage"], json!("superseded"));
+        assert_eq!(r0["record"]["supersededBy"], v2["id"]);
+        assert_eq!(count(&superseded), 2);
+        let status = ok(&o, "status", &[]).await;
+        assert_eq!(status["superseded"], json!(2));
+        assert_eq!(status["pending"], json!(1));
+        assert_eq!(status["total"], json!(3));
+        let d = fails(&o, "retry", &[js(v1["id"].clone())], "not_retryable").await;
+        assert_eq!(d["id"], v1["id"]);
+        fails(&o, "cancel", &[js(v1["id"].clone())], "already_terminal").await;
+        ok(&o, "close", &[]).await;
+    }
+}
+
+#[wasm_bindgen_test]
+async fn deletions_withdraw_queued_notes_and_name_where_to_send() {
+    for options in storages() {
+        // A accepts, B is down: the first note reaches A only.
+        let t = transport(&js(json!({ A: { "ok": true, "message": "" } })));
+        let o = open(options, Some(t)).await;
+        let now = now_s();
+        let sent = event(1, vec![], "sent to A", now - 5);
+        let queued = event(1, vec![], "still queued", now - 4);
+        ok(
+            &o,
+            "enqueue",
+            &[
+                js(sent.clone()),
+                relays(&[A, B]),
+                js(json!({ "policy": "any" })),
+            ],
+        )
+        .await;
+        ok(&o, "flush", &[]).await;
+        ok(&o, "enqueue", &[js(queued.clone()), relays(&[A, B])]).await;
+        let sent_id = sent["id"].as_str().expect("id");
+        let queued_id = queued["id"].as_str().expect("id");
+        let accepted = ok(&o, "acceptedRelays", &[js(json!([sent_id, queued_id]))]).await;
+        assert_eq!(accepted, json!([A]), "where the deletion should go");
+        let superseded = counter(&o, "superseded");
+        let deletion = event(5, vec![vec!["e", sent_id], vec!["e", queued_id]], "", now);
+        let r = ok(&o, "enqueue", &[js(deletion.clone()), relays(&[A])]).await;
+        assert_eq!(r["disposition"], json!("created"));
+        assert_eq!(count(&superseded), 1, "only the queued note is withdrawn");
+        let gone = ok(&o, "get", &[js(json!(queued_id))]).await;
+        assert_eq!(gone["stage"], json!("superseded"));
+        assert_eq!(gone["reason"], json!("deleted"));
+        assert_eq!(gone["supersededBy"], deletion["id"]);
+        let kept = ok(&o, "get", &[js(json!(sent_id))]).await;
+        assert_eq!(kept["stage"], json!("satisfied"), "a delivered note stays");
+        // Bad references are refused with a typed error.
+        for bad in [
+            json!("nope"),
+            json!([1]),
+            json!(["xyz"]),
+            json!(["1:abc:d"]),
+        ] {
+            let d = fails(&o, "acceptedRelays", &[js(bad)], "invalid_argument").await;
+            assert_eq!(d["argument"], json!("refs"));
+        }
+        ok(&o, "close", &[]).await;
+    }
+}
+
+#[wasm_bindgen_test]
+async fn ephemeral_deadline_and_expired_events() {
+    for options in storages() {
+        let o = open(options, None).await;
+        let now = now_s();
+        let ephemeral = event(20_001, vec![], "typing", now);
+        let r = ok(&o, "enqueue", &[js(ephemeral), relays(&[A])]).await;
+        let record = &r["record"];
+        assert_eq!(
+            record["deadline"].as_f64().expect("deadline")
+                - record["createdAt"].as_f64().expect("t"),
+            10_000.0
+        );
+        let before = ok(&o, "status", &[]).await["total"].clone();
+        let past = (now - 60).to_string();
+        let expired = event(
+            1,
+            vec![vec!["expiration", past.as_str()]],
+            "too late",
+            now - 120,
+        );
+        let d = fails(
+            &o,
+            "enqueue",
+            &[js(expired.clone()), relays(&[A])],
+            "event_expired",
+        )
+        .await;
+        assert_eq!(d["id"], expired["id"]);
+        fails(
+            &o,
+            "enqueueMany",
+            &[js(json!([
+                { "event": event(1, vec![], "fine", now), "relays": [A] },
+                { "event": expired, "relays": [A] },
+            ]))],
+            "event_expired",
+        )
+        .await;
+        assert_eq!(
+            ok(&o, "status", &[]).await["total"],
+            before,
+            "nothing stored"
+        );
+        ok(&o, "close", &[]).await;
+    }
+}
