@@ -456,3 +456,52 @@ fn hostile_input_gets_a_typed_error_never_a_panic() {
     keyed[big.as_str()] = json!(1);
     Event::parse_json(&keyed.to_string()).expect("an unknown long key is tolerated");
 }
+
+/// The header fields the queue's Nostr rules read: `d` for addressable kinds only (the
+/// first one, `""` when absent), a deletion's `e` ids (64 lowercase hex only) and `a`
+/// addresses, each once, in tag order; nothing of the kind for other kinds.
+#[test]
+fn envelopes_carry_the_fields_the_rules_read() {
+    let pk = "a1".repeat(32);
+    let id = |c: &str| c.repeat(64);
+    let event = |kind: u16, tags: Vec<Vec<&str>>| {
+        Event::from_parts(
+            id("0"),
+            pk.clone(),
+            1_700_000_000,
+            kind,
+            tags.into_iter()
+                .map(|t| t.into_iter().map(String::from).collect())
+                .collect(),
+            String::new(),
+            id("00"),
+        )
+        .expect("shape")
+        .to_envelope()
+        .meta
+        .expect("meta")
+    };
+    let article = event(30_023, vec![vec!["d", "first"], vec!["d", "second"]]);
+    assert_eq!((article.kind, article.d.as_str()), (30_023, "first"));
+    assert_eq!(article.pubkey, pk);
+    assert_eq!(article.created_at, 1_700_000_000);
+    assert_eq!(event(30_000, vec![]).d, "");
+    assert_eq!(event(0, vec![vec!["d", "x"]]).d, "", "not addressable");
+    let a = format!("30023:{pk}:first");
+    let deletion = event(
+        5,
+        vec![
+            vec!["e", &id("1")],
+            vec!["e", &id("A")],
+            vec!["e", "short"],
+            vec!["e", &id("1")],
+            vec!["a", &a],
+            vec!["e"],
+            vec!["e", &id("2"), "wss://relay"],
+        ],
+    );
+    assert_eq!(deletion.deletes_ids, vec![id("1"), id("2")]);
+    assert_eq!(deletion.deletes_addresses, vec![a.clone()]);
+    let note = event(1, vec![vec!["e", &id("1")], vec!["a", &a]]);
+    assert!(note.deletes_ids.is_empty() && note.deletes_addresses.is_empty());
+}

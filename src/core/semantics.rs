@@ -445,3 +445,173 @@ pub fn accepted_relays<'r>(records: impl IntoIterator<Item = &'r Record>) -> Vec
     out.dedup();
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::{Policy, StageCounts};
+
+    const PK: &str = "a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1";
+
+    fn envelope(n: u32, kind: u16, created_at: u64, d: &str) -> EventEnvelope {
+        EventEnvelope {
+            id: format!("{n:064x}"),
+            raw: "{}".into(),
+            expiration: None,
+            meta: Some(EventMeta {
+                pubkey: PK.into(),
+                kind,
+                created_at,
+                d: d.into(),
+                deletes_ids: Vec::new(),
+                deletes_addresses: Vec::new(),
+            }),
+        }
+    }
+
+    fn record(n: u32, kind: u16, created_at: u64, d: &str) -> Record {
+        let plan = Plan::new(
+            envelope(n, kind, created_at, d),
+            vec!["r".into()],
+            Policy::All,
+        );
+        match decide_enqueue(None, plan, 0).expect("valid") {
+            EnqueueDecision::Create(r) => r,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn kinds_are_classed_as_nip01_says() {
+        for (kind, class) in [
+            (0, KindClass::Replaceable),
+            (1, KindClass::Regular),
+            (3, KindClass::Replaceable),
+            (5, KindClass::Regular),
+            (9_999, KindClass::Regular),
+            (10_000, KindClass::Replaceable),
+            (19_999, KindClass::Replaceable),
+            (20_000, KindClass::Ephemeral),
+            (29_999, KindClass::Ephemeral),
+            (30_000, KindClass::Addressable),
+            (39_999, KindClass::Addressable),
+            (40_000, KindClass::Regular),
+        ] {
+            assert_eq!(kind_class(kind), class, "kind {kind}");
+        }
+    }
+
+    #[test]
+    fn slots_and_addresses() {
+        assert_eq!(
+            envelope(1, 0, 1, "ignored").meta.and_then(|m| m.slot()),
+            Some(format!("0:{PK}:"))
+        );
+        assert_eq!(
+            envelope(1, 30_023, 1, "x:y").meta.and_then(|m| m.slot()),
+            Some(format!("30023:{PK}:x:y"))
+        );
+        assert_eq!(envelope(1, 1, 1, "").meta.and_then(|m| m.slot()), None);
+        assert_eq!(
+            normalize_address(&format!("0:{PK}")),
+            Some(format!("0:{PK}:"))
+        );
+        assert_eq!(
+            normalize_address(&format!("3:{PK}:x")),
+            Some(format!("3:{PK}:"))
+        );
+        assert_eq!(
+            normalize_address(&format!("30023:{PK}:x:y")),
+            Some(format!("30023:{PK}:x:y"))
+        );
+        assert_eq!(
+            normalize_address(&format!("30023:{PK}:")),
+            Some(format!("30023:{PK}:"))
+        );
+        for bad in [
+            format!("30023:{PK}"),
+            format!("1:{PK}:"),
+            format!("+0:{PK}:"),
+            "0:abc:".to_string(),
+            format!("0:{}:", PK.to_uppercase()),
+            String::new(),
+            "70000:x:y".to_string(),
+        ] {
+            assert_eq!(normalize_address(&bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn newer_is_higher_created_at_then_lower_id() {
+        assert!(is_newer((2, "b"), (1, "a")));
+        assert!(is_newer((1, "a"), (1, "b")));
+        assert!(!is_newer((1, "b"), (1, "a")));
+        assert!(!is_newer((1, "a"), (1, "a")));
+    }
+
+    #[test]
+    fn retry_is_refused_while_a_newer_version_is_held() {
+        let old = record(1, 0, 10, "");
+        let newer = record(2, 0, 20, "");
+        let other = record(3, 10_002, 30, "");
+        assert!(check_retry(&old, &[other.clone()]).is_ok());
+        assert_eq!(
+            check_retry(&old, &[newer.clone(), other]).map_err(|e| e.code()),
+            Err("not_retryable")
+        );
+        assert!(check_retry(&newer, &[old]).is_ok());
+        let mut cancelled = newer;
+        cancelled.stage = Stage::Cancelled;
+        assert!(check_retry(&record(4, 0, 10, ""), &[cancelled]).is_ok());
+    }
+
+    #[test]
+    fn supersede_only_what_may_still_be_sent() {
+        let r = record(1, 0, 10, "");
+        let s = supersede(&r, "x", StopReason::Superseded, 5).expect("pending");
+        assert_eq!((s.stage, s.revision), (Stage::Superseded, 2));
+        assert_eq!(
+            supersede(&s, "y", StopReason::Deleted, 6).map_err(|e| e.code()),
+            Err("already_terminal")
+        );
+        assert_eq!(
+            supersede(&r, "x", StopReason::Cancelled, 5).map_err(|e| e.code()),
+            Err("invalid_argument")
+        );
+        let mut counts = StageCounts::default();
+        counts.add(s.stage);
+        assert_eq!((counts.superseded, counts.total()), (1, 1));
+    }
+
+    #[test]
+    fn batches_need_one_stored_entry_per_plan() {
+        let plan = Plan::new(envelope(1, 1, 1, ""), vec!["r".into()], Policy::All);
+        assert_eq!(
+            decide_enqueues(vec![plan], Vec::new(), 0).map_err(|e| e.code()),
+            Err("invalid_argument")
+        );
+    }
+
+    #[test]
+    fn accepted_relays_come_from_the_latest_evidence() {
+        use crate::core::{Evidence, Outcome};
+        let mut r = record(1, 1, 1, "");
+        r.targets = vec!["a".into(), "b".into(), "c".into()];
+        for (t, o) in [
+            ("a", Outcome::Accepted),
+            ("b", Outcome::Timeout),
+            ("c", Outcome::Duplicate),
+        ] {
+            r.evidence.push(Evidence {
+                target: t.into(),
+                attempt: 1,
+                outcome: o,
+                message: String::new(),
+                at_ms: 1,
+                tries: 1,
+                first_at_ms: None,
+            });
+        }
+        assert_eq!(accepted_relays([&r, &r]), vec!["a", "c"]);
+    }
+}
