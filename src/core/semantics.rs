@@ -554,7 +554,7 @@ mod tests {
         let old = record(1, 0, 10, "");
         let newer = record(2, 0, 20, "");
         let other = record(3, 10_002, 30, "");
-        assert!(check_retry(&old, &[other.clone()]).is_ok());
+        assert!(check_retry(&old, std::slice::from_ref(&other)).is_ok());
         assert_eq!(
             check_retry(&old, &[newer.clone(), other]).map_err(|e| e.code()),
             Err("not_retryable")
