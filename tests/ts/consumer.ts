@@ -18,6 +18,7 @@ import init, {
   type Policy,
   type SignedEvent,
   type Stage,
+  type StopReason,
   type StorageEstimateResult,
   type TargetStatus,
 } from "nostr-outbox";
@@ -80,7 +81,14 @@ export async function main(): Promise<void> {
   const page: OutboxRecord[] = await outbox.list({ stage: "retryable", limit: 50, after: "item-0" });
   await outbox.list();
   const status: OutboxStatus = await outbox.status();
-  console.log(status.pending + status.retryable, page.length);
+  console.log(status.pending + status.retryable + status.superseded, page.length);
+  // Nostr rules: a late older version, a withdrawn record, where a deletion should go.
+  if (created.disposition === "superseded") console.log("a newer version is queued", created.record.supersededBy);
+  const superseded: OutboxRecord[] = await outbox.list({ stage: "superseded" });
+  const why: StopReason | null = superseded[0]?.reason ?? null;
+  if (why === "superseded" || why === "deleted") console.log(superseded[0]?.supersededBy);
+  const where: string[] = await outbox.acceptedRelays([signed.id, `30023:${signed.pubkey}:my-article`]);
+  console.log(where.length);
   await outbox.cancel("item-1");
   await outbox.retry("item-2");
   const purged: number = await outbox.purge({ before: Date.now() - 7 * 86_400_000 });
@@ -97,6 +105,7 @@ export async function main(): Promise<void> {
   outbox.addEventListener("attempt", { handleEvent: (e) => console.log(e.detail.lease?.attempt) });
   outbox.addEventListener("enqueued", (e) => console.log(e.detail.id), { once: true });
   outbox.addEventListener("change", (e) => console.log(e.detail.stage));
+  outbox.addEventListener("superseded", (e) => console.log(e.detail.reason, e.detail.supersededBy));
   outbox.addEventListener("error", (e) => console.log(e.detail.code));
   outbox.removeEventListener("delivered", onDelivered);
   outbox.dispatchEvent(new Event("custom"));
@@ -115,7 +124,7 @@ export async function main(): Promise<void> {
       const code: OutboxErrorCode = err.code;
       const detail = err.details?.index ?? err.details?.field;
       console.log(code, err.message, detail, err instanceof Error);
-      if (code === "plan_conflict") console.log(err.details?.id);
+      if (code === "plan_conflict" || code === "event_expired") console.log(err.details?.id);
     }
   }
   try {

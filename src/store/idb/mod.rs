@@ -141,6 +141,10 @@ pub(super) fn backfill_row(value: JsValue) -> Option<JsValue> {
     row::to_js(&codec::encode(&record).ok()?).ok()
 }
 
+/// A read-modify-write of one record: the record and the records of its slot (when
+/// asked for) to the next record.
+type Transition<'a> = dyn Fn(&Record, &[Record]) -> Result<Record, CoreError> + 'a;
+
 /// A field of a row object (`undefined` when absent or not an object).
 fn field(row: &JsValue, name: &str) -> JsValue {
     Reflect::get(row, &JsValue::from_str(name)).unwrap_or(JsValue::UNDEFINED)
@@ -342,12 +346,10 @@ impl IdbStore {
     }
 
     /// Read-modify-write of one record in one transaction (`f` is a trait object:
-    /// one copy of this state machine in the .wasm for every caller).
-    async fn update(
-        &self,
-        id: &str,
-        f: &dyn Fn(&Record) -> Result<Record, CoreError>,
-    ) -> Result<Record, StoreError> {
+    /// one copy of this state machine in the .wasm for every caller). With `slot`, the
+    /// records of the record's slot ([`semantics::slot_of`]) are read in the same
+    /// transaction and handed to `f` (else `f` gets none).
+    async fn update(&self, id: &str, slot: bool, f: &Transition<'_>) -> Result<Record, StoreError> {
         self.run(async |db| {
             let tx = Tx::open(db, true, self.options.durability)?;
             let store = tx.store()?;
@@ -355,7 +357,15 @@ impl IdbStore {
             let current = self
                 .decode(current)?
                 .ok_or_else(|| CoreError::NotFound { id: id.to_string() })?;
-            let next = f(&current)?;
+            let wanted = Lookups {
+                slots: semantics::slot_of(&current)
+                    .filter(|_| slot)
+                    .into_iter()
+                    .collect(),
+                event_ids: Vec::new(),
+            };
+            let related = self.read_related(&store, &wanted, false).await?;
+            let next = f(&current, &related)?;
             sys::put(&store, &to_row(&next)?)?;
             tx.commit().await?;
             Ok(next)
@@ -400,8 +410,8 @@ impl IdbStore {
         // replays or conflicts with its first occurrence), assuming no stored record.
         // `first[i]`: the index of the first plan with plan i's id (a stable sort of the
         // indices by id groups them, lowest index first; no map instantiation).
-        let mut by_id: Vec<usize> = (0..plans.len()).collect();
-        by_id.sort_by(|&a, &b| plans[a].id.cmp(&plans[b].id));
+        let by_id =
+            semantics::sorted_positions(&plans.iter().map(|p| p.id.as_str()).collect::<Vec<_>>());
         let mut first: Vec<usize> = (0..plans.len()).collect();
         for pair in by_id.windows(2) {
             if plans[pair[0]].id == plans[pair[1]].id {
@@ -740,29 +750,16 @@ impl Store for IdbStore {
         revision: u64,
         now_ms: u64,
     ) -> Result<Record, StoreError> {
-        self.update(id, &|r| core::release(r, lease_id, revision, now_ms))
-            .await
+        self.update(id, false, &|r, _| {
+            core::release(r, lease_id, revision, now_ms)
+        })
+        .await
     }
 
     async fn retry(&self, id: &str, now_ms: u64) -> Result<Record, StoreError> {
-        self.run(async |db| {
-            let tx = Tx::open(db, true, self.options.durability)?;
-            let store = tx.store()?;
-            let current = self
-                .decode(sys::get(&store, id)?.await?)?
-                .ok_or_else(|| CoreError::NotFound { id: id.to_string() })?;
-            if let Some(slot) = semantics::slot_of(&current) {
-                let wanted = Lookups {
-                    slots: vec![slot],
-                    event_ids: Vec::new(),
-                };
-                let related = self.read_related(&store, &wanted, false).await?;
-                semantics::check_retry(&current, &related)?;
-            }
-            let next = core::retry(&current, now_ms)?;
-            sys::put(&store, &to_row(&next)?)?;
-            tx.commit().await?;
-            Ok(next)
+        self.update(id, true, &|r, related| {
+            semantics::check_retry(r, related)?;
+            core::retry(r, now_ms)
         })
         .await
     }
@@ -777,7 +774,8 @@ impl Store for IdbStore {
     }
 
     async fn cancel(&self, id: &str, now_ms: u64) -> Result<Record, StoreError> {
-        self.update(id, &|r| core::cancel(r, now_ms)).await
+        self.update(id, false, &|r, _| core::cancel(r, now_ms))
+            .await
     }
 
     async fn relay_back(&self, relay: &str, now_ms: u64) -> Result<Vec<Record>, StoreError> {
