@@ -5,7 +5,9 @@
 
 use futures_util::future::join;
 use nostr_outbox::core::{ListQuery, Policy, Stage};
-use nostr_outbox::store::conformance::{self, fixture_claim, fixture_plan};
+use nostr_outbox::store::conformance::{
+    self, fixture_claim, fixture_plan, nostr_event, nostr_plan, ALICE,
+};
 use nostr_outbox::store::idb::{Durability, IdbOptions, IdbStore, SCHEMA_VERSION};
 use nostr_outbox::store::Store;
 use std::collections::BTreeMap;
@@ -256,6 +258,44 @@ fn list_all() -> nostr_outbox::core::ListQuery {
         stage: None,
         limit: 1_000,
         after: None,
+    }
+}
+
+#[wasm_bindgen_test]
+async fn two_connections_enqueueing_versions_of_one_slot_never_both_win() {
+    let name = random_name("two-tabs-slot");
+    let tab_a = open(&name).await;
+    let tab_b = open(&name).await;
+    // Rounds of versions of one profile, each pair enqueued at once from two connections
+    // (as a tab and the service worker would), in both orders of created_at.
+    let mut versions = Vec::new();
+    for round in 0..20u32 {
+        let (older, newer) = (100 + 2 * round, 101 + 2 * round);
+        let a = nostr_event(1_000 + round * 2, ALICE, 0, u64::from(older), "", &[]);
+        let b = nostr_event(1_001 + round * 2, ALICE, 0, u64::from(newer), "", &[]);
+        let (first, second) = if round % 2 == 0 { (a, b) } else { (b, a) };
+        let (ra, rb) = join(
+            tab_a.enqueue(nostr_plan(first.clone()), 1_000 + u64::from(round)),
+            tab_b.enqueue(nostr_plan(second.clone()), 1_000 + u64::from(round)),
+        )
+        .await;
+        ra.expect("enqueue a");
+        rb.expect("enqueue b");
+        versions.push(first.id);
+        versions.push(second.id);
+        let mut live = Vec::new();
+        for id in &versions {
+            let r = tab_a.get(id).await.expect("get").expect("stored");
+            if r.stage.may_send() {
+                live.push(r.event.id.clone());
+            }
+        }
+        let newest = nostr_event(1_001 + round * 2, ALICE, 0, 0, "", &[]).id;
+        assert_eq!(
+            live,
+            vec![newest],
+            "round {round}: exactly the newest may be sent"
+        );
     }
 }
 
