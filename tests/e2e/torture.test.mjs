@@ -19,6 +19,9 @@ import { startFaultRelay, faultRelayBinary } from "./torture/fault-relay.mjs";
 import { badInputCases, runBadInput } from "./torture/bad-input.mjs";
 import { runTorture, formatTable } from "./torture.mjs";
 
+/** The IndexedDB schema version this build writes (src/store/idb/schema.rs, MAX_VERSION). */
+const SCHEMA = 2;
+
 let web, server, browser, backend, healthy, hostile, fakeOk, slow;
 before(async () => {
   web = await snapshotRoot();
@@ -308,7 +311,7 @@ test("storage: a newer schema on disk is refused with storage_version_too_new an
   assert.equal(out.error?.code, "storage_version_too_new", JSON.stringify(out.error));
   assert.ok(out.error.isOutboxError);
   assert.equal(out.error.details?.found, 99);
-  assert.equal(out.error.details?.supported, 1);
+  assert.equal(out.error.details?.supported, SCHEMA);
   assert.equal(out.after.version, 99);
   assert.deepEqual(out.after.stores, ["future", "meta", "records"]);
   assert.deepEqual(out.after.rows, [{ id: "from-the-future", v: 7, doc: "?" }]);
@@ -330,12 +333,12 @@ for (const kind of ["aborted", "committed"]) {
     }, [IMPORT_PACKAGE, name, evs, [slow.url]]);
     // The slow relay holds every publish for 1.5 s: the other tab upgrades meanwhile.
     await new Promise((r) => setTimeout(r, 600));
-    const upgrade = await b.page.evaluate(async ([name, kind]) => {
+    const upgrade = await b.page.evaluate(async ([name, kind, next]) => {
       let blocked = false;
-      const r = indexedDB.open(name, 2);
+      const r = indexedDB.open(name, next);
       r.onblocked = () => { blocked = true; };
       r.onupgradeneeded = () => {
-        r.result.createObjectStore("added-by-v2");
+        r.result.createObjectStore("added-by-a-newer-version");
         if (kind === "aborted") r.transaction.abort();
       };
       const result = await new Promise((ok) => {
@@ -343,7 +346,7 @@ for (const kind of ["aborted", "committed"]) {
         r.onerror = () => ok({ error: r.error?.name });
       });
       return { ...result, blocked };
-    }, [name, kind]);
+    }, [name, kind, SCHEMA + 1]);
     const flushed = await a.page.evaluate(() => window.flushing);
     const out = await a.page.evaluate(async () => {
       const o = window.outbox;
@@ -370,14 +373,14 @@ for (const kind of ["aborted", "committed"]) {
     assert.deepEqual(raw.ids.sort(), evs.map((e) => e.id).sort(), "no record lost");
     if (kind === "aborted") {
       assert.equal(upgrade.error, "AbortError", JSON.stringify(upgrade));
-      assert.equal(raw.version, 1);
+      assert.equal(raw.version, SCHEMA);
       assert.ok(flushed.ok || flushed.code, `the flush ended (${JSON.stringify(flushed)})`);
       assert.equal(out.statusError, null, JSON.stringify(out));
       assert.equal(out.status.satisfied, evs.length, `delivered after the aborted upgrade: ${JSON.stringify(out)}`);
     } else {
-      assert.equal(upgrade.opened, 2, `the other tab's upgrade is not blocked: ${JSON.stringify(upgrade)}`);
-      assert.equal(raw.version, 2);
-      // This build cannot write a v2 database: it says so, typed.
+      assert.equal(upgrade.opened, SCHEMA + 1, `the other tab's upgrade is not blocked: ${JSON.stringify(upgrade)}`);
+      assert.equal(raw.version, SCHEMA + 1);
+      // This build cannot write a newer database: it says so, typed.
       const codes = [flushed.ok ? null : flushed.code, out.statusError?.code].filter(Boolean);
       assert.ok(codes.length > 0, `some call reports the newer schema: ${JSON.stringify({ flushed, out })}`);
       for (const c of codes) assert.equal(c, "storage_version_too_new", JSON.stringify({ flushed, out }));
