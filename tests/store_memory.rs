@@ -90,6 +90,13 @@ impl Store for Broken {
         }
         Ok(out)
     }
+    async fn take_over(
+        &self,
+        request: &ClaimRequest,
+        now_ms: u64,
+    ) -> Result<Vec<Record>, StoreError> {
+        self.inner.take_over(request, now_ms).await
+    }
     async fn complete_attempt(
         &self,
         completion: &Completion,

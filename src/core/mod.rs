@@ -19,8 +19,8 @@ pub use envelope::EventEnvelope;
 pub use error::CoreError;
 pub use machine::{
     cancel, check_lease, claim, complete_attempt, decide_enqueue, is_purgeable, new_record,
-    relay_back, release, retry, ClaimRequest, Claimed, Completion, EnqueueDecision, EnqueueOutcome,
-    Enqueued, ListQuery, StageCounts, TargetResult,
+    relay_back, release, retry, take_over, ClaimRequest, Claimed, Completion, EnqueueDecision,
+    EnqueueOutcome, Enqueued, ListQuery, StageCounts, TargetResult,
 };
 pub use outcome::{Outcome, RejectReason};
 pub use plan::Plan;

@@ -481,12 +481,16 @@ impl<S: Store + 'static, T: Transport + 'static> Shared<S, T> {
                 Err(_) => LockGuard(None),
             },
         };
-        let result = self.run_locked(&mut view).await;
+        // Holding the lock makes this the only live flusher: leases of other owners
+        // are orphans, taken over at once. Without the lock (no `navigator.locks`, a
+        // memory store), leases are left to expire.
+        let take_over = lock.0.is_some();
+        let result = self.run_locked(&mut view, take_over).await;
         lock.release().await;
         result.map(|()| view)
     }
 
-    async fn run_locked(&self, view: &mut FlushView) -> Result<(), RunError> {
+    async fn run_locked(&self, view: &mut FlushView, take_over: bool) -> Result<(), RunError> {
         self.probe_if_due().await;
         let clock = sys::now_ms;
         let mut random = sys::next_random_u32;
@@ -495,6 +499,7 @@ impl<S: Store + 'static, T: Transport + 'static> Shared<S, T> {
         let bounds = flush::RunBounds {
             max_ticks: self.config.max_ticks,
             keep_going: &keep_going,
+            take_over,
         };
         let summary = flush::run(
             &*self.store,

@@ -345,6 +345,7 @@ mod doc_props {
                 updated_ms,
                 reason,
                 last_error,
+                takeovers: 0,
             },
         )
     }

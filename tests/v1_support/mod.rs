@@ -53,6 +53,7 @@ fn base(id: &str, targets: &[&str], policy: Policy) -> Record {
         updated_ms: 1_700_000_000_000,
         reason: None,
         last_error: None,
+        takeovers: 0,
     }
 }
 
