@@ -60,6 +60,8 @@ enum Defect {
     NonAtomicBatch,
     /// `purge` also deletes non-terminal records.
     PurgeEverything,
+    /// `take_over` also takes the caller's own live leases (its work in flight).
+    TakeOverOwnLeases,
 }
 
 impl Store for Broken {
@@ -95,6 +97,12 @@ impl Store for Broken {
         request: &ClaimRequest,
         now_ms: u64,
     ) -> Result<Vec<Record>, StoreError> {
+        if let Defect::TakeOverOwnLeases = self.defect {
+            // Does not tell owners apart: every live lease is taken, the caller's too.
+            let mut blind = request.clone();
+            blind.owner = "any-owner".into();
+            return self.inner.take_over(&blind, now_ms).await;
+        }
         self.inner.take_over(request, now_ms).await
     }
     async fn complete_attempt(
@@ -171,4 +179,6 @@ fn the_suite_catches_broken_stores() {
     assert!(msg.contains("enqueue_many_all_or_nothing"), "{msg}");
     let msg = suite_fails_on(Defect::PurgeEverything);
     assert!(msg.contains("purge_terminal_only"), "{msg}");
+    let msg = suite_fails_on(Defect::TakeOverOwnLeases);
+    assert!(msg.contains("take_over_orphaned_leases"), "{msg}");
 }
