@@ -3,7 +3,9 @@
 //! the next due time, in grouped store calls; claiming, publishing and recording
 //! overlap ([`run`]). It holds no state between runs and no business rule: the store
 //! and [`crate::core`] decide every transition. The clock, the randomness and the
-//! observer are arguments, so a run is deterministic under test.
+//! observer are arguments, so a run is deterministic under test. A run told it holds
+//! the database's Web Lock ([`RunBounds::take_over`]) first takes over the live leases
+//! of flushers that are gone ([`Store::take_over`]) and attempts those records too.
 
 use std::collections::VecDeque;
 use std::rc::Rc;

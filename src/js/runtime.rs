@@ -9,6 +9,13 @@
 //!   skipped at once (`skipped: "locked"`). Without `navigator.locks` it runs anyway and
 //!   the store's leases keep records exclusive. A memory store is private to its
 //!   outbox, so it takes no lock.
+//! - Crash recovery: a run holding the lock is the only live flusher (every flush path
+//!   holds it while it flushes: `flush()`, auto-flush, and the service worker's
+//!   `handleSync`, which runs through this runtime), and every run finishes what it
+//!   claimed before it lets the lock go. So a lease held by another owner (another
+//!   outbox: a closed tab, a killed browser, a terminated worker) is an orphan, and the
+//!   run takes it over first ([`crate::flush::RunBounds::take_over`]). Its own leases
+//!   are never taken. Without the lock nothing is taken over: leases only expire.
 //! - A run is skipped while the runtime reports itself offline (`navigator.onLine`).
 //! - Auto-flush (`start_auto`): runs at start, on `online`, when the page becomes
 //!   visible (`visibilitychange`, only where a `document` exists), after each enqueue,
