@@ -314,6 +314,7 @@ export interface FlushResult {
    * over; also counted in `claimed`.
    */
   takenOver: number;
+  /** Claim rounds run (with the Web Lock held, the first is a takeover round). */
   ticks: number;
   /** When the next record is due, unix ms. */
   nextDueAt: number | null;

@@ -298,7 +298,7 @@ pub struct FlushView {
     /// tab, a killed browser, a terminated worker): attempted in this run, not after
     /// the dead lease's expiry. Counted in `claimed` too.
     pub taken_over: u32,
-    /// Claim rounds run.
+    /// Claim rounds run (a takeover round included).
     pub ticks: u32,
     /// When the next record is due (unix ms), if any.
     #[serde(serialize_with = "opt_num")]
