@@ -619,10 +619,13 @@ pub async fn run<S: Store, T: Transport>(
                 match take_over {
                     // A takeover leaves `more` as it was: the claims follow.
                     Some(limit) => {
-                        let n = u32::try_from(records.len()).unwrap_or(u32::MAX);
+                        // Orphans past their deadline come back exhausted: taken, but
+                        // not over (counted as `exhausted` only).
+                        let leased = records.iter().filter(|r| r.stage == Stage::Leased);
+                        let n = u32::try_from(leased.count()).unwrap_or(u32::MAX);
                         let stats = &mut summary.stats;
                         stats.taken_over = stats.taken_over.saturating_add(n);
-                        taking_over = n >= limit;
+                        taking_over = records.len() >= limit as usize;
                     }
                     None => more = due,
                 }
