@@ -30,6 +30,9 @@ const OK_GAP_MS = 20;
 const CRASH_AFTER = 50;
 // Flush calls the survivor may make to deliver everything (each one is a whole run).
 const MAX_FLUSHES = 20;
+// A guard against a hang (a relay that never gets the events), not an assertion on
+// speed: far above what a run takes, far below the ten-minute lease.
+const HANG_GUARD = { timeout: 300_000 };
 
 /**
  * A relay on 127.0.0.1 that stores each event when it arrives and answers OK in
@@ -162,7 +165,7 @@ function checkRecovered({ atCrash, records, runs, relay }) {
   for (const r of records) assert.ok(relay.stored.has(r.event.id), `the relay has ${r.event.id}`);
 }
 
-test(`SIGKILLed browser: the relaunched one takes over the dead flusher's leases (${N} events, ${LEASE_MS / 60000}-minute lease)`, async () => {
+test(`SIGKILLed browser: the relaunched one takes over the dead flusher's leases (${N} events, ${LEASE_MS / 60000}-minute lease)`, HANG_GUARD, async () => {
   const relay = await slowRelay();
   const profile = await mkdtemp(join(tmpdir(), "outbox-takeover-"));
   let chromium = await startChromium(profile);
@@ -197,7 +200,7 @@ test(`SIGKILLed browser: the relaunched one takes over the dead flusher's leases
   }
 });
 
-test("closed tab: the tab still open takes over its leases", async () => {
+test("closed tab: the tab still open takes over its leases", HANG_GUARD, async () => {
   const relay = await slowRelay();
   const browser = await launch();
   try {
@@ -229,7 +232,7 @@ test("closed tab: the tab still open takes over its leases", async () => {
   }
 });
 
-test("terminated service worker: the restarted worker's handleSync takes over its leases", async () => {
+test("terminated service worker: the restarted worker's handleSync takes over its leases", HANG_GUARD, async () => {
   const relay = await slowRelay();
   const browser = await launch();
   try {
