@@ -477,3 +477,115 @@ fn error_codes_are_stable_and_distinct() {
         "not_found"
     );
 }
+
+fn foreign(lease: &str) -> ClaimRequest {
+    ClaimRequest {
+        owner: "other-owner".into(),
+        ..req(lease)
+    }
+}
+
+#[test]
+fn take_over_leases_an_orphan_for_the_same_attempt() {
+    let r = created(fixture_plan(1, &RELAYS, Policy::All), 0);
+    // The dead flusher's attempt 1, then the same record retried once: attempt 2.
+    let first = leased(&r, "l1", 10);
+    let retried = done(&first, "l1", &[(RELAYS[0], Outcome::Accepted)], 20).unwrap();
+    let due = retried.due_ms.unwrap();
+    let dead = leased(&retried, "l2", due);
+    assert_eq!(dead.lease.as_ref().unwrap().attempt, 2);
+    let Claimed::Leased(taken) = core::take_over(&dead, &foreign("t1"), due + 1).unwrap() else {
+        panic!("expected a lease");
+    };
+    let lease = taken.lease.as_ref().unwrap();
+    assert_eq!(lease.owner, "other-owner");
+    assert_eq!(lease.id, "t1");
+    assert_eq!(lease.attempt, 2, "the dead flusher's attempt, made again");
+    assert_eq!(lease.acquired_ms, due + 1);
+    assert_eq!(lease.expires_ms, due + 1 + 1_000);
+    assert_eq!(taken.due_ms, Some(due + 1_001));
+    assert_eq!(taken.stage, Stage::Leased);
+    assert_eq!(taken.attempts, 1, "nothing counted");
+    assert_eq!(taken.attempt_limit, dead.attempt_limit, "budget unchanged");
+    assert_eq!(taken.evidence, dead.evidence);
+    assert_eq!(taken.takeovers, 1);
+    assert_eq!(taken.revision, dead.revision + 1);
+    // The same accounting as the expiry path: a claim after the dead lease expired.
+    let expiry = claim(&dead, &foreign("t1"), due + 1_000)
+        .unwrap()
+        .into_record();
+    assert_eq!(expiry.lease.as_ref().unwrap().attempt, lease.attempt);
+    assert_eq!(expiry.attempts, taken.attempts);
+    assert_eq!(expiry.takeovers, 0, "an expiry is no takeover");
+    // The dead lease is lost; the taker's is the record's.
+    let lost = done(&taken, "l2", &[(RELAYS[1], Outcome::Accepted)], due + 2).unwrap_err();
+    assert_eq!(lost.code(), "lease_expired");
+    let ok = done(
+        &taken,
+        "t1",
+        &[
+            (RELAYS[1], Outcome::Accepted),
+            (RELAYS[2], Outcome::Accepted),
+        ],
+        due + 2,
+    )
+    .unwrap();
+    assert_eq!(ok.stage, Stage::Satisfied);
+    assert_eq!(ok.attempts, 2);
+    assert_eq!(ok.takeovers, 1, "still visible once delivered");
+}
+
+#[test]
+fn take_over_refuses_what_is_no_orphan() {
+    let r = created(fixture_plan(1, &RELAYS, Policy::All), 0);
+    let not_ready = |res: Result<Claimed, CoreError>| {
+        assert!(
+            matches!(res, Err(CoreError::NotReady { .. })),
+            "expected not_ready, got {res:?}"
+        );
+    };
+    // Not leased.
+    not_ready(core::take_over(&r, &foreign("t"), 5));
+    let mine = leased(&r, "l1", 10);
+    // The taker's own lease (its work in flight).
+    not_ready(core::take_over(&mine, &req("t"), 11));
+    // An expired lease is the claim path's.
+    not_ready(core::take_over(&mine, &foreign("t"), 1_010));
+    // Terminal.
+    let cancelled = cancel(&mine, 20).unwrap();
+    not_ready(core::take_over(&cancelled, &foreign("t"), 21));
+    // A bad request is a typed error.
+    let mut bad = foreign("t");
+    bad.lease_ms = 0;
+    assert_eq!(
+        core::take_over(&mine, &bad, 11).unwrap_err().code(),
+        "invalid_argument"
+    );
+    // A second takeover of the taken record by a third owner counts twice.
+    let Claimed::Leased(once) = core::take_over(&mine, &foreign("t1"), 11).unwrap() else {
+        panic!("expected a lease");
+    };
+    let third = ClaimRequest {
+        owner: "third".into(),
+        ..foreign("t2")
+    };
+    let Claimed::Leased(twice) = core::take_over(&once, &third, 12).unwrap() else {
+        panic!("expected a lease");
+    };
+    assert_eq!(twice.takeovers, 2);
+    assert_eq!(twice.lease.as_ref().unwrap().attempt, 1);
+}
+
+#[test]
+fn take_over_after_the_deadline_expires_the_record() {
+    let plan = fixture_plan(1, &RELAYS, Policy::All).with_deadline_ms(Some(500));
+    let r = created(plan, 0);
+    let dead = leased(&r, "l1", 10);
+    let Claimed::Expired(ended) = core::take_over(&dead, &foreign("t"), 500).unwrap() else {
+        panic!("expected expiry");
+    };
+    assert_eq!(ended.stage, Stage::Exhausted);
+    assert_eq!(ended.reason, Some(StopReason::Expired));
+    assert!(ended.lease.is_none());
+    assert_eq!(ended.due_ms, None);
+}

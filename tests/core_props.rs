@@ -27,6 +27,12 @@ enum Op {
         limit: u32,
         lease_ms: u64,
     },
+    /// The Web Lock holder `owner` takes over other owners' live leases.
+    TakeOver {
+        owner: u8,
+        limit: u32,
+        lease_ms: u64,
+    },
     Complete {
         lease: usize,
         answers: Vec<u8>,
@@ -55,6 +61,8 @@ fn op() -> impl Strategy<Value = Op> {
         1 => prop::collection::vec((0u8..5, 0u8..4), 0..4).prop_map(|items| Op::EnqueueMany { items }),
         4 => (0u8..2, 1u32..4, prop_oneof![Just(500u64), Just(5_000u64)])
             .prop_map(|(owner, limit, lease_ms)| Op::Claim { owner, limit, lease_ms }),
+        2 => (0u8..2, 1u32..4, prop_oneof![Just(500u64), Just(5_000u64)])
+            .prop_map(|(owner, limit, lease_ms)| Op::TakeOver { owner, limit, lease_ms }),
         5 => (any::<usize>(), prop::collection::vec(0u8..10, 3), any::<u32>())
             .prop_map(|(lease, answers, jitter)| Op::Complete { lease, answers, jitter }),
         1 => any::<usize>().prop_map(|lease| Op::Release { lease }),
@@ -370,6 +378,56 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
                         ready.iter().take(*limit as usize).map(|r| &r.id).collect();
                     let actual: Vec<&String> = got.iter().map(|r| &r.id).collect();
                     prop_assert_eq!(actual, expected, "claim order");
+                }
+                Op::TakeOver {
+                    owner,
+                    limit,
+                    lease_ms,
+                } => {
+                    next_lease += 1;
+                    let lease_id = format!("lease-{next_lease}");
+                    let owner = format!("owner-{owner}");
+                    let req = ClaimRequest {
+                        owner: owner.clone(),
+                        lease_id: lease_id.clone(),
+                        limit: *limit,
+                        lease_ms: *lease_ms,
+                    };
+                    let got = store.take_over(&req, now).await.expect("take_over");
+                    // Exactly the live leases of other owners, in claim order, up to
+                    // the limit: never the taker's own, never an expired one.
+                    let mut orphans: Vec<&Record> = before
+                        .values()
+                        .filter(|r| {
+                            r.stage == Stage::Leased
+                                && r.lease
+                                    .as_ref()
+                                    .is_some_and(|l| l.is_active(now) && l.owner != owner)
+                        })
+                        .collect();
+                    orphans.sort_by_key(|r| r.claim_key());
+                    let expected: Vec<&String> = orphans
+                        .iter()
+                        .take(*limit as usize)
+                        .map(|r| &r.id)
+                        .collect();
+                    let actual: Vec<&String> = got.iter().map(|r| &r.id).collect();
+                    prop_assert_eq!(actual, expected, "takeover set and order");
+                    for r in &got {
+                        let prev = &before[&r.id];
+                        let dead = prev.lease.as_ref().expect("an orphan has a lease");
+                        prop_assert_eq!(r.attempts, prev.attempts, "nothing counted");
+                        if r.stage == Stage::Leased {
+                            let lease = r.lease.as_ref().expect("lease");
+                            prop_assert_eq!(&lease.owner, &owner);
+                            prop_assert_eq!(&lease.id, &lease_id);
+                            prop_assert_eq!(lease.attempt, dead.attempt, "the same attempt");
+                            prop_assert_eq!(r.takeovers, prev.takeovers + 1, "counted");
+                            leases.push((r.id.clone(), lease_id.clone(), r.revision));
+                        } else {
+                            prop_assert_eq!(r.reason, Some(StopReason::Expired));
+                        }
+                    }
                 }
                 Op::Complete {
                     lease,

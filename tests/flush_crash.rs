@@ -178,3 +178,86 @@ fn answer_after_lease_expiry_is_a_lost_claim_and_is_redelivered() {
         assert_eq!(s2.satisfied, 1);
     });
 }
+
+/// A store with 40 records to one relay: 30 leased for ten minutes by a flusher that
+/// died, 2 leased by `live` itself, 8 pending.
+async fn crashed_store() -> (MemoryStore, Vec<String>, Vec<String>) {
+    let store = MemoryStore::new();
+    for n in 1..=40u32 {
+        store
+            .enqueue(fixture_plan(n, &RELAYS[..1], Policy::All), u64::from(n))
+            .await
+            .unwrap();
+    }
+    let lease = |owner: &str, limit: u32| ClaimRequest {
+        owner: owner.into(),
+        lease_id: format!("{owner}-lease"),
+        limit,
+        lease_ms: 600_000,
+    };
+    let dead = store.claim(&lease("dead-tab", 30), 100).await.unwrap();
+    let own = store.claim(&lease("live", 2), 100).await.unwrap();
+    let ids = |rs: Vec<nostr_outbox::core::Record>| rs.into_iter().map(|r| r.id).collect();
+    (store, ids(dead), ids(own))
+}
+
+async fn run_once(store: &MemoryStore, t: &ScriptedTransport, take_over: bool) -> TickStats {
+    let bounds = nostr_outbox::flush::RunBounds {
+        max_ticks: 100,
+        keep_going: &|| true,
+        take_over,
+    };
+    let summary = nostr_outbox::flush::run(
+        store,
+        t,
+        &config("live"),
+        &|| 200,
+        &mut || 7,
+        &mut |_| {},
+        &bounds,
+    )
+    .await
+    .unwrap();
+    summary.stats
+}
+
+#[test]
+fn the_lock_holder_takes_over_dead_leases_at_once() {
+    block_on(async {
+        let t = ScriptedTransport::new();
+        t.always(RELAYS[0], Outcome::Accepted, "");
+        let (store, dead, own) = crashed_store().await;
+        let s = run_once(&store, &t, true).await;
+        // Five takeovers of a batch (8) and one that found none left, then the claims.
+        assert_eq!(s.taken_over, 30, "{s:?}");
+        assert_eq!(
+            (s.claimed, s.satisfied, s.lost_claims),
+            (38, 38, 0),
+            "{s:?}"
+        );
+        for id in &dead {
+            let r = store.get(id).await.unwrap().unwrap();
+            assert_eq!(r.stage, Stage::Satisfied, "{id} delivered in this run");
+            assert_eq!(r.takeovers, 1, "{id}: the takeover is on the record");
+            assert_eq!((r.attempts, r.evidence[0].attempt), (1, 1), "{id}");
+            assert_eq!(t.count(RELAYS[0], &r.event.id), 1);
+        }
+        // Its own leases (work in flight) are never taken.
+        for id in &own {
+            let r = store.get(id).await.unwrap().unwrap();
+            assert_eq!(r.stage, Stage::Leased, "{id}");
+            assert_eq!(r.takeovers, 0, "{id}");
+            assert_eq!(r.lease.unwrap().owner, "live");
+        }
+
+        // Without the lock (no takeover) the same crash leaves the dead leases to
+        // expire: only the pending records go out.
+        let (store, dead, _) = crashed_store().await;
+        let s = run_once(&store, &t, false).await;
+        assert_eq!((s.taken_over, s.claimed, s.satisfied), (0, 8, 8), "{s:?}");
+        for id in &dead {
+            let r = store.get(id).await.unwrap().unwrap();
+            assert_eq!(r.stage, Stage::Leased, "{id} waits for its lease");
+        }
+    });
+}

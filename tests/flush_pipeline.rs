@@ -68,6 +68,13 @@ impl Store for Slow {
         Yield(self.turns).await;
         self.inner.claim(request, now_ms).await
     }
+    async fn take_over(
+        &self,
+        request: &ClaimRequest,
+        now_ms: u64,
+    ) -> Result<Vec<Record>, StoreError> {
+        self.inner.take_over(request, now_ms).await
+    }
     async fn complete_attempt(
         &self,
         completion: &Completion,
@@ -309,6 +316,7 @@ fn keep_going_stops_claiming_but_finishes_what_was_claimed() {
         let bounds = RunBounds {
             max_ticks: 100,
             keep_going: &keep_going,
+            take_over: false,
         };
         let summary = run(
             &store,

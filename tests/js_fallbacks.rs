@@ -14,7 +14,7 @@ use wasm_bindgen_test::*;
 
 #[path = "js_support/mod.rs"]
 mod js_support;
-use js_support::{call, js};
+use js_support::{call, js, rust};
 
 wasm_bindgen_test_configure!(run_in_browser);
 
@@ -175,4 +175,84 @@ async fn without_a_random_source_open_refuses_with_a_typed_error() {
         .await
         .expect("open");
     call(&o, "close", &[]).await.expect("resolved");
+}
+
+/// Ten records enqueued through an outbox on `name`, then leased for ten minutes to an
+/// owner that is gone (another connection claims them as a tab that then died would).
+async fn leased_to_a_dead_tab(name: &str, log: &js_sys::Array) -> JsValue {
+    use nostr_outbox::core::ClaimRequest;
+    use nostr_outbox::store::idb::{IdbOptions, IdbStore};
+    use nostr_outbox::store::Store;
+    let outbox = open(name, log).await;
+    for ev in valid_events(10) {
+        call(
+            &outbox,
+            "enqueue",
+            &[js(ev), js(json!(["wss://one.example"]))],
+        )
+        .await
+        .expect("resolved");
+    }
+    let dead = IdbStore::open(IdbOptions::new(name)).await.expect("open");
+    let request = ClaimRequest {
+        owner: "outbox-deadbeef".into(),
+        lease_id: "dead-lease".into(),
+        limit: 256,
+        lease_ms: 600_000,
+    };
+    let leased = dead
+        .claim(&request, js_sys::Date::now() as u64)
+        .await
+        .expect("claim");
+    assert_eq!(leased.len(), 10, "the dead tab leased every record");
+    dead.close();
+    outbox
+}
+
+#[wasm_bindgen_test]
+async fn the_lock_holder_takes_over_a_dead_tabs_leases_and_without_locks_nobody_does() {
+    // With Web Locks: the flush holds the lock, so the dead tab's live leases are
+    // orphans, taken over and delivered in this run.
+    let log = js_sys::Array::new();
+    let name = format!("takeover-{}", js_sys::Math::random());
+    let outbox = leased_to_a_dead_tab(&name, &log).await;
+    let stats = rust(&call(&outbox, "flush", &[]).await.expect("flush"));
+    assert_eq!(stats["ran"], json!(true), "{stats}");
+    assert_eq!(stats["takenOver"], json!(10), "{stats}");
+    assert_eq!(stats["delivered"], json!(10), "{stats}");
+    assert_eq!(log.length(), 10, "each published once");
+    let records = rust(
+        &call(&outbox, "list", &[js(json!({ "limit": 100 }))])
+            .await
+            .expect("list"),
+    );
+    for r in records.as_array().expect("records") {
+        assert_eq!(r["stage"], json!("satisfied"), "{r}");
+        assert_eq!(r["takeovers"], json!(1), "{r}");
+        assert_eq!(r["attempts"], json!(1), "{r}");
+    }
+    call(&outbox, "close", &[]).await.expect("resolved");
+
+    // Without Web Locks a flusher cannot tell a dead tab from a live one: nothing is
+    // taken over, the leases only expire.
+    let had_locks = hide_web_locks();
+    let log = js_sys::Array::new();
+    let name = format!("takeover-nolocks-{}", js_sys::Math::random());
+    let outbox = leased_to_a_dead_tab(&name, &log).await;
+    let stats = rust(&call(&outbox, "flush", &[]).await.expect("flush"));
+    let status = rust(&call(&outbox, "status", &[]).await.expect("status"));
+    let restored = restore_web_locks();
+    assert_eq!(
+        restored, had_locks,
+        "navigator.locks is back for the other tests"
+    );
+    assert_eq!(stats["ran"], json!(true), "{stats}");
+    assert_eq!(
+        (&stats["takenOver"], &stats["claimed"]),
+        (&json!(0), &json!(0)),
+        "{stats}"
+    );
+    assert_eq!(status["leased"], json!(10), "{status}");
+    assert_eq!(log.length(), 0, "nothing published");
+    call(&outbox, "close", &[]).await.expect("resolved");
 }

@@ -68,6 +68,8 @@ enum Defect {
     PurgeEverything,
     /// Enqueues ignore the Nostr rules (as if every event were a regular one).
     NoNostrRules,
+    /// `take_over` also takes the caller's own live leases (its work in flight).
+    TakeOverOwnLeases,
 }
 
 impl Broken {
@@ -114,6 +116,19 @@ impl Store for Broken {
             out.reverse();
         }
         Ok(out)
+    }
+    async fn take_over(
+        &self,
+        request: &ClaimRequest,
+        now_ms: u64,
+    ) -> Result<Vec<Record>, StoreError> {
+        if let Defect::TakeOverOwnLeases = self.defect {
+            // Does not tell owners apart: every live lease is taken, the caller's too.
+            let mut blind = request.clone();
+            blind.owner = "any-owner".into();
+            return self.inner.take_over(&blind, now_ms).await;
+        }
+        self.inner.take_over(request, now_ms).await
     }
     async fn complete_attempt(
         &self,
@@ -191,4 +206,6 @@ fn the_suite_catches_broken_stores() {
     assert!(msg.contains("purge_terminal_only"), "{msg}");
     let msg = suite_fails_on(Defect::NoNostrRules);
     assert!(msg.contains("replaceable_versions_supersede"), "{msg}");
+    let msg = suite_fails_on(Defect::TakeOverOwnLeases);
+    assert!(msg.contains("take_over_orphaned_leases"), "{msg}");
 }

@@ -313,6 +313,7 @@ pub fn new_record(plan: Plan, digest: String, now_ms: u64) -> Record {
         reason: None,
         superseded_by: None,
         last_error: None,
+        takeovers: 0,
     };
     record.satisfaction = record.evaluate();
     record
@@ -416,6 +417,51 @@ pub fn claim(record: &Record, request: &ClaimRequest, now_ms: u64) -> Result<Cla
         attempt: record.attempts + 1,
     });
     next.stage = Stage::Leased;
+    next.due_ms = Some(expires_ms);
+    Ok(Claimed::Leased(next))
+}
+
+/// Takes over the live lease of a flusher that is gone: the caller holds the
+/// database's Web Lock, so it is the only live flusher, and a lease whose owner is not
+/// the caller (`request.owner`) belongs to a context that no longer runs (a closed
+/// tab, a killed browser, a terminated worker). The record is leased to the caller at
+/// once instead of after the dead lease expires, and its `takeovers` count grows.
+///
+/// The accounting is the expiry path's ([`claim`] of an expired lease): the dead
+/// flusher's attempt was never recorded, so the new lease is for the same attempt
+/// number (`attempts + 1`) and the budget is unchanged; relays that accepted it before
+/// the crash answer `duplicate:` (at-least-once). A record whose deadline has passed
+/// is exhausted as `expired` instead ([`Claimed::Expired`]), as a claim does.
+///
+/// Fails with [`CoreError::NotReady`] unless [`Record::is_orphan_for`] holds: not
+/// leased, the lease already expired (a claim takes it), or the lease is the
+/// caller's own (its in-flight work). The request must be valid.
+pub fn take_over(
+    record: &Record,
+    request: &ClaimRequest,
+    now_ms: u64,
+) -> Result<Claimed, CoreError> {
+    request.validate()?;
+    if !record.is_orphan_for(&request.owner, now_ms) {
+        return Err(CoreError::NotReady {
+            id: record.id.clone(),
+        });
+    }
+    let mut next = record.clone();
+    bump(&mut next, now_ms);
+    if record.is_expired_at(now_ms) {
+        finish(&mut next, Stage::Exhausted, Some(StopReason::Expired));
+        return Ok(Claimed::Expired(next));
+    }
+    let expires_ms = now_ms.saturating_add(request.lease_ms);
+    next.lease = Some(Lease {
+        id: request.lease_id.clone(),
+        owner: request.owner.clone(),
+        acquired_ms: now_ms,
+        expires_ms,
+        attempt: record.attempts + 1,
+    });
+    next.takeovers = next.takeovers.saturating_add(1);
     next.due_ms = Some(expires_ms);
     Ok(Claimed::Leased(next))
 }

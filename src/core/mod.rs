@@ -20,8 +20,8 @@ pub use envelope::{EventEnvelope, EventMeta};
 pub use error::CoreError;
 pub use machine::{
     cancel, check_lease, claim, complete_attempt, decide_enqueue, is_purgeable, new_record,
-    relay_back, release, retry, supersede, ClaimRequest, Claimed, Completion, EnqueueDecision,
-    EnqueueOutcome, Enqueued, ListQuery, StageCounts, TargetResult,
+    relay_back, release, retry, supersede, take_over, ClaimRequest, Claimed, Completion,
+    EnqueueDecision, EnqueueOutcome, Enqueued, ListQuery, StageCounts, TargetResult,
 };
 pub use outcome::{Outcome, RejectReason};
 pub use plan::Plan;

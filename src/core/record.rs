@@ -246,6 +246,16 @@ pub struct Record {
     pub superseded_by: Option<String>,
     /// A summary of the failures of the last attempt, if any.
     pub last_error: Option<String>,
+    /// How many times a flusher took this record's lease over from a flusher that was
+    /// gone (a closed tab, a killed browser, a terminated worker) instead of waiting
+    /// for the lease to expire ([`super::machine::take_over`]). Absent in stored
+    /// documents while 0.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub takeovers: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 impl Record {
@@ -294,6 +304,18 @@ impl Record {
     /// True while a lease is held at `now_ms`.
     pub fn has_active_lease(&self, now_ms: u64) -> bool {
         self.lease.as_ref().is_some_and(|l| l.is_active(now_ms))
+    }
+
+    /// True when the Web Lock holder `owner` may take it over at `now_ms`
+    /// ([`super::machine::take_over`]): leased, its lease still active and held by
+    /// another owner. Its own live leases are never taken; an expired lease is the
+    /// claim path's.
+    pub fn is_orphan_for(&self, owner: &str, now_ms: u64) -> bool {
+        self.stage == Stage::Leased
+            && self
+                .lease
+                .as_ref()
+                .is_some_and(|l| l.is_active(now_ms) && l.owner != owner)
     }
 
     /// True when a claim at `now_ms` may take it: not terminal, due, no active lease.

@@ -3,7 +3,9 @@
 //! the next due time, in grouped store calls; claiming, publishing and recording
 //! overlap ([`run`]). It holds no state between runs and no business rule: the store
 //! and [`crate::core`] decide every transition. The clock, the randomness and the
-//! observer are arguments, so a run is deterministic under test.
+//! observer are arguments, so a run is deterministic under test. A run told it holds
+//! the database's Web Lock ([`RunBounds::take_over`]) first takes over the live leases
+//! of flushers that are gone ([`Store::take_over`]) and attempts those records too.
 
 use std::collections::VecDeque;
 use std::rc::Rc;
@@ -104,6 +106,11 @@ pub struct TickStats {
     /// again ([`Store::relay_back`]).
     #[serde(default)]
     pub woken: u32,
+    /// Records whose live lease this run took over from a flusher that was gone
+    /// ([`Store::take_over`], when [`RunBounds::take_over`] is set); they are counted in
+    /// `claimed` too and attempted in this run.
+    #[serde(default)]
+    pub taken_over: u32,
 }
 
 impl TickStats {
@@ -118,6 +125,7 @@ impl TickStats {
         self.lost_claims += other.lost_claims;
         self.released += other.released;
         self.woken += other.woken;
+        self.taken_over += other.taken_over;
     }
 }
 
@@ -205,6 +213,7 @@ pub async fn tick<S: Store, T: Transport>(
     let bounds = RunBounds {
         max_ticks: 1,
         keep_going: &|| true,
+        take_over: false,
     };
     let summary = run(store, transport, config, clock, random, observer, &bounds).await?;
     Ok(summary.stats)
@@ -326,6 +335,7 @@ pub async fn flush_until_idle<S: Store, T: Transport>(
     let bounds = RunBounds {
         max_ticks,
         keep_going: &|| true,
+        take_over: false,
     };
     run(store, transport, config, clock, random, observer, &bounds).await
 }
@@ -337,12 +347,20 @@ pub struct RunBounds<'a> {
     /// Asked before each claim: `false` stops claiming (the outbox closed, the device
     /// went offline). What was already claimed is still published and recorded.
     pub keep_going: &'a dyn Fn() -> bool,
+    /// The caller holds the database's Web Lock, so it is the only live flusher: the
+    /// run's first claims take over the live leases of other owners (flushers that are
+    /// gone: a closed tab, a killed browser, a terminated worker) with
+    /// [`Store::take_over`] until none is left, and attempts those records in this run
+    /// instead of leaving them until their leases expire. `false` (no lock: the expiry
+    /// path only) for a caller that cannot tell a dead flusher from a live one.
+    pub take_over: bool,
 }
 
 /// What a [`run`] is waiting for.
 enum Step {
-    /// A claim returned (with its lease id), and whether more was due at the start.
-    Claimed(String, Result<(Vec<Record>, bool), StoreError>),
+    /// A claim returned (with its lease id), and whether more was due at the start;
+    /// `Some(limit)` for a takeover ([`Store::take_over`]) of at most `limit` records.
+    Claimed(String, Option<u32>, Result<(Vec<Record>, bool), StoreError>),
     /// One publish answered: the attempt's slot, the relay's lane, the relay, the
     /// report.
     Published(usize, usize, String, PublishReport),
@@ -463,6 +481,8 @@ pub async fn run<S: Store, T: Transport>(
     // were last woken.
     let mut due_cutoff = started_ms;
     let mut more = true;
+    // Orphaned leases are taken over first, until a takeover finds fewer than a batch.
+    let mut taking_over = bounds.take_over;
     let mut failure: Option<StoreError> = None;
 
     loop {
@@ -479,14 +499,18 @@ pub async fn run<S: Store, T: Transport>(
                 let request = claim_request(config, random);
                 claiming = true;
                 summary.ticks += 1;
+                let take_over = taking_over.then_some(request.limit);
                 running.push(Box::pin(async move {
                     let claimed = async {
+                        if take_over.is_some() {
+                            return Ok((store.take_over(&request, now).await?, true));
+                        }
                         let records = store.claim(&request, now).await?;
                         let more = !records.is_empty() && due_since(store, due_cutoff).await?;
                         Ok((records, more))
                     }
                     .await;
-                    Step::Claimed(request.lease_id, claimed)
+                    Step::Claimed(request.lease_id, take_over, claimed)
                 }));
             }
             // Each relay's oldest waiting publishes, while its window has room; one
@@ -586,13 +610,25 @@ pub async fn run<S: Store, T: Transport>(
             break;
         };
         match step {
-            Step::Claimed(_, Err(e)) => {
+            Step::Claimed(_, _, Err(e)) => {
                 claiming = false;
                 failure.get_or_insert(e);
             }
-            Step::Claimed(lease_id, Ok((records, due))) => {
+            Step::Claimed(lease_id, take_over, Ok((records, due))) => {
                 claiming = false;
-                more = due;
+                match take_over {
+                    // A takeover leaves `more` as it was: the claims follow.
+                    Some(limit) => {
+                        // Orphans past their deadline come back exhausted: taken, but
+                        // not over (counted as `exhausted` only).
+                        let leased = records.iter().filter(|r| r.stage == Stage::Leased);
+                        let n = u32::try_from(leased.count()).unwrap_or(u32::MAX);
+                        let stats = &mut summary.stats;
+                        stats.taken_over = stats.taken_over.saturating_add(n);
+                        taking_over = records.len() >= limit as usize;
+                    }
+                    None => more = due,
+                }
                 let lease_id: Rc<str> = Rc::from(lease_id);
                 for (record, targets) in begin_attempts(records, &mut summary.stats, observer) {
                     let hurry_at = record

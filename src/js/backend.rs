@@ -73,6 +73,13 @@ impl Store for AnyStore {
     async fn claim(&self, request: &ClaimRequest, now_ms: u64) -> Result<Vec<Record>, StoreError> {
         delegate!(self, s => s.claim(request, now_ms))
     }
+    async fn take_over(
+        &self,
+        request: &ClaimRequest,
+        now_ms: u64,
+    ) -> Result<Vec<Record>, StoreError> {
+        delegate!(self, s => s.take_over(request, now_ms))
+    }
     async fn complete_attempt(
         &self,
         completion: &Completion,

@@ -9,6 +9,13 @@
 //!   skipped at once (`skipped: "locked"`). Without `navigator.locks` it runs anyway and
 //!   the store's leases keep records exclusive. A memory store is private to its
 //!   outbox, so it takes no lock.
+//! - Crash recovery: a run holding the lock is the only live flusher (every flush path
+//!   holds it while it flushes: `flush()`, auto-flush, and the service worker's
+//!   `handleSync`, which runs through this runtime), and every run finishes what it
+//!   claimed before it lets the lock go. So a lease held by another owner (another
+//!   outbox: a closed tab, a killed browser, a terminated worker) is an orphan, and the
+//!   run takes it over first ([`crate::flush::RunBounds::take_over`]). Its own leases
+//!   are never taken. Without the lock nothing is taken over: leases only expire.
 //! - A run is skipped while the runtime reports itself offline (`navigator.onLine`).
 //! - Auto-flush (`start_auto`): runs at start, on `online`, when the page becomes
 //!   visible (`visibilitychange`, only where a `document` exists), after each enqueue,
@@ -481,12 +488,16 @@ impl<S: Store + 'static, T: Transport + 'static> Shared<S, T> {
                 Err(_) => LockGuard(None),
             },
         };
-        let result = self.run_locked(&mut view).await;
+        // Holding the lock makes this the only live flusher: leases of other owners
+        // are orphans, taken over at once. Without the lock (no `navigator.locks`, a
+        // memory store), leases are left to expire.
+        let take_over = lock.0.is_some();
+        let result = self.run_locked(&mut view, take_over).await;
         lock.release().await;
         result.map(|()| view)
     }
 
-    async fn run_locked(&self, view: &mut FlushView) -> Result<(), RunError> {
+    async fn run_locked(&self, view: &mut FlushView, take_over: bool) -> Result<(), RunError> {
         self.probe_if_due().await;
         let clock = sys::now_ms;
         let mut random = sys::next_random_u32;
@@ -495,6 +506,7 @@ impl<S: Store + 'static, T: Transport + 'static> Shared<S, T> {
         let bounds = flush::RunBounds {
             max_ticks: self.config.max_ticks,
             keep_going: &keep_going,
+            take_over,
         };
         let summary = flush::run(
             &*self.store,

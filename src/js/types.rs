@@ -251,6 +251,13 @@ export interface OutboxRecord {
   lastAttemptAt: number | null;
   /** Grows by one on every change. */
   revision: number;
+  /**
+   * How many times a flusher took this record's lease over from a flusher that was gone
+   * (a closed tab, a killed browser, a terminated worker) instead of waiting for the
+   * lease to expire. The attempt is the dead flusher's, made again (relays that had
+   * accepted it answer `duplicate:`).
+   */
+  takeovers: number;
 }
 
 /** How many records are in each stage. */
@@ -324,6 +331,14 @@ export interface FlushResult {
    * again (then flushed in the same run).
    */
   woken: number;
+  /**
+   * Records whose live lease this run took over from a flusher that was gone (a closed
+   * tab, a killed browser, a terminated worker), and attempted in this run rather than
+   * after the dead lease expired. Only a run holding the database's Web Lock takes
+   * over; also counted in `claimed`.
+   */
+  takenOver: number;
+  /** Claim rounds run (with the Web Lock held, the first is a takeover round). */
   ticks: number;
   /** When the next record is due, unix ms. */
   nextDueAt: number | null;

@@ -134,6 +134,7 @@ struct RecordView<'a> {
     updated_at: f64,
     last_attempt_at: Option<f64>,
     revision: f64,
+    takeovers: u32,
 }
 
 impl<'a> RecordView<'a> {
@@ -181,6 +182,7 @@ impl<'a> RecordView<'a> {
             updated_at: num(r.updated_ms),
             last_attempt_at: r.last_attempt_ms.map(num),
             revision: num(r.revision),
+            takeovers: r.takeovers,
         }
     }
 }
@@ -302,7 +304,11 @@ pub struct FlushView {
     /// Waiting records made due at once because a relay they could not reach
     /// answered again.
     pub woken: u32,
-    /// Claim rounds run.
+    /// Records whose live lease was taken over from a flusher that was gone (a closed
+    /// tab, a killed browser, a terminated worker): attempted in this run, not after
+    /// the dead lease's expiry. Counted in `claimed` too.
+    pub taken_over: u32,
+    /// Claim rounds run (a takeover round included).
     pub ticks: u32,
     /// When the next record is due (unix ms), if any.
     #[serde(serialize_with = "opt_num")]
@@ -327,6 +333,7 @@ impl FlushView {
         self.lost_claims += s.lost_claims;
         self.released += s.released;
         self.woken += s.woken;
+        self.taken_over += s.taken_over;
         self.ticks += summary.ticks;
     }
 }

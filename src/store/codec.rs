@@ -393,6 +393,7 @@ mod doc_props {
                 reason,
                 superseded_by,
                 last_error,
+                takeovers: 0,
             },
         )
     }

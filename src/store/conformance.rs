@@ -211,6 +211,7 @@ where
     batches_apply_the_rules_in_order(&factory().await).await;
     ephemeral_and_expired_events(&factory().await).await;
     related_finds_versions_and_accepting_relays(&factory().await).await;
+    take_over_orphaned_leases(&factory().await).await;
 }
 
 /// Same plan replays without writing; another plan under the same id conflicts.
@@ -2527,5 +2528,227 @@ pub async fn related_finds_versions_and_accepting_relays<S: Store>(s: &S) {
         semantics::accepted_relays(records.iter()),
         vec![RELAYS[0].to_string(), RELAYS[1].to_string()],
         "where the deletion should go"
+    );
+}
+
+/// The Web Lock holder takes over the live leases of other owners (flushers that are
+/// gone), in claim order and up to its limit: the same attempt number (nothing was
+/// recorded), `takeovers` counted, the dead lease lost. Its own live leases, expired
+/// leases (the claim path's) and unleased records are left alone; a record past its
+/// deadline is exhausted as `expired` instead, as on claim.
+pub async fn take_over_orphaned_leases<S: Store>(s: &S) {
+    const C: &str = "take_over_orphaned_leases";
+    let mut ids = Vec::new();
+    for n in 1..=5u32 {
+        let e = ok(
+            C,
+            "enqueue",
+            s.enqueue(fixture_plan(n, &RELAYS[..2], Policy::All), u64::from(n))
+                .await,
+        );
+        ids.push(e.record.id);
+    }
+    // #1: leased by `old` until 110 (it will have expired); #2..#4: leased by `dead`
+    // until 10 100; #5: leased by `me` (this flusher's own work in flight).
+    let old = ok(
+        C,
+        "claim",
+        s.claim(&fixture_claim("old", "l-old", 1, 100), 10).await,
+    );
+    check_eq!(C, old.len(), 1, "old claims one");
+    check_eq!(C, old[0].id, ids[0], "old claims #1");
+    let dead = ok(
+        C,
+        "claim",
+        s.claim(&fixture_claim("dead", "l-dead", 3, 10_000), 100)
+            .await,
+    );
+    let dead_ids: Vec<&str> = dead.iter().map(|r| r.id.as_str()).collect();
+    check_eq!(
+        C,
+        dead_ids,
+        vec![ids[1].as_str(), ids[2].as_str(), ids[3].as_str()],
+        "dead claims #2..#4"
+    );
+    let mine = ok(
+        C,
+        "claim",
+        s.claim(&fixture_claim("me", "l-mine", 1, 10_000), 200)
+            .await,
+    );
+    check_eq!(C, mine.len(), 1, "me claims one");
+    check_eq!(
+        C,
+        mine[0].id,
+        ids[4],
+        "me claims #5 (due before #1's lease expiry)"
+    );
+
+    err_code(
+        C,
+        "take_over with a zero limit",
+        s.take_over(&fixture_claim("me", "t0", 0, 10_000), 300)
+            .await,
+        "invalid_argument",
+    );
+    // A batch of two: the oldest two of `dead`'s.
+    let taken = ok(
+        C,
+        "take_over",
+        s.take_over(&fixture_claim("me", "t1", 2, 10_000), 300)
+            .await,
+    );
+    let taken_ids: Vec<&str> = taken.iter().map(|r| r.id.as_str()).collect();
+    check_eq!(
+        C,
+        taken_ids,
+        vec![ids[1].as_str(), ids[2].as_str()],
+        "claim order, up to the limit"
+    );
+    for (r, before) in taken.iter().zip(&dead) {
+        let lease = r.lease.as_ref().expect("lease");
+        check_eq!(C, r.stage, Stage::Leased, "still leased");
+        check_eq!(
+            C,
+            (lease.id.as_str(), lease.owner.as_str()),
+            ("t1", "me"),
+            "the new lease"
+        );
+        check_eq!(
+            C,
+            lease.attempt,
+            1,
+            "the dead flusher's attempt, made again"
+        );
+        check_eq!(C, lease.expires_ms, 10_300, "a fresh lease from now");
+        check_eq!(C, r.due_ms, Some(10_300), "due at the new lease's expiry");
+        check_eq!(C, r.attempts, 0, "nothing counted");
+        check_eq!(C, r.takeovers, 1, "the takeover is counted");
+        check_eq!(C, r.revision, before.revision + 1, "revision grows");
+        check_eq!(C, &must_get(C, s, &r.id).await, r, "stored as answered");
+    }
+    let rest = ok(
+        C,
+        "take_over",
+        s.take_over(&fixture_claim("me", "t2", 256, 10_000), 301)
+            .await,
+    );
+    let rest_ids: Vec<&str> = rest.iter().map(|r| r.id.as_str()).collect();
+    check_eq!(
+        C,
+        rest_ids,
+        vec![ids[3].as_str()],
+        "only the last orphan: not its own, not expired leases"
+    );
+    let none = ok(
+        C,
+        "take_over",
+        s.take_over(&fixture_claim("me", "t3", 256, 10_000), 302)
+            .await,
+    );
+    check!(C, none.is_empty(), "nothing left to take over: {none:?}");
+    let own = must_get(C, s, &ids[4]).await;
+    check_eq!(
+        C,
+        own.lease.as_ref().map(|l| l.id.as_str()),
+        Some("l-mine"),
+        "its own lease kept"
+    );
+    check_eq!(C, own.takeovers, 0, "its own lease not counted");
+    // The expired lease is the claim path's, and is no takeover.
+    let again = ok(
+        C,
+        "claim",
+        s.claim(&fixture_claim("me", "l-again", 256, 10_000), 302)
+            .await,
+    );
+    check_eq!(C, again.len(), 1, "only #1 is ready: {again:?}");
+    let expired = &again[0];
+    check_eq!(C, expired.id, ids[0], "#1 claimed after its lease expired");
+    check_eq!(C, expired.takeovers, 0, "an expiry is not a takeover");
+
+    // The dead flusher's late answer is a lost claim and changes nothing.
+    let before = must_get(C, s, &ids[1]).await;
+    err_code(
+        C,
+        "complete under the dead lease",
+        s.complete_attempt(
+            &completion(
+                &dead[0],
+                "l-dead",
+                vec![answer(RELAYS[0], Outcome::Accepted)],
+            ),
+            &fixture_retry(),
+            400,
+        )
+        .await,
+        "lease_expired",
+    );
+    check_eq!(
+        C,
+        must_get(C, s, &ids[1]).await,
+        before,
+        "unchanged by the dead lease"
+    );
+    // The taker's answers are recorded as attempt 1; the count stays visible.
+    let done = ok(
+        C,
+        "complete under the takeover",
+        s.complete_attempt(
+            &completion(
+                &before,
+                "t1",
+                vec![
+                    answer(RELAYS[0], Outcome::Accepted),
+                    answer(RELAYS[1], Outcome::Accepted),
+                ],
+            ),
+            &fixture_retry(),
+            400,
+        )
+        .await,
+    );
+    check_eq!(C, done.stage, Stage::Satisfied, "delivered");
+    check_eq!(C, done.attempts, 1, "attempt 1");
+    check!(
+        C,
+        done.evidence.iter().all(|e| e.attempt == 1),
+        "evidence of attempt 1"
+    );
+    check_eq!(C, done.takeovers, 1, "the takeover stays visible");
+
+    // A live orphan past its deadline is exhausted as `expired`, as on claim.
+    let plan = fixture_plan(6, &RELAYS[..1], Policy::All).with_deadline_ms(Some(1_000));
+    let late = ok(C, "enqueue", s.enqueue(plan, 500).await).record.id;
+    let leased = ok(
+        C,
+        "claim",
+        s.claim(&fixture_claim("dead2", "l-dead2", 1, 10_000), 500)
+            .await,
+    );
+    check_eq!(
+        C,
+        leased.first().map(|r| r.id.as_str()),
+        Some(late.as_str()),
+        "dead2 claims #6"
+    );
+    let ended = ok(
+        C,
+        "take_over",
+        s.take_over(&fixture_claim("me", "t4", 256, 10_000), 1_000)
+            .await,
+    );
+    check_eq!(C, ended.len(), 1, "only #6: {ended:?}");
+    check_eq!(
+        C,
+        (ended[0].stage, ended[0].reason),
+        (Stage::Exhausted, Some(StopReason::Expired)),
+        "exhausted as expired"
+    );
+    check_eq!(
+        C,
+        must_get(C, s, &late).await,
+        ended[0],
+        "stored as answered"
     );
 }

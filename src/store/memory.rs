@@ -169,6 +169,30 @@ impl Store for MemoryStore {
         Ok(out)
     }
 
+    async fn take_over(
+        &self,
+        request: &ClaimRequest,
+        now_ms: u64,
+    ) -> Result<Vec<Record>, StoreError> {
+        request.validate()?;
+        let mut map = self.records.borrow_mut();
+        let mut orphans: Vec<&Record> = map
+            .values()
+            .filter(|r| r.is_orphan_for(&request.owner, now_ms))
+            .collect();
+        orphans.sort_by(|a, b| a.claim_key().cmp(&b.claim_key()));
+        let out = orphans
+            .into_iter()
+            .take(request.limit as usize)
+            .map(|r| core::take_over(r, request, now_ms).map(core::Claimed::into_record))
+            .collect::<Result<Vec<Record>, CoreError>>()?;
+        // Written only once every takeover succeeded: all or nothing.
+        for r in &out {
+            map.insert(r.clone());
+        }
+        Ok(out)
+    }
+
     async fn complete_attempt(
         &self,
         completion: &Completion,

@@ -153,6 +153,20 @@ pub trait Store {
     /// stage `exhausted`), so the caller can report them; they count toward the limit.
     async fn claim(&self, request: &ClaimRequest, now_ms: u64) -> Result<Vec<Record>, StoreError>;
 
+    /// Takes over up to `request.limit` records whose active lease is held by another
+    /// owner than `request.owner` ([`Record::is_orphan_for`], [`crate::core::take_over`]),
+    /// in claim order (the lease expiring first, first), in one transaction; leases of
+    /// `request.owner` and expired leases are left alone. Only the holder of the
+    /// database's Web Lock (the only live flusher) may call it: every other lease then
+    /// belongs to a flusher that is gone. Records whose deadline has passed are
+    /// exhausted as `expired` instead and returned too, as [`Store::claim`] does.
+    /// Answers the records as stored.
+    async fn take_over(
+        &self,
+        request: &ClaimRequest,
+        now_ms: u64,
+    ) -> Result<Vec<Record>, StoreError>;
+
     /// Records an attempt and releases its lease with the next stage
     /// ([`crate::core::complete_attempt`]). A lost claim changes nothing.
     async fn complete_attempt(

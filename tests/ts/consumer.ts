@@ -34,6 +34,8 @@ function describe(r: OutboxRecord): string {
   const next: number | null = r.nextAttemptAt;
   const why = r.reason ?? "-";
   const lease = r.lease ? `attempt ${r.lease.attempt} until ${r.lease.expiresAt}` : "idle";
+  const takeovers: number = r.takeovers;
+  if (takeovers > 0) console.log(`${r.id}: taken over from a dead flusher ${takeovers} time(s)`);
   return `${r.id} ${stage} ${accepted}/${targets.length} ${rejected.join(",")} ${next} ${why} ${lease} ${r.event.kind} ${r.createdAt}`;
 }
 
@@ -96,6 +98,8 @@ export async function main(): Promise<void> {
 
   const stats: FlushResult = await outbox.flush();
   if (!stats.ran && stats.skipped === "locked") console.log("another tab is flushing");
+  const takenOver: number = stats.takenOver;
+  if (takenOver > 0) console.log(`${takenOver} record(s) left leased by a crashed flusher sent now`);
   console.log(stats.delivered, stats.retrying, stats.exhausted, stats.nextDueAt, purged, v);
 
   const onDelivered = (e: OutboxEventMap["delivered"]) => console.log("delivered", describe(e.detail));

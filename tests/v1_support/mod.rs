@@ -55,6 +55,7 @@ fn base(id: &str, targets: &[&str], policy: Policy) -> Record {
         reason: None,
         superseded_by: None,
         last_error: None,
+        takeovers: 0,
     }
 }
 

@@ -695,6 +695,38 @@ impl Store for IdbStore {
         .await
     }
 
+    async fn take_over(
+        &self,
+        request: &ClaimRequest,
+        now_ms: u64,
+    ) -> Result<Vec<Record>, StoreError> {
+        request.validate()?;
+        // Leased rows sit in the due index under their lease expiry, mixed with every
+        // due record: read the `leased` ones through the stage index instead.
+        self.run(async |db| {
+            let tx = Tx::open(db, true, Durability::Relaxed)?;
+            let store = tx.store()?;
+            let index = store.index(IDX_STAGE)?;
+            let page = get_all(&index, stage_range(Stage::Leased), None).await?;
+            let mut orphans: Vec<Record> = self
+                .decode_page(page)
+                .into_iter()
+                .filter(|r| r.is_orphan_for(&request.owner, now_ms))
+                .collect();
+            orphans.sort_by(|a, b| a.claim_key().cmp(&b.claim_key()));
+            orphans.truncate(request.limit as usize);
+            let mut taken = Vec::with_capacity(orphans.len());
+            for record in &orphans {
+                let next = core::take_over(record, request, now_ms)?.into_record();
+                sys::put(&store, &to_row(&next)?)?;
+                taken.push(next);
+            }
+            tx.commit().await?;
+            Ok(taken)
+        })
+        .await
+    }
+
     async fn complete_attempt(
         &self,
         completion: &Completion,
