@@ -26,6 +26,8 @@ pub use machine::{
 pub use outcome::{Outcome, RejectReason};
 pub use plan::Plan;
 pub use policy::{Policy, Satisfaction, TargetState};
-pub use record::{Evidence, Lease, Record, Stage, StopReason};
+pub use record::{
+    claim_order, list_order, Evidence, Lease, Record, RecordOrder, Stage, StopReason,
+};
 pub use retry::RetryConfig;
 pub use semantics::{decide_enqueues, BatchDecision, Lookups};

@@ -264,10 +264,18 @@ fn begin_attempts(
 fn completion(
     record: &Record,
     lease_id: &str,
-    mut results: Vec<TargetResult>,
+    results: Vec<TargetResult>,
     random: &mut dyn FnMut() -> u32,
 ) -> Completion {
-    results.sort_by(|a, b| a.target.cmp(&b.target));
+    // Through the crate's one index sort (a closure here would be a copy of std's sort).
+    let order = crate::core::semantics::sorted_positions(
+        &results
+            .iter()
+            .map(|r| r.target.as_str())
+            .collect::<Vec<_>>(),
+    );
+    let mut slots: Vec<Option<TargetResult>> = results.into_iter().map(Some).collect();
+    let results: Vec<TargetResult> = order.into_iter().filter_map(|i| slots[i].take()).collect();
     Completion {
         id: record.id.clone(),
         lease_id: lease_id.to_string(),

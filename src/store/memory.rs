@@ -6,8 +6,8 @@ use std::cell::RefCell;
 
 use crate::core::semantics::{self, Lookups};
 use crate::core::{
-    self, ClaimRequest, Completion, CoreError, Enqueued, ListQuery, Plan, Record, RetryConfig,
-    StageCounts,
+    self, ClaimRequest, Completion, CoreError, Enqueued, ListQuery, Plan, Record, RecordOrder,
+    RetryConfig, StageCounts,
 };
 
 use super::{Store, StoreError};
@@ -144,19 +144,16 @@ impl Store for MemoryStore {
     async fn claim(&self, request: &ClaimRequest, now_ms: u64) -> Result<Vec<Record>, StoreError> {
         request.validate()?;
         let mut map = self.records.borrow_mut();
-        let mut due: Vec<(u64, u64, String)> = map
+        let mut due: Vec<&Record> = map
             .values()
-            .filter_map(|r| r.claim_key())
-            .filter(|(d, _, _)| *d <= now_ms)
-            .map(|(d, c, id)| (d, c, id.to_string()))
+            .filter(|r| r.due_ms.is_some_and(|d| d <= now_ms))
             .collect();
-        due.sort();
+        due.sort_by(core::claim_order as RecordOrder);
         let mut out = Vec::new();
-        for (_, _, id) in due {
+        for record in due {
             if out.len() >= request.limit as usize {
                 break;
             }
-            let Some(record) = map.get(&id) else { continue };
             if !record.is_ready(now_ms) {
                 continue;
             }
@@ -180,7 +177,7 @@ impl Store for MemoryStore {
             .values()
             .filter(|r| r.is_orphan_for(&request.owner, now_ms))
             .collect();
-        orphans.sort_by(|a, b| a.claim_key().cmp(&b.claim_key()));
+        orphans.sort_by(core::claim_order as RecordOrder);
         let out = orphans
             .into_iter()
             .take(request.limit as usize)
@@ -272,7 +269,7 @@ impl Store for MemoryStore {
                     .is_none_or(|(c, id)| r.list_key() > (*c, id.as_str()))
             })
             .collect();
-        rows.sort_by(|a, b| a.list_key().cmp(&b.list_key()));
+        rows.sort_by(core::list_order as RecordOrder);
         Ok(rows
             .into_iter()
             .take(query.limit as usize)

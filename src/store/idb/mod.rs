@@ -36,7 +36,7 @@ use wasm_bindgen::prelude::*;
 use crate::core::semantics;
 use crate::core::{
     self, ClaimRequest, Completion, CoreError, EnqueueDecision, Enqueued, ListQuery, Lookups, Plan,
-    Record, RetryConfig, Stage, StageCounts,
+    Record, RecordOrder, RetryConfig, Stage, StageCounts,
 };
 use crate::store::codec;
 use crate::store::{CorruptRow, Store, StoreError};
@@ -708,12 +708,12 @@ impl Store for IdbStore {
             let store = tx.store()?;
             let index = store.index(IDX_STAGE)?;
             let page = get_all(&index, stage_range(Stage::Leased), None).await?;
-            let mut orphans: Vec<Record> = self
-                .decode_page(page)
-                .into_iter()
+            let decoded = self.decode_page(page);
+            let mut orphans: Vec<&Record> = decoded
+                .iter()
                 .filter(|r| r.is_orphan_for(&request.owner, now_ms))
                 .collect();
-            orphans.sort_by(|a, b| a.claim_key().cmp(&b.claim_key()));
+            orphans.sort_by(core::claim_order as RecordOrder);
             orphans.truncate(request.limit as usize);
             let mut taken = Vec::with_capacity(orphans.len());
             for record in &orphans {
