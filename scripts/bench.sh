@@ -48,5 +48,8 @@ echo "== Outbox API benchmarks in Chromium (figures 1, 3-7)" | tee -a "$log"
 # shellcheck disable=SC2086
 node tests/e2e/bench.mjs ${BENCH_ARGS:-} 2>&1 | tee -a "$log"
 took api
+echo "== What the Nostr rules cost an enqueue (notes vs replaceable events, Chromium)" | tee -a "$log"
+node tests/e2e/bench/rules-cost.mjs 1000 3 2>&1 | tee -a "$log"
+took rules
 node scripts/bench-summary.mjs "$log" | tee -a "$log"
 echo "bench: started $started, finished $(date -u +%Y-%m-%dT%H:%M:%SZ); results in $log" | tee -a "$log"

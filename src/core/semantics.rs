@@ -321,25 +321,44 @@ pub fn decide_enqueues(
             .map(|r| overlay.get(&r.id).cloned().unwrap_or(r))
             .collect();
         if !wanted.is_empty() {
-            // Records written earlier in the batch that this plan needs: same slot or a
-            // named address (slot groups), or a named event id (a scan, deletions only).
-            let mut earlier: Vec<usize> = Vec::new();
+            // Records written earlier in the batch that this plan needs. Of a slot (its
+            // own, or an address a deletion names), the versions that may still be sent
+            // and the newest other one: the rules read nothing else, and a batch of many
+            // versions of one slot must not copy each earlier version for every later one.
+            let push = |context: &mut Vec<Record>, r: &Record| {
+                if !context.iter().any(|c| c.id == r.id) {
+                    context.push(r.clone());
+                }
+            };
             for slot in &wanted.slots {
                 let k = by_slot.partition_point(|&j| slots[j].as_deref() < Some(slot.as_str()));
-                earlier.extend(
-                    by_slot[k..]
-                        .iter()
-                        .take_while(|&&j| slots[j].as_deref() == Some(slot.as_str()))
-                        .filter(|&&j| j < i),
-                );
+                let mut newest: Option<&Record> = None;
+                for &j in by_slot[k..]
+                    .iter()
+                    .take_while(|&&j| slots[j].as_deref() == Some(slot.as_str()))
+                    .filter(|&&j| j < i)
+                {
+                    let Some(r) = overlay.get(&ids[j]) else {
+                        continue;
+                    };
+                    if r.stage.may_send() {
+                        push(&mut context, r);
+                    } else if r.stage != Stage::Cancelled
+                        && newest.is_none_or(|n| {
+                            matches!((version(r), version(n)), (Some(a), Some(b)) if is_newer(a, b))
+                        })
+                    {
+                        newest = Some(r);
+                    }
+                }
+                if let Some(r) = newest {
+                    push(&mut context, r);
+                }
             }
             if !wanted.event_ids.is_empty() {
-                earlier.extend((0..i).filter(|&j| wanted.event_ids.contains(&event_ids[j])));
-            }
-            for j in earlier {
-                if let Some(r) = overlay.get(&ids[j]) {
-                    if !context.iter().any(|c| c.id == r.id) {
-                        context.push(r.clone());
+                for j in (0..i).filter(|&j| wanted.event_ids.contains(&event_ids[j])) {
+                    if let Some(r) = overlay.get(&ids[j]) {
+                        push(&mut context, r);
                     }
                 }
             }

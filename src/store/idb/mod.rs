@@ -364,8 +364,10 @@ impl IdbStore {
                     .collect(),
                 event_ids: Vec::new(),
             };
-            let related = self.read_related(&store, &wanted, false).await?;
-            let next = f(&current, &related)?;
+            let related = self
+                .read_related(&store, std::slice::from_ref(&wanted), false)
+                .await?;
+            let next = f(&current, related.first().map_or(&[], Vec::as_slice))?;
             sys::put(&store, &to_row(&next)?)?;
             tx.commit().await?;
             Ok(next)
@@ -533,32 +535,47 @@ impl IdbStore {
         .await
     }
 
-    /// The records answering `lookups`, read in `store`'s transaction: for each slot its
-    /// versions that may still be sent and its newest other one (with `every_version`,
-    /// all but cancelled ones); for each event id its records.
+    /// The records answering each of `lookups`, read in `store`'s transaction: for each
+    /// slot its versions that may still be sent and its newest other one (with
+    /// `every_version`, all but cancelled ones); for each event id its records. Every
+    /// request is issued before the first answer is awaited (one round trip for a batch).
     async fn read_related(
         &self,
         store: &ObjectStore<'_>,
-        lookups: &Lookups,
+        lookups: &[Lookups],
         every_version: bool,
-    ) -> Result<Vec<Record>, Failure> {
-        let mut rows = Vec::new();
-        if !lookups.slots.is_empty() {
-            let index = store.index(IDX_SLOT)?;
-            for slot in &lookups.slots {
-                rows.extend(get_all(&index, slot_range(slot, Some(1.0)), None).await?);
-                let others = (!every_version).then_some(1);
-                rows.extend(get_all(&index, slot_range(slot, Some(0.0)), others).await?);
+    ) -> Result<Vec<Vec<Record>>, Failure> {
+        let slot_index = match lookups.iter().all(|l| l.slots.is_empty()) {
+            true => None,
+            false => Some(store.index(IDX_SLOT)?),
+        };
+        let event_index = match lookups.iter().all(|l| l.event_ids.is_empty()) {
+            true => None,
+            false => Some(store.index(IDX_EVENT)?),
+        };
+        let others = (!every_version).then_some(1);
+        let mut reads = Vec::new();
+        for (k, wanted) in lookups.iter().enumerate() {
+            if let Some(index) = &slot_index {
+                for slot in &wanted.slots {
+                    let live = slot_range(slot, Some(1.0));
+                    reads.push((k, sys::request_all(index, live, None)?));
+                    let done = slot_range(slot, Some(0.0));
+                    reads.push((k, sys::request_all(index, done, others)?));
+                }
+            }
+            if let Some(index) = &event_index {
+                for id in &wanted.event_ids {
+                    let only = KeyRange::Only(JsValue::from_str(id));
+                    reads.push((k, sys::request_all(index, only, None)?));
+                }
             }
         }
-        if !lookups.event_ids.is_empty() {
-            let index = store.index(IDX_EVENT)?;
-            for id in &lookups.event_ids {
-                let only = KeyRange::Only(JsValue::from_str(id));
-                rows.extend(get_all(&index, only, None).await?);
-            }
+        let mut rows: Vec<Vec<JsValue>> = vec![Vec::new(); lookups.len()];
+        for (k, read) in reads {
+            rows[k].extend(read.await?);
         }
-        Ok(self.decode_page(rows))
+        Ok(rows.into_iter().map(|r| self.decode_page(r)).collect())
     }
 
     /// A batch with replaceable, addressable or deletion events: one transaction reads
@@ -575,13 +592,11 @@ impl IdbStore {
             let tx = Tx::open(db, true, self.options.durability)?;
             let store = tx.store()?;
             let rows = get_many(&store, plans.iter().map(|p| p.id.as_str())).await?;
+            let wanted: Vec<Lookups> = plans.iter().map(semantics::lookups).collect();
+            let related = self.read_related(&store, &wanted, false).await?;
             let mut stored = Vec::with_capacity(plans.len());
-            for (plan, row) in plans.iter().zip(rows) {
-                let current = self.decode(row)?;
-                let related = self
-                    .read_related(&store, &semantics::lookups(plan), false)
-                    .await?;
-                stored.push((current, related));
+            for (row, related) in rows.into_iter().zip(related) {
+                stored.push((self.decode(row)?, related));
             }
             let decided = core::decide_enqueues(plans.to_vec(), stored, now_ms)?;
             for record in &decided.writes {
@@ -800,7 +815,10 @@ impl Store for IdbStore {
         self.run(async |db| {
             let tx = Tx::open(db, false, Durability::Relaxed)?;
             let store = tx.store()?;
-            self.read_related(&store, lookups, true).await
+            let mut found = self
+                .read_related(&store, std::slice::from_ref(lookups), true)
+                .await?;
+            Ok(found.pop().unwrap_or_default())
         })
         .await
     }

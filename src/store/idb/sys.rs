@@ -452,14 +452,28 @@ where
     Qs: QuerySource + SystemRepr<Repr = Sys>,
     Sys: QuerySourceInternal,
 {
+    request_all(source, range, limit)?.await
+}
+
+/// [`get_all`] as a request issued now and answered when awaited: a caller issues
+/// several, then awaits them in turn (one round trip for all, no join machinery).
+pub(super) fn request_all<Qs, Sys>(
+    source: &Qs,
+    range: KeyRange<JsValue>,
+    limit: Option<u32>,
+) -> Result<impl Future<Output = Result<Vec<JsValue>, Failure>>, Failure>
+where
+    Qs: QuerySource + SystemRepr<Repr = Sys>,
+    Sys: QuerySourceInternal,
+{
     let query = source
         .get_all::<JsValue>()
         .with_query::<JsValue, KeyRange<JsValue>>(range);
-    let rows = match limit {
-        Some(limit) => query.with_limit(limit).primitive()?.await?,
-        None => query.primitive()?.await?,
+    let request = match limit {
+        Some(limit) => query.with_limit(limit).primitive()?,
+        None => query.primitive()?,
     };
-    Ok(rows.collect::<Result<Vec<JsValue>, _>>()?)
+    Ok(async move { Ok(request.await?.collect::<Result<Vec<JsValue>, _>>()?) })
 }
 
 /// What one batch of adds found: which rows' keys already existed, and the first
