@@ -87,7 +87,11 @@ export async function runTorture(opts = {}) {
     connectTimeoutMs: 2000,
     baseDelayMs: 250,
     maxDelayMs: 3000,
-    leaseMs: 15_000,
+    // Longer than the whole run: a lease left by a killed browser, a reloaded tab or a
+    // stopped worker can only end by the Web Lock holder's takeover, never by expiring,
+    // so a record that waited for a dead lease is still leased at the end
+    // ("waited-for-dead-lease" below).
+    leaseMs: 600_000,
     maxAttempts: 1000,
   };
   const keys = [generateSecretKey(), generateSecretKey(), generateSecretKey()];
@@ -507,6 +511,8 @@ export async function runTorture(opts = {}) {
       kills: [...kills, ...reloads], publishTimeoutMs: outboxOptions.publishTimeoutMs, leaseMs: outboxOptions.leaseMs,
     });
     if (!quiet) failures.push({ kind: "no-quiescence", status, afterMs: quiesceMs });
+    const stillLeased = records.filter((r) => r.stage === "leased").map((r) => ({ id: r.id, takeovers: r.takeovers, lease: r.lease }));
+    if (stillLeased.length > 0) failures.push({ kind: "waited-for-dead-lease", count: stillLeased.length, records: stillLeased.slice(0, 5) });
     if (finalStatus.total !== records.length) failures.push({ kind: "status-list-mismatch", status: finalStatus, listed: records.length });
     for (const h of hangs) failures.push({ kind: "hang", what: h });
     for (const e of pageErrors) failures.push({ kind: "page-error", ...e });
@@ -541,6 +547,7 @@ export async function runTorture(opts = {}) {
       relayStored,
       relayDbSource: [...new Set(Object.values(relayDbs).map((m) => m.source))].join("+"),
       crashes: kills.length,
+      takeovers: records.reduce((n, r) => n + (r.takeovers || 0), 0),
       reloads: reloads.length,
       retries,
       doubles: { asked: doubles.asked, oneCreated: doubles.oneCreated },
@@ -612,6 +619,7 @@ export function formatTable(s) {
     ["re-sent after a terminal rejection (crash / retry() / cut connection / unexplained)", `${s.resendAfterRejectCrash} / ${s.resendAfterRejectRetry} / ${s.resendAfterRejectCut} / ${s.resendAfterRejectUnexplained}`],
     ["sent again while an earlier send was unanswered (must be 0)", s.concurrentSends],
     ["crashes survived (SIGKILL)", s.crashes],
+    ["leases taken over from dead flushers (none waited to expire)", s.takeovers],
     ["tab reloads mid-flight", s.reloads],
     ["relay flaps (stopped and started)", s.flaps],
     ["EVENT frames received by the relays", s.eventFrames],
