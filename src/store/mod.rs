@@ -15,6 +15,7 @@ pub mod codec;
 pub mod conformance;
 #[cfg(target_arch = "wasm32")]
 pub mod idb;
+pub mod kv;
 pub mod memory;
 
 pub use memory::MemoryStore;
