@@ -153,10 +153,7 @@ impl<'a, B: KvBackend> Tx<'a, B> {
         let Some(s) = seen.get(id) else {
             return Err(StoreError::Backend(format!("row `{id}` used before read")));
         };
-        s.value
-            .as_deref()
-            .map(|v| decode_value(id, v))
-            .transpose()
+        s.value.as_deref().map(|v| decode_value(id, v)).transpose()
     }
 
     /// Reads `id` and answers its record (see [`Tx::record`]).
@@ -435,12 +432,18 @@ impl<B: KvBackend> KvStore<B> {
     ) -> Result<Vec<Record>, StoreError> {
         let mut found: Vec<String> = Vec::new();
         for slot in &lookups.slots {
-            found.extend(ids(&self.scan_prefix(&keys::slot_prefix(slot, 1), None).await?));
+            found.extend(ids(&self
+                .scan_prefix(&keys::slot_prefix(slot, 1), None)
+                .await?));
             let others = (!every_version).then_some(1);
-            found.extend(ids(&self.scan_prefix(&keys::slot_prefix(slot, 0), others).await?));
+            found.extend(ids(&self
+                .scan_prefix(&keys::slot_prefix(slot, 0), others)
+                .await?));
         }
         for event_id in &lookups.event_ids {
-            found.extend(ids(&self.scan_prefix(&keys::event_prefix(event_id), None).await?));
+            found.extend(ids(&self
+                .scan_prefix(&keys::event_prefix(event_id), None)
+                .await?));
         }
         let mut unique = found.clone();
         unique.sort();
@@ -543,7 +546,9 @@ impl<B: KvBackend> KvStore<B> {
 
     /// The ids filed under `stage`, in list order.
     async fn ids_in_stage(&self, stage: Stage) -> Result<Vec<String>, StoreError> {
-        Ok(ids(&self.scan_prefix(&keys::stage_prefix(stage), None).await?))
+        Ok(ids(&self
+            .scan_prefix(&keys::stage_prefix(stage), None)
+            .await?))
     }
 }
 
@@ -829,7 +834,11 @@ impl<B: KvBackend> Store for KvStore<B> {
         };
         let start = start.unwrap_or_else(|| prefix.clone());
         let page = self
-            .scan(start, &keys::prefix_end(&prefix), Some(query.limit as usize))
+            .scan(
+                start,
+                &keys::prefix_end(&prefix),
+                Some(query.limit as usize),
+            )
             .await?;
         let page_ids = ids(&page);
         tx.load(&page_ids).await?;
