@@ -436,6 +436,7 @@ fn the_suite_catches_a_backend_that_lists_out_of_order() {
     assert!(msg.contains("store conformance case"), "{msg}");
 }
 
+#[cfg(not(target_arch = "wasm32"))]
 mod key_order {
     use super::kv;
     use proptest::prelude::*;

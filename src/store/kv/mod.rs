@@ -56,7 +56,7 @@
 //!   `INSERT OR REPLACE` (with the next value of a version counter) and `DELETE`, then
 //!   `COMMIT`. No practical limits.
 
-mod keys;
+pub mod keys;
 mod memory;
 mod store;
 

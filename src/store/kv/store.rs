@@ -334,6 +334,14 @@ impl<'a, B: KvBackend> Tx<'a, B> {
     }
 }
 
+/// A read-modify-write of one record: the record and the records of its slot (when
+/// asked for) to the next record.
+type Transition<'a> = dyn Fn(&Record, &[Record]) -> Result<Record, CoreError> + 'a;
+
+/// One record's part of a many-record operation: `None` leaves it alone; else the next
+/// record (`None`: delete it) and what to answer for it.
+type Step<'a, T> = dyn Fn(&Record) -> Result<Option<(Option<Record>, T)>, StoreError> + 'a;
+
 /// The ids of index entries (in key order), skipping keys whose id does not decode.
 fn ids(entries: &[KvEntry]) -> Vec<String> {
     entries.iter().filter_map(|e| keys::id_of(&e.key)).collect()
@@ -464,12 +472,7 @@ impl<B: KvBackend> KvStore<B> {
 
     /// Read-modify-write of one record; with `slot`, the records of its slot are read
     /// (and its lock watched) and handed to `f`.
-    async fn update(
-        &self,
-        id: &str,
-        slot: bool,
-        f: &dyn Fn(&Record, &[Record]) -> Result<Record, CoreError>,
-    ) -> Result<Record, StoreError> {
+    async fn update(&self, id: &str, slot: bool, f: &Transition<'_>) -> Result<Record, StoreError> {
         self.atomic(async |tx| {
             let current = tx
                 .get(id)
@@ -500,7 +503,7 @@ impl<B: KvBackend> KvStore<B> {
     async fn in_commits<T>(
         &self,
         ids: &[String],
-        step: &dyn Fn(&Record) -> Result<Option<(Option<Record>, T)>, StoreError>,
+        step: &Step<'_, T>,
     ) -> Result<Vec<T>, StoreError> {
         let limits = self.backend.limits();
         let mut out = Vec::new();
