@@ -224,24 +224,26 @@ async fn claimers_race(defect: Defect) -> Result<(), String> {
     Ok(())
 }
 
-/// Two contexts enqueue versions of one replaceable slot at once: `b` commits the
-/// older version between `a`'s read of the slot and `a`'s commit of the newer one.
-/// `a` must see `b`'s version and supersede it: exactly one version may be sent.
-async fn slot_race(defect: Defect) -> Result<(), String> {
+/// Two contexts enqueue versions of one replaceable slot at once: `b` commits one
+/// version between `a`'s read of the slot and `a`'s commit of the other (`a` has the
+/// newer one unless `b_newer`). `a` must see `b`'s version on its retry: exactly the
+/// newer version may be sent, the older is superseded (or born superseded).
+async fn slot_race(defect: Defect, b_newer: bool) -> Result<(), String> {
     let (a, b, a_backend) = two_stores(defect);
     let older = nostr_plan(nostr_event(1, ALICE, 0, 100, "", &[]));
     let newer = nostr_plan(nostr_event(2, ALICE, 0, 200, "", &[]));
+    let (mine, theirs) = if b_newer {
+        (older.clone(), newer.clone())
+    } else {
+        (newer.clone(), older.clone())
+    };
     {
         let b = b.clone();
-        let older = older.clone();
         a_backend.before_next_commit(async move {
-            b.enqueue(older, 1_000).await.expect("b enqueues");
+            b.enqueue(theirs, 1_000).await.expect("b enqueues");
         });
     }
-    let answer = a
-        .enqueue(newer.clone(), 1_000)
-        .await
-        .map_err(|e| e.to_string())?;
+    let answer = a.enqueue(mine, 1_000).await.map_err(|e| e.to_string())?;
     let get = async |plan: &Plan| {
         a.get(&plan.id)
             .await
@@ -255,8 +257,13 @@ async fn slot_race(defect: Defect) -> Result<(), String> {
             older_now.stage, newer_now.stage
         ));
     }
-    if answer.outcome != EnqueueOutcome::Created {
-        return Err(format!("newer answered {:?}", answer.outcome));
+    let want = if b_newer {
+        EnqueueOutcome::Superseded
+    } else {
+        EnqueueOutcome::Created
+    };
+    if answer.outcome != want {
+        return Err(format!("a's enqueue answered {:?}", answer.outcome));
     }
     Ok(())
 }
@@ -268,15 +275,18 @@ fn a_claim_that_loses_a_race_retries_and_leases_nothing() {
 
 #[test]
 fn an_enqueue_that_loses_a_slot_race_retries_and_supersedes() {
-    block_on(slot_race(Defect::None)).expect("one version wins");
+    block_on(slot_race(Defect::None, false)).expect("the newer version wins");
+    block_on(slot_race(Defect::None, true)).expect("the newer version wins");
 }
 
 #[test]
 fn the_race_tests_catch_a_backend_without_compare_and_set() {
     let err = block_on(claimers_race(Defect::IgnoreChecks)).expect_err("both lease");
     assert!(err.contains("both leased"), "{err}");
-    let err = block_on(slot_race(Defect::IgnoreChecks)).expect_err("both versions");
-    assert!(err.contains("both versions may be sent"), "{err}");
+    for b_newer in [false, true] {
+        let err = block_on(slot_race(Defect::IgnoreChecks, b_newer)).expect_err("both versions");
+        assert!(err.contains("both versions may be sent"), "{err}");
+    }
 }
 
 #[test]
