@@ -2,7 +2,8 @@
 //! backend (one test per case, and the whole suite, also under Deno KV's commit
 //! limits), then what is its own: conflicting writers, a backend that always
 //! conflicts, the key encodings' order, commit limits, corrupt rows; and shows that
-//! these tests catch broken backends.
+//! these tests catch broken backends. Native only (as `store::kv` for now).
+#![cfg(not(target_arch = "wasm32"))]
 
 use std::cell::{Cell, RefCell};
 use std::future::Future;
@@ -446,7 +447,6 @@ fn the_suite_catches_a_backend_that_lists_out_of_order() {
     assert!(msg.contains("store conformance case"), "{msg}");
 }
 
-#[cfg(not(target_arch = "wasm32"))]
 mod key_order {
     use super::kv;
     use proptest::prelude::*;
