@@ -90,6 +90,10 @@ enum Defect {
     None,
     /// Commits without checking anything (a backend without compare-and-set).
     IgnoreChecks,
+    /// Drops the checks of rows (`r/…`) only.
+    IgnoreRowChecks,
+    /// Drops the checks of slot locks (`k/…`) only.
+    IgnoreLockChecks,
     /// Lists in reverse key order whatever was asked.
     ReversedLists,
 }
@@ -157,8 +161,11 @@ impl KvBackend for Shared {
             self.conflicts.set(self.conflicts.get() + 1);
             return Ok(KvCommitted::Conflict);
         }
-        if self.defect == Defect::IgnoreChecks {
-            commit.checks.clear();
+        match self.defect {
+            Defect::IgnoreChecks => commit.checks.clear(),
+            Defect::IgnoreRowChecks => commit.checks.retain(|c| !c.key.starts_with(kv::ROWS)),
+            Defect::IgnoreLockChecks => commit.checks.retain(|c| !c.key.starts_with(kv::LOCK)),
+            Defect::None | Defect::ReversedLists => {}
         }
         let done = self.kv.commit(commit).await?;
         if done == KvCommitted::Conflict {
@@ -269,6 +276,37 @@ async fn slot_race(defect: Defect, b_newer: bool) -> Result<(), String> {
     Ok(())
 }
 
+/// Two contexts enqueue different plans under one item id at once (`b` commits
+/// between `a`'s read and commit): one is created, the other is a `plan_conflict`.
+async fn same_id_race(defect: Defect) -> Result<(), String> {
+    let (a, b, a_backend) = two_stores(defect);
+    let mine = fixture_plan(1, &RELAYS, Policy::All);
+    let mut theirs = fixture_plan(1, &RELAYS, Policy::Any);
+    theirs.id = mine.id.clone();
+    {
+        let b = b.clone();
+        a_backend.before_next_commit(async move {
+            b.enqueue(theirs, 1_000).await.expect("b enqueues");
+        });
+    }
+    match a.enqueue(mine.clone(), 1_000).await {
+        Err(e) if e.code() == "plan_conflict" => {}
+        other => return Err(format!("a's enqueue answered {other:?}")),
+    }
+    let stored = a.get(&mine.id).await.map_err(|e| e.to_string())?;
+    match stored.map(|r| r.policy) {
+        Some(Policy::Any) => Ok(()),
+        other => Err(format!("stored policy {other:?}")),
+    }
+}
+
+#[test]
+fn an_enqueue_that_loses_an_id_race_conflicts() {
+    block_on(same_id_race(Defect::None)).expect("one plan per id");
+    let err = block_on(same_id_race(Defect::IgnoreRowChecks)).expect_err("overwrites");
+    assert!(err.contains("answered Ok"), "{err}");
+}
+
 #[test]
 fn a_claim_that_loses_a_race_retries_and_leases_nothing() {
     block_on(claimers_race(Defect::None)).expect("one lease");
@@ -287,6 +325,21 @@ fn the_race_tests_catch_a_backend_without_compare_and_set() {
     for b_newer in [false, true] {
         let err = block_on(slot_race(Defect::IgnoreChecks, b_newer)).expect_err("both versions");
         assert!(err.contains("both versions may be sent"), "{err}");
+    }
+}
+
+#[test]
+fn each_guard_is_what_wins_its_race() {
+    // Row versions keep two claims of one record apart; slot locks are not involved.
+    let err = block_on(claimers_race(Defect::IgnoreRowChecks)).expect_err("both lease");
+    assert!(err.contains("both leased"), "{err}");
+    block_on(claimers_race(Defect::IgnoreLockChecks)).expect("rows suffice");
+    // A new version is a new key no row check sees: the slot's lock keeps two versions
+    // apart.
+    for b_newer in [false, true] {
+        let err = block_on(slot_race(Defect::IgnoreLockChecks, b_newer)).expect_err("no lock");
+        assert!(err.contains("both versions may be sent"), "{err}");
+        block_on(slot_race(Defect::IgnoreRowChecks, b_newer)).expect("the lock suffices");
     }
 }
 
