@@ -590,3 +590,79 @@ fn the_key_order_test_catches_an_unpadded_encoding() {
 fn hex_of(text: &str) -> String {
     text.bytes().map(|b| format!("{b:02x}")).collect()
 }
+
+#[test]
+fn memory_kv_keeps_the_contract() {
+    use kv::{KvCheck, KvMutation};
+    let kv = MemoryKv::new();
+    let put = |key: &str, value: &str| KvMutation::Put {
+        key: key.into(),
+        value: value.into(),
+    };
+    let commit = |checks: Vec<KvCheck>, mutations: Vec<KvMutation>| {
+        block_on(kv.commit(KvCommit { checks, mutations })).expect("commit")
+    };
+    let absent = |key: &str| KvCheck {
+        key: key.into(),
+        version: None,
+    };
+    assert_eq!(
+        commit(
+            vec![absent("a")],
+            vec![put("a", "1"), put("b", "2"), put("c", "3")]
+        ),
+        KvCommitted::Applied
+    );
+    // A failed check writes nothing.
+    assert_eq!(
+        commit(vec![absent("a")], vec![put("d", "4")]),
+        KvCommitted::Conflict
+    );
+    let got = block_on(kv.get_many(&["a".into(), "d".into()])).expect("get");
+    let a = got[0].clone().expect("a");
+    assert_eq!((a.value.as_str(), got[1].clone()), ("1", None));
+    // A version check holds until the key is written again.
+    let at = |version: &str| KvCheck {
+        key: "a".into(),
+        version: Some(version.into()),
+    };
+    assert_eq!(
+        commit(vec![at(&a.version)], vec![put("a", "5")]),
+        KvCommitted::Applied
+    );
+    assert_eq!(
+        commit(
+            vec![at(&a.version)],
+            vec![KvMutation::Delete { key: "b".into() }]
+        ),
+        KvCommitted::Conflict
+    );
+    let range = |start: &str, end: &str, limit: u32, reverse: bool| {
+        block_on(kv.list(&KvRange {
+            start: start.into(),
+            end: end.into(),
+            limit,
+            reverse,
+        }))
+        .expect("list")
+        .into_iter()
+        .map(|e| e.key)
+        .collect::<Vec<_>>()
+    };
+    assert_eq!(range("a", "c", 10, false), ["a", "b"]);
+    assert_eq!(range("a", "z", 2, false), ["a", "b"]);
+    assert_eq!(range("a", "z", 2, true), ["c", "b"]);
+    assert!(range("c", "a", 2, false).is_empty());
+    // Over its limits it refuses the commit as an error and writes nothing.
+    let small = MemoryKv::with_limits(KvLimits {
+        max_mutations: 1,
+        ..KvLimits::UNLIMITED
+    });
+    let err = block_on(small.commit(KvCommit {
+        checks: Vec::new(),
+        mutations: vec![put("x", ""), put("y", "")],
+    }))
+    .expect_err("too many");
+    assert_eq!(err.code(), "storage");
+    assert!(small.is_empty());
+}
