@@ -666,3 +666,202 @@ fn memory_kv_keeps_the_contract() {
     assert_eq!(err.code(), "storage");
     assert!(small.is_empty());
 }
+
+/// The key-value store answers every operation exactly as the memory store (the
+/// reference) does, over random sequences of operations, under Deno KV's limits.
+mod same_as_memory {
+    use super::*;
+    use nostr_outbox::core::{
+        ClaimRequest, Completion, ListQuery, Outcome, RejectReason, TargetResult,
+    };
+    use nostr_outbox::store::conformance::{fixture_retry, BOB};
+    use nostr_outbox::store::MemoryStore;
+    use proptest::prelude::*;
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        /// Plans by number: < 8 regular events, else versions of two replaceable slots
+        /// and deletions.
+        Enqueue(Vec<u8>),
+        Claim(u32, String),
+        /// Completes the `i`th record of the last claim with one outcome for all targets.
+        Complete(usize, u8),
+        Release(usize),
+        Cancel(u8),
+        Retry(u8),
+        RelayBack(usize),
+        Purge(u64),
+        List(Option<usize>, u32, bool),
+        TakeOver(String),
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        let owner = prop::sample::select(vec!["a".to_string(), "b".to_string()]);
+        prop_oneof![
+            3 => prop::collection::vec(0u8..20, 1..4).prop_map(Op::Enqueue),
+            2 => (1u32..4, owner.clone()).prop_map(|(l, o)| Op::Claim(l, o)),
+            2 => (0usize..4, 0u8..5).prop_map(|(i, o)| Op::Complete(i, o)),
+            1 => (0usize..4).prop_map(Op::Release),
+            1 => (0u8..20).prop_map(Op::Cancel),
+            1 => (0u8..20).prop_map(Op::Retry),
+            1 => (0usize..3).prop_map(Op::RelayBack),
+            1 => (0u64..200_000).prop_map(Op::Purge),
+            1 => (prop::option::of(0usize..7), 1u32..5, any::<bool>())
+                .prop_map(|(s, l, c)| Op::List(s, l, c)),
+            1 => owner.prop_map(Op::TakeOver),
+        ]
+    }
+
+    fn plan(n: u8) -> Plan {
+        let n32 = u32::from(n);
+        match n {
+            0..8 => fixture_plan(n32, &RELAYS, Policy::Any),
+            8..14 => nostr_plan(nostr_event(n32, ALICE, 0, 100 + u64::from(n % 3), "", &[])),
+            14..18 => nostr_plan(nostr_event(n32, BOB, 30_000, u64::from(n), "x", &[])),
+            _ => {
+                let address = format!("0:{ALICE}:");
+                let named = format!("{:064x}", 2);
+                nostr_plan(nostr_event(n32, ALICE, 5, 105, "", &[&address, &named]))
+            }
+        }
+    }
+
+    fn id(n: u8) -> String {
+        plan(n).id
+    }
+
+    async fn run<S: Store>(s: &S, ops: &[Op]) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut now = 1_000u64;
+        let mut claimed: Vec<nostr_outbox::core::Record> = Vec::new();
+        for (step, op) in ops.iter().enumerate() {
+            now += 7_000;
+            let answer = match op {
+                Op::Enqueue(ns) => {
+                    format!(
+                        "{:?}",
+                        s.enqueue_many(ns.iter().map(|&n| plan(n)).collect(), now)
+                            .await
+                    )
+                }
+                Op::Claim(limit, owner) => {
+                    let request = ClaimRequest {
+                        owner: owner.clone(),
+                        lease_id: format!("lease-{step}"),
+                        limit: *limit,
+                        lease_ms: 20_000,
+                    };
+                    let got = s.claim(&request, now).await;
+                    if let Ok(got) = &got {
+                        claimed = got.clone();
+                    }
+                    format!("{got:?}")
+                }
+                Op::Complete(i, outcome) => match claimed.get(*i) {
+                    None => "none".into(),
+                    Some(r) => {
+                        let outcome = match outcome {
+                            0 => Outcome::Accepted,
+                            1 => Outcome::Error,
+                            2 => Outcome::Unreachable,
+                            3 => Outcome::Rejected(RejectReason::ALL[0]),
+                            _ => Outcome::RateLimited,
+                        };
+                        let completion = Completion {
+                            id: r.id.clone(),
+                            lease_id: r.lease.as_ref().map(|l| l.id.clone()).unwrap_or_default(),
+                            revision: r.revision,
+                            results: r
+                                .targets
+                                .iter()
+                                .map(|t| TargetResult {
+                                    target: t.clone(),
+                                    outcome,
+                                    message: String::new(),
+                                })
+                                .collect(),
+                            jitter: 0,
+                        };
+                        format!(
+                            "{:?}",
+                            s.complete_attempt(&completion, &fixture_retry(), now).await
+                        )
+                    }
+                },
+                Op::Release(i) => match claimed.get(*i) {
+                    None => "none".into(),
+                    Some(r) => {
+                        let lease = r.lease.as_ref().map(|l| l.id.clone()).unwrap_or_default();
+                        format!("{:?}", s.release(&r.id, &lease, r.revision, now).await)
+                    }
+                },
+                Op::Cancel(n) => format!("{:?}", s.cancel(&id(*n), now).await),
+                Op::Retry(n) => format!("{:?}", s.retry(&id(*n), now).await),
+                Op::RelayBack(i) => format!("{:?}", s.relay_back(RELAYS[*i], now).await),
+                Op::Purge(age) => format!("{:?}", s.purge(now.saturating_sub(*age)).await),
+                Op::List(stage, limit, cursor) => {
+                    let query = ListQuery {
+                        stage: stage.map(|i| Stage::ALL[i]),
+                        limit: *limit,
+                        after: cursor.then(|| id(0)),
+                    };
+                    format!("{:?}", s.list(&query).await)
+                }
+                Op::TakeOver(owner) => {
+                    let request = ClaimRequest {
+                        owner: owner.clone(),
+                        lease_id: format!("takeover-{step}"),
+                        limit: 3,
+                        lease_ms: 20_000,
+                    };
+                    format!("{:?}", s.take_over(&request, now).await)
+                }
+            };
+            out.push(format!("{op:?} → {answer}"));
+            out.push(format!("status {:?}", s.status().await));
+            out.push(format!("next due {:?}", s.next_due().await));
+        }
+        out
+    }
+
+    /// The comparison sees what a store gets wrong: a backend listing out of order
+    /// answers a claim differently; a fixed sequence does real work in both.
+    #[test]
+    fn the_comparison_catches_a_backend_that_lists_out_of_order() {
+        let ops = vec![
+            Op::Enqueue(vec![0, 1, 8, 9, 14]),
+            Op::Claim(3, "a".into()),
+            Op::Complete(0, 0),
+            Op::Complete(1, 1),
+            Op::Enqueue(vec![10, 19]),
+            Op::List(None, 4, false),
+            Op::Purge(0),
+        ];
+        let want = block_on(run(&MemoryStore::new(), &ops));
+        assert!(
+            want[0].contains("Ok(") && want[3].contains("Ok("),
+            "{want:?}"
+        );
+        assert!(want.iter().any(|a| a.contains("Satisfied")), "{want:?}");
+        let good = block_on(run(&KvStore::new(MemoryKv::new()), &ops));
+        assert_eq!(good, want);
+        let broken =
+            KvStore::new(Shared::new(Rc::new(MemoryKv::new())).with_defect(Defect::ReversedLists));
+        assert_ne!(block_on(run(&broken, &ops)), want);
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+        #[test]
+        fn kv_store_answers_as_the_memory_store(ops in prop::collection::vec(op(), 1..40)) {
+            let want = block_on(run(&MemoryStore::new(), &ops));
+            let got = block_on(run(
+                &KvStore::new(MemoryKv::with_limits(KvLimits::DENO_KV)),
+                &ops,
+            ));
+            for (w, g) in want.iter().zip(&got) {
+                prop_assert_eq!(w, g);
+            }
+        }
+    }
+}
