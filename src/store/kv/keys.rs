@@ -1,0 +1,155 @@
+//! The key layout of [`super::KvStore`]: ordered ASCII string keys.
+//!
+//! ```text
+//! r/<hex id>                                           the row (StoredRow JSON)
+//! d/<dueMs>/<createdMs>/<hex id>                       claim order, non-terminal only
+//! l/<createdMs>/<hex id>                               list order
+//! t/<stage>/<createdMs>/<hex id>                       list order within a stage
+//! e/<hex eventId>/<hex id>                             by event id
+//! s/<hex slot>/<part>/<inverted createdAt>/<hex eventId>/<hex id>
+//!                                                      by NIP-01 slot, newest first
+//! k/<hex slot>                                         the slot's lock (empty value)
+//! ```
+//! Numbers are 20 decimal digits, zero-padded (every `u64`), so their string order is
+//! their numeric order. Free text (item ids, event ids, slots) is lowercase hex of its
+//! UTF-8 bytes: two hex digits per byte keep its byte order (`str`'s order), and `/`
+//! sorts before every hex digit, so a shorter text sorts before the texts it is a
+//! prefix of, as in `str`'s order, and one text's keys never mix with another's.
+//! `<part>` is the row's `slotPart` (`1` may still be sent, `0` satisfied or
+//! superseded, `2` cancelled); `<inverted createdAt>` is `u64::MAX − created_at`, so the
+//! newest version comes first and, at equal `created_at`, the lower event id (NIP-01).
+//! Index keys are derived from the row on every write and written in the same commit.
+
+use crate::core::Stage;
+use crate::store::codec::StoredRow;
+
+/// The prefix of row keys.
+pub const ROWS: &str = "r/";
+/// The prefix of the claim-order index.
+pub const DUE: &str = "d/";
+/// The prefix of the list-order index.
+pub const CREATED: &str = "l/";
+/// The prefix of the stage index.
+pub const STAGE: &str = "t/";
+/// The prefix of the event-id index.
+pub const EVENT: &str = "e/";
+/// The prefix of the slot index.
+pub const SLOT: &str = "s/";
+/// The prefix of slot locks.
+pub const LOCK: &str = "k/";
+
+fn num(n: u64) -> String {
+    format!("{n:020}")
+}
+
+fn hex(text: &str) -> String {
+    hex::encode(text.as_bytes())
+}
+
+/// The key of the row of item `id`.
+pub fn row_key(id: &str) -> String {
+    format!("{ROWS}{}", hex(id))
+}
+
+/// The claim-order key `(due_ms, created_ms, id)`.
+pub fn due_key(due_ms: u64, created_ms: u64, id: &str) -> String {
+    format!("{DUE}{}/{}/{}", num(due_ms), num(created_ms), hex(id))
+}
+
+/// The list-order key `(created_ms, id)`.
+pub fn created_key(created_ms: u64, id: &str) -> String {
+    format!("{CREATED}{}/{}", num(created_ms), hex(id))
+}
+
+/// The prefix of every stage-index key of `stage`.
+pub fn stage_prefix(stage: Stage) -> String {
+    format!("{STAGE}{}/", stage.as_str())
+}
+
+/// The stage-index key `(stage, created_ms, id)`.
+pub fn stage_key(stage: &str, created_ms: u64, id: &str) -> String {
+    format!("{STAGE}{stage}/{}/{}", num(created_ms), hex(id))
+}
+
+/// The prefix of the event-index keys of `event_id`.
+pub fn event_prefix(event_id: &str) -> String {
+    format!("{EVENT}{}/", hex(event_id))
+}
+
+/// The event-index key `(event_id, id)`.
+pub fn event_key(event_id: &str, id: &str) -> String {
+    format!("{}{}", event_prefix(event_id), hex(id))
+}
+
+/// The prefix of the slot-index keys of `slot` in partition `part` (1 may still be
+/// sent, 0 satisfied or superseded, 2 cancelled).
+pub fn slot_prefix(slot: &str, part: u8) -> String {
+    format!("{SLOT}{}/{part}/", hex(slot))
+}
+
+/// The slot-index key: newest `created_at` first, then the lower event id.
+pub fn slot_key(slot: &str, part: u8, created_at: u64, event_id: &str, id: &str) -> String {
+    format!(
+        "{}{}/{}/{}",
+        slot_prefix(slot, part),
+        num(u64::MAX - created_at),
+        hex(event_id),
+        hex(id)
+    )
+}
+
+/// The key of the lock of `slot`: every enqueue that reads a slot rewrites it, so two
+/// enqueues of versions of one slot cannot both commit.
+pub fn lock_key(slot: &str) -> String {
+    format!("{LOCK}{}", hex(slot))
+}
+
+/// The first key past every key starting with `prefix` (which ends in `/`).
+pub fn prefix_end(prefix: &str) -> String {
+    let mut end = prefix.strip_suffix('/').unwrap_or(prefix).to_string();
+    end.push('0');
+    end
+}
+
+/// The first key after `key` among this layout's keys: nothing sorts between `key` and
+/// `key + "!"` (`!` comes before `/` and every hex digit).
+pub fn after(key: &str) -> String {
+    format!("{key}!")
+}
+
+/// The item id at the end of an index or row key, when its hex decodes.
+pub fn id_of(key: &str) -> Option<String> {
+    let hex_id = key.rsplit('/').next()?;
+    String::from_utf8(hex::decode(hex_id).ok()?).ok()
+}
+
+/// The `dueMs` of a claim-order key.
+pub fn due_of(key: &str) -> Option<u64> {
+    key.strip_prefix(DUE)?.get(..20)?.parse().ok()
+}
+
+fn whole(n: f64) -> u64 {
+    // Row numbers are whole and in 0..2^53 (codec::encode writes them from u64s).
+    n as u64
+}
+
+/// Every index key of `row` (the row key aside).
+pub fn index_keys(row: &StoredRow) -> Vec<String> {
+    let created = whole(row.created_ms);
+    let mut keys = vec![
+        created_key(created, &row.id),
+        stage_key(&row.stage, created, &row.id),
+        event_key(&row.event_id, &row.id),
+    ];
+    if let Some(due) = row.due_ms {
+        keys.push(due_key(whole(due), created, &row.id));
+    }
+    if let (Some(slot), Some(part), Some(order)) = (&row.slot, row.slot_part, row.slot_order) {
+        let part = whole(part).min(9) as u8;
+        keys.push(slot_key(slot, part, whole(-order), &row.event_id, &row.id));
+    }
+    keys
+}
+
+/// The most index keys one row has.
+pub const MAX_INDEX_KEYS: usize = 5;

@@ -1,0 +1,257 @@
+//! A durable store over a small async key-value contract, for runtimes without
+//! IndexedDB (Cloudflare Durable Objects, Deno KV, bun:sqlite): the [`KvBackend`]
+//! trait (the storage adapter contract), the [`KvStore`] implementing the whole
+//! [`crate::store::Store`] trait on top of it, and [`MemoryKv`], an in-memory backend
+//! for native tests.
+//!
+//! # The contract
+//!
+//! A backend holds string keys, each with a string value and an opaque version that
+//! changes on every write of the key. Keys are compared as strings (every key this
+//! store writes is ASCII, so UTF-8 byte order, UTF-16 code unit order and SQLite's
+//! `BINARY` collation all agree). It answers three calls:
+//!
+//! 1. [`KvBackend::get_many`]: several keys at once → for each, its value and version,
+//!    or `None` when absent.
+//! 2. [`KvBackend::list`]: the keys in `[start, end)` in key order (or reverse), at
+//!    most `limit` of them, with their values and versions.
+//! 3. [`KvBackend::commit`]: one atomic commit of puts and deletes guarded by checks
+//!    (compare-and-set): each [`KvCheck`] names a key and the version it must still
+//!    have, or that it must still be absent. Either every check holds and every
+//!    mutation is applied, or the answer is [`KvCommitted::Conflict`] and nothing is
+//!    written. A conflict is not an error; an error means the backend failed (the
+//!    commit must then have written nothing either).
+//!
+//! Reads need not be a snapshot of one instant: every operation of the store checks,
+//! at commit, the version of every row it read and decided on, so an operation that
+//! read a mix of states conflicts and is run again. A backend declares its
+//! [`KvLimits`] (mutations and checks per commit, bytes per value and per commit);
+//! the store never sends a commit over them (see [`KvStore`]).
+//!
+//! Values are the JSON of [`crate::store::codec::StoredRow`] (`serde_json`): the same
+//! record rows as the IndexedDB store; index keys and slot locks have an empty value.
+//!
+//! # How each runtime implements it (in a few lines of JavaScript, later)
+//!
+//! - **Cloudflare Durable Objects** (`ctx.storage`, one thread per object, every call
+//!   transactional): keep each value with its version, e.g. `put(key, [value, n])`
+//!   with `n` from a counter key. `getMany` is `storage.get(keys)`; `list` is
+//!   `storage.list({start, end, limit, reverse})`; `commit` runs in
+//!   `storage.transaction(async txn => …)` (or synchronously between two awaits, which
+//!   the object's input gate makes atomic): read the checked keys, compare their
+//!   versions, answer `conflict` on a mismatch, else put and delete. Limits: 128 keys
+//!   per `put`/`delete` call (loop inside the transaction), 128 KiB per value.
+//! - **Deno KV**: a key is `[prefix, key]` (one string part, so the order is the
+//!   string order); the version is the `versionstamp` (`null` when absent, which is
+//!   exactly a check of absence). `getMany` is `kv.getMany` (at most 10 keys per call:
+//!   the adapter calls it in chunks; the commit's checks keep the result consistent),
+//!   `list` is `kv.list({start, end}, {limit, reverse})`, `commit` is
+//!   `kv.atomic().check({key, versionstamp})….set(key, value)….delete(key)….commit()`,
+//!   whose `{ok: false}` is the conflict. Limits: 1000 mutations, 100 checks, 64 KiB
+//!   per value, 800 KiB per atomic operation.
+//! - **bun:sqlite**: a table `kv(key TEXT PRIMARY KEY, value TEXT, version INTEGER)`.
+//!   `getMany` is `SELECT … WHERE key IN (…)`, `list` a `SELECT … WHERE key >= ? AND
+//!   key < ? ORDER BY key [DESC] LIMIT ?`; `commit` is `BEGIN IMMEDIATE`, a `SELECT
+//!   version` per check (rollback and answer `conflict` on a mismatch), then
+//!   `INSERT OR REPLACE` (with the next value of a version counter) and `DELETE`, then
+//!   `COMMIT`. No practical limits.
+
+pub mod keys;
+mod memory;
+mod store;
+
+pub use keys::*;
+pub use memory::MemoryKv;
+pub use store::{KvStore, MAX_COMMIT_TRIES};
+
+use crate::store::StoreError;
+
+/// A key's value and its opaque version, as read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KvValue {
+    /// The value (a row's JSON, or empty for an index key).
+    pub value: String,
+    /// The version: opaque, changed by every write of the key.
+    pub version: String,
+}
+
+/// One key of a [`KvBackend::list`] answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KvEntry {
+    /// The key.
+    pub key: String,
+    /// The value (a row's JSON, or empty for an index key).
+    pub value: String,
+    /// The version: opaque, changed by every write of the key.
+    pub version: String,
+}
+
+/// A range of keys for [`KvBackend::list`]: `[start, end)`, at most `limit` keys, in
+/// ascending key order or, with `reverse`, descending (the `limit` keys nearest `end`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KvRange {
+    /// The first key that may be listed (inclusive).
+    pub start: String,
+    /// The first key past the range (exclusive).
+    pub end: String,
+    /// At most this many keys (at least 1).
+    pub limit: u32,
+    /// Descending order.
+    pub reverse: bool,
+}
+
+/// One compare-and-set check of a [`KvCommit`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KvCheck {
+    /// The key checked.
+    pub key: String,
+    /// The version it must still have, or `None`: it must still be absent.
+    pub version: Option<String>,
+}
+
+/// One write of a [`KvCommit`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KvMutation {
+    /// Sets `key` to `value` (a new version).
+    Put {
+        /// The key.
+        key: String,
+        /// The value (a row's JSON, or empty for an index key).
+        value: String,
+    },
+    /// Deletes `key` (deleting an absent key is no error).
+    Delete {
+        /// The key.
+        key: String,
+    },
+}
+
+impl KvMutation {
+    /// The key it writes.
+    pub fn key(&self) -> &str {
+        match self {
+            KvMutation::Put { key, .. } | KvMutation::Delete { key } => key,
+        }
+    }
+}
+
+/// One atomic commit: every check must hold, then every mutation is applied, in order
+/// (a key is never both put and deleted by one commit of this store).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct KvCommit {
+    /// The compare-and-set checks.
+    pub checks: Vec<KvCheck>,
+    /// The writes.
+    pub mutations: Vec<KvMutation>,
+}
+
+impl KvCommit {
+    /// The bytes it writes: every key and value of its mutations (UTF-8).
+    pub fn bytes(&self) -> usize {
+        self.mutations
+            .iter()
+            .map(|m| match m {
+                KvMutation::Put { key, value } => key.len() + value.len(),
+                KvMutation::Delete { key } => key.len(),
+            })
+            .sum()
+    }
+}
+
+/// What a commit did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KvCommitted {
+    /// Every check held; every mutation was applied.
+    Applied,
+    /// A check failed; nothing was written.
+    Conflict,
+}
+
+/// What one commit of a backend may hold. The store never sends a larger commit: an
+/// enqueue batch that does not fit is refused (nothing written), and the operations
+/// over many records (claims, purges, …) take what fits (see [`KvStore`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KvLimits {
+    /// Mutations (puts and deletes) per commit.
+    pub max_mutations: usize,
+    /// Checks per commit.
+    pub max_checks: usize,
+    /// Bytes of one value.
+    pub max_value_bytes: usize,
+    /// Bytes of one commit ([`KvCommit::bytes`]).
+    pub max_commit_bytes: usize,
+}
+
+impl KvLimits {
+    /// Deno KV's: 1000 mutations, 100 checks, 64 KiB per value, 800 KiB per atomic
+    /// operation.
+    pub const DENO_KV: KvLimits = KvLimits {
+        max_mutations: 1000,
+        max_checks: 100,
+        max_value_bytes: 64 * 1024,
+        max_commit_bytes: 800 * 1024,
+    };
+
+    /// No practical limit (SQLite, the memory backend by default).
+    pub const UNLIMITED: KvLimits = KvLimits {
+        max_mutations: usize::MAX,
+        max_checks: usize::MAX,
+        max_value_bytes: usize::MAX,
+        max_commit_bytes: usize::MAX,
+    };
+
+    /// Why `commit` does not fit, if it does not.
+    pub fn refuse(&self, commit: &KvCommit) -> Option<String> {
+        if commit.mutations.len() > self.max_mutations {
+            return Some(format!(
+                "{} mutations (at most {} per commit)",
+                commit.mutations.len(),
+                self.max_mutations
+            ));
+        }
+        if commit.checks.len() > self.max_checks {
+            return Some(format!(
+                "{} checks (at most {} per commit)",
+                commit.checks.len(),
+                self.max_checks
+            ));
+        }
+        for m in &commit.mutations {
+            if let KvMutation::Put { key, value } = m {
+                if value.len() > self.max_value_bytes {
+                    return Some(format!(
+                        "a value of {} bytes under `{key}` (at most {})",
+                        value.len(),
+                        self.max_value_bytes
+                    ));
+                }
+            }
+        }
+        let bytes = commit.bytes();
+        (bytes > self.max_commit_bytes).then(|| {
+            format!(
+                "{bytes} bytes (at most {} per commit)",
+                self.max_commit_bytes
+            )
+        })
+    }
+}
+
+/// The storage adapter contract: what a runtime implements for [`KvStore`] (see the
+/// module documentation). Futures need not be `Send`. Errors are the runtime's
+/// failures (I/O, quota) as a [`StoreError`]; a failed check is not one.
+#[allow(async_fn_in_trait)]
+pub trait KvBackend {
+    /// What one commit may hold.
+    fn limits(&self) -> KvLimits;
+
+    /// The value and version of each key, in order (`None`: absent).
+    async fn get_many(&self, keys: &[String]) -> Result<Vec<Option<KvValue>>, StoreError>;
+
+    /// The keys of `range`, in key order (descending with `range.reverse`).
+    async fn list(&self, range: &KvRange) -> Result<Vec<KvEntry>, StoreError>;
+
+    /// Applies `commit` atomically if every check holds ([`KvCommitted::Applied`]),
+    /// else writes nothing ([`KvCommitted::Conflict`]).
+    async fn commit(&self, commit: KvCommit) -> Result<KvCommitted, StoreError>;
+}

@@ -1,0 +1,890 @@
+//! [`KvStore`]: the whole [`Store`] over a [`KvBackend`].
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+
+use super::keys::{self, ROWS};
+use super::{KvBackend, KvCheck, KvCommit, KvCommitted, KvEntry, KvLimits, KvMutation, KvRange};
+use crate::core::semantics::{self, Lookups};
+use crate::core::{
+    self, ClaimRequest, Completion, CoreError, Enqueued, ListQuery, Plan, Record, RecordOrder,
+    RetryConfig, Stage, StageCounts,
+};
+use crate::store::codec::{self, StoredRow};
+use crate::store::{CorruptRow, Store, StoreError};
+
+/// How many times an operation is run when its commit conflicts with another writer's
+/// before it fails with [`StoreError::Blocked`] (nothing written).
+pub const MAX_COMMIT_TRIES: u32 = 8;
+
+/// Keys per `list` call when a range is read whole.
+const PAGE: u32 = 256;
+
+/// The [`Store`] over a [`KvBackend`] (see the [module documentation](super) for the
+/// contract and [`super::keys`] for the key layout).
+///
+/// Every operation reads what it needs (rows, index ranges), lets [`crate::core`]
+/// decide, and sends one [`KvCommit`] that puts the changed rows with their index keys
+/// (and deletes the index keys they no longer have), guarded by the versions of every
+/// row it read and decided on; an enqueue also rewrites the lock key of each slot its
+/// Nostr rules read, so two contexts enqueueing versions of one slot cannot both
+/// commit. On a conflict the operation is read and decided again, up to
+/// [`MAX_COMMIT_TRIES`] times, then fails with [`StoreError::Blocked`].
+///
+/// Commit limits ([`KvBackend::limits`]): an enqueue batch is all or nothing, so one
+/// that needs a larger commit fails with `invalid_argument` (field `plans`) and writes
+/// nothing (with Deno KV's 100 checks, at most 100 plans per batch). `claim` and
+/// `take_over` answer what fits in one commit (they answer "up to `limit`" anyway);
+/// `relay_back`, `purge` and `complete_attempts` commit in as many commits as needed,
+/// each one atomic (each record's change stands alone, so a failure between two
+/// commits leaves what a second call finishes).
+///
+/// `status` and `corrupt_rows` read every row.
+#[derive(Debug, Default)]
+pub struct KvStore<B> {
+    backend: B,
+}
+
+/// A row as read in a transaction: its version and value (`None`: absent).
+#[derive(Debug)]
+struct Seen {
+    version: Option<String>,
+    value: Option<String>,
+    /// Checked at commit (read and decided on, or written).
+    checked: bool,
+}
+
+/// What writing one row adds to a commit.
+#[derive(Debug, Clone, Copy, Default)]
+struct Cost {
+    mutations: usize,
+    bytes: usize,
+    value_bytes: usize,
+}
+
+/// One run of an operation: what it read and what it will write.
+struct Tx<'a, B> {
+    kv: &'a B,
+    seen: RefCell<BTreeMap<String, Seen>>,
+    /// By id: the new row (`None`: delete), and what it adds to the commit.
+    writes: RefCell<BTreeMap<String, (Option<StoredRow>, Cost)>>,
+    /// By slot: the lock's version as read, and whether the commit rewrites it.
+    locks: RefCell<BTreeMap<String, (Option<String>, bool)>>,
+}
+
+/// Decodes the value stored under item `id`'s row key.
+fn decode_value(id: &str, value: &str) -> Result<Record, StoreError> {
+    let row: StoredRow = serde_json::from_str(value).map_err(|e| StoreError::Corrupt {
+        id: id.to_string(),
+        message: format!("row: {e}"),
+    })?;
+    if row.id != id {
+        return Err(StoreError::Corrupt {
+            id: id.to_string(),
+            message: format!("row id `{}` differs from its key", row.id),
+        });
+    }
+    codec::decode(&row)
+}
+
+/// The index keys of a stored value, when it is a row at all.
+fn stored_index_keys(value: Option<&str>) -> Vec<String> {
+    value
+        .and_then(|v| serde_json::from_str::<StoredRow>(v).ok())
+        .map(|row| keys::index_keys(&row))
+        .unwrap_or_default()
+}
+
+impl<'a, B: KvBackend> Tx<'a, B> {
+    fn new(kv: &'a B) -> Tx<'a, B> {
+        Tx {
+            kv,
+            seen: RefCell::new(BTreeMap::new()),
+            writes: RefCell::new(BTreeMap::new()),
+            locks: RefCell::new(BTreeMap::new()),
+        }
+    }
+
+    /// Reads the rows of `ids` not read yet in this run.
+    async fn load(&self, ids: &[String]) -> Result<(), StoreError> {
+        let mut missing: Vec<String> = {
+            let seen = self.seen.borrow();
+            ids.iter()
+                .filter(|id| !seen.contains_key(*id))
+                .cloned()
+                .collect()
+        };
+        missing.sort();
+        missing.dedup();
+        if missing.is_empty() {
+            return Ok(());
+        }
+        let row_keys: Vec<String> = missing.iter().map(|id| keys::row_key(id)).collect();
+        let values = self.kv.get_many(&row_keys).await?;
+        if values.len() != missing.len() {
+            return Err(StoreError::Backend(format!(
+                "get_many answered {} values for {} keys",
+                values.len(),
+                missing.len()
+            )));
+        }
+        let mut seen = self.seen.borrow_mut();
+        for (id, value) in missing.into_iter().zip(values) {
+            let (version, value) = match value {
+                Some(v) => (Some(v.version), Some(v.value)),
+                None => (None, None),
+            };
+            seen.insert(
+                id,
+                Seen {
+                    version,
+                    value,
+                    checked: false,
+                },
+            );
+        }
+        Ok(())
+    }
+
+    /// The record of `id` as read ([`Tx::load`] first): `None` when absent, a
+    /// `corrupt_record` error when its row does not decode.
+    fn record(&self, id: &str) -> Result<Option<Record>, StoreError> {
+        let seen = self.seen.borrow();
+        let Some(s) = seen.get(id) else {
+            return Err(StoreError::Backend(format!("row `{id}` used before read")));
+        };
+        s.value.as_deref().map(|v| decode_value(id, v)).transpose()
+    }
+
+    /// Reads `id` and answers its record (see [`Tx::record`]).
+    async fn get(&self, id: &str) -> Result<Option<Record>, StoreError> {
+        self.load(std::slice::from_ref(&id.to_string())).await?;
+        self.record(id)
+    }
+
+    /// Guards the commit by the row of `id` as read: it fails if the row changed since.
+    fn check(&self, id: &str) {
+        if let Some(s) = self.seen.borrow_mut().get_mut(id) {
+            s.checked = true;
+        }
+    }
+
+    /// Writes `record` (checked against its row as read).
+    fn put(&self, record: &Record) -> Result<(), StoreError> {
+        let row = codec::encode(record)?;
+        self.write(&record.id, Some(row))
+    }
+
+    /// Deletes the row of `id` (checked against its row as read).
+    fn delete(&self, id: &str) -> Result<(), StoreError> {
+        self.write(id, None)
+    }
+
+    fn write(&self, id: &str, row: Option<StoredRow>) -> Result<(), StoreError> {
+        let old_keys = {
+            let mut seen = self.seen.borrow_mut();
+            let Some(s) = seen.get_mut(id) else {
+                return Err(StoreError::Backend(format!("row `{id}` written unread")));
+            };
+            s.checked = true;
+            stored_index_keys(s.value.as_deref())
+        };
+        let cost = match &row {
+            Some(row) => {
+                let value = serde_json::to_string(row).map_err(|e| StoreError::Corrupt {
+                    id: id.to_string(),
+                    message: format!("row cannot be written: {e}"),
+                })?;
+                let new_keys = keys::index_keys(row);
+                let changed = old_keys.iter().filter(|k| !new_keys.contains(k)).count()
+                    + new_keys.iter().filter(|k| !old_keys.contains(k)).count();
+                let key_bytes: usize = new_keys.iter().chain(&old_keys).map(String::len).sum();
+                Cost {
+                    mutations: 1 + changed,
+                    bytes: keys::row_key(id).len() + value.len() + key_bytes,
+                    value_bytes: value.len(),
+                }
+            }
+            None => Cost {
+                mutations: 1 + old_keys.len(),
+                bytes: keys::row_key(id).len() + old_keys.iter().map(String::len).sum::<usize>(),
+                value_bytes: 0,
+            },
+        };
+        self.writes.borrow_mut().insert(id.to_string(), (row, cost));
+        Ok(())
+    }
+
+    /// Forgets the write of `id` (it would not fit).
+    fn unwrite(&self, id: &str) {
+        self.writes.borrow_mut().remove(id);
+    }
+
+    /// Reads the lock of `slot` and guards the commit by it; with `bump`, the commit
+    /// rewrites it (so a concurrent run that read it conflicts).
+    async fn lock(&self, slot: &str, bump: bool) -> Result<(), StoreError> {
+        if let Some(l) = self.locks.borrow_mut().get_mut(slot) {
+            l.1 |= bump;
+            return Ok(());
+        }
+        let value = self.kv.get_many(&[keys::lock_key(slot)]).await?;
+        let version = value.into_iter().next().flatten().map(|v| v.version);
+        self.locks
+            .borrow_mut()
+            .insert(slot.to_string(), (version, bump));
+        Ok(())
+    }
+
+    fn has_writes(&self) -> bool {
+        !self.writes.borrow().is_empty()
+    }
+
+    /// Why the commit as it stands would not fit `limits`, if it would not.
+    fn over(&self, limits: &KvLimits) -> Option<String> {
+        let writes = self.writes.borrow();
+        let locks = self.locks.borrow();
+        let bumped = locks.values().filter(|l| l.1).count();
+        let mutations = writes.values().map(|w| w.1.mutations).sum::<usize>() + bumped;
+        let checks = self.seen.borrow().values().filter(|s| s.checked).count() + locks.len();
+        let bytes: usize = writes.values().map(|w| w.1.bytes).sum::<usize>()
+            + locks.keys().map(|s| keys::lock_key(s).len()).sum::<usize>();
+        let value = writes.values().map(|w| w.1.value_bytes).max().unwrap_or(0);
+        if mutations > limits.max_mutations {
+            Some(format!(
+                "{mutations} mutations (at most {} per commit)",
+                limits.max_mutations
+            ))
+        } else if checks > limits.max_checks {
+            Some(format!(
+                "{checks} checks (at most {} per commit)",
+                limits.max_checks
+            ))
+        } else if value > limits.max_value_bytes {
+            Some(format!(
+                "a row of {value} bytes (at most {} per value)",
+                limits.max_value_bytes
+            ))
+        } else if bytes > limits.max_commit_bytes {
+            Some(format!(
+                "{bytes} bytes (at most {} per commit)",
+                limits.max_commit_bytes
+            ))
+        } else {
+            None
+        }
+    }
+
+    /// The commit of this run: `None` when it writes nothing.
+    fn build(&self) -> Result<Option<KvCommit>, StoreError> {
+        if !self.has_writes() {
+            return Ok(None);
+        }
+        let seen = self.seen.borrow();
+        let locks = self.locks.borrow();
+        let mut commit = KvCommit::default();
+        for (id, s) in seen.iter().filter(|(_, s)| s.checked) {
+            commit.checks.push(KvCheck {
+                key: keys::row_key(id),
+                version: s.version.clone(),
+            });
+        }
+        for (slot, (version, bump)) in locks.iter() {
+            let key = keys::lock_key(slot);
+            commit.checks.push(KvCheck {
+                key: key.clone(),
+                version: version.clone(),
+            });
+            if *bump {
+                commit.mutations.push(KvMutation::Put {
+                    key,
+                    value: String::new(),
+                });
+            }
+        }
+        for (id, (row, _)) in self.writes.borrow().iter() {
+            let old = stored_index_keys(seen.get(id).and_then(|s| s.value.as_deref()));
+            let key = keys::row_key(id);
+            match row {
+                Some(row) => {
+                    let new = keys::index_keys(row);
+                    for k in old.iter().filter(|k| !new.contains(k)) {
+                        commit.mutations.push(KvMutation::Delete { key: k.clone() });
+                    }
+                    for k in new.iter().filter(|k| !old.contains(k)) {
+                        commit.mutations.push(KvMutation::Put {
+                            key: k.clone(),
+                            value: String::new(),
+                        });
+                    }
+                    let value = serde_json::to_string(row).map_err(|e| StoreError::Corrupt {
+                        id: id.clone(),
+                        message: format!("row cannot be written: {e}"),
+                    })?;
+                    commit.mutations.push(KvMutation::Put { key, value });
+                }
+                None => {
+                    for k in old {
+                        commit.mutations.push(KvMutation::Delete { key: k });
+                    }
+                    commit.mutations.push(KvMutation::Delete { key });
+                }
+            }
+        }
+        Ok(Some(commit))
+    }
+}
+
+/// A read-modify-write of one record: the record and the records of its slot (when
+/// asked for) to the next record.
+type Transition<'a> = dyn Fn(&Record, &[Record]) -> Result<Record, CoreError> + 'a;
+
+/// One record's part of a many-record operation: `None` leaves it alone; else the next
+/// record (`None`: delete it) and what to answer for it.
+type Step<'a, T> = dyn Fn(&Record) -> Result<Option<(Option<Record>, T)>, StoreError> + 'a;
+
+/// The ids of index entries (in key order), skipping keys whose id does not decode.
+fn ids(entries: &[KvEntry]) -> Vec<String> {
+    entries.iter().filter_map(|e| keys::id_of(&e.key)).collect()
+}
+
+impl<B: KvBackend> KvStore<B> {
+    /// A store over `backend`.
+    pub fn new(backend: B) -> KvStore<B> {
+        KvStore { backend }
+    }
+
+    /// Its backend.
+    pub fn backend(&self) -> &B {
+        &self.backend
+    }
+
+    /// Runs `op` and commits what it wrote; on a conflict, runs it again (up to
+    /// [`MAX_COMMIT_TRIES`] times).
+    async fn atomic<T>(
+        &self,
+        op: impl AsyncFn(&Tx<'_, B>) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        for _ in 0..MAX_COMMIT_TRIES {
+            let tx = Tx::new(&self.backend);
+            let out = op(&tx).await?;
+            let Some(commit) = tx.build()? else {
+                return Ok(out);
+            };
+            if let Some(why) = self.backend.limits().refuse(&commit) {
+                return Err(StoreError::Backend(format!("commit too large: {why}")));
+            }
+            match self.backend.commit(commit).await? {
+                KvCommitted::Applied => return Ok(out),
+                KvCommitted::Conflict => continue,
+            }
+        }
+        Err(StoreError::Blocked(format!(
+            "the commit conflicted with other writers {MAX_COMMIT_TRIES} times; nothing was written"
+        )))
+    }
+
+    /// Every entry in `[start, end)`, page by page, at most `limit` of them.
+    async fn scan(
+        &self,
+        start: String,
+        end: &str,
+        limit: Option<usize>,
+    ) -> Result<Vec<KvEntry>, StoreError> {
+        let mut out: Vec<KvEntry> = Vec::new();
+        let mut start = start;
+        loop {
+            let left = limit.map_or(usize::MAX, |l| l - out.len());
+            let ask = u32::try_from(left).unwrap_or(u32::MAX).min(PAGE);
+            if ask == 0 {
+                break;
+            }
+            let page = self
+                .backend
+                .list(&KvRange {
+                    start: start.clone(),
+                    end: end.to_string(),
+                    limit: ask,
+                    reverse: false,
+                })
+                .await?;
+            let fetched = page.len();
+            if let Some(last) = page.last() {
+                start = keys::after(&last.key);
+            }
+            out.extend(page);
+            if fetched < ask as usize {
+                break;
+            }
+        }
+        Ok(out)
+    }
+
+    /// Every entry under `prefix` (at most `limit`).
+    async fn scan_prefix(
+        &self,
+        prefix: &str,
+        limit: Option<usize>,
+    ) -> Result<Vec<KvEntry>, StoreError> {
+        self.scan(prefix.to_string(), &keys::prefix_end(prefix), limit)
+            .await
+    }
+
+    /// The records answering `lookups`, read in `tx` and guarded: for each slot its
+    /// versions that may still be sent and its newest other one (with `every_version`,
+    /// all but cancelled ones); for each event id its records. Corrupt rows are skipped.
+    async fn read_related(
+        &self,
+        tx: &Tx<'_, B>,
+        lookups: &Lookups,
+        every_version: bool,
+    ) -> Result<Vec<Record>, StoreError> {
+        let mut found: Vec<String> = Vec::new();
+        for slot in &lookups.slots {
+            found.extend(ids(&self
+                .scan_prefix(&keys::slot_prefix(slot, 1), None)
+                .await?));
+            let others = (!every_version).then_some(1);
+            found.extend(ids(&self
+                .scan_prefix(&keys::slot_prefix(slot, 0), others)
+                .await?));
+        }
+        for event_id in &lookups.event_ids {
+            found.extend(ids(&self
+                .scan_prefix(&keys::event_prefix(event_id), None)
+                .await?));
+        }
+        let mut unique = found.clone();
+        unique.sort();
+        unique.dedup();
+        tx.load(&unique).await?;
+        let mut out = Vec::new();
+        for (i, id) in found.iter().enumerate() {
+            if found[..i].contains(id) {
+                continue;
+            }
+            tx.check(id);
+            if let Ok(Some(record)) = tx.record(id) {
+                out.push(record);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Read-modify-write of one record; with `slot`, the records of its slot are read
+    /// (and its lock watched) and handed to `f`.
+    async fn update(&self, id: &str, slot: bool, f: &Transition<'_>) -> Result<Record, StoreError> {
+        self.atomic(async |tx| {
+            let current = tx
+                .get(id)
+                .await?
+                .ok_or_else(|| CoreError::NotFound { id: id.to_string() })?;
+            tx.check(id);
+            let wanted = Lookups {
+                slots: semantics::slot_of(&current)
+                    .filter(|_| slot)
+                    .into_iter()
+                    .collect(),
+                event_ids: Vec::new(),
+            };
+            for s in &wanted.slots {
+                tx.lock(s, false).await?;
+            }
+            let related = self.read_related(tx, &wanted, false).await?;
+            let next = f(&current, &related)?;
+            tx.put(&next)?;
+            Ok(next)
+        })
+        .await
+    }
+
+    /// Applies `step` to the records of `ids`, as many per commit as fit, each commit
+    /// atomic; answers what each commit's `step` answered, in order. A record that does
+    /// not fit in a commit of its own is a storage error.
+    async fn in_commits<T>(
+        &self,
+        ids: &[String],
+        step: &Step<'_, T>,
+    ) -> Result<Vec<T>, StoreError> {
+        let limits = self.backend.limits();
+        let mut out = Vec::new();
+        let mut pos = 0;
+        while pos < ids.len() {
+            let (answers, used) = self
+                .atomic(async |tx| {
+                    let mut answers = Vec::new();
+                    let mut used = 0;
+                    let chunk = &ids[pos..ids.len().min(pos + PAGE as usize)];
+                    tx.load(chunk).await?;
+                    for id in chunk {
+                        let Ok(Some(record)) = tx.record(id) else {
+                            used += 1;
+                            continue;
+                        };
+                        if let Some((next, answer)) = step(&record)? {
+                            match &next {
+                                Some(next) => tx.put(next)?,
+                                None => tx.delete(id)?,
+                            }
+                            if let Some(why) = tx.over(&limits) {
+                                tx.unwrite(id);
+                                if used == 0 {
+                                    return Err(StoreError::Backend(format!(
+                                        "record `{id}` does not fit in one commit: {why}"
+                                    )));
+                                }
+                                break;
+                            }
+                            answers.push(answer);
+                        }
+                        used += 1;
+                    }
+                    Ok((answers, used))
+                })
+                .await?;
+            out.extend(answers);
+            pos += used.max(1);
+        }
+        Ok(out)
+    }
+
+    /// The ids filed under `stage`, in list order.
+    async fn ids_in_stage(&self, stage: Stage) -> Result<Vec<String>, StoreError> {
+        Ok(ids(&self
+            .scan_prefix(&keys::stage_prefix(stage), None)
+            .await?))
+    }
+}
+
+impl<B: KvBackend> Store for KvStore<B> {
+    async fn enqueue(&self, plan: Plan, now_ms: u64) -> Result<Enqueued, StoreError> {
+        let mut answers = self.enqueue_many(vec![plan], now_ms).await?;
+        answers
+            .pop()
+            .ok_or_else(|| StoreError::Backend("enqueue produced no answer".into()))
+    }
+
+    async fn enqueue_many(
+        &self,
+        plans: Vec<Plan>,
+        now_ms: u64,
+    ) -> Result<Vec<Enqueued>, StoreError> {
+        let limits = self.backend.limits();
+        self.atomic(async |tx| {
+            let ids: Vec<String> = plans.iter().map(|p| p.id.clone()).collect();
+            tx.load(&ids).await?;
+            let mut stored = Vec::with_capacity(plans.len());
+            for plan in &plans {
+                let current = tx.record(&plan.id)?;
+                tx.check(&plan.id);
+                let lookups = semantics::lookups(plan);
+                for slot in &lookups.slots {
+                    tx.lock(slot, true).await?;
+                }
+                let related = self.read_related(tx, &lookups, false).await?;
+                stored.push((current, related));
+            }
+            let decided = core::decide_enqueues(plans.clone(), stored, now_ms)?;
+            for record in &decided.writes {
+                tx.put(record)?;
+            }
+            if let Some(why) = tx.over(&limits) {
+                return Err(CoreError::arg(
+                    "plans",
+                    format!(
+                        "the batch does not fit in one commit of this storage ({why}); \
+                         enqueue fewer plans at once"
+                    ),
+                )
+                .into());
+            }
+            Ok(decided.answers)
+        })
+        .await
+    }
+
+    async fn get(&self, id: &str) -> Result<Option<Record>, StoreError> {
+        Tx::new(&self.backend).get(id).await
+    }
+
+    async fn related(&self, lookups: &Lookups) -> Result<Vec<Record>, StoreError> {
+        let tx = Tx::new(&self.backend);
+        self.read_related(&tx, lookups, true).await
+    }
+
+    async fn claim(&self, request: &ClaimRequest, now_ms: u64) -> Result<Vec<Record>, StoreError> {
+        request.validate()?;
+        let limits = self.backend.limits();
+        let limit = request.limit as usize;
+        let end = match now_ms.checked_add(1) {
+            Some(next) => format!("{}{next:020}", keys::DUE),
+            None => keys::prefix_end(keys::DUE),
+        };
+        self.atomic(async |tx| {
+            let mut claimed: Vec<Record> = Vec::new();
+            let mut start = keys::DUE.to_string();
+            'pages: loop {
+                let want = limit - claimed.len();
+                let page = self.scan(start.clone(), &end, Some(want)).await?;
+                let fetched = page.len();
+                if let Some(last) = page.last() {
+                    start = keys::after(&last.key);
+                }
+                let page_ids = ids(&page);
+                tx.load(&page_ids).await?;
+                for id in &page_ids {
+                    let Ok(Some(record)) = tx.record(id) else {
+                        continue;
+                    };
+                    if !record.is_ready(now_ms) {
+                        continue;
+                    }
+                    let next = core::claim(&record, request, now_ms)?.into_record();
+                    tx.put(&next)?;
+                    if tx.over(&limits).is_some() {
+                        tx.unwrite(id);
+                        break 'pages;
+                    }
+                    claimed.push(next);
+                }
+                if fetched < want || claimed.len() >= limit {
+                    break;
+                }
+            }
+            Ok(claimed)
+        })
+        .await
+    }
+
+    async fn take_over(
+        &self,
+        request: &ClaimRequest,
+        now_ms: u64,
+    ) -> Result<Vec<Record>, StoreError> {
+        request.validate()?;
+        let limits = self.backend.limits();
+        self.atomic(async |tx| {
+            let leased = self.ids_in_stage(Stage::Leased).await?;
+            tx.load(&leased).await?;
+            let decoded: Vec<Record> = leased
+                .iter()
+                .filter_map(|id| tx.record(id).ok().flatten())
+                .collect();
+            let mut orphans: Vec<&Record> = decoded
+                .iter()
+                .filter(|r| r.is_orphan_for(&request.owner, now_ms))
+                .collect();
+            orphans.sort_by(core::claim_order as RecordOrder);
+            orphans.truncate(request.limit as usize);
+            let mut taken = Vec::with_capacity(orphans.len());
+            for record in orphans {
+                let next = core::take_over(record, request, now_ms)?.into_record();
+                tx.put(&next)?;
+                if tx.over(&limits).is_some() {
+                    tx.unwrite(&next.id);
+                    break;
+                }
+                taken.push(next);
+            }
+            Ok(taken)
+        })
+        .await
+    }
+
+    async fn complete_attempt(
+        &self,
+        completion: &Completion,
+        retry: &RetryConfig,
+        now_ms: u64,
+    ) -> Result<Record, StoreError> {
+        self.complete_attempts(std::slice::from_ref(completion), retry, now_ms)
+            .await
+            .pop()
+            .unwrap_or_else(|| Err(StoreError::Backend("no answer for the completion".into())))
+    }
+
+    /// As many completions per commit as fit (one commit for a usual flush round); each
+    /// commit is atomic.
+    async fn complete_attempts(
+        &self,
+        completions: &[Completion],
+        retry: &RetryConfig,
+        now_ms: u64,
+    ) -> Vec<Result<Record, StoreError>> {
+        let limits = self.backend.limits();
+        let mut out: Vec<Result<Record, StoreError>> = Vec::with_capacity(completions.len());
+        while out.len() < completions.len() {
+            let pos = out.len();
+            let done = self
+                .atomic(async |tx| {
+                    let chunk = &completions[pos..completions.len().min(pos + PAGE as usize)];
+                    let ids: Vec<String> = chunk.iter().map(|c| c.id.clone()).collect();
+                    tx.load(&ids).await?;
+                    let mut answers = Vec::with_capacity(chunk.len());
+                    for c in chunk {
+                        let next = match tx.record(&c.id) {
+                            Ok(Some(record)) => core::complete_attempt(&record, c, now_ms, retry)
+                                .map_err(StoreError::from),
+                            Ok(None) => Err(CoreError::NotFound { id: c.id.clone() }.into()),
+                            Err(e) => Err(e),
+                        };
+                        if let Ok(next) = &next {
+                            tx.put(next)?;
+                            if let Some(why) = tx.over(&limits) {
+                                tx.unwrite(&c.id);
+                                if answers.is_empty() {
+                                    return Err(StoreError::Backend(format!(
+                                        "record `{}` does not fit in one commit: {why}",
+                                        c.id
+                                    )));
+                                }
+                                break;
+                            }
+                        }
+                        answers.push(next);
+                    }
+                    Ok(answers)
+                })
+                .await;
+            match done {
+                Ok(answers) => out.extend(answers),
+                Err(e) => {
+                    out.push(Err(e));
+                    break;
+                }
+            }
+        }
+        out
+    }
+
+    async fn release(
+        &self,
+        id: &str,
+        lease_id: &str,
+        revision: u64,
+        now_ms: u64,
+    ) -> Result<Record, StoreError> {
+        self.update(id, false, &|r, _| {
+            core::release(r, lease_id, revision, now_ms)
+        })
+        .await
+    }
+
+    async fn relay_back(&self, relay: &str, now_ms: u64) -> Result<Vec<Record>, StoreError> {
+        // Only `retryable` records can qualify: read those through the stage index.
+        let waiting = self.ids_in_stage(Stage::Retryable).await?;
+        self.in_commits(&waiting, &|record| {
+            Ok(core::relay_back(record, relay, now_ms).map(|next| (Some(next.clone()), next)))
+        })
+        .await
+    }
+
+    async fn retry(&self, id: &str, now_ms: u64) -> Result<Record, StoreError> {
+        self.update(id, true, &|r, related| {
+            semantics::check_retry(r, related)?;
+            core::retry(r, now_ms)
+        })
+        .await
+    }
+
+    async fn cancel(&self, id: &str, now_ms: u64) -> Result<Record, StoreError> {
+        self.update(id, false, &|r, _| core::cancel(r, now_ms))
+            .await
+    }
+
+    async fn purge(&self, before_ms: u64) -> Result<u32, StoreError> {
+        let mut doomed = Vec::new();
+        for stage in Stage::ALL.into_iter().filter(|s| s.is_terminal()) {
+            doomed.extend(self.ids_in_stage(stage).await?);
+        }
+        let purged = self
+            .in_commits(&doomed, &|record| {
+                Ok(core::is_purgeable(record, before_ms).then_some((None, ())))
+            })
+            .await?;
+        Ok(u32::try_from(purged.len()).unwrap_or(u32::MAX))
+    }
+
+    async fn list(&self, query: &ListQuery) -> Result<Vec<Record>, StoreError> {
+        query.validate()?;
+        let tx = Tx::new(&self.backend);
+        let cursor = match &query.after {
+            None => None,
+            Some(id) => {
+                tx.load(std::slice::from_ref(id)).await?;
+                let value = tx
+                    .seen
+                    .borrow()
+                    .get(id)
+                    .and_then(|s| s.value.clone())
+                    .ok_or_else(|| CoreError::NotFound { id: id.clone() })?;
+                let row: StoredRow =
+                    serde_json::from_str(&value).map_err(|e| StoreError::Corrupt {
+                        id: id.clone(),
+                        message: format!("row: {e}"),
+                    })?;
+                Some((row.created_ms as u64, id.clone()))
+            }
+        };
+        let (prefix, start) = match query.stage {
+            Some(stage) => (
+                keys::stage_prefix(stage),
+                cursor.map(|(c, id)| keys::after(&keys::stage_key(stage.as_str(), c, &id))),
+            ),
+            None => (
+                keys::CREATED.to_string(),
+                cursor.map(|(c, id)| keys::after(&keys::created_key(c, &id))),
+            ),
+        };
+        let start = start.unwrap_or_else(|| prefix.clone());
+        let page = self
+            .scan(
+                start,
+                &keys::prefix_end(&prefix),
+                Some(query.limit as usize),
+            )
+            .await?;
+        let page_ids = ids(&page);
+        tx.load(&page_ids).await?;
+        Ok(page_ids
+            .iter()
+            .filter_map(|id| tx.record(id).ok().flatten())
+            .filter(|r| query.stage.is_none_or(|s| r.stage == s))
+            .collect())
+    }
+
+    async fn status(&self) -> Result<StageCounts, StoreError> {
+        let mut counts = StageCounts::default();
+        for entry in self.scan_prefix(ROWS, None).await? {
+            let id = keys::id_of(&entry.key).unwrap_or_default();
+            match decode_value(&id, &entry.value) {
+                Ok(record) => counts.add(record.stage),
+                Err(_) => counts.corrupt = counts.corrupt.saturating_add(1),
+            }
+        }
+        Ok(counts)
+    }
+
+    async fn corrupt_rows(&self) -> Result<Vec<CorruptRow>, StoreError> {
+        let mut out = Vec::new();
+        for entry in self.scan_prefix(ROWS, None).await? {
+            let id = keys::id_of(&entry.key).unwrap_or_else(|| entry.key.clone());
+            if let Err(e) = decode_value(&id, &entry.value) {
+                let stage = serde_json::from_str::<serde_json::Value>(&entry.value)
+                    .ok()
+                    .and_then(|v| v.get("stage")?.as_str().and_then(Stage::from_name));
+                let reason = match e {
+                    StoreError::Corrupt { message, .. } => message,
+                    other => other.to_string(),
+                };
+                out.push(CorruptRow { id, stage, reason });
+            }
+        }
+        out.sort_by(|a, b| a.id.cmp(&b.id));
+        Ok(out)
+    }
+
+    async fn next_due(&self) -> Result<Option<u64>, StoreError> {
+        let first = self.scan_prefix(keys::DUE, Some(1)).await?;
+        Ok(first.first().and_then(|e| keys::due_of(&e.key)))
+    }
+}

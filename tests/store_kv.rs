@@ -1,0 +1,872 @@
+//! Runs the store conformance suite against the key-value store over the in-memory
+//! backend (one test per case, and the whole suite, also under Deno KV's commit
+//! limits), then what is its own: conflicting writers, a backend that always
+//! conflicts, the key encodings' order, commit limits, corrupt rows; and shows that
+//! these tests catch broken backends. Native only (as `store::kv` for now).
+#![cfg(not(target_arch = "wasm32"))]
+
+use std::cell::{Cell, RefCell};
+use std::future::Future;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::pin::Pin;
+use std::rc::Rc;
+
+use futures::executor::block_on;
+use nostr_outbox::core::{EnqueueOutcome, Plan, Policy, Stage};
+use nostr_outbox::store::conformance::{
+    self, fixture_claim, fixture_plan, nostr_event, nostr_plan, ALICE, RELAYS,
+};
+use nostr_outbox::store::kv::{
+    self, KvBackend, KvCommit, KvCommitted, KvEntry, KvLimits, KvRange, KvStore, KvValue, MemoryKv,
+    MAX_COMMIT_TRIES,
+};
+use nostr_outbox::store::{Store, StoreError};
+
+fn store() -> KvStore<MemoryKv> {
+    KvStore::new(MemoryKv::new())
+}
+
+macro_rules! cases {
+    ($($case:ident),* $(,)?) => {
+        $(
+            #[test]
+            fn $case() {
+                block_on(conformance::$case(&store()));
+            }
+        )*
+    };
+}
+
+cases!(
+    enqueue_create_replay_conflict,
+    enqueue_rejects_invalid_input,
+    enqueue_many_all_or_nothing,
+    enqueue_many_checked_writes_nothing_when_the_check_fails,
+    get_list_status,
+    claim_order_and_bound,
+    claim_readiness_and_exclusivity,
+    lease_expiry_allows_reclaim,
+    lost_claim_changes_nothing,
+    attempt_records_evidence,
+    policies,
+    exhaustion,
+    unreachable_attempts_keep_the_budget,
+    complete_many,
+    expiration,
+    retry_and_cancel,
+    release_hands_back,
+    relay_back_wakes_only_what_waits_for_it,
+    purge_terminal_only,
+    next_due,
+    replaceable_versions_supersede,
+    addressable_slots_and_ties,
+    deletions_withdraw_what_they_name,
+    batches_apply_the_rules_in_order,
+    ephemeral_and_expired_events,
+    related_finds_versions_and_accepting_relays,
+    take_over_orphaned_leases,
+);
+
+#[test]
+fn kv_store_passes_the_whole_suite() {
+    block_on(conformance::run_all(|| async { store() }));
+}
+
+#[test]
+fn kv_store_passes_the_whole_suite_under_deno_kv_limits() {
+    block_on(conformance::run_all(|| async {
+        KvStore::new(MemoryKv::with_limits(KvLimits::DENO_KV))
+    }));
+}
+
+// ---------------------------------------------------------------------------------
+// Backends for the tests: a shared memory backend, with optional defects and a hook
+// that runs another store's operation just before the next commit.
+
+type Hook = Pin<Box<dyn Future<Output = ()>>>;
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Defect {
+    None,
+    /// Commits without checking anything (a backend without compare-and-set).
+    IgnoreChecks,
+    /// Drops the checks of rows (`r/…`) only.
+    IgnoreRowChecks,
+    /// Drops the checks of slot locks (`k/…`) only.
+    IgnoreLockChecks,
+    /// Lists in reverse key order whatever was asked.
+    ReversedLists,
+}
+
+/// A handle on a shared [`MemoryKv`].
+#[derive(Clone)]
+struct Shared {
+    kv: Rc<MemoryKv>,
+    defect: Defect,
+    /// Runs (once) before the next commit reaches the backend.
+    hook: Rc<RefCell<Option<Hook>>>,
+    /// Answer every commit with a conflict.
+    always_conflict: bool,
+    commits: Rc<Cell<u32>>,
+    conflicts: Rc<Cell<u32>>,
+}
+
+impl Shared {
+    fn new(kv: Rc<MemoryKv>) -> Shared {
+        Shared {
+            kv,
+            defect: Defect::None,
+            hook: Rc::new(RefCell::new(None)),
+            always_conflict: false,
+            commits: Rc::new(Cell::new(0)),
+            conflicts: Rc::new(Cell::new(0)),
+        }
+    }
+
+    fn with_defect(mut self, defect: Defect) -> Shared {
+        self.defect = defect;
+        self
+    }
+
+    fn before_next_commit(&self, hook: impl Future<Output = ()> + 'static) {
+        *self.hook.borrow_mut() = Some(Box::pin(hook));
+    }
+}
+
+impl KvBackend for Shared {
+    fn limits(&self) -> KvLimits {
+        self.kv.limits()
+    }
+
+    async fn get_many(&self, keys: &[String]) -> Result<Vec<Option<KvValue>>, StoreError> {
+        self.kv.get_many(keys).await
+    }
+
+    async fn list(&self, range: &KvRange) -> Result<Vec<KvEntry>, StoreError> {
+        if self.defect == Defect::ReversedLists {
+            let mut all = self.kv.list(range).await?;
+            all.reverse();
+            return Ok(all);
+        }
+        self.kv.list(range).await
+    }
+
+    async fn commit(&self, mut commit: KvCommit) -> Result<KvCommitted, StoreError> {
+        let hook = self.hook.borrow_mut().take();
+        if let Some(hook) = hook {
+            hook.await;
+        }
+        self.commits.set(self.commits.get() + 1);
+        if self.always_conflict {
+            self.conflicts.set(self.conflicts.get() + 1);
+            return Ok(KvCommitted::Conflict);
+        }
+        match self.defect {
+            Defect::IgnoreChecks => commit.checks.clear(),
+            Defect::IgnoreRowChecks => commit.checks.retain(|c| !c.key.starts_with(kv::ROWS)),
+            Defect::IgnoreLockChecks => commit.checks.retain(|c| !c.key.starts_with(kv::LOCK)),
+            Defect::None | Defect::ReversedLists => {}
+        }
+        let done = self.kv.commit(commit).await?;
+        if done == KvCommitted::Conflict {
+            self.conflicts.set(self.conflicts.get() + 1);
+        }
+        Ok(done)
+    }
+}
+
+/// Two stores over one backend: `a`'s commits can be preceded by a hook (`b`'s work).
+fn two_stores(defect: Defect) -> (KvStore<Shared>, Rc<KvStore<Shared>>, Shared) {
+    let kv = Rc::new(MemoryKv::new());
+    let a = Shared::new(kv.clone()).with_defect(defect);
+    let b = Shared::new(kv).with_defect(defect);
+    (KvStore::new(a.clone()), Rc::new(KvStore::new(b)), a)
+}
+
+/// Two contexts claim the one record at once: `b` commits its claim between `a`'s
+/// read and `a`'s commit. Exactly one of them must hold the lease.
+async fn claimers_race(defect: Defect) -> Result<(), String> {
+    let (a, b, a_backend) = two_stores(defect);
+    a.enqueue(fixture_plan(1, &RELAYS, Policy::All), 1_000)
+        .await
+        .map_err(|e| e.to_string())?;
+    let b_got = Rc::new(RefCell::new(Vec::new()));
+    {
+        let b = b.clone();
+        let b_got = b_got.clone();
+        a_backend.before_next_commit(async move {
+            let got = b
+                .claim(&fixture_claim("b", "lease-b", 1, 30_000), 2_000)
+                .await
+                .expect("b claims");
+            *b_got.borrow_mut() = got;
+        });
+    }
+    let a_got = a
+        .claim(&fixture_claim("a", "lease-a", 1, 30_000), 2_000)
+        .await
+        .map_err(|e| e.to_string())?;
+    let b_got = b_got.borrow().clone();
+    let stored = a
+        .get(&fixture_plan(1, &RELAYS, Policy::All).id)
+        .await
+        .map_err(|e| e.to_string())?
+        .ok_or("record gone")?;
+    if a_got.len() + b_got.len() != 1 {
+        return Err(format!(
+            "both leased it: a got {}, b got {}",
+            a_got.len(),
+            b_got.len()
+        ));
+    }
+    let owner = stored.lease.as_ref().map(|l| l.owner.clone());
+    if owner.as_deref() != Some("b") || stored.revision != 2 {
+        return Err(format!(
+            "stored lease {owner:?} at revision {}",
+            stored.revision
+        ));
+    }
+    if a_backend.conflicts.get() == 0 {
+        return Err("a's first commit did not conflict".into());
+    }
+    Ok(())
+}
+
+/// Two contexts enqueue versions of one replaceable slot at once: `b` commits one
+/// version between `a`'s read of the slot and `a`'s commit of the other (`a` has the
+/// newer one unless `b_newer`). `a` must see `b`'s version on its retry: exactly the
+/// newer version may be sent, the older is superseded (or born superseded).
+async fn slot_race(defect: Defect, b_newer: bool) -> Result<(), String> {
+    let (a, b, a_backend) = two_stores(defect);
+    let older = nostr_plan(nostr_event(1, ALICE, 0, 100, "", &[]));
+    let newer = nostr_plan(nostr_event(2, ALICE, 0, 200, "", &[]));
+    let (mine, theirs) = if b_newer {
+        (older.clone(), newer.clone())
+    } else {
+        (newer.clone(), older.clone())
+    };
+    {
+        let b = b.clone();
+        a_backend.before_next_commit(async move {
+            b.enqueue(theirs, 1_000).await.expect("b enqueues");
+        });
+    }
+    let answer = a.enqueue(mine, 1_000).await.map_err(|e| e.to_string())?;
+    let get = async |plan: &Plan| {
+        a.get(&plan.id)
+            .await
+            .map_err(|e| e.to_string())?
+            .ok_or_else(|| format!("`{}` missing", plan.id))
+    };
+    let (older_now, newer_now) = (get(&older).await?, get(&newer).await?);
+    if older_now.stage != Stage::Superseded || newer_now.stage != Stage::Pending {
+        return Err(format!(
+            "older is {}, newer is {}: both versions may be sent",
+            older_now.stage, newer_now.stage
+        ));
+    }
+    let want = if b_newer {
+        EnqueueOutcome::Superseded
+    } else {
+        EnqueueOutcome::Created
+    };
+    if answer.outcome != want {
+        return Err(format!("a's enqueue answered {:?}", answer.outcome));
+    }
+    Ok(())
+}
+
+/// Two contexts enqueue different plans under one item id at once (`b` commits
+/// between `a`'s read and commit): one is created, the other is a `plan_conflict`.
+async fn same_id_race(defect: Defect) -> Result<(), String> {
+    let (a, b, a_backend) = two_stores(defect);
+    let mine = fixture_plan(1, &RELAYS, Policy::All);
+    let mut theirs = fixture_plan(1, &RELAYS, Policy::Any);
+    theirs.id = mine.id.clone();
+    {
+        let b = b.clone();
+        a_backend.before_next_commit(async move {
+            b.enqueue(theirs, 1_000).await.expect("b enqueues");
+        });
+    }
+    match a.enqueue(mine.clone(), 1_000).await {
+        Err(e) if e.code() == "plan_conflict" => {}
+        other => return Err(format!("a's enqueue answered {other:?}")),
+    }
+    let stored = a.get(&mine.id).await.map_err(|e| e.to_string())?;
+    match stored.map(|r| r.policy) {
+        Some(Policy::Any) => Ok(()),
+        other => Err(format!("stored policy {other:?}")),
+    }
+}
+
+#[test]
+fn an_enqueue_that_loses_an_id_race_conflicts() {
+    block_on(same_id_race(Defect::None)).expect("one plan per id");
+    let err = block_on(same_id_race(Defect::IgnoreRowChecks)).expect_err("overwrites");
+    assert!(err.contains("answered Ok"), "{err}");
+}
+
+#[test]
+fn a_claim_that_loses_a_race_retries_and_leases_nothing() {
+    block_on(claimers_race(Defect::None)).expect("one lease");
+}
+
+#[test]
+fn an_enqueue_that_loses_a_slot_race_retries_and_supersedes() {
+    block_on(slot_race(Defect::None, false)).expect("the newer version wins");
+    block_on(slot_race(Defect::None, true)).expect("the newer version wins");
+}
+
+#[test]
+fn the_race_tests_catch_a_backend_without_compare_and_set() {
+    let err = block_on(claimers_race(Defect::IgnoreChecks)).expect_err("both lease");
+    assert!(err.contains("both leased"), "{err}");
+    for b_newer in [false, true] {
+        let err = block_on(slot_race(Defect::IgnoreChecks, b_newer)).expect_err("both versions");
+        assert!(err.contains("both versions may be sent"), "{err}");
+    }
+}
+
+#[test]
+fn each_guard_is_what_wins_its_race() {
+    // Row versions keep two claims of one record apart; slot locks are not involved.
+    let err = block_on(claimers_race(Defect::IgnoreRowChecks)).expect_err("both lease");
+    assert!(err.contains("both leased"), "{err}");
+    block_on(claimers_race(Defect::IgnoreLockChecks)).expect("rows suffice");
+    // A new version is a new key no row check sees: the slot's lock keeps two versions
+    // apart.
+    for b_newer in [false, true] {
+        let err = block_on(slot_race(Defect::IgnoreLockChecks, b_newer)).expect_err("no lock");
+        assert!(err.contains("both versions may be sent"), "{err}");
+        block_on(slot_race(Defect::IgnoreRowChecks, b_newer)).expect("the lock suffices");
+    }
+}
+
+#[test]
+fn a_backend_that_always_conflicts_ends_in_a_typed_error_with_nothing_written() {
+    let kv = Rc::new(MemoryKv::new());
+    let seeded = KvStore::new(Shared::new(kv.clone()));
+    block_on(seeded.enqueue(fixture_plan(1, &RELAYS, Policy::All), 1_000)).expect("seed");
+    let before = kv.dump();
+    let mut backend = Shared::new(kv.clone());
+    backend.always_conflict = true;
+    let store = KvStore::new(backend.clone());
+    let err = block_on(store.enqueue(fixture_plan(2, &RELAYS, Policy::All), 1_000))
+        .expect_err("never commits");
+    assert!(matches!(err, StoreError::Blocked(_)), "{err:?}");
+    assert_eq!(err.code(), "storage_blocked");
+    assert_eq!(backend.commits.get(), MAX_COMMIT_TRIES);
+    let err = block_on(store.claim(&fixture_claim("o", "l", 5, 30_000), 2_000))
+        .expect_err("never commits");
+    assert!(matches!(err, StoreError::Blocked(_)), "{err:?}");
+    let err = block_on(store.cancel(&fixture_plan(1, &RELAYS, Policy::All).id, 2_000))
+        .expect_err("never commits");
+    assert!(matches!(err, StoreError::Blocked(_)), "{err:?}");
+    assert_eq!(kv.dump(), before, "nothing written");
+    // Reads need no commit.
+    assert_eq!(block_on(store.status()).expect("status").pending, 1);
+}
+
+fn plans(from: u32, n: u32) -> Vec<Plan> {
+    (from..from + n)
+        .map(|i| fixture_plan(i, &RELAYS, Policy::All))
+        .collect()
+}
+
+#[test]
+fn a_batch_over_the_commit_limits_is_refused_and_writes_nothing() {
+    // Deno KV: 100 checks per atomic operation, one per plan.
+    let store = KvStore::new(MemoryKv::with_limits(KvLimits::DENO_KV));
+    let err = block_on(store.enqueue_many(plans(0, 101), 1_000)).expect_err("too large");
+    assert_eq!(err.code(), "invalid_argument", "{err}");
+    assert!(err.to_string().contains("101 checks"), "{err}");
+    assert!(store.backend().is_empty(), "nothing written");
+    assert_eq!(
+        block_on(store.enqueue_many(plans(0, 100), 1_000))
+            .expect("fits")
+            .len(),
+        100
+    );
+    assert_eq!(block_on(store.status()).expect("status").pending, 100);
+
+    // Mutations: a new regular record is its row and 4 index keys.
+    let limits = KvLimits {
+        max_mutations: 20,
+        ..KvLimits::UNLIMITED
+    };
+    let store = KvStore::new(MemoryKv::with_limits(limits));
+    let err = block_on(store.enqueue_many(plans(0, 5), 1_000)).expect_err("25 mutations");
+    assert_eq!(err.code(), "invalid_argument");
+    assert!(err.to_string().contains("25 mutations"), "{err}");
+    assert!(store.backend().is_empty(), "nothing written");
+    block_on(store.enqueue_many(plans(0, 4), 1_000)).expect("20 mutations fit");
+
+    // A value over the limit (a large event) is refused too.
+    let limits = KvLimits {
+        max_value_bytes: 2_000,
+        ..KvLimits::UNLIMITED
+    };
+    let store = KvStore::new(MemoryKv::with_limits(limits));
+    let mut big = fixture_plan(1, &RELAYS, Policy::All);
+    big.event.raw = format!(r#"{{"content":"{}"}}"#, "x".repeat(4_000));
+    let err = block_on(store.enqueue(big, 1_000)).expect_err("value too large");
+    assert_eq!(err.code(), "invalid_argument");
+    assert!(store.backend().is_empty(), "nothing written");
+}
+
+#[test]
+fn claims_and_purges_over_the_commit_limits_take_what_fits() {
+    let limits = KvLimits {
+        max_mutations: 20,
+        ..KvLimits::UNLIMITED
+    };
+    let store = KvStore::new(MemoryKv::with_limits(limits));
+    for chunk in plans(0, 12).chunks(4) {
+        block_on(store.enqueue_many(chunk.to_vec(), 1_000)).expect("enqueue");
+    }
+    // A claim rewrites the row, the due key and the stage key: 5 mutations each.
+    let got = block_on(store.claim(&fixture_claim("o", "l", 10, 30_000), 2_000)).expect("claim");
+    assert_eq!(got.len(), 4, "what fits in one commit");
+    assert_eq!(block_on(store.status()).expect("status").leased, 4);
+    for r in block_on(store.list(&nostr_outbox::core::ListQuery {
+        stage: Some(Stage::Pending),
+        after: None,
+        limit: 100,
+    }))
+    .expect("list")
+    {
+        block_on(store.cancel(&r.id, 3_000)).expect("cancel");
+    }
+    // Purge deletes the row and its 4 index keys: 4 per commit, 8 in two commits.
+    let commits = store.backend().applied_commits();
+    assert_eq!(block_on(store.purge(10_000)).expect("purge"), 8);
+    assert_eq!(store.backend().applied_commits() - commits, 2);
+    assert_eq!(block_on(store.status()).expect("status").leased, 4);
+}
+
+#[test]
+fn corrupt_rows_are_reported_skipped_and_kept() {
+    let store = store();
+    block_on(store.enqueue(fixture_plan(1, &RELAYS, Policy::All), 1_000)).expect("enqueue");
+    let kv = store.backend();
+    kv.put_raw(
+        &kv::row_key("broken"),
+        r#"{"id":"broken","stage":"pending"}"#,
+    );
+    kv.put_raw(
+        &kv::due_key(500, 500, "broken"),
+        "", // filed as due before the healthy record
+    );
+    let err = block_on(store.get("broken")).expect_err("corrupt");
+    assert_eq!(err.code(), "corrupt_record");
+    let got = block_on(store.claim(&fixture_claim("o", "l", 5, 30_000), 2_000)).expect("claim");
+    assert_eq!(
+        got.len(),
+        1,
+        "the healthy record is claimed past the corrupt one"
+    );
+    let counts = block_on(store.status()).expect("status");
+    assert_eq!((counts.leased, counts.corrupt), (1, 1));
+    let rows = block_on(store.corrupt_rows()).expect("corrupt rows");
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0].id, "broken");
+    assert_eq!(rows[0].stage, Some(Stage::Pending));
+    let err = block_on(store.cancel("broken", 3_000)).expect_err("not rewritten");
+    assert_eq!(err.code(), "corrupt_record");
+    assert!(block_on(store.get("broken")).is_err(), "kept");
+}
+
+/// The suite (run whole) against a store over a defective backend: the message of its
+/// failure.
+fn suite_fails_on(defect: Defect) -> String {
+    let result = catch_unwind(AssertUnwindSafe(|| {
+        block_on(conformance::run_all(|| async move {
+            KvStore::new(Shared::new(Rc::new(MemoryKv::new())).with_defect(defect))
+        }))
+    }));
+    match result {
+        Ok(()) => panic!("the suite passed a broken backend"),
+        Err(e) => e
+            .downcast_ref::<String>()
+            .cloned()
+            .unwrap_or_else(|| "<non-string panic>".into()),
+    }
+}
+
+#[test]
+fn the_suite_catches_a_backend_that_lists_out_of_order() {
+    let msg = suite_fails_on(Defect::ReversedLists);
+    assert!(msg.contains("store conformance case"), "{msg}");
+}
+
+mod key_order {
+    use super::kv;
+    use proptest::prelude::*;
+
+    fn id() -> impl Strategy<Value = String> {
+        prop_oneof!["[a-z0-9:/._-]{0,12}", any::<String>(), "[0-9a-f]{64}",]
+    }
+
+    fn time() -> impl Strategy<Value = u64> {
+        prop_oneof![
+            0u64..3,
+            any::<u64>(),
+            1_700_000_000_000u64..1_700_000_000_010
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn claim_keys_sort_in_claim_order(
+            a in (time(), time(), id()),
+            b in (time(), time(), id()),
+        ) {
+            let ka = kv::due_key(a.0, a.1, &a.2);
+            let kb = kv::due_key(b.0, b.1, &b.2);
+            prop_assert_eq!(ka.cmp(&kb), (a.0, a.1, &a.2).cmp(&(b.0, b.1, &b.2)));
+            prop_assert_eq!(kv::due_of(&ka), Some(a.0));
+            prop_assert_eq!(kv::id_of(&ka), Some(a.2.clone()));
+            prop_assert!(ka.starts_with(kv::DUE) && ka.is_ascii());
+        }
+
+        #[test]
+        fn list_and_stage_keys_sort_in_list_order(
+            a in (time(), id()),
+            b in (time(), id()),
+        ) {
+            let order = (a.0, &a.1).cmp(&(b.0, &b.1));
+            prop_assert_eq!(kv::created_key(a.0, &a.1).cmp(&kv::created_key(b.0, &b.1)), order);
+            prop_assert_eq!(
+                kv::stage_key("pending", a.0, &a.1).cmp(&kv::stage_key("pending", b.0, &b.1)),
+                order
+            );
+            // The successor of a key comes after it and before every greater key.
+            let (ka, kb) = (kv::created_key(a.0, &a.1), kv::created_key(b.0, &b.1));
+            let next = kv::after(&ka);
+            prop_assert!(next > ka);
+            if kb > ka {
+                prop_assert!(next < kb);
+            }
+        }
+
+        #[test]
+        fn slot_keys_sort_newest_first_within_their_slot_and_part(
+            slot_a in id(), slot_b in id(),
+            a in (time(), id(), id()),
+            b in (time(), id(), id()),
+            part in 0u8..3,
+        ) {
+            let ka = kv::slot_key(&slot_a, part, a.0, &a.1, &a.2);
+            let kb = kv::slot_key(&slot_a, part, b.0, &b.1, &b.2);
+            // Newest created_at first, then the lower event id, then the item id.
+            let want = (std::cmp::Reverse(a.0), &a.1, &a.2)
+                .cmp(&(std::cmp::Reverse(b.0), &b.1, &b.2));
+            prop_assert_eq!(ka.cmp(&kb), want);
+            // A slot's prefix holds its keys and no other slot's.
+            let prefix = kv::slot_prefix(&slot_a, part);
+            prop_assert!(ka.starts_with(&prefix) && ka < kv::prefix_end(&prefix));
+            let other = kv::slot_key(&slot_b, part, b.0, &b.1, &b.2);
+            prop_assert_eq!(other.starts_with(&prefix), slot_a == slot_b);
+            prop_assert_eq!(
+                kv::event_key(&a.1, &a.2).starts_with(&kv::event_prefix(&b.1)),
+                a.1 == b.1
+            );
+        }
+    }
+}
+
+#[test]
+fn the_key_order_test_catches_an_unpadded_encoding() {
+    // Unpadded numbers (what the padding prevents) sort 10 before 9.
+    let unpadded = |due: u64, id: &str| format!("d/{due}/{}", hex_of(id));
+    assert!(unpadded(10, "a") < unpadded(9, "a"));
+    assert!(kv::due_key(10, 0, "a") > kv::due_key(9, 0, "a"));
+    // Unescaped text with a separator would mix slots: "a/b" + "c" vs "a" + "b/c".
+    assert_ne!(kv::slot_prefix("a/b", 1), kv::slot_prefix("a", 1));
+    assert!(!kv::slot_key("a/b", 1, 0, "e", "i").starts_with(&kv::slot_prefix("a", 1)));
+}
+
+fn hex_of(text: &str) -> String {
+    text.bytes().map(|b| format!("{b:02x}")).collect()
+}
+
+#[test]
+fn memory_kv_keeps_the_contract() {
+    use kv::{KvCheck, KvMutation};
+    let kv = MemoryKv::new();
+    let put = |key: &str, value: &str| KvMutation::Put {
+        key: key.into(),
+        value: value.into(),
+    };
+    let commit = |checks: Vec<KvCheck>, mutations: Vec<KvMutation>| {
+        block_on(kv.commit(KvCommit { checks, mutations })).expect("commit")
+    };
+    let absent = |key: &str| KvCheck {
+        key: key.into(),
+        version: None,
+    };
+    assert_eq!(
+        commit(
+            vec![absent("a")],
+            vec![put("a", "1"), put("b", "2"), put("c", "3")]
+        ),
+        KvCommitted::Applied
+    );
+    // A failed check writes nothing.
+    assert_eq!(
+        commit(vec![absent("a")], vec![put("d", "4")]),
+        KvCommitted::Conflict
+    );
+    let got = block_on(kv.get_many(&["a".into(), "d".into()])).expect("get");
+    let a = got[0].clone().expect("a");
+    assert_eq!((a.value.as_str(), got[1].clone()), ("1", None));
+    // A version check holds until the key is written again.
+    let at = |version: &str| KvCheck {
+        key: "a".into(),
+        version: Some(version.into()),
+    };
+    assert_eq!(
+        commit(vec![at(&a.version)], vec![put("a", "5")]),
+        KvCommitted::Applied
+    );
+    assert_eq!(
+        commit(
+            vec![at(&a.version)],
+            vec![KvMutation::Delete { key: "b".into() }]
+        ),
+        KvCommitted::Conflict
+    );
+    let range = |start: &str, end: &str, limit: u32, reverse: bool| {
+        block_on(kv.list(&KvRange {
+            start: start.into(),
+            end: end.into(),
+            limit,
+            reverse,
+        }))
+        .expect("list")
+        .into_iter()
+        .map(|e| e.key)
+        .collect::<Vec<_>>()
+    };
+    assert_eq!(range("a", "c", 10, false), ["a", "b"]);
+    assert_eq!(range("a", "z", 2, false), ["a", "b"]);
+    assert_eq!(range("a", "z", 2, true), ["c", "b"]);
+    assert!(range("c", "a", 2, false).is_empty());
+    // Over its limits it refuses the commit as an error and writes nothing.
+    let small = MemoryKv::with_limits(KvLimits {
+        max_mutations: 1,
+        ..KvLimits::UNLIMITED
+    });
+    let err = block_on(small.commit(KvCommit {
+        checks: Vec::new(),
+        mutations: vec![put("x", ""), put("y", "")],
+    }))
+    .expect_err("too many");
+    assert_eq!(err.code(), "storage");
+    assert!(small.is_empty());
+}
+
+/// The key-value store answers every operation exactly as the memory store (the
+/// reference) does, over random sequences of operations, under Deno KV's limits.
+mod same_as_memory {
+    use super::*;
+    use nostr_outbox::core::{
+        ClaimRequest, Completion, ListQuery, Outcome, RejectReason, TargetResult,
+    };
+    use nostr_outbox::store::conformance::{fixture_retry, BOB};
+    use nostr_outbox::store::MemoryStore;
+    use proptest::prelude::*;
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        /// Plans by number: < 8 regular events, else versions of two replaceable slots
+        /// and deletions.
+        Enqueue(Vec<u8>),
+        Claim(u32, String),
+        /// Completes the `i`th record of the last claim with one outcome for all targets.
+        Complete(usize, u8),
+        Release(usize),
+        Cancel(u8),
+        Retry(u8),
+        RelayBack(usize),
+        Purge(u64),
+        List(Option<usize>, u32, bool),
+        TakeOver(String),
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        let owner = prop::sample::select(vec!["a".to_string(), "b".to_string()]);
+        prop_oneof![
+            3 => prop::collection::vec(0u8..20, 1..4).prop_map(Op::Enqueue),
+            2 => (1u32..4, owner.clone()).prop_map(|(l, o)| Op::Claim(l, o)),
+            2 => (0usize..4, 0u8..5).prop_map(|(i, o)| Op::Complete(i, o)),
+            1 => (0usize..4).prop_map(Op::Release),
+            1 => (0u8..20).prop_map(Op::Cancel),
+            1 => (0u8..20).prop_map(Op::Retry),
+            1 => (0usize..3).prop_map(Op::RelayBack),
+            1 => (0u64..200_000).prop_map(Op::Purge),
+            1 => (prop::option::of(0usize..7), 1u32..5, any::<bool>())
+                .prop_map(|(s, l, c)| Op::List(s, l, c)),
+            1 => owner.prop_map(Op::TakeOver),
+        ]
+    }
+
+    fn plan(n: u8) -> Plan {
+        let n32 = u32::from(n);
+        match n {
+            0..8 => fixture_plan(n32, &RELAYS, Policy::Any),
+            8..14 => nostr_plan(nostr_event(n32, ALICE, 0, 100 + u64::from(n % 3), "", &[])),
+            14..18 => nostr_plan(nostr_event(n32, BOB, 30_000, u64::from(n), "x", &[])),
+            _ => {
+                let address = format!("0:{ALICE}:");
+                let named = format!("{:064x}", 2);
+                nostr_plan(nostr_event(n32, ALICE, 5, 105, "", &[&address, &named]))
+            }
+        }
+    }
+
+    /// An answer as compared: an error by its code (a message may name any of several
+    /// records that justify it, e.g. which newer version forbids a retry: the first in
+    /// the store's read order, which is id order in the memory store and newest first
+    /// here).
+    fn show<T: std::fmt::Debug>(answer: Result<T, StoreError>) -> String {
+        match answer {
+            Ok(v) => format!("Ok({v:?})"),
+            Err(e) => format!("Err({})", e.code()),
+        }
+    }
+
+    fn id(n: u8) -> String {
+        plan(n).id
+    }
+
+    async fn run<S: Store>(s: &S, ops: &[Op]) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut now = 1_000u64;
+        let mut claimed: Vec<nostr_outbox::core::Record> = Vec::new();
+        for (step, op) in ops.iter().enumerate() {
+            now += 7_000;
+            let answer = match op {
+                Op::Enqueue(ns) => show(
+                    s.enqueue_many(ns.iter().map(|&n| plan(n)).collect(), now)
+                        .await,
+                ),
+                Op::Claim(limit, owner) => {
+                    let request = ClaimRequest {
+                        owner: owner.clone(),
+                        lease_id: format!("lease-{step}"),
+                        limit: *limit,
+                        lease_ms: 20_000,
+                    };
+                    let got = s.claim(&request, now).await;
+                    if let Ok(got) = &got {
+                        claimed = got.clone();
+                    }
+                    show(got)
+                }
+                Op::Complete(i, outcome) => match claimed.get(*i) {
+                    None => "none".into(),
+                    Some(r) => {
+                        let outcome = match outcome {
+                            0 => Outcome::Accepted,
+                            1 => Outcome::Error,
+                            2 => Outcome::Unreachable,
+                            3 => Outcome::Rejected(RejectReason::ALL[0]),
+                            _ => Outcome::RateLimited,
+                        };
+                        let completion = Completion {
+                            id: r.id.clone(),
+                            lease_id: r.lease.as_ref().map(|l| l.id.clone()).unwrap_or_default(),
+                            revision: r.revision,
+                            results: r
+                                .targets
+                                .iter()
+                                .map(|t| TargetResult {
+                                    target: t.clone(),
+                                    outcome,
+                                    message: String::new(),
+                                })
+                                .collect(),
+                            jitter: 0,
+                        };
+                        show(s.complete_attempt(&completion, &fixture_retry(), now).await)
+                    }
+                },
+                Op::Release(i) => match claimed.get(*i) {
+                    None => "none".into(),
+                    Some(r) => {
+                        let lease = r.lease.as_ref().map(|l| l.id.clone()).unwrap_or_default();
+                        show(s.release(&r.id, &lease, r.revision, now).await)
+                    }
+                },
+                Op::Cancel(n) => show(s.cancel(&id(*n), now).await),
+                Op::Retry(n) => show(s.retry(&id(*n), now).await),
+                Op::RelayBack(i) => show(s.relay_back(RELAYS[*i], now).await),
+                Op::Purge(age) => show(s.purge(now.saturating_sub(*age)).await),
+                Op::List(stage, limit, cursor) => {
+                    let query = ListQuery {
+                        stage: stage.map(|i| Stage::ALL[i]),
+                        limit: *limit,
+                        after: cursor.then(|| id(0)),
+                    };
+                    show(s.list(&query).await)
+                }
+                Op::TakeOver(owner) => {
+                    let request = ClaimRequest {
+                        owner: owner.clone(),
+                        lease_id: format!("takeover-{step}"),
+                        limit: 3,
+                        lease_ms: 20_000,
+                    };
+                    show(s.take_over(&request, now).await)
+                }
+            };
+            out.push(format!("{op:?} → {answer}"));
+            out.push(format!("status {}", show(s.status().await)));
+            out.push(format!("next due {}", show(s.next_due().await)));
+        }
+        out
+    }
+
+    /// The comparison sees what a store gets wrong: a backend listing out of order
+    /// answers a claim differently; a fixed sequence does real work in both.
+    #[test]
+    fn the_comparison_catches_a_backend_that_lists_out_of_order() {
+        let ops = vec![
+            Op::Enqueue(vec![0, 1, 8, 9, 14]),
+            Op::Claim(3, "a".into()),
+            Op::Complete(0, 0),
+            Op::Complete(1, 1),
+            Op::Enqueue(vec![10, 19]),
+            Op::List(None, 4, false),
+            Op::Purge(0),
+        ];
+        let want = block_on(run(&MemoryStore::new(), &ops));
+        assert!(
+            want[0].contains("Ok(") && want[3].contains("Ok("),
+            "{want:?}"
+        );
+        assert!(want.iter().any(|a| a.contains("Satisfied")), "{want:?}");
+        let good = block_on(run(&KvStore::new(MemoryKv::new()), &ops));
+        assert_eq!(good, want);
+        let broken =
+            KvStore::new(Shared::new(Rc::new(MemoryKv::new())).with_defect(Defect::ReversedLists));
+        assert_ne!(block_on(run(&broken, &ops)), want);
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+        #[test]
+        fn kv_store_answers_as_the_memory_store(ops in prop::collection::vec(op(), 1..40)) {
+            let want = block_on(run(&MemoryStore::new(), &ops));
+            let got = block_on(run(
+                &KvStore::new(MemoryKv::with_limits(KvLimits::DENO_KV)),
+                &ops,
+            ));
+            for (w, g) in want.iter().zip(&got) {
+                prop_assert_eq!(w, g);
+            }
+        }
+    }
+}
