@@ -124,6 +124,10 @@ const pkg = {
   ],
   // index.js and publish.js add `publish` to Outbox.prototype; everything else is pure.
   sideEffects: ["./index.js", "./publish.js"],
+  // Only nostr-outbox/ndk imports its library (NDKPublishError, calculateRelaySetFromEvent),
+  // which an app using it already has; the other adapters import nothing of theirs.
+  peerDependencies: { "@nostr-dev-kit/ndk": ">=3 <4" },
+  peerDependenciesMeta: { "@nostr-dev-kit/ndk": { optional: true } },
 };
 writeFileSync(join(dir, "package.json"), JSON.stringify(pkg, null, 2) + "\n");
 console.log(`package: ${pkg.name}@${pkg.version} (${dir}/index.js, exports, types)`);
