@@ -108,7 +108,8 @@ const pkg = {
     ...Object.fromEntries(
       adapters.map((a) => [`./${a}`, { types: `./${a}.d.ts`, default: `./${a}.js` }]),
     ),
-    [`./${base}_bg.wasm`]: `./${base}_bg.wasm`,
+    // The .wasm itself (precaching, esbuild's file loader); its types: a URL string.
+    [`./${base}_bg.wasm`]: { types: "./wasm-url.d.ts", default: `./${base}_bg.wasm` },
     "./package.json": "./package.json",
   },
   files: [

@@ -1,7 +1,8 @@
 // The adapters' declarations, used as an app would (tsc --noEmit, tests/ts/tsconfig.json).
 // nostr-tools, applesauce and welshman are typed structurally (no import of theirs); the
 // NDK adapter uses NDK's own types (from tests/e2e/node_modules).
-import type { Outbox, SignedEvent } from "nostr-outbox";
+import init, { type Outbox, type SignedEvent } from "nostr-outbox";
+import wasmUrl from "nostr-outbox/nostr_outbox_bg.wasm";
 import { outboxPool } from "nostr-outbox/nostr-tools";
 import { outboxPublishMethod, outboxRelayPool, type PublishResponse } from "nostr-outbox/applesauce";
 import { outboxPublish as ndkPublish, installOutbox, type NDKEventLike, type NDKRelaySetLike } from "nostr-outbox/ndk";
@@ -16,6 +17,10 @@ declare const relaySet: NDKRelaySetLike<NDKRelay>;
 declare const pool: { publish(relays: string[], event: SignedEvent): Promise<string>[]; subscribe(relays: string[], filter: object, params: object): { close(): void } };
 
 export async function adapters(): Promise<void> {
+  // esbuild's recipe: the .wasm's URL (--loader:.wasm=file) given to init.
+  const url: string = wasmUrl;
+  await init({ module_or_path: url });
+
   // nostr-tools: a pool whose publish goes through the outbox, the rest stays the pool's.
   const p = outboxPool(outbox, pool);
   const oks: Promise<string>[] = p.publish(["wss://a.example"], signed, { maxWait: 2000 });
