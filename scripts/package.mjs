@@ -86,12 +86,22 @@ if (existsSync(bgDts)) {
 }
 
 const generated = JSON.parse(readFileSync(join(dir, "package.json"), "utf8"));
+// The licence texts (Cargo.toml: MIT OR Apache-2.0) travel in the tarball.
+const root = join(dirname(fileURLToPath(import.meta.url)), "..");
+const licenses = ["LICENSE-MIT", "LICENSE-APACHE"];
+for (const f of licenses) {
+  if (!existsSync(join(root, f))) fail(`${f} is missing at the repository root`);
+  copyFileSync(join(root, f), join(dir, f));
+}
+// No placeholder repository in the published metadata: a real URL or none.
+const repoUrl = generated.repository?.url ?? generated.repository;
+const repository = typeof repoUrl === "string" && !/\.invalid\b|example\./.test(repoUrl) ? generated.repository : undefined;
 const pkg = {
   name: "nostr-outbox",
   version: generated.version,
   description: generated.description,
   license: generated.license,
-  repository: generated.repository,
+  repository,
   keywords: generated.keywords,
   type: "module",
   main: "./index.js",
@@ -122,6 +132,7 @@ const pkg = {
     "snippets/",
     ...jsFiles,
     "README.md",
+    ...licenses,
   ],
   // index.js and publish.js add `publish` to Outbox.prototype; everything else is pure.
   sideEffects: ["./index.js", "./publish.js"],
