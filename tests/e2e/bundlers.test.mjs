@@ -9,7 +9,10 @@ import { join } from "node:path";
 import { build as esbuild } from "esbuild";
 import { build as vite } from "vite";
 import webpack from "webpack";
-import { startServer, launch, relay, queryRelay, ROOT } from "./harness.mjs";
+import { createServer } from "node:http";
+import { readFile } from "node:fs/promises";
+import { extname } from "node:path";
+import { launch, relay, queryRelay, ROOT } from "./harness.mjs";
 import { signedEvents } from "./events.mjs";
 
 const APP = join(ROOT, "tests/bundlers");
@@ -31,8 +34,34 @@ after(async () => {
   await nrr?.destroy();
 });
 
+/**
+ * Serves a build's output directory at / (where a user deploys it). Unlike the harness's
+ * server it drops kept-alive connections on close: Chromium keeps one open after a page
+ * that loaded a classic script, and `close()` would wait for it (about 110 s).
+ */
+async function serveDir(dir) {
+  const types = { ".html": "text/html", ".js": "text/javascript", ".wasm": "application/wasm" };
+  const server = createServer(async (req, res) => {
+    const path = join(dir, new URL(req.url, "http://x").pathname);
+    try {
+      if (!path.startsWith(dir)) throw new Error("outside");
+      const body = await readFile(path);
+      res.writeHead(200, { "content-type": types[extname(path)] || "application/octet-stream", "cache-control": "no-store" });
+      res.end(body);
+    } catch {
+      res.writeHead(404);
+      res.end();
+    }
+  });
+  await new Promise((ok) => server.listen(0, "127.0.0.1", ok));
+  return {
+    url: `http://127.0.0.1:${server.address().port}`,
+    close: () => new Promise((ok) => { server.close(ok); server.closeAllConnections(); }),
+  };
+}
+
 async function runBuilt(dir) {
-  const server = await startServer(dir);
+  const server = await serveDir(dir);
   const page = await browser.context.newPage();
   const errors = [];
   page.on("pageerror", (e) => errors.push(e.message));
@@ -41,9 +70,19 @@ async function runBuilt(dir) {
     await page.goto(`${server.url}/index.html`);
     await page.waitForFunction(() => window.outboxApp, null, { timeout: 20_000 });
     const [event] = signedEvents(1, { content: () => `bundled ${dir}` });
-    const result = await page.evaluate(([e, url]) => outboxApp.run(e, url), [event, nrr.url]).catch((err) => {
-      throw new Error(`${err.message}\npage errors: ${errors.join("\n")}`);
+    // A hang fails with the step it hung in (window.step), not the test runner's timeout.
+    let timer;
+    const hung = new Promise((_, fail) => {
+      timer = setTimeout(async () => {
+        const step = await page.evaluate(() => window.step).catch(() => "?");
+        fail(new Error(`the app hung in step "${step}"; page errors: ${errors.join("\n")}`));
+      }, 60_000);
     });
+    const result = await Promise.race([page.evaluate(([e, url]) => outboxApp.run(e, url), [event, nrr.url]), hung])
+      .catch((err) => {
+        throw new Error(`${err.message}\npage errors: ${errors.join("\n")}`);
+      })
+      .finally(() => clearTimeout(timer));
     assert.deepEqual(result.codes, ["invalid_event", "invalid_relay_url"]);
     assert.equal(result.disposition, "created");
     assert.equal(result.delivered, 1);
