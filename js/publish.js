@@ -55,7 +55,8 @@ function failure(latest) {
  */
 export function publishThrough(outbox, relays, event, options = {}) {
   const { maxWait = 10_000, onauth: _onauth, ...enqueueOptions } = options || {};
-  const list = Array.isArray(relays) ? relays : [];
+  if (!Array.isArray(relays)) throw new TypeError("publish: relays must be an array of relay URLs");
+  const list = relays;
   const waiting = new Map(); // normalized url -> { relay, resolve, reject }
   const promises = list.map(
     (relay) =>
