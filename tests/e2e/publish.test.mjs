@@ -5,7 +5,8 @@
 // the relay's `blocked: …` as a final refusal; `duplicate url`; idempotent by event id.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { startServer, launch, relay, queryRelay, IMPORT_PACKAGE } from "./harness.mjs";
+import { generateSecretKey, finalizeEvent } from "nostr-tools/pure";
+import { startServer, launch, relay, queryRelay, freePort, IMPORT_PACKAGE } from "./harness.mjs";
 import { startFaultRelay } from "./torture/fault-relay.mjs";
 import { signedEvents } from "./events.mjs";
 
@@ -99,4 +100,30 @@ test("bad input rejects every promise with the OutboxError and stores nothing", 
   assert.deepEqual(res.classes, [true, true]);
   assert.deepEqual(res.codes, ["invalid_relay_url", "invalid_relay_url"]);
   assert.equal(res.added, 0);
+});
+
+test("a record whose policy is met without a relay: that relay's promise says it was not sent", async () => {
+  const [event] = signedEvents(1, { content: () => "any of two" });
+  const closed = `ws://127.0.0.1:${await freePort()}`; // nothing listens there
+  const answers = await page.evaluate(
+    ([urls, event]) => settle(outbox.publish(urls, event, { policy: "any", maxWait: 20_000 })),
+    [[nrr.url, closed], event],
+  );
+  assert.equal(answers[0].ok, true, JSON.stringify(answers));
+  assert.equal(answers[1].ok, false);
+  assert.match(answers[1].message, /^connection failure: .*\(not sent: the outbox record [0-9a-f]{64} is satisfied\)$/);
+  assert.equal(answers[1].queued, false);
+});
+
+test("NIP-42: the outbox's signer answers the relay's AUTH; the promise resolves after it", async () => {
+  const sk = generateSecretKey();
+  await page.exposeFunction("signAuth", (template) => finalizeEvent(template, sk));
+  const [event] = signedEvents(1, { content: () => "behind auth" });
+  const answers = await page.evaluate(async ([url, event]) => {
+    const authed = await m.Outbox.open({ name: "publish-auth", storage: "memory", signer: (t) => window.signAuth(t), autoFlush: true, baseDelayMs: 200, maxDelayMs: 500 });
+    const result = await settle(authed.publish([url], event, { maxWait: 15_000 }));
+    await authed.close();
+    return result;
+  }, [`${fault.url}/auth`, event]);
+  assert.equal(answers[0].ok, true, JSON.stringify(answers));
 });
