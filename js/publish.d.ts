@@ -9,6 +9,8 @@ export interface PublishOptions {
    * `signer` option (`Outbox.open({ signer })`), whichever context runs the flusher.
    */
   onauth?: (template: { kind: number; created_at: number; tags: string[][]; content: string }) => Promise<SignedEvent>;
+  /** Accepted for nostr-tools' signature and ignored: the outbox owns connections (`outbox.cancel(id)` stops a delivery). */
+  abort?: AbortSignal;
   /** The record's policy (default: the outbox's). With `"all"`, a relay refusing for good ends delivery to the others. */
   policy?: Policy;
   /** Item id (default the event id). */

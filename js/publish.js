@@ -49,12 +49,12 @@ function failure(latest) {
 
 /**
  * Enqueues `event` for `relays` on `outbox` and returns one promise per relay.
- * Options: `maxWait` (ms, default 10 000), `onauth` (accepted for nostr-tools'
- * signature; AUTH is answered by the outbox's `signer` option), and enqueue's `policy`,
+ * Options: `maxWait` (ms, default 10 000), `onauth` and `abort` (accepted for nostr-tools'
+ * signature, not used: AUTH is answered by the outbox's `signer` option), and enqueue's `policy`,
  * `id`, `deadline`, `maxAttempts`.
  */
 export function publishThrough(outbox, relays, event, options = {}) {
-  const { maxWait = 10_000, onauth: _onauth, ...enqueueOptions } = options || {};
+  const { maxWait = 10_000, onauth: _onauth, abort: _abort, ...enqueueOptions } = options || {};
   if (!Array.isArray(relays)) throw new TypeError("publish: relays must be an array of relay URLs");
   const list = relays;
   const waiting = new Map(); // normalized url -> { relay, resolve, reject }
