@@ -33,6 +33,13 @@ export function normalizeRelayUrl(url) {
   return `${u.protocol}//${u.host}${path}${u.search}`;
 }
 
+// 8 hex digits of FNV-1a over the plan's relays and policy (an id suffix, not a digest).
+function planHash(relays, policy) {
+  let h = 0x811c9dc5;
+  for (const c of JSON.stringify([relays, policy])) h = Math.imul(h ^ c.charCodeAt(0), 0x01000193) >>> 0;
+  return h.toString(16).padStart(8, "0");
+}
+
 // The first words of the error, as nostr-tools would have said it for the latest answer.
 function failure(latest) {
   switch (latest?.outcome) {
@@ -110,6 +117,14 @@ export function publishThrough(outbox, relays, event, options = {}) {
   outbox.addEventListener("change", onChange);
   outbox
     .enqueue(event, list, enqueueOptions)
+    .catch((err) => {
+      // The same event published again to other relays (a rebroadcast): its own record,
+      // `<event id>:<hash of the relays and policy>`, so that publishing it there again
+      // is a replay too.
+      if (err?.code !== "plan_conflict" || enqueueOptions.id !== undefined || typeof id !== "string") throw err;
+      id = `${id}:${planHash([...waiting.keys()].sort(), enqueueOptions.policy ?? null)}`;
+      return outbox.enqueue(event, list, { ...enqueueOptions, id });
+    })
     .then(({ record: first }) => {
       id = first.id;
       if (!last || last.revision < first.revision) settle(first);

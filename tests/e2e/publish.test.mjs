@@ -127,3 +127,21 @@ test("NIP-42: the outbox's signer answers the relay's AUTH; the promise resolves
   }, [`${fault.url}/auth`, event]);
   assert.equal(answers[0].ok, true, JSON.stringify(answers));
 });
+
+test("the same event published again to other relays (a rebroadcast) gets a record of its own, replayed after", async () => {
+  const [event] = signedEvents(1, { content: () => "rebroadcast" });
+  const blocked = `${fault.url}/reply/blocked`;
+  const res = await page.evaluate(async ([a, b, event]) => {
+    const first = await settle(outbox.publish([a], event));
+    const wider = await settle(outbox.publish([a, b], event, { policy: "any" }));
+    const again = await settle(outbox.publish([a, b], event, { policy: "any" }));
+    return { first, wider, again, ids: [...new Set([await outbox.get(event.id), ...(await outbox.list({ limit: 1000 }))].filter((r) => r?.event.id === event.id).map((r) => r.id))] };
+  }, [nrr.url, blocked, event]);
+  assert.equal(res.first[0].ok, true, JSON.stringify(res));
+  assert.equal(res.wider[0].ok, true, JSON.stringify(res.wider));
+  assert.match(res.wider[0].value, /^duplicate:/, "the relay already had it");
+  assert.match(res.wider[1].message, /^blocked: /);
+  assert.match(res.wider[1].id, new RegExp(`^${event.id}:[0-9a-f]{8}$`));
+  assert.deepEqual(res.again, res.wider, "the second rebroadcast is a replay");
+  assert.equal(res.ids.length, 2, JSON.stringify(res.ids));
+});
