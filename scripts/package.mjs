@@ -4,11 +4,15 @@
 //   OutboxError class from its snippet, so `err instanceof OutboxError` works.
 // - package.json: ESM `exports` for browsers, workers and bundlers (one ES module that
 //   loads the .wasm with `new URL(..., import.meta.url)`), `types`, `files`,
-//   `sideEffects: false`, and the .wasm exported for precaching.
+//   `sideEffects` (only index.js and publish.js have any), and the .wasm exported for precaching.
 // - the low-level `InitOutput` declarations use `unknown` instead of `any`.
+// - js/*.js and js/*.d.ts are copied next to it: publish.js (installs `outbox.publish`,
+//   nostr-tools' per-relay promises; imported by index.js) and one entry per adapter
+//   (`nostr-outbox/nostr-tools`, `/applesauce`, `/ndk`, `/welshman`), each in `exports`.
 // Usage: node scripts/package.mjs [pkgDir]   (default: pkg)
-import { readFileSync, writeFileSync, readdirSync, existsSync } from "node:fs";
-import { join, relative } from "node:path";
+import { readFileSync, writeFileSync, readdirSync, existsSync, copyFileSync } from "node:fs";
+import { join, relative, dirname } from "node:path";
+import { fileURLToPath } from "node:url";
 
 const dir = process.argv[2] || "pkg";
 const base = "nostr_outbox";
@@ -40,18 +44,31 @@ const errorSnippet = existsSync(join(dir, "snippets"))
 if (!errorSnippet) fail("snippets/**/src/js/error.js not found");
 const errorPath = "./" + relative(dir, errorSnippet).split("\\").join("/");
 
+// The JavaScript parts: publish.js and the adapters (js/ of the repository).
+const jsDir = join(dirname(fileURLToPath(import.meta.url)), "..", "js");
+const jsFiles = readdirSync(jsDir).filter((f) => f.endsWith(".js") || f.endsWith(".d.ts")).sort();
+for (const f of jsFiles) copyFileSync(join(jsDir, f), join(dir, f));
+const adapters = jsFiles
+  .filter((f) => f.endsWith(".js") && f !== "publish.js")
+  .map((f) => f.slice(0, -3));
+for (const a of adapters) {
+  if (!jsFiles.includes(`${a}.d.ts`)) fail(`js/${a}.js has no js/${a}.d.ts`);
+}
+
 writeFileSync(
   join(dir, "index.js"),
   `// nostr-outbox: call \`await init()\` once, then use Outbox (see docs/API.md).
 export * from "./${base}.js";
 export { default } from "./${base}.js";
 export { OutboxError } from "${errorPath}";
+export * from "./publish.js"; // PublishError, normalizeRelayUrl; also adds Outbox.prototype.publish
 `,
 );
 writeFileSync(
   join(dir, "index.d.ts"),
   `export * from "./${base}.js";
 export { default } from "./${base}.js";
+export * from "./publish.js";
 `,
 );
 
@@ -69,12 +86,22 @@ if (existsSync(bgDts)) {
 }
 
 const generated = JSON.parse(readFileSync(join(dir, "package.json"), "utf8"));
+// The licence texts (Cargo.toml: MIT OR Apache-2.0) travel in the tarball.
+const root = join(dirname(fileURLToPath(import.meta.url)), "..");
+const licenses = ["LICENSE-MIT", "LICENSE-APACHE"];
+for (const f of licenses) {
+  if (!existsSync(join(root, f))) fail(`${f} is missing at the repository root`);
+  copyFileSync(join(root, f), join(dir, f));
+}
+// No placeholder repository in the published metadata: a real URL or none.
+const repoUrl = generated.repository?.url ?? generated.repository;
+const repository = typeof repoUrl === "string" && !/\.invalid\b|example\./.test(repoUrl) ? generated.repository : undefined;
 const pkg = {
   name: "nostr-outbox",
   version: generated.version,
   description: generated.description,
   license: generated.license,
-  repository: generated.repository,
+  repository,
   keywords: generated.keywords,
   type: "module",
   main: "./index.js",
@@ -88,7 +115,11 @@ const pkg = {
       import: "./index.js",
       default: "./index.js",
     },
-    [`./${base}_bg.wasm`]: `./${base}_bg.wasm`,
+    ...Object.fromEntries(
+      adapters.map((a) => [`./${a}`, { types: `./${a}.d.ts`, default: `./${a}.js` }]),
+    ),
+    // The .wasm itself (precaching, esbuild's file loader); its types: a URL string.
+    [`./${base}_bg.wasm`]: { types: "./wasm-url.d.ts", default: `./${base}_bg.wasm` },
     "./package.json": "./package.json",
   },
   files: [
@@ -99,9 +130,16 @@ const pkg = {
     `${base}_bg.wasm`,
     `${base}_bg.wasm.d.ts`,
     "snippets/",
+    ...jsFiles,
     "README.md",
+    ...licenses,
   ],
-  sideEffects: false,
+  // index.js and publish.js add `publish` to Outbox.prototype; everything else is pure.
+  sideEffects: ["./index.js", "./publish.js"],
+  // Only nostr-outbox/ndk imports its library (NDKPublishError, calculateRelaySetFromEvent),
+  // which an app using it already has; the other adapters import nothing of theirs.
+  peerDependencies: { "@nostr-dev-kit/ndk": ">=3 <4" },
+  peerDependenciesMeta: { "@nostr-dev-kit/ndk": { optional: true } },
 };
 writeFileSync(join(dir, "package.json"), JSON.stringify(pkg, null, 2) + "\n");
 console.log(`package: ${pkg.name}@${pkg.version} (${dir}/index.js, exports, types)`);

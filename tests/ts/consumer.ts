@@ -4,6 +4,8 @@
 import init, {
   Outbox,
   OutboxError,
+  PublishError,
+  normalizeRelayUrl,
   handleSync,
   registerBackgroundSync,
   version,
@@ -16,6 +18,7 @@ import init, {
   type OutboxRecord,
   type OutboxStatus,
   type Policy,
+  type PublishOptions,
   type SignedEvent,
   type Stage,
   type StopReason,
@@ -185,4 +188,24 @@ export async function wrongUsages(outbox: Outbox): Promise<void> {
   // @ts-expect-error error codes are a closed union
   const c: OutboxErrorCode = "oops";
   console.log(c);
+
+  // outbox.publish: nostr-tools' SimplePool.publish contract (one promise per relay).
+  const publishOptions: PublishOptions = { maxWait: 3000, policy: "all" };
+  const answers: Promise<string>[] = outbox.publish(["wss://a.example", "wss://b.example"], signed, publishOptions);
+  const firstOk: string = await Promise.any(answers);
+  console.log(firstOk, normalizeRelayUrl("WSS://A.example:443/"));
+  for (const settled of await Promise.allSettled(answers)) {
+    if (settled.status === "rejected" && settled.reason instanceof PublishError) {
+      const queued: boolean = settled.reason.queued;
+      const id: string | null = settled.reason.id;
+      console.log(queued, id, settled.reason.relay, settled.reason.outcome, settled.reason.message);
+    }
+  }
+  // @ts-expect-error relays come first, as in nostr-tools
+  outbox.publish(signed, ["wss://a.example"]);
+  // @ts-expect-error maxWait is a number of ms
+  outbox.publish(["wss://a.example"], signed, { maxWait: "3s" });
+  // @ts-expect-error publish returns an array of promises, not one promise
+  const one: Promise<string> = outbox.publish(["wss://a.example"], signed);
+  console.log(one);
 }

@@ -2,7 +2,8 @@
 # The JavaScript-side checks of the built package (pkg/, from `make build`):
 #   1. tsc --noEmit on tests/ts/consumer.ts (every API typed, wrong usages rejected);
 #   2. Node.js: import the package entry, OutboxError, a memory outbox end to end;
-#   3. headless Chromium: the package in a module service worker (sync + message).
+#   3. headless Chromium: the package in a module service worker (sync + message);
+#   4. npm pack --dry-run: every entry, import and licence is in the tarball (pack.mjs).
 # Prints a libtest-style summary line. Needs tests/js/node_modules (npm ci in tests/js).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -31,6 +32,7 @@ check() {
 check tsc-consumer tests/js/node_modules/.bin/tsc -p tests/ts
 check node-package-smoke node tests/ts/smoke.mjs
 check service-worker-smoke timeout 180 node tests/ts/sw-smoke.mjs
+check npm-pack-files node tests/ts/pack.mjs
 if [ "$failed" = 0 ]; then
   echo "test result: ok. $passed passed; $failed failed"
 else

@@ -1,0 +1,59 @@
+// The adapters' declarations, used as an app would (tsc --noEmit, tests/ts/tsconfig.json).
+// nostr-tools, applesauce and welshman are typed structurally (no import of theirs); the
+// NDK adapter uses NDK's own types (from tests/e2e/node_modules).
+import init, { type Outbox, type SignedEvent } from "nostr-outbox";
+import wasmUrl from "nostr-outbox/nostr_outbox_bg.wasm";
+import { outboxPool } from "nostr-outbox/nostr-tools";
+import { outboxPublishMethod, outboxRelayPool, type PublishResponse } from "nostr-outbox/applesauce";
+import { outboxPublish as ndkPublish, installOutbox, type NDKEventLike, type NDKRelaySetLike } from "nostr-outbox/ndk";
+import { outboxPublish as welshmanPublish, type PublishResult } from "nostr-outbox/welshman";
+
+declare const outbox: Outbox;
+declare const signed: SignedEvent;
+// Shaped like NDK's classes (structural: NDK's own types are not needed).
+interface NDKRelay { url: string; connectivity: object }
+declare const ndkEvent: NDKEventLike & { publishStatus?: string };
+declare const relaySet: NDKRelaySetLike<NDKRelay>;
+declare const pool: { publish(relays: string[], event: SignedEvent): Promise<string>[]; subscribe(relays: string[], filter: object, params: object): { close(): void } };
+
+export async function adapters(): Promise<void> {
+  // esbuild's recipe: the .wasm's URL (--loader:.wasm=file) given to init.
+  const url: string = wasmUrl;
+  await init({ module_or_path: url });
+
+  // nostr-tools: a pool whose publish goes through the outbox, the rest stays the pool's.
+  const p = outboxPool(outbox, pool);
+  const oks: Promise<string>[] = p.publish(["wss://a.example"], signed, { maxWait: 2000 });
+  p.subscribe(["wss://a.example"], {}, {}).close();
+  console.log(await Promise.any(oks), outboxPool(outbox).publish(["wss://a.example"], signed));
+  // @ts-expect-error the bare publisher has no subscribe
+  outboxPool(outbox).subscribe;
+
+  // applesauce
+  const method = outboxPublishMethod(outbox, { relays: (e) => (e.kind === 1 ? ["wss://a.example"] : []), maxWait: 2000 });
+  const responses: PublishResponse[] = await method(signed);
+  const fromPool: PublishResponse[] = await outboxRelayPool(outbox).publish(["wss://a.example"], signed, { timeout: 1000 });
+  console.log(responses[0]?.ok, fromPool[0]?.from);
+  // @ts-expect-error relays are strings
+  outboxPublishMethod(outbox, { relays: [1] });
+
+  // NDK
+  const published: Set<NDKRelay> = await ndkPublish(outbox)(ndkEvent, relaySet, 2000, 2);
+  const undo: () => void = installOutbox(outbox);
+  undo();
+  console.log(published.size);
+  // @ts-expect-error requiredRelayCount is a number
+  await ndkPublish(outbox)(ndkEvent, undefined, 2000, "2");
+
+  // welshman
+  const results: Record<string, PublishResult> = await welshmanPublish(outbox)({
+    event: signed,
+    relays: ["wss://a.example"],
+    timeout: 2000,
+    onFailure: (r) => console.log(r.status === "failure", r.detail),
+  });
+  console.log(results["wss://a.example"]?.status);
+  // @ts-expect-error no such status
+  const s: PublishResult["status"] = "done";
+  console.log(s);
+}
