@@ -2,8 +2,16 @@
 # Runs wasm test binaries headless in one browser, as `wasm-pack test --headless` does, but
 # with every binary run (--no-fail-fast) and cargo's runner set to scripts/wasm-test-runner.sh
 # (wasm-bindgen-test-runner, retried only on a harness start-up failure).
-#   scripts/browser-test.sh chrome|firefox [cargo test args...]
+#   scripts/browser-test.sh chrome|firefox|webkit [cargo test args...]
 # e.g. scripts/with-relays.sh scripts/browser-test.sh chrome --test transport_ws
+#
+# webkit: WebKitGTK (Debian's webkit2gtk-driver: WebKitWebDriver + MiniBrowser), Safari's
+# engine. wasm-bindgen-test-runner drives it as its "Safari" driver (SAFARIDRIVER): it
+# starts the binary with --port=N and asks for a session with empty capabilities, and
+# WebKitWebDriver then launches its default browser, MiniBrowser --automation. MiniBrowser
+# is a GTK program and needs an X display: without $DISPLAY the run goes under
+# `xvfb-run -a` (a private Xvfb, stopped when the run ends). WEBKITWEBDRIVER overrides the
+# driver's path.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/env.sh
@@ -14,6 +22,17 @@ export WASM_BINDGEN_TEST_ONLY_WEB=1
 case "$browser" in
   chrome) run=chrome_env ;;
   firefox) run=firefox_env ;;
-  *) echo "usage: $0 chrome|firefox [cargo test args...]" >&2; exit 2 ;;
+  webkit) run=webkit_env ;;
+  *) echo "usage: $0 chrome|firefox|webkit [cargo test args...]" >&2; exit 2 ;;
 esac
+if [ "$browser" = webkit ]; then
+  driver="${WEBKITWEBDRIVER:-/usr/bin/WebKitWebDriver}"
+  [ -x "$driver" ] || { echo "browser-test: $driver not found (scripts/setup.sh installs webkit2gtk-driver)" >&2; exit 2; }
+  echo "browser-test: WebKitGTK $(dpkg-query -W -f='${Version}' libwebkit2gtk-4.1-0 2>/dev/null || echo '(version unknown)') via $driver"
+  if [ -z "${DISPLAY:-}" ]; then
+    command -v xvfb-run >/dev/null || { echo "browser-test: no \$DISPLAY and no xvfb-run (apt: xvfb xauth)" >&2; exit 2; }
+    exec xvfb-run -a -s "-screen 0 1280x1024x24 -nolisten tcp" \
+      env -u CHROMEDRIVER -u GECKODRIVER SAFARIDRIVER="$driver" cargo test --target wasm32-unknown-unknown --locked --no-fail-fast "$@"
+  fi
+fi
 "$run" cargo test --target wasm32-unknown-unknown --locked --no-fail-fast "$@"
