@@ -7,11 +7,11 @@
 #
 # webkit: WebKitGTK (Debian's webkit2gtk-driver: WebKitWebDriver + MiniBrowser), Safari's
 # engine. wasm-bindgen-test-runner drives it as its "Safari" driver (SAFARIDRIVER): it
-# starts the binary with --port=N and asks for a session with empty capabilities, and
-# WebKitWebDriver then launches its default browser, MiniBrowser --automation. MiniBrowser
-# is a GTK program and needs an X display: without $DISPLAY the run goes under
-# `xvfb-run -a` (a private Xvfb, stopped when the run ends). WEBKITWEBDRIVER overrides the
-# driver's path.
+# starts the binary with --port=N and asks for a session with empty capabilities.
+# SAFARIDRIVER is scripts/webkit-driver.mjs, a proxy in front of WebKitWebDriver that
+# fills in MiniBrowser and the features Safari has on (navigator.storage). MiniBrowser is
+# a GTK program and needs an X display: without $DISPLAY the run goes under `xvfb-run -a`
+# (a private Xvfb, stopped when the run ends). WEBKITWEBDRIVER overrides the driver's path.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/env.sh
@@ -29,10 +29,11 @@ if [ "$browser" = webkit ]; then
   driver="${WEBKITWEBDRIVER:-/usr/bin/WebKitWebDriver}"
   [ -x "$driver" ] || { echo "browser-test: $driver not found (scripts/setup.sh installs webkit2gtk-driver)" >&2; exit 2; }
   echo "browser-test: WebKitGTK $(dpkg-query -W -f='${Version}' libwebkit2gtk-4.1-0 2>/dev/null || echo '(version unknown)') via $driver"
+  export WEBKITWEBDRIVER="$driver"
   if [ -z "${DISPLAY:-}" ]; then
     command -v xvfb-run >/dev/null || { echo "browser-test: no \$DISPLAY and no xvfb-run (apt: xvfb xauth)" >&2; exit 2; }
     exec xvfb-run -a -s "-screen 0 1280x1024x24 -nolisten tcp" \
-      env -u CHROMEDRIVER -u GECKODRIVER SAFARIDRIVER="$driver" cargo test --target wasm32-unknown-unknown --locked --no-fail-fast "$@"
+      env -u CHROMEDRIVER -u GECKODRIVER SAFARIDRIVER="$PWD/scripts/webkit-driver.mjs" WEBKITWEBDRIVER="$driver" cargo test --target wasm32-unknown-unknown --locked --no-fail-fast "$@"
   fi
 fi
 "$run" cargo test --target wasm32-unknown-unknown --locked --no-fail-fast "$@"
