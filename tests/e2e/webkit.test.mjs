@@ -3,7 +3,8 @@
 // builds). The page is tests/e2e/pages/webkit-api.html; the relay is a real nostr-rs-relay.
 // Covers the paths Safari takes: IndexedDB, persist() answered without a prompt, typed
 // refusals, and no Background Sync (registerBackgroundSync says false; the service worker
-// flushes on a message; auto-flush delivers on `online`).
+// flushes on a message; auto-flush delivers on `online`), and a WebKit without
+// navigator.storage (WebKitGTK's default; Safari before 17 had no estimate()).
 // WebKit missing (no webkit2gtk-driver) fails the test: scripts/setup.sh installs it.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
@@ -115,4 +116,28 @@ test("webkit: no Background Sync, and the fallbacks deliver", async (t) => {
   const back = await page("onlineDelivers", "wk-auto", auto.id, 30_000);
   assert.equal(back.record.stage, "satisfied", JSON.stringify(back.record));
   assert.equal((await queryRelay(down.url, [auto.id])).length, 1, "delivered after `online`");
+});
+
+test("webkit: without navigator.storage the outbox opens and says it does not know", async () => {
+  // A second MiniBrowser with WebKitGTK's own defaults: the Storage API off.
+  const bare = await launchWebKit({ features: [] });
+  try {
+    await bare.goto(`${server.url}/tests/e2e/pages/webkit-api.html`);
+    for (let i = 0; !(await bare.execute("return document.body.dataset.ready === 'true'")); i++) {
+      if (i > 300) throw new Error("webkit-api.html did not load the package");
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const facts = await bare.run("webkitFacts");
+    assert.equal(facts.value.storage, false, "this MiniBrowser has no navigator.storage");
+    const [event] = signedEvents(1, { content: () => "no storage API" });
+    const opened = await bare.run("openPersistent", ["wk-bare"]);
+    assert.ok(opened.ok, JSON.stringify(opened));
+    assert.equal(opened.value.persisted, null, "no persist(): no answer, not an error");
+    assert.equal(opened.value.estimate, null, "no estimate()");
+    const done = await bare.run("enqueueAndFlush", ["wk-bare", event, [nrr.url]]);
+    assert.ok(done.ok, JSON.stringify(done));
+    assert.equal(done.value.record.stage, "satisfied", JSON.stringify(done.value.record));
+  } finally {
+    await bare.close();
+  }
 });
