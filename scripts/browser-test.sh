@@ -12,6 +12,15 @@
 # fills in MiniBrowser and the features Safari has on (navigator.storage). MiniBrowser is
 # a GTK program and needs an X display: without $DISPLAY the run goes under `xvfb-run -a`
 # (a private Xvfb, stopped when the run ends). WEBKITWEBDRIVER overrides the driver's path.
+#
+# Known WebKit flake, not fixed: in WebKitGTK 2.50.6 (x86_64) the debug test binaries now
+# and then compute wrong inside k256's field arithmetic on fixed inputs (a valid signature
+# checked invalid, k256's overflow/magnitude checks firing, an out-of-bounds trap), never
+# in Chromium or Firefox. nostr_vectors' first test alone in fresh MiniBrowser sessions:
+# 3 of 100 failed with the stock JIT tiers, 10 of 120 with JSC_useOMGJIT=false (wasm kept
+# in the baseline JIT, BBQ), so BBQ is the suspect; with JSC_useBBQJIT=false a session
+# takes ~25 s and 5 of 5 passed (too few to say). About 1 run in 4 of the whole tier met
+# one. JSC_* variables set here reach the browser's web process.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/env.sh
