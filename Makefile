@@ -10,7 +10,7 @@ DEMO_PORT ?= 8080
 
 all: test
 
-## setup: install the wasm toolchain, wasm-bindgen-cli, wasm-pack, wasm-opt, twiggy, Chromium (idempotent)
+## setup: install the wasm toolchain, wasm-bindgen-cli, wasm-pack, wasm-opt, twiggy, Chromium, Firefox, WebKitGTK (idempotent)
 setup:
 	@bash scripts/setup.sh
 

@@ -26,8 +26,13 @@ fi
 export PATH
 # Browser drivers are chosen per command, never exported here: wasm-bindgen-test-runner
 # picks Firefox whenever GECKODRIVER is set, even under `wasm-pack test --chrome`.
-# Use `chrome_env CMD…` / `firefox_env CMD…` to run a command with exactly one driver.
-chrome_env() { env -u GECKODRIVER CHROMEDRIVER="${CHROMEDRIVER:-/usr/bin/chromedriver}" "$@"; }
-firefox_env() { env -u CHROMEDRIVER GECKODRIVER="${GECKODRIVER:-$HOME/.cargo/bin/geckodriver}" "$@"; }
+# Use `chrome_env CMD…` / `firefox_env CMD…` / `webkit_env CMD…` to run a command with
+# exactly one driver. WebKit (WebKitGTK's WebKitWebDriver, behind scripts/webkit-driver.mjs
+# which names MiniBrowser and its features) goes in as the runner's SAFARIDRIVER; it needs
+# an X display (scripts/browser-test.sh webkit brings an Xvfb).
+chrome_env() { env -u GECKODRIVER -u SAFARIDRIVER CHROMEDRIVER="${CHROMEDRIVER:-/usr/bin/chromedriver}" "$@"; }
+firefox_env() { env -u CHROMEDRIVER -u SAFARIDRIVER GECKODRIVER="${GECKODRIVER:-$HOME/.cargo/bin/geckodriver}" "$@"; }
+_outbox_scripts="$(cd "$(dirname "${BASH_SOURCE[0]:-$0}")" && pwd)"
+webkit_env() { env -u CHROMEDRIVER -u GECKODRIVER SAFARIDRIVER="$_outbox_scripts/webkit-driver.mjs" "$@"; }
 export WASM_BINDGEN_TEST_TIMEOUT="${WASM_BINDGEN_TEST_TIMEOUT:-180}"
 unset _rustup_wasm _sysroot

@@ -116,6 +116,17 @@ else
   note_installed "$(geckodriver --version 2>/dev/null | sed -n 1p)"
 fi
 
+step "WebKit (WebKitGTK: WebKitWebDriver + MiniBrowser, under Xvfb)"
+# Safari's engine for the browser-webkit and e2e-webkit tiers. Debian's package, no
+# download of its own; xvfb + xauth give it a display (xvfb-run) on a headless machine.
+apt_install webkit2gtk-driver xvfb xauth
+if [ -x /usr/bin/WebKitWebDriver ] && [ -x /usr/lib/x86_64-linux-gnu/webkit2gtk-4.1/MiniBrowser ]; then
+  note_found "WebKitGTK $(dpkg-query -W -f='${Version}' libwebkit2gtk-4.1-0 2>/dev/null) (WebKitWebDriver, MiniBrowser)"
+else
+  echo "setup: webkit2gtk-driver installed but WebKitWebDriver or MiniBrowser is missing" >&2
+  exit 1
+fi
+
 step "Local Nostr relay (nostr-rs-relay)"
 if command -v nostr-rs-relay >/dev/null; then
   note_found "nostr-rs-relay $(nostr-rs-relay --version 2>/dev/null | awk '{print $2}')"

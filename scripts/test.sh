@@ -47,8 +47,9 @@ run_tier() {
   TIER_DETAIL+=("$detail")
 }
 
-# in_browser Chrome|Firefox CMD…: runs CMD and fails unless every wasm test binary ran in
-# that browser (wasm-bindgen-test-runner prints "Running headless tests in <Browser>").
+# in_browser Chrome|Firefox|Safari CMD…: runs CMD and fails unless every wasm test binary
+# ran in that browser (wasm-bindgen-test-runner prints "Running headless tests in
+# <Browser>"; WebKitGTK runs as its "Safari" driver, see scripts/browser-test.sh).
 in_browser() {
   local want="$1"; shift
   local out rc
@@ -58,6 +59,22 @@ in_browser() {
   if ! grep -q "Running headless tests in $want" "$out" \
      || grep "Running headless tests in" "$out" | grep -vq "in $want"; then
     echo "test.sh: expected every browser test to run in $want" >&2
+    rc=1
+  fi
+  rm -f "$out"
+  return "$rc"
+}
+
+# some_tests CMD…: runs CMD and fails when it ran no test at all (a browser that loaded
+# nothing must not pass quietly): it needs a libtest "test result: … N passed" or a
+# node --test "# pass N" with N > 0.
+some_tests() {
+  local out rc
+  out="$(mktemp)"
+  "$@" 2>&1 | tee "$out"
+  rc=${PIPESTATUS[0]}
+  if ! grep -aqE 'test result: [A-Za-z]+\. [1-9][0-9]* passed|^# pass [1-9]' "$out"; then
+    echo "test.sh: no test ran" >&2
     rc=1
   fi
   rm -f "$out"
@@ -79,6 +96,8 @@ run_tier native cargo test --locked --no-fail-fast
 # Browser tiers run with real relays on 127.0.0.1 (nostr-rs-relay and tests/fault-relay).
 run_tier browser-chrome in_browser Chrome scripts/with-relays.sh scripts/browser-test.sh chrome "${browser_tests[@]}"
 run_tier browser-firefox in_browser Firefox scripts/with-relays.sh scripts/browser-test.sh firefox "${browser_tests[@]}"
+# WebKit (Safari's engine): WebKitGTK's MiniBrowser through WebKitWebDriver, under Xvfb.
+run_tier browser-webkit some_tests in_browser Safari scripts/with-relays.sh scripts/browser-test.sh webkit "${browser_tests[@]}"
 if [ -x tests/js/run.sh ]; then
   run_tier js bash tests/js/run.sh
 fi
@@ -88,6 +107,9 @@ run_tier js-package bash tests/ts/run.sh
 # The files are listed (not globbed) so a test lands in CI only once it is reviewed.
 E2E_TESTS="${E2E_TESTS:-quota.test.mjs demo.test.mjs recovery.test.mjs takeover.test.mjs nostr-rules.test.mjs publish.test.mjs adapters.test.mjs bundlers.test.mjs torture.test.mjs}"
 run_tier e2e bash -c "cd tests/e2e && node --test --test-concurrency=1 $E2E_TESTS"
+# The package's API in WebKit, driven through WebKitWebDriver (playwright-core drives only
+# its own WebKit builds).
+run_tier e2e-webkit some_tests bash -c "cd tests/e2e && node --test --test-concurrency=1 webkit.test.mjs"
 
 
 # The lines that say why a tier failed, just above the table, so the end of the output
@@ -95,7 +117,7 @@ run_tier e2e bash -c "cd tests/e2e && node --test --test-concurrency=1 $E2E_TEST
 for i in "${!TIER_NAMES[@]}"; do
   [ "${TIER_STATUS[$i]}" = ok ] && continue
   printf '\n--- why %s failed (from %s/%s.log):\n' "${TIER_NAMES[$i]}" "$LOG_DIR" "${TIER_NAMES[$i]}"
-  grep -aE "^test .* FAILED|panicked at|^not ok|Failed to detect|^error(\[|:)|^failures:$|AssertionError|Error: |rerun pass|expected every browser" \
+  grep -aE "^test .* FAILED|panicked at|^not ok|Failed to detect|^error(\[|:)|^failures:$|AssertionError|Error: |rerun pass|expected every browser|no test ran" \
     "$LOG_DIR/${TIER_NAMES[$i]}.log" | grep -av '# TODO' | head -n 30
 done
 

@@ -27,14 +27,22 @@ export function hideWebLocks() {
   return had;
 }
 export function restoreWebLocks() { delete navigator.locks; return navigator.locks !== undefined; }
-// Hides `globalThis.crypto` (an own property of the global object, or inherited);
-// returns a function that puts it back as it was.
+// Hides `globalThis.crypto` (an own property of the global object, or inherited) and
+// `Crypto.prototype.getRandomValues`; returns a function that puts both back as they were.
+// Hiding the method as well is for WebKit: JavaScriptCore's baseline JIT keeps reading
+// the old `crypto` accessor in wasm-bindgen's hot `globalThis.crypto.getRandomValues(…)`
+// glue after it is redefined (seen in WebKitGTK 2.50; gone with JSC_useBaselineJIT=false),
+// so hiding `crypto` alone leaves the source reachable there.
 export function hideCrypto() {
   let owner = globalThis;
   while (owner && !Object.getOwnPropertyDescriptor(owner, "crypto")) owner = Object.getPrototypeOf(owner);
   const original = owner ? Object.getOwnPropertyDescriptor(owner, "crypto") : undefined;
+  const proto = globalThis.Crypto?.prototype;
+  const method = proto ? Object.getOwnPropertyDescriptor(proto, "getRandomValues") : undefined;
   Object.defineProperty(globalThis, "crypto", { value: undefined, configurable: true, writable: true });
+  if (method) Object.defineProperty(proto, "getRandomValues", { value: undefined, configurable: true, writable: true });
   return () => {
+    if (method) Object.defineProperty(proto, "getRandomValues", method);
     if (owner === globalThis && original) Object.defineProperty(globalThis, "crypto", original);
     else delete globalThis.crypto;
     return typeof globalThis.crypto?.getRandomValues === "function";

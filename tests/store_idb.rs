@@ -546,10 +546,11 @@ async fn storage_estimate_and_persistence_are_readable() {
     use nostr_outbox::store::idb::persistence;
     let estimate = persistence::estimate()
         .await
-        .expect("navigator.storage.estimate() exists in Chromium and Firefox");
+        .expect("navigator.storage.estimate() exists in Chromium, Firefox and WebKit (Safari 17+)");
     assert!(estimate.quota.unwrap_or(0.0) > 0.0, "{estimate:?}");
-    // Chromium answers at once without a prompt. Firefox asks the user, and nobody
-    // answers in a headless run: the call must still return (as `None`), not hang.
+    // Chromium and WebKit answer at once without a prompt (WebKit: false for a page
+    // that is not a home-screen web app). Firefox asks the user, and nobody answers in a
+    // headless run: the call must still return (as `None`), not hang.
     let firefox = web_sys_user_agent().contains("Firefox");
     let granted = persistence::request_persistence_within(1_500).await;
     if firefox {
