@@ -13,7 +13,8 @@
 # a GTK program and needs an X display: without $DISPLAY the run goes under `xvfb-run -a`
 # (a private Xvfb, stopped when the run ends). WEBKITWEBDRIVER overrides the driver's path.
 #
-# Known WebKit flake, not fixed: in WebKitGTK 2.50.6 (x86_64) the debug test binaries now
+# Known WebKit flake, not fixed (scripts/wasm-test-runner.sh runs a WebKit binary whose
+# tests failed again, up to twice, and says so): in WebKitGTK 2.50.6 (x86_64) the debug test binaries now
 # and then compute wrong inside k256's field arithmetic on fixed inputs (a valid signature
 # checked invalid, k256's overflow/magnitude checks firing, an out-of-bounds trap), never
 # in Chromium or Firefox. nostr_vectors' first test alone in fresh MiniBrowser sessions:

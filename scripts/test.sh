@@ -44,6 +44,8 @@ run_tier() {
   local retries
   retries=$(grep -ac 'wasm-test-runner: harness start-up failure' "$log")
   [ "$retries" = 0 ] || detail="$detail, $retries harness start-up retries"
+  retries=$(grep -ac 'wasm-test-runner: webkit engine fault retry' "$log")
+  [ "$retries" = 0 ] || detail="$detail, $retries WebKit engine-fault retries"
   TIER_DETAIL+=("$detail")
 }
 

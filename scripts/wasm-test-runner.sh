@@ -32,6 +32,14 @@
 # "Connection: close" (a "kick"): the pool has no idle thread, so it starts one, which
 # answers the kick and then takes the queued connection. Needs `ss` (iproute2); without
 # it there are no kicks, only the retries.
+#
+# WebKit only (SAFARIDRIVER set, see scripts/browser-test.sh): a binary whose tests ran
+# and failed is run again, at most OUTBOX_WEBKIT_FAULT_RETRIES times (default 2), because
+# WebKitGTK 2.50.6's wasm JIT now and then miscomputes in k256's field arithmetic (about
+# 1 tier run in 4 met one, never the same test twice, never in Chromium or Firefox). A
+# failure of ours is deterministic and fails every try. The discarded try's output is
+# printed with its libtest summary renamed (`test result (discarded …)`), so the tier
+# counts only the last try; each retry prints a `webkit engine fault retry` line.
 set -uo pipefail
 runner="${WASM_BINDGEN_TEST_RUNNER_BIN:-wasm-bindgen-test-runner}"
 attempts="${OUTBOX_HARNESS_ATTEMPTS:-5}"
@@ -51,14 +59,21 @@ kick() {
     printf "GET /__outbox_harness_kick HTTP/1.1\r\nHost: 127.0.0.1:%s\r\nConnection: close\r\n\r\n" "$1" >&3
     cat <&3 >/dev/null' _ "$1" >/dev/null 2>&1 &
 }
+webkit=0
+[ -n "${SAFARIDRIVER:-}" ] && webkit=1
+fault_retries="${OUTBOX_WEBKIT_FAULT_RETRIES:-2}"
 rc=1
 for ((i = 1; i <= attempts; i++)); do
   out="$(mktemp)"
   # Its own session and process group, so a stop takes the driver and browser along.
   setsid "$runner" "$@" >"$out" 2>&1 &
   pid=$!
-  tail -n +1 -f --pid="$pid" "$out" &
-  tail_pid=$!
+  # In WebKit the output is shown once the try is over (it may be discarded, above).
+  tail_pid=
+  if [ "$webkit" = 0 ]; then
+    tail -n +1 -f --pid="$pid" "$out" &
+    tail_pid=$!
+  fi
   started=0
   stopped=0
   waited=0
@@ -97,8 +112,19 @@ for ((i = 1; i <= attempts; i++)); do
   done
   wait "$pid"
   rc=$?
-  wait "$tail_pid" 2>/dev/null
+  [ -n "$tail_pid" ] && wait "$tail_pid" 2>/dev/null
   grep -qE "$started_re" "$out" && started=1
+  if [ "$webkit" = 1 ]; then
+    if [ "$rc" != 0 ] && [ "$started" = 1 ] && [ "$fault_retries" -gt 0 ]; then
+      sed 's/test result: /test result (discarded, WebKit retry): /' "$out"
+      rm -f "$out"
+      fault_retries=$((fault_retries - 1))
+      echo "wasm-test-runner: webkit engine fault retry: $(basename "${1:-?}") failed in WebKit; running it again (see the header; a real failure fails again)"
+      i=$((i - 1))
+      continue
+    fi
+    cat "$out"
+  fi
   never_started=0
   if [ "$started" = 0 ] && { [ "$stopped" = 1 ] || grep -q 'Failed to detect test as having been run' "$out"; }; then
     never_started=1
