@@ -1,7 +1,9 @@
 // The package through real bundlers: a tiny app (tests/bundlers) built by Vite, webpack 5
 // and esbuild with the configs a user would write, served from its output directory and
 // run in Chromium against nostr-rs-relay: init (the .wasm found by each bundler's output),
-// OutboxError codes, enqueue + flush delivered, outbox.publish (index.js' side effect kept).
+// OutboxError codes, enqueue + flush delivered, outbox.publish (index.js' side effect kept);
+// and a module service worker bundled by Vite delivering on a Background Sync event with
+// no page of the origin open.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { mkdir, rm, symlink, lstat, readdir } from "node:fs/promises";
@@ -123,4 +125,74 @@ test("esbuild: --loader:.wasm=file and the exported .wasm path", async () => {
   const { writeFile } = await import("node:fs/promises");
   await writeFile(join(outdir, "index.html"), '<!doctype html><meta charset="utf-8"><script type="module" src="./main-esbuild.js"></script>\n');
   await runBuilt(outdir);
+});
+
+test("Vite: a module service worker delivers on a sync event with no page open", async () => {
+  const { default: config } = await import(join(APP, "vite.config.js"));
+  const outDir = join(OUT, "vite-sw");
+  await vite({
+    ...config,
+    configFile: false,
+    root: APP,
+    logLevel: "error",
+    build: {
+      ...config.build,
+      outDir,
+      emptyOutDir: true,
+      rollupOptions: {
+        input: { page: join(APP, "sw-page.html"), sw: join(APP, "sw.js") },
+        // The worker at /sw.js (its scope is the site), the rest hashed under assets/.
+        output: { entryFileNames: (chunk) => (chunk.name === "sw" ? "sw.js" : "assets/[name]-[hash].js") },
+      },
+    },
+  });
+  const server = await serveDir(outDir);
+  const down = await relay();
+  const [event] = signedEvents(1, { content: () => "delivered by the bundled service worker" });
+  const context = browser.context;
+  let blank;
+  try {
+    const page = await context.newPage();
+    const errors = [];
+    page.on("pageerror", (e) => errors.push(e.message));
+    await page.goto(`${server.url}/sw-page.html`);
+    await page.waitForFunction(() => window.swApp, null, { timeout: 20_000 });
+    // The relay is down while the page enqueues: the sync that fires now cannot deliver.
+    const queued = await page.evaluate(([e, url]) => swApp.enqueue(e, url), [event, down.url]);
+    assert.equal(queued.disposition, "created", errors.join("\n"));
+    assert.equal(queued.registered, true, "Background Sync is registered");
+    const cdp = await page.context().newCDPSession(page);
+    await cdp.send("ServiceWorker.enable");
+    const registrations = [];
+    cdp.on("ServiceWorker.workerRegistrationUpdated", (m) => registrations.push(...m.registrations));
+    const until = Date.now() + 10_000;
+    while (!registrations.some((r) => r.scopeURL.startsWith(server.url)) && Date.now() < until) {
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const registration = registrations.find((r) => r.scopeURL.startsWith(server.url));
+    assert.ok(registration, "the worker is registered");
+    // No page of the origin open: a blank page keeps the DevTools session, the relay comes
+    // back, and the browser's sync event (dispatched as Chromium would) reaches the worker.
+    blank = await context.newPage();
+    const control = await context.newCDPSession(blank);
+    await control.send("ServiceWorker.enable");
+    await page.close();
+    await down.start();
+    let stored = [];
+    for (let i = 0; i < 10 && stored.length === 0; i++) {
+      await control.send("ServiceWorker.dispatchSyncEvent", {
+        origin: server.url,
+        registrationId: registration.registrationId,
+        tag: "nostr-outbox",
+        lastChance: false,
+      });
+      await new Promise((r) => setTimeout(r, 1000));
+      stored = await queryRelay(down.url, [event.id]).catch(() => []);
+    }
+    assert.equal(stored[0]?.sig, event.sig, "the worker delivered the event as signed");
+  } finally {
+    await blank?.close();
+    await server.close();
+    await down.destroy();
+  }
 });
