@@ -617,20 +617,29 @@ impl Adding {
 ///
 /// escape hatch: the crate's cursors are futures, which an upgrade callback (sync)
 /// cannot await; the walk is driven by the request's `success` events instead. Its
-/// closure is leaked (`forget`): one per upgrade, and the cursor may call it until the
-/// transaction ends.
+/// closure is leaked (`forget`, one per upgrade: the cursor calls it until the
+/// transaction ends) and captures nothing from JavaScript: it finds its request through
+/// the event. (A first version kept the request, so the leaked closure kept the upgrade's
+/// connection from being collected; in Firefox that connection then blocked
+/// `deleteDatabase` for good, which `tests/store_idb_quota.rs` caught.)
 pub(super) fn rewrite_rows(
     store: &web_sys::IdbObjectStore,
     rewrite: fn(JsValue) -> Option<JsValue>,
 ) -> Result<(), JsValue> {
     let request = store.open_cursor()?;
-    let req = request.clone();
-    let step = Closure::<dyn FnMut(web_sys::Event)>::new(move |_: web_sys::Event| {
+    let step = Closure::<dyn FnMut(web_sys::Event)>::new(move |event: web_sys::Event| {
+        let Some(req) = event
+            .target()
+            .and_then(|t| t.dyn_into::<web_sys::IdbRequest>().ok())
+        else {
+            return;
+        };
         let Ok(result) = req.result() else {
             return;
         };
         let Ok(cursor) = result.dyn_into::<web_sys::IdbCursorWithValue>() else {
-            return; // null: every row has been seen
+            req.set_onsuccess(None); // null: every row has been seen
+            return;
         };
         let written = match cursor.value() {
             Ok(value) => match rewrite(value) {
