@@ -402,11 +402,19 @@ pub fn claim(record: &Record, request: &ClaimRequest, now_ms: u64) -> Result<Cla
             id: record.id.clone(),
         });
     }
+    Ok(lease_to(record, request, now_ms))
+}
+
+/// What [`claim`] and [`take_over`] do to a record they may take: exhausted as
+/// `expired` when its deadline has passed, else leased to the caller for attempt
+/// `attempts + 1` (the dead flusher's attempt was never recorded, so a takeover uses
+/// the same number).
+fn lease_to(record: &Record, request: &ClaimRequest, now_ms: u64) -> Claimed {
     let mut next = record.clone();
     bump(&mut next, now_ms);
     if record.is_expired_at(now_ms) {
         finish(&mut next, Stage::Exhausted, Some(StopReason::Expired));
-        return Ok(Claimed::Expired(next));
+        return Claimed::Expired(next);
     }
     let expires_ms = now_ms.saturating_add(request.lease_ms);
     next.lease = Some(Lease {
@@ -418,7 +426,7 @@ pub fn claim(record: &Record, request: &ClaimRequest, now_ms: u64) -> Result<Cla
     });
     next.stage = Stage::Leased;
     next.due_ms = Some(expires_ms);
-    Ok(Claimed::Leased(next))
+    Claimed::Leased(next)
 }
 
 /// Takes over the live lease of a flusher that is gone: the caller holds the
@@ -447,23 +455,30 @@ pub fn take_over(
             id: record.id.clone(),
         });
     }
-    let mut next = record.clone();
-    bump(&mut next, now_ms);
-    if record.is_expired_at(now_ms) {
-        finish(&mut next, Stage::Exhausted, Some(StopReason::Expired));
-        return Ok(Claimed::Expired(next));
-    }
-    let expires_ms = now_ms.saturating_add(request.lease_ms);
-    next.lease = Some(Lease {
-        id: request.lease_id.clone(),
-        owner: request.owner.clone(),
-        acquired_ms: now_ms,
-        expires_ms,
-        attempt: record.attempts + 1,
-    });
-    next.takeovers = next.takeovers.saturating_add(1);
-    next.due_ms = Some(expires_ms);
-    Ok(Claimed::Leased(next))
+    Ok(match lease_to(record, request, now_ms) {
+        Claimed::Leased(mut next) => {
+            next.takeovers = next.takeovers.saturating_add(1);
+            Claimed::Leased(next)
+        }
+        expired => expired,
+    })
+}
+
+/// The records a takeover by `request` takes, in the order it takes them: those of
+/// `records` whose live lease another owner holds ([`Record::is_orphan_for`]), in claim
+/// order, at most `request.limit`. Stores read their leased records and pass them here.
+pub fn orphans<'r>(
+    records: impl IntoIterator<Item = &'r Record>,
+    request: &ClaimRequest,
+    now_ms: u64,
+) -> Vec<&'r Record> {
+    let mut out: Vec<&Record> = records
+        .into_iter()
+        .filter(|r| r.is_orphan_for(&request.owner, now_ms))
+        .collect();
+    out.sort_by(super::record::claim_order as super::record::RecordOrder);
+    out.truncate(request.limit as usize);
+    out
 }
 
 /// Checks that `lease_id` is the record's active lease at `now_ms` and that the

@@ -20,7 +20,7 @@ pub use envelope::{EventEnvelope, EventMeta};
 pub use error::CoreError;
 pub use machine::{
     cancel, check_lease, claim, complete_attempt, decide_enqueue, is_purgeable, new_record,
-    relay_back, release, retry, supersede, take_over, ClaimRequest, Claimed, Completion,
+    orphans, relay_back, release, retry, supersede, take_over, ClaimRequest, Claimed, Completion,
     EnqueueDecision, EnqueueOutcome, Enqueued, ListQuery, StageCounts, TargetResult,
 };
 pub use outcome::{Outcome, RejectReason};

@@ -109,13 +109,6 @@ impl MemoryStore {
 }
 
 impl Store for MemoryStore {
-    async fn enqueue(&self, plan: Plan, now_ms: u64) -> Result<Enqueued, StoreError> {
-        let mut answers = self.enqueue_many(vec![plan], now_ms).await?;
-        answers
-            .pop()
-            .ok_or_else(|| StoreError::Backend("enqueue produced no answer".into()))
-    }
-
     async fn enqueue_many(
         &self,
         plans: Vec<Plan>,
@@ -173,14 +166,8 @@ impl Store for MemoryStore {
     ) -> Result<Vec<Record>, StoreError> {
         request.validate()?;
         let mut map = self.records.borrow_mut();
-        let mut orphans: Vec<&Record> = map
-            .values()
-            .filter(|r| r.is_orphan_for(&request.owner, now_ms))
-            .collect();
-        orphans.sort_by(core::claim_order as RecordOrder);
-        let out = orphans
+        let out = core::orphans(map.values(), request, now_ms)
             .into_iter()
-            .take(request.limit as usize)
             .map(|r| core::take_over(r, request, now_ms).map(core::Claimed::into_record))
             .collect::<Result<Vec<Record>, CoreError>>()?;
         // Written only once every takeover succeeded: all or nothing.

@@ -114,8 +114,13 @@ impl StoreError {
 #[allow(async_fn_in_trait)]
 pub trait Store {
     /// Enqueues one plan: creates its record, replays an identical plan, or fails
-    /// with `plan_conflict`.
-    async fn enqueue(&self, plan: Plan, now_ms: u64) -> Result<Enqueued, StoreError>;
+    /// with `plan_conflict`. The default is [`Store::enqueue_many`] of the one plan.
+    async fn enqueue(&self, plan: Plan, now_ms: u64) -> Result<Enqueued, StoreError> {
+        let mut answers = self.enqueue_many(vec![plan], now_ms).await?;
+        answers
+            .pop()
+            .ok_or_else(|| StoreError::Backend("enqueue produced no answer".into()))
+    }
 
     /// Enqueues many plans all-or-nothing: any invalid plan or conflict (with a
     /// stored record or within the batch) writes nothing. Answers in input order.

@@ -36,7 +36,7 @@ use wasm_bindgen::prelude::*;
 use crate::core::semantics;
 use crate::core::{
     self, ClaimRequest, Completion, CoreError, EnqueueDecision, Enqueued, ListQuery, Lookups, Plan,
-    Record, RecordOrder, RetryConfig, Stage, StageCounts,
+    Record, RetryConfig, Stage, StageCounts,
 };
 use crate::store::codec;
 use crate::store::{CorruptRow, Store, StoreError};
@@ -633,15 +633,6 @@ impl IdbStore {
 }
 
 impl Store for IdbStore {
-    async fn enqueue(&self, plan: Plan, now_ms: u64) -> Result<Enqueued, StoreError> {
-        let mut answers = self
-            .write_batch(std::slice::from_ref(&plan), now_ms, &|| true)
-            .await?;
-        answers
-            .pop()
-            .ok_or_else(|| StoreError::Backend("enqueue produced no answer".into()))
-    }
-
     async fn enqueue_many(
         &self,
         plans: Vec<Plan>,
@@ -724,14 +715,9 @@ impl Store for IdbStore {
             let index = store.index(IDX_STAGE)?;
             let page = get_all(&index, stage_range(Stage::Leased), None).await?;
             let decoded = self.decode_page(page);
-            let mut orphans: Vec<&Record> = decoded
-                .iter()
-                .filter(|r| r.is_orphan_for(&request.owner, now_ms))
-                .collect();
-            orphans.sort_by(core::claim_order as RecordOrder);
-            orphans.truncate(request.limit as usize);
+            let orphans = core::orphans(&decoded, request, now_ms);
             let mut taken = Vec::with_capacity(orphans.len());
-            for record in &orphans {
+            for record in orphans {
                 let next = core::take_over(record, request, now_ms)?.into_record();
                 sys::put(&store, &to_row(&next)?)?;
                 taken.push(next);

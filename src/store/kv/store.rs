@@ -7,8 +7,8 @@ use super::keys::{self, ROWS};
 use super::{KvBackend, KvCheck, KvCommit, KvCommitted, KvEntry, KvLimits, KvMutation, KvRange};
 use crate::core::semantics::{self, Lookups};
 use crate::core::{
-    self, ClaimRequest, Completion, CoreError, Enqueued, ListQuery, Plan, Record, RecordOrder,
-    RetryConfig, Stage, StageCounts,
+    self, ClaimRequest, Completion, CoreError, Enqueued, ListQuery, Plan, Record, RetryConfig,
+    Stage, StageCounts,
 };
 use crate::store::codec::{self, StoredRow};
 use crate::store::{CorruptRow, Store, StoreError};
@@ -556,13 +556,6 @@ impl<B: KvBackend> KvStore<B> {
 }
 
 impl<B: KvBackend> Store for KvStore<B> {
-    async fn enqueue(&self, plan: Plan, now_ms: u64) -> Result<Enqueued, StoreError> {
-        let mut answers = self.enqueue_many(vec![plan], now_ms).await?;
-        answers
-            .pop()
-            .ok_or_else(|| StoreError::Backend("enqueue produced no answer".into()))
-    }
-
     async fn enqueue_many(
         &self,
         plans: Vec<Plan>,
@@ -669,12 +662,7 @@ impl<B: KvBackend> Store for KvStore<B> {
                 .iter()
                 .filter_map(|id| tx.record(id).ok().flatten())
                 .collect();
-            let mut orphans: Vec<&Record> = decoded
-                .iter()
-                .filter(|r| r.is_orphan_for(&request.owner, now_ms))
-                .collect();
-            orphans.sort_by(core::claim_order as RecordOrder);
-            orphans.truncate(request.limit as usize);
+            let orphans = core::orphans(&decoded, request, now_ms);
             let mut taken = Vec::with_capacity(orphans.len());
             for record in orphans {
                 let next = core::take_over(record, request, now_ms)?.into_record();
