@@ -148,6 +148,14 @@ impl Lookups {
         self.slots.is_empty() && self.event_ids.is_empty()
     }
 
+    /// Sorts both lists and drops repeats.
+    pub fn normalize(&mut self) {
+        self.slots.sort();
+        self.slots.dedup();
+        self.event_ids.sort();
+        self.event_ids.dedup();
+    }
+
     /// True when `record` answers these lookups (its event id or its slot is named).
     pub fn matches(&self, record: &Record) -> bool {
         self.event_ids.contains(&record.event.id)
@@ -186,10 +194,7 @@ pub fn lookups(plan: &Plan) -> Lookups {
                 .filter(|a| a.split(':').nth(1) == Some(meta.pubkey.as_str())),
         );
     }
-    out.slots.sort();
-    out.slots.dedup();
-    out.event_ids.sort();
-    out.event_ids.dedup();
+    out.normalize();
     out
 }
 

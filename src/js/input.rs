@@ -581,8 +581,6 @@ pub(crate) fn parse_event_refs(v: &JsValue) -> Result<Lookups, ApiError> {
             format!("at most {MAX_EVENT_REFS} references"),
         ));
     }
-    let hex64 =
-        |s: &str| s.len() == 64 && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
     let mut out = Lookups::default();
     for (index, item) in arr.iter().enumerate() {
         let Some(s) = item.as_string() else {
@@ -591,7 +589,7 @@ pub(crate) fn parse_event_refs(v: &JsValue) -> Result<Lookups, ApiError> {
                 format!("must be a string, got {}", type_name(&item)),
             ));
         };
-        if hex64(&s) {
+        if crate::nostr::event::is_lower_hex(&s, 64) {
             out.event_ids.push(s);
             continue;
         }
@@ -605,9 +603,6 @@ pub(crate) fn parse_event_refs(v: &JsValue) -> Result<Lookups, ApiError> {
         };
         out.slots.push(slot);
     }
-    out.slots.sort();
-    out.slots.dedup();
-    out.event_ids.sort();
-    out.event_ids.dedup();
+    out.normalize();
     Ok(out)
 }

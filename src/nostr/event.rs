@@ -484,7 +484,7 @@ pub(crate) fn write_json_str(buf: &mut Vec<u8>, s: &str) {
 
 /// True when `s` is exactly `len` lowercase hex characters: NIP-01's form of ids,
 /// keys and signatures (the `hex` crate also reads uppercase, which is refused here).
-pub(super) fn is_lower_hex(s: &str, len: usize) -> bool {
+pub(crate) fn is_lower_hex(s: &str, len: usize) -> bool {
     s.len() == len && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 
