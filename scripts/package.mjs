@@ -9,6 +9,11 @@
 // - js/*.js and js/*.d.ts are copied next to it: publish.js (installs `outbox.publish`,
 //   nostr-tools' per-relay promises; imported by index.js) and one entry per adapter
 //   (`nostr-outbox/nostr-tools`, `/applesauce`, `/ndk`, `/welshman`), each in `exports`.
+// - edge/ (when scripts/build.sh built it): the edge build (storage adapters, no
+//   IndexedDB) with its own entry, whose `init()` reads the .wasm file where `fetch`
+//   cannot (Node, Bun, Deno) and says what to pass where there is no module URL
+//   (workerd). `exports` send the `workerd`, `deno`, `bun` and `node` conditions there;
+//   `nostr-outbox/browser` and `nostr-outbox/edge` name a build explicitly.
 // Usage: node scripts/package.mjs [pkgDir]   (default: pkg)
 import { readFileSync, writeFileSync, readdirSync, existsSync, copyFileSync } from "node:fs";
 import { join, relative, dirname } from "node:path";
@@ -72,17 +77,75 @@ export * from "./publish.js";
 `,
 );
 
+// The edge build: the same entry over its own generated module, and the files that
+// import the generated module (publish.js and the publishing adapters) beside it.
+const edgeDir = join(dir, "edge");
+const hasEdge = existsSync(join(edgeDir, `${base}_bg.wasm`));
+const importsWasm = (f) =>
+  f.endsWith(".js") && /from "\.\/(publish|nostr_outbox)\.js"/.test(readFileSync(join(jsDir, f), "utf8"));
+const wasmBound = jsFiles.filter((f) => importsWasm(f)).map((f) => f.slice(0, -3));
+if (hasEdge) {
+  const edgeSnippet = find(join(edgeDir, "snippets"), join("src", "js", "error.js"));
+  if (!edgeSnippet) fail("edge/snippets/**/src/js/error.js not found");
+  const edgeErrorPath = "./" + relative(edgeDir, edgeSnippet).split("\\").join("/");
+  for (const a of wasmBound) {
+    copyFileSync(join(jsDir, `${a}.js`), join(edgeDir, `${a}.js`));
+    copyFileSync(join(jsDir, `${a}.d.ts`), join(edgeDir, `${a}.d.ts`));
+  }
+  writeFileSync(
+    join(edgeDir, "index.js"),
+    `// nostr-outbox, edge build (Cloudflare Workers, Deno, Bun, Node): storage adapters and
+// memory, no IndexedDB. Call \`await init()\` once (in workerd: \`init({ module_or_path })\`
+// with the imported .wasm module), then use Outbox (see docs/API.md).
+import initWasm from "./${base}.js";
+import { OutboxError } from "${edgeErrorPath}";
+export * from "./${base}.js";
+export { OutboxError };
+export * from "./publish.js"; // PublishError, normalizeRelayUrl; also adds Outbox.prototype.publish
+
+/** Loads the .wasm: given a module, bytes, a URL or a response, that; else the file
+ * beside this module (read from disk where \`fetch\` cannot read \`file:\` URLs). */
+export default async function init(input) {
+  if (input === undefined || input === null) {
+    const url = import.meta.url;
+    if (typeof url !== "string" || !/^(file|https?):/.test(url)) {
+      throw new OutboxError(
+        "init_failed",
+        "this runtime gives modules no URL (Cloudflare Workers): import the .wasm " +
+          "(import wasm from 'nostr-outbox/edge/${base}_bg.wasm') and call init({ module_or_path: wasm })",
+      );
+    }
+    if (url.startsWith("file:")) {
+      const fs = "node:fs/promises"; // a variable: bundlers leave it alone
+      const { readFile } = await import(fs);
+      input = { module_or_path: await readFile(new URL("./${base}_bg.wasm", url)) };
+    }
+  }
+  return initWasm(input);
+}
+`,
+  );
+  writeFileSync(join(edgeDir, "index.d.ts"), readFileSync(join(dir, "index.d.ts"), "utf8"));
+}
+
 // No `any` in the published declarations: the raw wasm exports become `unknown`.
-const dtsPath = join(dir, `${base}.d.ts`);
-let dts = readFileSync(dtsPath, "utf8");
-dts = dts.replace(/export interface InitOutput \{[\s\S]*?\n\}/, (block) =>
-  block.replace(/\bany\b/g, "unknown"),
-);
-if (/:\s*any\b|<any>|\bany\[\]/.test(dts)) fail(`${dtsPath} still mentions \`any\``);
-writeFileSync(dtsPath, dts);
-const bgDts = join(dir, `${base}_bg.wasm.d.ts`);
-if (existsSync(bgDts)) {
-  writeFileSync(bgDts, readFileSync(bgDts, "utf8").replace(/\bany\b/g, "unknown"));
+for (const d of hasEdge ? [dir, edgeDir] : [dir]) {
+  const dtsPath = join(d, `${base}.d.ts`);
+  let dts = readFileSync(dtsPath, "utf8");
+  dts = dts.replace(/export interface InitOutput \{[\s\S]*?\n\}/, (block) =>
+    block.replace(/\bany\b/g, "unknown"),
+  );
+  // Without lib.dom: `RequestInfo` and `BufferSource` are DOM type aliases (which
+  // cannot be stood in for); spelled out, the rest merges (types.rs, `declare global`).
+  dts = dts
+    .replace(/\bRequestInfo\b/g, "Request | string")
+    .replace(/\bBufferSource\b/g, "ArrayBufferView | ArrayBuffer");
+  if (/:\s*any\b|<any>|\bany\[\]/.test(dts)) fail(`${dtsPath} still mentions \`any\``);
+  writeFileSync(dtsPath, dts);
+  const bgDts = join(d, `${base}_bg.wasm.d.ts`);
+  if (existsSync(bgDts)) {
+    writeFileSync(bgDts, readFileSync(bgDts, "utf8").replace(/\bany\b/g, "unknown"));
+  }
 }
 
 const generated = JSON.parse(readFileSync(join(dir, "package.json"), "utf8"));
@@ -96,6 +159,10 @@ for (const f of licenses) {
 // No placeholder repository in the published metadata: a real URL or none.
 const repoUrl = generated.repository?.url ?? generated.repository;
 const repository = typeof repoUrl === "string" && !/\.invalid\b|example\./.test(repoUrl) ? generated.repository : undefined;
+// The runtimes that get the edge build (their resolvers set these conditions).
+function edgeConditions(target) {
+  return hasEdge ? { workerd: target, deno: target, bun: target, node: target } : {};
+}
 const pkg = {
   name: "nostr-outbox",
   version: generated.version,
@@ -110,16 +177,29 @@ const pkg = {
   exports: {
     ".": {
       types: "./index.d.ts",
+      ...edgeConditions("./edge/index.js"),
       browser: "./index.js",
       worker: "./index.js",
       import: "./index.js",
       default: "./index.js",
     },
+    "./browser": { types: "./index.d.ts", default: "./index.js" },
+    ...(hasEdge ? { "./edge": { types: "./edge/index.d.ts", default: "./edge/index.js" } } : {}),
     ...Object.fromEntries(
-      adapters.map((a) => [`./${a}`, { types: `./${a}.d.ts`, default: `./${a}.js` }]),
+      adapters.map((a) => [
+        `./${a}`,
+        {
+          types: `./${a}.d.ts`,
+          ...(wasmBound.includes(a) ? edgeConditions(`./edge/${a}.js`) : {}),
+          default: `./${a}.js`,
+        },
+      ]),
     ),
     // The .wasm itself (precaching, esbuild's file loader); its types: a URL string.
     [`./${base}_bg.wasm`]: { types: "./wasm-url.d.ts", default: `./${base}_bg.wasm` },
+    ...(hasEdge
+      ? { [`./edge/${base}_bg.wasm`]: { types: "./wasm-url.d.ts", default: `./edge/${base}_bg.wasm` } }
+      : {}),
     "./package.json": "./package.json",
   },
   files: [
@@ -130,12 +210,13 @@ const pkg = {
     `${base}_bg.wasm`,
     `${base}_bg.wasm.d.ts`,
     "snippets/",
+    ...(hasEdge ? ["edge/"] : []),
     ...jsFiles,
     "README.md",
     ...licenses,
   ],
   // index.js and publish.js add `publish` to Outbox.prototype; everything else is pure.
-  sideEffects: ["./index.js", "./publish.js"],
+  sideEffects: ["./index.js", "./publish.js", "./edge/index.js", "./edge/publish.js"],
   // Only nostr-outbox/ndk imports its library (NDKPublishError, calculateRelaySetFromEvent),
   // which an app using it already has; the other adapters import nothing of theirs.
   peerDependencies: { "@nostr-dev-kit/ndk": ">=3 <4" },

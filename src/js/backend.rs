@@ -8,10 +8,13 @@ use js_sys::{Function, Promise, Reflect};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
 
+#[cfg(feature = "adapter")]
+use super::kv::AdapterStore;
 use crate::core::{
     ClaimRequest, Completion, Enqueued, EventEnvelope, ListQuery, Lookups, Outcome, Plan, Record,
     RetryConfig, StageCounts,
 };
+#[cfg(feature = "indexeddb")]
 use crate::store::idb::IdbStore;
 use crate::store::{CorruptRow, MemoryStore, Store, StoreError};
 use crate::transport::websocket::WsTransport;
@@ -21,7 +24,11 @@ use crate::transport::{PublishReport, Transport};
 #[derive(Debug)]
 pub(crate) enum AnyStore {
     Memory(MemoryStore),
+    #[cfg(feature = "indexeddb")]
     Idb(IdbStore),
+    /// The application's storage adapter.
+    #[cfg(feature = "adapter")]
+    Kv(AdapterStore),
 }
 
 // Each call awaits one boxed future: callers' state machines hold a pointer instead of
@@ -30,7 +37,10 @@ macro_rules! delegate {
     ($self:ident, $s:ident => $call:expr) => {{
         let future: LocalBoxFuture<'_, _> = match $self {
             AnyStore::Memory($s) => Box::pin($call),
+            #[cfg(feature = "indexeddb")]
             AnyStore::Idb($s) => Box::pin($call),
+            #[cfg(feature = "adapter")]
+            AnyStore::Kv($s) => Box::pin($call),
         };
         future.await
     }};
@@ -39,6 +49,7 @@ macro_rules! delegate {
 impl AnyStore {
     /// Closes the IndexedDB connection (no-op for memory).
     pub(crate) fn close(&self) {
+        #[cfg(feature = "indexeddb")]
         if let AnyStore::Idb(s) = self {
             s.close();
         }

@@ -170,6 +170,10 @@ export function closeChannel(joined) {
 }
 
 // True when this runtime has IndexedDB.
+export function hasWebSocket() {
+  return typeof globalThis.WebSocket === "function";
+}
+
 export function hasIndexedDb() {
   return typeof globalThis.indexedDB === "object" && globalThis.indexedDB !== null;
 }

@@ -22,6 +22,8 @@ mod backend;
 pub mod error;
 mod events;
 mod input;
+#[cfg(feature = "adapter")]
+mod kv;
 pub mod outbox;
 mod runtime;
 pub mod sw;

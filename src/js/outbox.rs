@@ -15,6 +15,8 @@ use super::backend::{AnyStore, AnyTransport, JsTransport};
 use super::error::{ApiError, Details};
 use super::events::Events;
 use super::input::{self, shape, ItemInput, PlanOptions, Raw, Reader, Uint};
+#[cfg(feature = "adapter")]
+use super::kv::JsKv;
 use super::runtime::{RunError, Runtime, RuntimeConfig};
 use super::{sys, view};
 use crate::core::plan::MAX_ATTEMPTS_LIMIT;
@@ -22,7 +24,11 @@ use crate::core::semantics;
 use crate::core::{EnqueueOutcome, Enqueued, ListQuery, Plan, Policy, RetryConfig, Stage};
 use crate::flush::{FlushConfig, FlushEvent};
 use crate::nostr::SignatureCheck;
-use crate::store::idb::{persistence, Durability, IdbOptions, IdbStore};
+use crate::store::idb::{persistence, Durability};
+#[cfg(feature = "indexeddb")]
+use crate::store::idb::{IdbOptions, IdbStore};
+#[cfg(feature = "adapter")]
+use crate::store::kv::KvStore;
 use crate::store::{MemoryStore, Store};
 use crate::transport::websocket::{WsTransport, WsTransportConfig};
 
@@ -69,7 +75,7 @@ shape! {
     /// `Outbox.open` options (and `handleSync` options, which add `tag`).
     OpenOptions {
         name: String,
-        storage: String,
+        storage: Raw,
         durability: String,
         policy: input::PolicyInput,
         max_attempts: Uint,
@@ -91,10 +97,34 @@ shape! {
     }
 }
 
+/// Where an outbox keeps its records.
+pub(crate) enum StorageChoice {
+    /// IndexedDB (the default): shared by the origin's tabs and workers.
+    IndexedDb,
+    /// This context's memory: gone with it.
+    Memory,
+    /// The application's storage adapter (Durable Objects, Deno KV, SQLite, ...).
+    Adapter(Adapter),
+}
+
+#[cfg(feature = "adapter")]
+type Adapter = JsKv;
+#[cfg(feature = "adapter")]
+fn adapter(v: JsValue) -> Result<JsKv, ApiError> {
+    JsKv::new(v)
+}
+/// Without adapters, any object is refused at open (`storage_unavailable`).
+#[cfg(not(feature = "adapter"))]
+type Adapter = ();
+#[cfg(not(feature = "adapter"))]
+fn adapter(_: JsValue) -> Result<(), ApiError> {
+    Ok(())
+}
+
 /// What `Outbox.open` read from its options.
 pub(crate) struct OpenConfig {
     name: String,
-    memory: bool,
+    storage: StorageChoice,
     durability: Durability,
     policy: Policy,
     max_attempts: Option<u32>,
@@ -147,7 +177,20 @@ impl OpenConfig {
                 "must be a non-empty database name without control characters",
             ));
         }
-        let memory = r.choice("storage", o.storage, &["indexeddb", "memory"])? == Some("memory");
+        let storage = match r.value(o.storage) {
+            None => StorageChoice::IndexedDb,
+            Some(v) => match v.as_string().as_deref() {
+                Some("indexeddb") => StorageChoice::IndexedDb,
+                Some("memory") => StorageChoice::Memory,
+                _ if v.is_object() => StorageChoice::Adapter(adapter(v)?),
+                _ => {
+                    return Err(ApiError::options(
+                        "storage",
+                        "must be \"indexeddb\", \"memory\" or a storage adapter object",
+                    ))
+                }
+            },
+        };
         let durability = match r.choice("durability", o.durability, &["strict", "relaxed"])? {
             Some("relaxed") => Durability::Relaxed,
             _ => Durability::Strict,
@@ -231,7 +274,7 @@ impl OpenConfig {
         flush.owner = format!("outbox-{}", random_hex(4)?);
         Ok(OpenConfig {
             name,
-            memory,
+            storage,
             durability,
             policy,
             max_attempts,
@@ -253,7 +296,6 @@ impl OpenConfig {
 
 struct Inner {
     name: String,
-    memory: bool,
     store: Rc<AnyStore>,
     transport: Rc<AnyTransport>,
     runtime: Runtime<AnyStore, AnyTransport>,
@@ -324,26 +366,63 @@ fn item_id(value: &JsValue) -> Result<String, ApiError> {
     })
 }
 
+/// Opens the store `storage` names. A storage this build lacks (IndexedDB in the edge
+/// build, adapters in the browser build) or this context lacks is `storage_unavailable`.
+async fn open_store(
+    storage: StorageChoice,
+    name: &str,
+    durability: Durability,
+) -> Result<AnyStore, ApiError> {
+    let unavailable = |message: &str| Err(ApiError::new("storage_unavailable", message));
+    match storage {
+        StorageChoice::Memory => Ok(AnyStore::Memory(MemoryStore::new())),
+        #[cfg(feature = "adapter")]
+        StorageChoice::Adapter(kv) => Ok(AnyStore::Kv(KvStore::new(kv))),
+        #[cfg(not(feature = "adapter"))]
+        StorageChoice::Adapter(_) => unavailable(
+            "this is the browser build of nostr-outbox, without storage adapters; \
+             import \"nostr-outbox/edge\" to open one",
+        ),
+        #[cfg(feature = "indexeddb")]
+        StorageChoice::IndexedDb if sys::has_indexed_db() => Ok(AnyStore::Idb(
+            IdbStore::open(IdbOptions {
+                name: name.to_string(),
+                durability,
+            })
+            .await?,
+        )),
+        StorageChoice::IndexedDb => {
+            let _ = (name, durability);
+            if cfg!(feature = "indexeddb") {
+                unavailable(
+                    "IndexedDB is not available in this context; open with a storage adapter \
+                     or { storage: \"memory\" }",
+                )
+            } else {
+                unavailable(
+                    "this is the edge build of nostr-outbox, without IndexedDB; open with a \
+                     storage adapter (nostr-outbox/durable-object, /deno-kv, /sqlite) or \
+                     { storage: \"memory\" }, or import \"nostr-outbox/browser\"",
+                )
+            }
+        }
+    }
+}
+
 impl Outbox {
     /// Opens an outbox from parsed options.
     pub(crate) async fn open_with(config: OpenConfig) -> Result<Outbox, ApiError> {
-        let store = if config.memory {
-            AnyStore::Memory(MemoryStore::new())
-        } else {
-            if !sys::has_indexed_db() {
-                return Err(ApiError::new(
-                    "storage_unavailable",
-                    "IndexedDB is not available in this context; open with { storage: \"memory\" }",
-                ));
-            }
-            AnyStore::Idb(
-                IdbStore::open(IdbOptions {
-                    name: config.name.clone(),
-                    durability: config.durability,
-                })
-                .await?,
-            )
-        };
+        // Memory and adapters are not the origin's: no cross-tab election or broadcast.
+        let local = !matches!(config.storage, StorageChoice::IndexedDb);
+        let store = open_store(config.storage, &config.name, config.durability).await?;
+        if config.transport.is_none() && !sys::has_web_socket() {
+            store.close();
+            return Err(ApiError::new(
+                "unsupported",
+                "this runtime has no global WebSocket (Node before 22): open with a \
+                 `transport` ({ publish(relay, eventJson) }, e.g. over the `ws` package)",
+            ));
+        }
         let persisted = if config.request_persistence {
             persistence::request_persistence().await
         } else {
@@ -360,7 +439,7 @@ impl Outbox {
         });
         let channel = format!("nostr-outbox:{}", config.name);
         let events = Rc::new(
-            Events::new(&channel, config.broadcast && !config.memory).map_err(|e| {
+            Events::new(&channel, config.broadcast && !local).map_err(|e| {
                 ApiError::new("unsupported", "this runtime has no EventTarget").with_cause(e)
             })?,
         );
@@ -390,7 +469,7 @@ impl Outbox {
             store.clone(),
             transport.clone(),
             RuntimeConfig {
-                lock_name: (!config.memory).then(|| channel.clone()),
+                lock_name: (!local).then(|| channel.clone()),
                 flush: config.flush,
                 max_ticks: crate::flush::MAX_TICKS,
                 lock_retry_ms: 1_000,
@@ -402,7 +481,6 @@ impl Outbox {
         let outbox = Outbox {
             inner: Rc::new(Inner {
                 name: config.name,
-                memory: config.memory,
                 store,
                 transport,
                 runtime,
@@ -774,13 +852,15 @@ impl Outbox {
         self.inner.name.clone()
     }
 
-    /// `"indexeddb"` or `"memory"`.
+    /// `"indexeddb"`, `"memory"` or `"adapter"`.
     #[wasm_bindgen(getter, skip_typescript)]
     pub fn storage(&self) -> String {
-        if self.inner.memory {
-            "memory"
-        } else {
-            "indexeddb"
+        match &*self.inner.store {
+            AnyStore::Memory(_) => "memory",
+            #[cfg(feature = "indexeddb")]
+            AnyStore::Idb(_) => "indexeddb",
+            #[cfg(feature = "adapter")]
+            AnyStore::Kv(_) => "adapter",
         }
         .to_string()
     }

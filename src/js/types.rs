@@ -7,6 +7,74 @@ use wasm_bindgen::prelude::*;
 
 #[wasm_bindgen(typescript_custom_section)]
 const TS_TYPES: &'static str = r#"
+declare global {
+  // The few platform types these declarations name. Where lib.dom (or
+  // lib.webworker, @types/node) declares them, these empty interfaces merge into
+  // theirs; where nothing does (an edge or worker project with `lib: ["ES2023"]`),
+  // they stand in, so the declarations check without the DOM.
+  interface Event {}
+  interface CustomEvent<T = any> { readonly detail: T }
+  interface EventListenerOptions {}
+  interface AddEventListenerOptions {}
+  interface ServiceWorkerRegistration {}
+  interface Request {}
+  interface Response {}
+  interface URL {}
+  namespace WebAssembly {
+    interface Module {}
+  }
+}
+
+/**
+ * A service worker's Background Sync event (`self.addEventListener("sync", …)`),
+ * which TypeScript's libraries do not declare: what `handleSync` reads, and
+ * `waitUntil`.
+ */
+export interface SyncEvent {
+  readonly tag: string;
+  readonly lastChance: boolean;
+  waitUntil(promise: Promise<unknown>): void;
+}
+
+/** A key's value and version, as a storage adapter answers them. */
+export interface StorageEntry {
+  value: string;
+  /** Opaque; changes on every write of the key. */
+  version: string;
+}
+
+/**
+ * The storage adapter contract (`Outbox.open({ storage: adapter })`, edge build): a
+ * small async key-value store with an atomic, compare-and-set commit. Keys are ASCII
+ * strings compared as strings; values are strings. The package ships adapters for
+ * Durable Objects (`nostr-outbox/durable-object`), Deno KV (`nostr-outbox/deno-kv`),
+ * SQLite (`nostr-outbox/sqlite`: bun:sqlite, node:sqlite) and memory
+ * (`nostr-outbox/memory-storage`). See docs/API.md, "Storage adapters".
+ */
+export interface StorageAdapter {
+  /** What one commit may hold; an omitted field means no limit. */
+  readonly limits?: {
+    maxMutations?: number;
+    maxChecks?: number;
+    maxValueBytes?: number;
+    maxCommitBytes?: number;
+  };
+  /** For each key (same order): its value and version, or null when absent. */
+  getMany(keys: string[]): Promise<Array<StorageEntry | null>>;
+  /** The keys k with start <= k < end in key order (descending with `reverse`: the `limit` keys nearest `end`); at most `limit`. */
+  list(range: { start: string; end: string; limit: number; reverse: boolean }): Promise<Array<{ key: string } & StorageEntry>>;
+  /**
+   * Atomically: if every check holds (the key still has `version`, or is still absent
+   * when `version` is null), applies every put and delete and resolves true; else
+   * writes nothing and resolves false. Rejects only when the backend fails (having
+   * written nothing).
+   */
+  commit(commit: {
+    checks: Array<{ key: string; version: string | null }>;
+    puts: Array<{ key: string; value: string }>;
+    deletes: string[];
+  }): Promise<boolean>;
+}
 /**
  * Where a record is in its life. `satisfied`, `exhausted`, `cancelled` and `superseded`
  * are terminal; `superseded`: a newer version of its replaceable or addressable event,
@@ -101,8 +169,11 @@ export interface OutboxTransport {
 export interface OutboxOptions {
   /** IndexedDB database name (one outbox per name per origin). Default `"nostr-outbox"`. */
   name?: string;
-  /** `"indexeddb"` (default, durable) or `"memory"` (runtimes without IndexedDB). */
-  storage?: "indexeddb" | "memory";
+  /**
+   * `"indexeddb"` (the browser build's default, durable), `"memory"` (gone with the
+   * context), or a storage adapter (the edge build: Durable Objects, Deno KV, SQLite).
+   */
+  storage?: "indexeddb" | "memory" | StorageAdapter;
   /** IndexedDB write durability. Default `"strict"`. */
   durability?: "strict" | "relaxed";
   /** Default policy of `enqueue`. Default `"all"`. */
@@ -485,7 +556,7 @@ export class Outbox {
   stopAutoFlush(): void;
   readonly autoFlush: boolean;
   readonly name: string;
-  readonly storage: "indexeddb" | "memory";
+  readonly storage: "indexeddb" | "memory" | "adapter";
   readonly closed: boolean;
   /** The answer of `navigator.storage.persist()` at open, or null. */
   readonly persisted: boolean | null;

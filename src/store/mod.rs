@@ -15,9 +15,6 @@ pub mod codec;
 pub mod conformance;
 #[cfg(target_arch = "wasm32")]
 pub mod idb;
-// Native only until the JavaScript bridge uses it: even unused, its code shifts LLVM's
-// inlining choices in the .wasm (+136 B gzipped, measured with scripts/build.sh).
-#[cfg(not(target_arch = "wasm32"))]
 pub mod kv;
 pub mod memory;
 

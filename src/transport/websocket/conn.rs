@@ -325,7 +325,14 @@ impl Conn {
         };
         match self.ws.send_with_str(frame) {
             Ok(()) => Ok(waiter),
-            Err(e) => Err(format!("send failed: {}", super::describe_js_error(&e))),
+            // A socket that cannot send is closed for every waiter: the next publish
+            // opens a new one (workerd throws here for a socket opened while handling
+            // another request).
+            Err(e) => {
+                let reason = format!("send failed: {}", super::describe_js_error(&e));
+                self.abort(&reason);
+                Err(reason)
+            }
         }
     }
 

@@ -1,0 +1,279 @@
+//! The storage adapter bridge: a JavaScript object implementing the adapter contract
+//! (`getMany`, `list`, `commit`, optional `limits`; see [`crate::store::kv`] and the
+//! `StorageAdapter` TypeScript type) as a [`KvBackend`], so the one [`KvStore`] runs
+//! over Durable Object storage, Deno KV, SQLite or a `Map`.
+//!
+//! Answers are checked, never trusted: a `getMany` answer of the wrong length, an
+//! entry without string `value` and `version`, or a `commit` answer that is not a
+//! boolean is a [`StoreError::Backend`] (the operation writes nothing more). A throw or
+//! a rejection is a [`StoreError::Backend`] with the adapter's message, or
+//! [`StoreError::QuotaExceeded`] when it is a `QuotaExceededError`.
+
+use js_sys::{Array, Promise, Reflect};
+use serde::{Deserialize, Serialize};
+use wasm_bindgen::prelude::*;
+use wasm_bindgen_futures::JsFuture;
+
+use super::error::ApiError;
+use super::view::SERIALIZER;
+use crate::store::kv::{
+    KvBackend, KvCommit, KvCommitted, KvEntry, KvLimits, KvMutation, KvRange, KvStore, KvValue,
+};
+use crate::store::StoreError;
+
+#[wasm_bindgen]
+extern "C" {
+    /// The application's storage adapter object.
+    #[derive(Debug, Clone)]
+    pub(crate) type JsAdapter;
+    #[wasm_bindgen(method, catch, js_name = getMany)]
+    fn get_many(this: &JsAdapter, keys: Array) -> Result<JsValue, JsValue>;
+    #[wasm_bindgen(method, catch)]
+    fn list(this: &JsAdapter, range: JsValue) -> Result<JsValue, JsValue>;
+    #[wasm_bindgen(method, catch)]
+    fn commit(this: &JsAdapter, commit: JsValue) -> Result<JsValue, JsValue>;
+}
+
+/// A [`KvBackend`] over the application's storage adapter.
+#[derive(Debug)]
+pub(crate) struct JsKv {
+    adapter: JsAdapter,
+    limits: KvLimits,
+}
+
+/// The store over an adapter.
+pub(crate) type AdapterStore = KvStore<JsKv>;
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct LimitsInput {
+    max_mutations: Option<f64>,
+    max_checks: Option<f64>,
+    max_value_bytes: Option<f64>,
+    max_commit_bytes: Option<f64>,
+}
+
+#[derive(Deserialize)]
+struct EntryInput {
+    value: String,
+    version: String,
+}
+
+#[derive(Deserialize)]
+struct ListedInput {
+    key: String,
+    value: String,
+    version: String,
+}
+
+#[derive(Serialize)]
+struct RangeOutput<'a> {
+    start: &'a str,
+    end: &'a str,
+    limit: u32,
+    reverse: bool,
+}
+
+#[derive(Serialize)]
+struct CheckOutput<'a> {
+    key: &'a str,
+    version: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+struct PutOutput<'a> {
+    key: &'a str,
+    value: &'a str,
+}
+
+#[derive(Serialize)]
+struct CommitOutput<'a> {
+    checks: Vec<CheckOutput<'a>>,
+    puts: Vec<PutOutput<'a>>,
+    deletes: Vec<&'a str>,
+}
+
+fn is_function(target: &JsValue, name: &str) -> bool {
+    Reflect::get(target, &JsValue::from_str(name)).is_ok_and(|f| f.is_function())
+}
+
+impl JsKv {
+    /// Wraps `value` when it has the three methods; reads its `limits` (each a positive
+    /// integer when given).
+    pub(crate) fn new(value: JsValue) -> Result<JsKv, ApiError> {
+        let missing: Vec<&str> = ["getMany", "list", "commit"]
+            .into_iter()
+            .filter(|m| !is_function(&value, m))
+            .collect();
+        if !missing.is_empty() {
+            return Err(ApiError::options(
+                "storage",
+                format!(
+                    "must be \"indexeddb\", \"memory\" or a storage adapter with the methods \
+                     getMany, list and commit (missing: {})",
+                    missing.join(", ")
+                ),
+            ));
+        }
+        let raw = Reflect::get(&value, &JsValue::from_str("limits")).unwrap_or_default();
+        let limits = if raw.is_undefined() || raw.is_null() {
+            KvLimits::UNLIMITED
+        } else {
+            let bad = || {
+                ApiError::options(
+                    "storage",
+                    "limits must be { maxMutations?, maxChecks?, maxValueBytes?, \
+                     maxCommitBytes? }, each a positive integer",
+                )
+            };
+            let l: LimitsInput = serde_wasm_bindgen::from_value(raw).map_err(|_| bad())?;
+            let one = |n: Option<f64>| match n {
+                None => Ok(usize::MAX),
+                Some(n) if n >= 1.0 && n.fract() == 0.0 && n <= 9_007_199_254_740_991.0 => {
+                    Ok(n as usize)
+                }
+                Some(_) => Err(bad()),
+            };
+            KvLimits {
+                max_mutations: one(l.max_mutations)?,
+                max_checks: one(l.max_checks)?,
+                max_value_bytes: one(l.max_value_bytes)?,
+                max_commit_bytes: one(l.max_commit_bytes)?,
+            }
+        };
+        Ok(JsKv {
+            adapter: value.unchecked_into(),
+            limits,
+        })
+    }
+}
+
+/// A failed adapter call as a store error.
+fn failed(call: &str, e: &JsValue) -> StoreError {
+    let name = Reflect::get(e, &JsValue::from_str("name"))
+        .ok()
+        .and_then(|n| n.as_string());
+    let message = e
+        .dyn_ref::<js_sys::Error>()
+        .map(|err| String::from(err.message()))
+        .or_else(|| e.as_string())
+        .unwrap_or_else(|| "rejected".into());
+    if name.as_deref() == Some("QuotaExceededError") {
+        return StoreError::QuotaExceeded(format!("storage adapter {call}: {message}"));
+    }
+    StoreError::Backend(format!("storage adapter {call} failed: {message}"))
+}
+
+fn bad_answer(call: &str, expected: &str) -> StoreError {
+    StoreError::Backend(format!("storage adapter {call} must resolve to {expected}"))
+}
+
+/// Calls one adapter method and awaits its answer (a promise or a plain value).
+async fn call(name: &str, result: Result<JsValue, JsValue>) -> Result<JsValue, StoreError> {
+    let returned = result.map_err(|e| failed(name, &e))?;
+    JsFuture::from(Promise::resolve(&returned))
+        .await
+        .map_err(|e| failed(name, &e))
+}
+
+impl KvBackend for JsKv {
+    fn limits(&self) -> KvLimits {
+        self.limits
+    }
+
+    async fn get_many(&self, keys: &[String]) -> Result<Vec<Option<KvValue>>, StoreError> {
+        let array: Array = keys.iter().map(|k| JsValue::from_str(k)).collect();
+        let answer = call("getMany", self.adapter.get_many(array)).await?;
+        const EXPECTED: &str = "an array of { value: string, version: string } or null, \
+                                one per key";
+        let entries: Vec<Option<EntryInput>> =
+            serde_wasm_bindgen::from_value(answer).map_err(|_| bad_answer("getMany", EXPECTED))?;
+        if entries.len() != keys.len() {
+            return Err(bad_answer("getMany", EXPECTED));
+        }
+        Ok(entries
+            .into_iter()
+            .map(|e| {
+                e.map(|e| KvValue {
+                    value: e.value,
+                    version: e.version,
+                })
+            })
+            .collect())
+    }
+
+    async fn list(&self, range: &KvRange) -> Result<Vec<KvEntry>, StoreError> {
+        let out = RangeOutput {
+            start: &range.start,
+            end: &range.end,
+            limit: range.limit,
+            reverse: range.reverse,
+        };
+        let arg = out
+            .serialize(&SERIALIZER)
+            .map_err(|e| StoreError::Backend(e.to_string()))?;
+        let answer = call("list", self.adapter.list(arg)).await?;
+        const EXPECTED: &str = "an array of { key: string, value: string, version: string }";
+        let listed: Vec<ListedInput> =
+            serde_wasm_bindgen::from_value(answer).map_err(|_| bad_answer("list", EXPECTED))?;
+        // The store relies on the range and the order: an answer outside them is a
+        // broken adapter, not data.
+        let in_order = listed.windows(2).all(|w| {
+            if range.reverse {
+                w[0].key > w[1].key
+            } else {
+                w[0].key < w[1].key
+            }
+        });
+        let in_range = listed
+            .iter()
+            .all(|e| e.key.as_str() >= range.start.as_str() && e.key.as_str() < range.end.as_str());
+        if !in_order || !in_range || listed.len() > range.limit as usize {
+            return Err(bad_answer(
+                "list",
+                "at most `limit` keys of [start, end), in key order",
+            ));
+        }
+        Ok(listed
+            .into_iter()
+            .map(|e| KvEntry {
+                key: e.key,
+                value: e.value,
+                version: e.version,
+            })
+            .collect())
+    }
+
+    async fn commit(&self, commit: KvCommit) -> Result<KvCommitted, StoreError> {
+        let mut out = CommitOutput {
+            checks: commit
+                .checks
+                .iter()
+                .map(|c| CheckOutput {
+                    key: &c.key,
+                    version: c.version.as_deref(),
+                })
+                .collect(),
+            puts: Vec::new(),
+            deletes: Vec::new(),
+        };
+        for m in &commit.mutations {
+            match m {
+                KvMutation::Put { key, value } => out.puts.push(PutOutput { key, value }),
+                KvMutation::Delete { key } => out.deletes.push(key),
+            }
+        }
+        let arg = out
+            .serialize(&SERIALIZER)
+            .map_err(|e| StoreError::Backend(e.to_string()))?;
+        let answer = call("commit", self.adapter.commit(arg)).await?;
+        match answer.as_bool() {
+            Some(true) => Ok(KvCommitted::Applied),
+            Some(false) => Ok(KvCommitted::Conflict),
+            None => Err(bad_answer(
+                "commit",
+                "true (applied) or false (a check failed)",
+            )),
+        }
+    }
+}

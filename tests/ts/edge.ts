@@ -1,0 +1,49 @@
+// A consumer in an edge project (tsconfig.edge.json: `lib: ["ES2023"]`, no DOM): the
+// package's declarations must check there, with a storage adapter and a SyncEvent.
+import init, {
+  Outbox,
+  OutboxError,
+  handleSync,
+  type FlushResult,
+  type StorageAdapter,
+  type StorageEntry,
+  type SyncEvent,
+} from "nostr-outbox";
+
+const rows = new Map<string, StorageEntry>();
+let writes = 0;
+const adapter: StorageAdapter = {
+  async getMany(keys) {
+    return keys.map((k) => rows.get(k) ?? null);
+  },
+  async list({ start, end, limit, reverse }) {
+    const keys = [...rows.keys()].filter((k) => k >= start && k < end).sort();
+    if (reverse) keys.reverse();
+    return keys.slice(0, limit).map((key) => ({ key, ...rows.get(key)! }));
+  },
+  async commit({ checks, puts, deletes }) {
+    if (checks.some((c) => (rows.get(c.key)?.version ?? null) !== c.version)) return false;
+    for (const p of puts) rows.set(p.key, { value: p.value, version: String(++writes) });
+    for (const d of deletes) rows.delete(d);
+    return true;
+  },
+};
+
+export async function run(wasm: ArrayBuffer): Promise<FlushResult> {
+  await init({ module_or_path: wasm });
+  const outbox = await Outbox.open({ storage: adapter, autoFlush: false });
+  const storage: "indexeddb" | "memory" | "adapter" = outbox.storage;
+  outbox.addEventListener("delivered", (e) => console.log(e.detail.id, storage));
+  try {
+    return await outbox.flush();
+  } catch (e) {
+    if (e instanceof OutboxError && e.code === "storage_unavailable") throw e;
+    throw e;
+  }
+}
+
+export function onSync(event: SyncEvent): void {
+  event.waitUntil(handleSync(event, { storage: adapter }));
+  // @ts-expect-error: a storage is a string choice or an adapter object
+  void Outbox.open({ storage: "sqlite" });
+}
