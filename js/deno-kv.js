@@ -10,6 +10,7 @@
 // past U+00FF); the version is the entry's versionstamp.
 
 const GET_MANY_CHUNK = 10; // Deno KV: at most 10 keys per getMany
+const VERSIONSTAMP = /^[0-9a-f]{20}$/;
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
@@ -65,7 +66,12 @@ export function denoKvStorage(kv, options = {}) {
     },
     async commit({ checks, puts, deletes }) {
       const op = kv.atomic();
-      for (const { key, version } of checks) op.check({ key: [prefix, key], versionstamp: version });
+      for (const { key, version } of checks) {
+        // Deno KV throws "Invalid check" on a versionstamp that is not 20 hex digits; no
+        // entry has one, so the check fails.
+        if (version !== null && !VERSIONSTAMP.test(version)) return false;
+        op.check({ key: [prefix, key], versionstamp: version });
+      }
       for (const { key, value } of puts) op.set([prefix, key], encoder.encode(value));
       for (const key of deletes) op.delete([prefix, key]);
       const result = await op.commit();
