@@ -7,6 +7,7 @@
 #   3. Bun: sqlite on bun:sqlite (a temp file), memory-storage;
 #   4. workerd (miniflare): durable-object on a KV-backed and a SQLite-backed Durable
 #      Object, persisted to a temp dir, read back after a miniflare restart; syncAlarm.
+#   5. tsc -p tests/edge: the adapters' .d.ts with lib ES2023 only (tsc from tests/js).
 # Prints every test line and one libtest-style summary line. Needs no build (pkg/ unused).
 set -uo pipefail
 cd "$(dirname "$0")"
@@ -44,6 +45,14 @@ runner node node node.mjs
 runner deno "$bin/deno" run --no-prompt --unstable-kv --allow-read --allow-write --allow-env deno.mjs
 runner bun "$bin/bun" run bun.mjs
 runner workerd node workerd.mjs
+if [ ! -x ../js/node_modules/.bin/tsc ]; then
+  (cd ../js && npm ci --no-audit --no-fund >/dev/null) || echo "npm ci in tests/js failed" >&2
+fi
+if ../js/node_modules/.bin/tsc -p .; then
+  echo "test types::adapters_declarations ... ok"; passed=$((passed + 1))
+else
+  echo "test types::adapters_declarations ... FAILED"; failed=$((failed + 1))
+fi
 if [ "$failed" = 0 ]; then
   echo "test result: ok. $passed passed; $failed failed"
 else
