@@ -65,6 +65,9 @@ export function denoKvStorage(kv, options = {}) {
       return out;
     },
     async commit({ checks, puts, deletes }) {
+      for (const { key, value } of puts) {
+        if (typeof value !== "string") throw new TypeError(`denoKvStorage: the value of ${key} is not a string`);
+      }
       const op = kv.atomic();
       for (const { key, version } of checks) {
         // Deno KV throws "Invalid check" on a versionstamp that is not 20 hex digits; no

@@ -5,9 +5,15 @@ export type { StorageAdapter, StorageEntry, StorageLimits, StorageListEntry, Sto
  *  @cloudflare/workers-types is needed). */
 export interface DurableObjectStorageLike {
   get(keys: string[]): Promise<Map<string, unknown>>;
+  list(options: { start?: string; end?: string; limit?: number; reverse?: boolean }): Promise<Map<string, unknown>>;
+  transaction<T>(closure: (txn: DurableObjectTransactionLike) => Promise<T>): Promise<T>;
+}
+
+/** The part of a Durable Object storage transaction the adapter uses. */
+export interface DurableObjectTransactionLike {
+  get(keys: string[]): Promise<Map<string, unknown>>;
   put(entries: Record<string, unknown>): Promise<void>;
   delete(keys: string[]): Promise<number>;
-  list(options: { start?: string; end?: string; limit?: number; reverse?: boolean }): Promise<Map<string, unknown>>;
 }
 
 /** The alarm part of `ctx.storage`. */

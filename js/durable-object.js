@@ -6,10 +6,11 @@
 // per object: one object is one outbox (or several, by `prefix`).
 //
 // Each key holds `[version, bytes]`: a unique version per write and the value's UTF-8 bytes
-// (so a value's stored size is its UTF-8 length). A commit reads its checked keys, then
-// issues every put and delete with no await between them: the runtime coalesces them into
-// one atomic write. Commits of one storage are queued (a commit waits for the previous one),
-// so two commits in flight in one object cannot both pass the same check.
+// (so a value's stored size is its UTF-8 length). A commit is one `storage.transaction`: it
+// reads its checked keys, then puts and deletes (128 keys per call); a failed check writes
+// nothing, a throw rolls back. Commits of one storage are also queued (a commit waits for
+// the previous one): without that, two commits in flight in one object both read the same
+// version before either writes, and both apply (seen in workerd).
 
 const CHUNK = 128; // keys per get/put/delete call
 const encoder = new TextEncoder();
@@ -34,11 +35,12 @@ export function durableObjectStorage(storage, options = {}) {
   const session = randomId();
   let writes = 0;
 
-  async function getMany(keys) {
+  // The value and version of each key, read through `from` (the storage or a transaction).
+  async function read(from, keys) {
     const out = [];
     for (let i = 0; i < keys.length; i += CHUNK) {
       const chunk = keys.slice(i, i + CHUNK);
-      const got = await storage.get(chunk.map((k) => prefix + k));
+      const got = await from.get(chunk.map((k) => prefix + k));
       for (const k of chunk) out.push(unpack(got.get(prefix + k)));
     }
     return out;
@@ -46,7 +48,7 @@ export function durableObjectStorage(storage, options = {}) {
 
   return {
     limits: DURABLE_OBJECT_LIMITS,
-    getMany,
+    getMany: (keys) => read(storage, keys),
     async list({ start, end, limit, reverse }) {
       if (limit <= 0 || !(start < end)) return [];
       const got = await storage.list({ start: prefix + start, end: prefix + end, limit, reverse });
@@ -66,28 +68,33 @@ export function durableObjectStorage(storage, options = {}) {
   };
 
   async function apply({ checks, puts, deletes }) {
-    if (checks.length) {
-      const current = await getMany(checks.map((c) => c.key));
-      for (let i = 0; i < checks.length; i++) {
-        const want = checks[i].version;
-        if (want === null ? current[i] !== null : current[i]?.version !== want) return false;
+    for (const { key, value } of puts) {
+      if (typeof value !== "string") throw new TypeError(`durableObjectStorage: the value of ${key} is not a string`);
+    }
+    // One transaction: a throw anywhere in it (a write the runtime refuses) rolls every
+    // write of the commit back.
+    return storage.transaction(async (txn) => {
+      if (checks.length) {
+        const current = await read(txn, checks.map((c) => c.key));
+        for (let i = 0; i < checks.length; i++) {
+          const want = checks[i].version;
+          if (want === null ? current[i] !== null : current[i]?.version !== want) return false;
+        }
       }
-    }
-    // From here on no await until every write is issued: they commit as one.
-    const pending = [];
-    for (let i = 0; i < puts.length; i += CHUNK) {
-      const entries = {};
-      for (const { key, value } of puts.slice(i, i + CHUNK)) {
-        if (typeof value !== "string") throw new TypeError(`durableObjectStorage: the value of ${key} is not a string`);
-        entries[prefix + key] = [`${session}.${(++writes).toString(36)}`, encoder.encode(value)];
+      const pending = [];
+      for (let i = 0; i < puts.length; i += CHUNK) {
+        const entries = {};
+        for (const { key, value } of puts.slice(i, i + CHUNK)) {
+          entries[prefix + key] = [`${session}.${(++writes).toString(36)}`, encoder.encode(value)];
+        }
+        pending.push(txn.put(entries));
       }
-      pending.push(storage.put(entries));
-    }
-    for (let i = 0; i < deletes.length; i += CHUNK) {
-      pending.push(storage.delete(deletes.slice(i, i + CHUNK).map((k) => prefix + k)));
-    }
-    await Promise.all(pending);
-    return true;
+      for (let i = 0; i < deletes.length; i += CHUNK) {
+        pending.push(txn.delete(deletes.slice(i, i + CHUNK).map((k) => prefix + k)));
+      }
+      await Promise.all(pending);
+      return true;
+    });
   }
 }
 

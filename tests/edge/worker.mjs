@@ -72,6 +72,35 @@ export class TestObject {
         } catch (err) {
           return json({ sql: false, error: String(err) });
         }
+      case "/rollback": {
+        // A write the runtime refuses in the middle of a commit (the second chunk of puts,
+        // after the first was issued) rolls the whole commit back.
+        const failing = {
+          get: (keys) => storage.get(keys),
+          list: (o) => storage.list(o),
+          transaction: (fn) =>
+            storage.transaction((txn) =>
+              fn({
+                get: (keys) => txn.get(keys),
+                delete: (keys) => txn.delete(keys),
+                put: (entries) => (Object.keys(entries).some((k) => k.includes("boom")) ? Promise.reject(new Error("refused")) : txn.put(entries)),
+              }),
+            ),
+        };
+        const a = durableObjectStorage(failing, { prefix: "rb/" });
+        await a.commit({ checks: [], puts: [{ key: "keep", value: "1" }], deletes: [] });
+        const [keep] = await a.getMany(["keep"]);
+        const puts = Array.from({ length: 200 }, (_, i) => ({ key: i === 150 ? "boom" : `n/${i}`, value: "" }));
+        let error = null;
+        try {
+          await a.commit({ checks: [{ key: "keep", version: keep.version }], puts, deletes: ["keep"] });
+        } catch (err) {
+          error = String(err);
+        }
+        const after = await a.list({ start: "", end: "~", limit: 1000, reverse: false });
+        const next = await a.commit({ checks: [{ key: "keep", version: keep.version }], puts: [{ key: "n/after", value: "" }], deletes: [] });
+        return json({ error, after: after.map((e) => [e.key, e.version === keep.version]), next });
+      }
       case "/limits":
         return json(DURABLE_OBJECT_LIMITS);
       case "/raw-value": {

@@ -71,6 +71,12 @@ try {
       const r = await get(mf, `/backend?object=${object}`);
       if (r.sql !== (object === "sql")) throw new Error(`ctx.storage.sql present: ${r.sql}`);
     });
+    await check(`${label}::refused_write_rolls_back`, async () => {
+      const r = await get(mf, `/rollback?object=${object}&name=rollback`);
+      if (!r.error) throw new Error("the commit did not reject");
+      if (JSON.stringify(r.after) !== '[["keep",true]]') throw new Error(`written: ${JSON.stringify(r.after).slice(0, 200)}`);
+      if (r.next !== true) throw new Error("the adapter is stuck after a rejected commit");
+    });
     await check(`${label}::sync_alarm`, async () => {
       const r = await get(mf, `/alarm?object=${object}&name=alarm`);
       if (r.problems.length) throw new Error(r.problems.join("; "));
