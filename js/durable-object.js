@@ -9,8 +9,9 @@
 // (so a value's stored size is its UTF-8 length). A commit is one `storage.transaction`: it
 // reads its checked keys, then puts and deletes (128 keys per call); a failed check writes
 // nothing, a throw rolls back. Commits of one storage are also queued (a commit waits for
-// the previous one): without that, two commits in flight in one object both read the same
-// version before either writes, and both apply (seen in workerd).
+// the previous one). workerd already runs one transaction at a time; the queue keeps that
+// true whatever the runtime does (with plain reads and coalesced writes instead of a
+// transaction, two commits in flight both read one version and both applied in workerd).
 
 const CHUNK = 128; // keys per get/put/delete call
 const encoder = new TextEncoder();
