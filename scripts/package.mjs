@@ -8,12 +8,18 @@
 // - the low-level `InitOutput` declarations use `unknown` instead of `any`.
 // - js/*.js and js/*.d.ts are copied next to it: publish.js (installs `outbox.publish`,
 //   nostr-tools' per-relay promises; imported by index.js) and one entry per adapter
+<<<<<<< HEAD
 //   (`nostr-outbox/nostr-tools`, `/applesauce`, `/ndk`, `/welshman`), each in `exports`.
 // - edge/ (when scripts/build.sh built it): the edge build (storage adapters, no
 //   IndexedDB) with its own entry, whose `init()` reads the .wasm file where `fetch`
 //   cannot (Node, Bun, Deno) and says what to pass where there is no module URL
 //   (workerd). `exports` send the `workerd`, `deno`, `bun` and `node` conditions there;
 //   `nostr-outbox/browser` and `nostr-outbox/edge` name a build explicitly.
+=======
+//   (`nostr-outbox/nostr-tools`, `/applesauce`, `/ndk`, `/welshman`, and the storage adapters
+//   `/memory-storage`, `/durable-object`, `/deno-kv`, `/sqlite`), each in `exports`; a lone
+//   .d.ts (storage-adapter.d.ts) is a types-only entry.
+>>>>>>> wip-edge
 // Usage: node scripts/package.mjs [pkgDir]   (default: pkg)
 import { readFileSync, writeFileSync, readdirSync, existsSync, copyFileSync } from "node:fs";
 import { join, relative, dirname } from "node:path";
@@ -59,6 +65,12 @@ const adapters = jsFiles
 for (const a of adapters) {
   if (!jsFiles.includes(`${a}.d.ts`)) fail(`js/${a}.js has no js/${a}.d.ts`);
 }
+// A .d.ts with no .js beside it is types only: storage-adapter.d.ts (the storage adapter
+// contract) becomes the types-only entry `nostr-outbox/storage-adapter`; wasm-url.d.ts
+// types the .wasm entry below. Both are copied and listed in `files` like the others.
+const typesOnly = jsFiles
+  .filter((f) => f.endsWith(".d.ts") && !jsFiles.includes(f.slice(0, -5) + ".js") && f !== "wasm-url.d.ts")
+  .map((f) => f.slice(0, -5));
 
 writeFileSync(
   join(dir, "index.js"),
@@ -195,6 +207,7 @@ const pkg = {
         },
       ]),
     ),
+    ...Object.fromEntries(typesOnly.map((t) => [`./${t}`, { types: `./${t}.d.ts` }])),
     // The .wasm itself (precaching, esbuild's file loader); its types: a URL string.
     [`./${base}_bg.wasm`]: { types: "./wasm-url.d.ts", default: `./${base}_bg.wasm` },
     ...(hasEdge

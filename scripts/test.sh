@@ -106,6 +106,9 @@ fi
 # End-to-end in real Chromium (playwright-core + /usr/bin/chromium) on the built package.
 run_tier package bash scripts/build.sh
 run_tier js-package bash tests/ts/run.sh
+# The storage adapters for edge runtimes (js/*-storage, deno-kv, durable-object, sqlite) in
+# Node, Deno, Bun and workerd (miniflare), pinned in tests/edge/package.json.
+run_tier edge bash tests/edge/run.sh
 # The files are listed (not globbed) so a test lands in CI only once it is reviewed.
 E2E_TESTS="${E2E_TESTS:-quota.test.mjs demo.test.mjs recovery.test.mjs takeover.test.mjs nostr-rules.test.mjs publish.test.mjs adapters.test.mjs bundlers.test.mjs torture.test.mjs}"
 run_tier e2e bash -c "cd tests/e2e && node --test --test-concurrency=1 $E2E_TESTS"

@@ -1,0 +1,41 @@
+import type { StorageAdapter, StorageLimits } from "./storage-adapter.d.ts";
+export type { StorageAdapter, StorageEntry, StorageLimits, StorageListEntry, StorageRange, StorageCommit } from "./storage-adapter.d.ts";
+
+/** The part of a Durable Object's `ctx.storage` the adapter uses (structural, so no
+ *  @cloudflare/workers-types is needed). */
+export interface DurableObjectStorageLike {
+  get(keys: string[]): Promise<Map<string, unknown>>;
+  list(options: { start?: string; end?: string; limit?: number; reverse?: boolean }): Promise<Map<string, unknown>>;
+  transaction<T>(closure: (txn: DurableObjectTransactionLike) => Promise<T>): Promise<T>;
+}
+
+/** The part of a Durable Object storage transaction the adapter uses. */
+export interface DurableObjectTransactionLike {
+  get(keys: string[]): Promise<Map<string, unknown>>;
+  put(entries: Record<string, unknown>): Promise<void>;
+  delete(keys: string[]): Promise<number>;
+}
+
+/** The alarm part of `ctx.storage`. */
+export interface DurableObjectAlarmLike {
+  getAlarm(): Promise<number | null>;
+  setAlarm(scheduledTime: number | Date): Promise<void>;
+}
+
+export interface DurableObjectStorageOptions {
+  /** Prepended to every key; default "nostr-outbox/". */
+  prefix?: string;
+}
+
+/** What the adapter declares: 130 048 UTF-8 bytes per value (128 KiB stored, framing included). */
+export const DURABLE_OBJECT_LIMITS: Readonly<StorageLimits>;
+
+/** A storage adapter on a Durable Object's `ctx.storage` (KV- or SQLite-backed). */
+export function durableObjectStorage(storage: DurableObjectStorageLike, options?: DurableObjectStorageOptions): StorageAdapter;
+
+/**
+ * Sets the object's alarm to `dueAt` (ms since the epoch) when it has none or `dueAt` is
+ * earlier; `null` changes nothing. In `alarm()`: `const r = await outbox.flush();
+ * await syncAlarm(this.ctx.storage, r.nextDueAt);`.
+ */
+export function syncAlarm(storage: DurableObjectAlarmLike, dueAt: number | null | undefined): Promise<void>;

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# The storage adapters (js/memory-storage.js, durable-object.js, deno-kv.js, sqlite.js)
+# against the contract suite (tests/edge/contract.mjs) in each runtime, pinned in
+# tests/edge/package.json:
+#   1. Node: memory-storage (plain and with Deno KV's limits emulated);
+#   2. Deno: deno-kv on Deno.openKv(<temp file>), sqlite on node:sqlite;
+#   3. Bun: sqlite on bun:sqlite (a temp file), memory-storage;
+#   4. workerd (miniflare): durable-object on a KV-backed and a SQLite-backed Durable
+#      Object, persisted to a temp dir, read back after a miniflare restart; syncAlarm.
+#   5. tsc -p tests/edge: the adapters' .d.ts with lib ES2023 only (tsc from tests/js).
+# Prints every test line and one libtest-style summary line. Needs no build (pkg/ unused).
+set -uo pipefail
+cd "$(dirname "$0")"
+if [ ! -x node_modules/.bin/deno ] || [ ! -x node_modules/.bin/bun ] || [ ! -d node_modules/miniflare ] \
+   || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  npm ci --no-audit --no-fund >/dev/null || {
+    echo "npm ci in tests/edge failed" >&2
+    echo "test result: FAILED. 0 passed; 1 failed"
+    exit 1
+  }
+fi
+bin="$PWD/node_modules/.bin"
+passed=0
+failed=0
+# runner NAME CMD…: runs CMD (a script printing "test … ok|FAILED" lines), counts its lines;
+# a runner that exits non-zero without a FAILED line counts as one failure.
+runner() {
+  local name="$1"; shift
+  local out rc p f
+  out="$(mktemp)"
+  timeout 120 "$@" 2>&1 | tee "$out"
+  rc=${PIPESTATUS[0]}
+  p=$(grep -acE '^test .* \.\.\. ok$' "$out")
+  f=$(grep -acE '^test .* \.\.\. FAILED$' "$out")
+  if [ "$rc" != 0 ] && [ "$f" = 0 ]; then
+    echo "test $name ... FAILED"
+    echo "  $name exited with $rc"
+    f=1
+  fi
+  passed=$((passed + p))
+  failed=$((failed + f))
+  rm -f "$out"
+}
+runner node node node.mjs
+runner deno "$bin/deno" run --no-prompt --unstable-kv --allow-read --allow-write --allow-env deno.mjs
+runner bun "$bin/bun" run bun.mjs
+runner workerd node workerd.mjs
+if [ ! -x ../js/node_modules/.bin/tsc ]; then
+  (cd ../js && npm ci --no-audit --no-fund >/dev/null) || echo "npm ci in tests/js failed" >&2
+fi
+if ../js/node_modules/.bin/tsc -p .; then
+  echo "test types::adapters_declarations ... ok"; passed=$((passed + 1))
+else
+  echo "test types::adapters_declarations ... FAILED"; failed=$((failed + 1))
+fi
+if [ "$failed" = 0 ]; then
+  echo "test result: ok. $passed passed; $failed failed"
+else
+  echo "test result: FAILED. $passed passed; $failed failed"
+  exit 1
+fi
