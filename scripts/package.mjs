@@ -8,18 +8,14 @@
 // - the low-level `InitOutput` declarations use `unknown` instead of `any`.
 // - js/*.js and js/*.d.ts are copied next to it: publish.js (installs `outbox.publish`,
 //   nostr-tools' per-relay promises; imported by index.js) and one entry per adapter
-<<<<<<< HEAD
-//   (`nostr-outbox/nostr-tools`, `/applesauce`, `/ndk`, `/welshman`), each in `exports`.
+//   (`nostr-outbox/nostr-tools`, `/applesauce`, `/ndk`, `/welshman`, and the storage adapters
+//   `/memory-storage`, `/durable-object`, `/deno-kv`, `/sqlite`), each in `exports`; a lone
+//   .d.ts (storage-adapter.d.ts) is a types-only entry.
 // - edge/ (when scripts/build.sh built it): the edge build (storage adapters, no
 //   IndexedDB) with its own entry, whose `init()` reads the .wasm file where `fetch`
 //   cannot (Node, Bun, Deno) and says what to pass where there is no module URL
 //   (workerd). `exports` send the `workerd`, `deno`, `bun` and `node` conditions there;
 //   `nostr-outbox/browser` and `nostr-outbox/edge` name a build explicitly.
-=======
-//   (`nostr-outbox/nostr-tools`, `/applesauce`, `/ndk`, `/welshman`, and the storage adapters
-//   `/memory-storage`, `/durable-object`, `/deno-kv`, `/sqlite`), each in `exports`; a lone
-//   .d.ts (storage-adapter.d.ts) is a types-only entry.
->>>>>>> wip-edge
 // Usage: node scripts/package.mjs [pkgDir]   (default: pkg)
 import { readFileSync, writeFileSync, readdirSync, existsSync, copyFileSync } from "node:fs";
 import { join, relative, dirname } from "node:path";
