@@ -214,6 +214,15 @@ impl AnyTransport {
     }
 }
 
+impl AnyTransport {
+    /// Closes every connection, keeping what the transport learnt about each relay.
+    pub(crate) fn close_connections(&self) {
+        if let AnyTransport::Ws(t) = self {
+            t.close_connections_only();
+        }
+    }
+}
+
 impl Transport for AnyTransport {
     async fn publish(&self, relay: &str, event: &EventEnvelope) -> PublishReport {
         let future: LocalBoxFuture<'_, PublishReport> = match self {

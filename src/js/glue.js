@@ -170,6 +170,12 @@ export function closeChannel(joined) {
 }
 
 // True when this runtime has IndexedDB.
+// Cloudflare's workerd binds every I/O object (a WebSocket) to the request that opened
+// it: detected by its own API, `WebSocketPair`, not by the user agent.
+export function ioBoundToRequest() {
+  return typeof globalThis.WebSocketPair === "function";
+}
+
 export function hasWebSocket() {
   return typeof globalThis.WebSocket === "function";
 }

@@ -821,8 +821,13 @@ impl Outbox {
         let inner = self.live();
         promise(async move {
             let inner = inner?;
-            let result = inner.runtime.flush().await.map_err(run_error)?;
-            Ok(result.to_js())
+            let result = inner.runtime.flush().await;
+            // Where a socket belongs to the request that opened it (workerd), none
+            // outlives the flush: the next request's flush opens its own.
+            if sys::io_bound_to_request() {
+                inner.transport.close_connections();
+            }
+            Ok(result.map_err(run_error)?.to_js())
         })
     }
 

@@ -33,6 +33,8 @@ extern "C" {
     ) -> Result<(), JsValue>;
     #[wasm_bindgen(js_name = registerSync)]
     pub(crate) fn register_sync(registration: &JsValue, tag: &str) -> Promise;
+    #[wasm_bindgen(js_name = ioBoundToRequest)]
+    pub(crate) fn io_bound_to_request() -> bool;
     #[wasm_bindgen(js_name = hasWebSocket)]
     pub(crate) fn has_web_socket() -> bool;
     #[wasm_bindgen(js_name = hasIndexedDb)]

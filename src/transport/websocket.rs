@@ -460,14 +460,26 @@ impl WsTransport {
     /// Closes every connection now (publishes in flight on them report `Unreachable`)
     /// and forgets rate-limit pauses and circuits. Counters are kept.
     pub fn close_all(&self) {
+        self.close_connections(true);
+    }
+
+    /// Closes every connection but keeps each relay's circuit and rate-limit state
+    /// (workerd: sockets must not outlive the request that opened them).
+    pub fn close_connections_only(&self) {
+        self.close_connections(false);
+    }
+
+    fn close_connections(&self, reset: bool) {
         let conns: Vec<Rc<Conn>> = {
             let mut relays = self.inner.relays.borrow_mut();
             relays
                 .values_mut()
                 .filter_map(|st| {
-                    st.consecutive_failures = 0;
-                    st.circuit_open_until = 0.0;
-                    st.rate_limited_until = 0.0;
+                    if reset {
+                        st.consecutive_failures = 0;
+                        st.circuit_open_until = 0.0;
+                        st.rate_limited_until = 0.0;
+                    }
                     st.conn.take()
                 })
                 .collect()
