@@ -20,8 +20,11 @@ declare global {
   interface Request {}
   interface Response {}
   interface URL {}
+  interface AbortSignal {}
   namespace WebAssembly {
     interface Module {}
+    interface Memory {}
+    interface Table {}
   }
 }
 

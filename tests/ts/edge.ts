@@ -33,7 +33,8 @@ export async function run(wasm: ArrayBuffer): Promise<FlushResult> {
   await init({ module_or_path: wasm });
   const outbox = await Outbox.open({ storage: adapter, autoFlush: false });
   const storage: "indexeddb" | "memory" | "adapter" = outbox.storage;
-  outbox.addEventListener("delivered", (e) => console.log(e.detail.id, storage));
+  const delivered: string[] = [];
+  outbox.addEventListener("delivered", (e) => delivered.push(`${e.detail.id} ${storage}`));
   try {
     return await outbox.flush();
   } catch (e) {

@@ -30,6 +30,7 @@ check() {
   fi
 }
 check tsc-consumer tests/js/node_modules/.bin/tsc -p tests/ts
+check tsc-edge-no-dom tests/js/node_modules/.bin/tsc -p tests/ts/tsconfig.edge.json
 check node-package-smoke node tests/ts/smoke.mjs
 check service-worker-smoke timeout 180 node tests/ts/sw-smoke.mjs
 check npm-pack-files node tests/ts/pack.mjs
