@@ -27,7 +27,7 @@ export interface DenoKvStorageOptions {
   prefix?: string;
 }
 
-/** The limits the adapter declares for `prefix` (Deno KV's, with its 80 KiB of keys per commit folded into `maxCommitBytes`). */
+/** The limits the adapter declares for `prefix` (Deno KV's: 80 KiB of keys per commit is `maxKeyBytes`). */
 export function denoKvLimits(prefix: string): Required<StorageLimits>;
 
 /** A storage adapter on a `Deno.Kv` (`await Deno.openKv(path)`, `--unstable-kv` outside Deno Deploy). */

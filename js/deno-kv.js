@@ -15,13 +15,11 @@ const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
 /**
- * Deno KV's limits per atomic operation, as this adapter declares them. Besides 1000
- * mutations, 100 checks and 64 KiB per value, Deno KV refuses an operation whose set
- * keys total over 80 KiB (each key encoded: `prefix` + key + 4 bytes) or whose payload
- * (every key, set keys twice, plus values) is over 800 KiB. The contract has no key-size
- * limit, so `maxCommitBytes` is what keeps the keys under 80 KiB even with 1000 puts:
- * 80 KiB − 1000 × (UTF-8 bytes of `prefix` + 4); the payload then stays far under
- * 800 KiB as long as every key is under 2 KiB (Deno KV's limit per key).
+ * Deno KV's limits per atomic operation, as this adapter declares them: 1000 mutations,
+ * 100 checks, 64 KiB per value; the keys an operation writes or deletes may total 80 KiB,
+ * each key counted as `prefix` + key + 4 bytes, so `maxKeyBytes` is 80 KiB − 1000 ×
+ * (UTF-8 bytes of `prefix` + 4); the payload (keys twice, plus values) may total 800 KiB,
+ * so `maxCommitBytes` (keys once, plus values) is 800 KiB − 80 KiB − 1000 × that overhead.
  * @param {string} prefix
  */
 export function denoKvLimits(prefix) {
@@ -30,7 +28,8 @@ export function denoKvLimits(prefix) {
     maxMutations: 1000,
     maxChecks: 100,
     maxValueBytes: 64 * 1024,
-    maxCommitBytes: 80 * 1024 - 1000 * overhead,
+    maxCommitBytes: 720 * 1024 - 1000 * overhead,
+    maxKeyBytes: 80 * 1024 - 1000 * overhead,
   };
 }
 

@@ -111,17 +111,23 @@ function utf8Length(s) {
 }
 
 function overLimits(limits, checks, puts, deletes) {
-  const { maxMutations, maxChecks, maxValueBytes, maxCommitBytes } = limits;
+  const { maxMutations, maxChecks, maxValueBytes, maxCommitBytes, maxKeyBytes } = limits;
   const mutations = puts.length + deletes.length;
   if (maxMutations !== undefined && mutations > maxMutations) return `${mutations} mutations (at most ${maxMutations})`;
   if (maxChecks !== undefined && checks.length > maxChecks) return `${checks.length} checks (at most ${maxChecks})`;
   let bytes = 0;
+  let keyBytes = 0;
   for (const { key, value } of puts) {
     const v = utf8Length(value);
     if (maxValueBytes !== undefined && v > maxValueBytes) return `a value of ${v} bytes under ${key} (at most ${maxValueBytes})`;
     bytes += utf8Length(key) + v;
+    keyBytes += utf8Length(key);
   }
-  for (const key of deletes) bytes += utf8Length(key);
+  for (const key of deletes) {
+    bytes += utf8Length(key);
+    keyBytes += utf8Length(key);
+  }
+  if (maxKeyBytes !== undefined && keyBytes > maxKeyBytes) return `${keyBytes} bytes of keys (at most ${maxKeyBytes})`;
   if (maxCommitBytes !== undefined && bytes > maxCommitBytes) return `${bytes} bytes (at most ${maxCommitBytes})`;
   return null;
 }

@@ -26,6 +26,8 @@ export interface StorageLimits {
   maxValueBytes?: number;
   /** UTF-8 bytes of one commit: every put's key and value, every delete's key. */
   maxCommitBytes?: number;
+  /** UTF-8 bytes of the keys one commit puts and deletes. */
+  maxKeyBytes?: number;
 }
 
 /** A range of keys: `start <= key < end`, at most `limit`, ascending or (`reverse`) descending. */

@@ -43,7 +43,7 @@ if [ "$browser" = webkit ]; then
   if [ -z "${DISPLAY:-}" ]; then
     command -v xvfb-run >/dev/null || { echo "browser-test: no \$DISPLAY and no xvfb-run (apt: xvfb xauth)" >&2; exit 2; }
     exec xvfb-run -a -s "-screen 0 1280x1024x24 -nolisten tcp" \
-      env -u CHROMEDRIVER -u GECKODRIVER SAFARIDRIVER="$PWD/scripts/webkit-driver.mjs" WEBKITWEBDRIVER="$driver" cargo test --target wasm32-unknown-unknown --locked --no-fail-fast "$@"
+      env -u CHROMEDRIVER -u GECKODRIVER SAFARIDRIVER="$PWD/scripts/webkit-driver.mjs" WEBKITWEBDRIVER="$driver" cargo test --target wasm32-unknown-unknown --locked --all-features --no-fail-fast "$@"
   fi
 fi
-"$run" cargo test --target wasm32-unknown-unknown --locked --no-fail-fast "$@"
+"$run" cargo test --target wasm32-unknown-unknown --locked --all-features --no-fail-fast "$@"

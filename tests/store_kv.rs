@@ -382,13 +382,18 @@ fn a_batch_over_the_commit_limits_is_refused_and_writes_nothing() {
     assert_eq!(err.code(), "invalid_argument", "{err}");
     assert!(err.to_string().contains("101 checks"), "{err}");
     assert!(store.backend().is_empty(), "nothing written");
+    // And about 80 KiB of keys: a record's row and index keys are some 870 bytes of
+    // keys (ids hex-encoded), so 100 plans do not fit, 50 do.
+    let err = block_on(store.enqueue_many(plans(0, 100), 1_000)).expect_err("too many keys");
+    assert!(err.to_string().contains("bytes of keys"), "{err}");
+    assert!(store.backend().is_empty(), "nothing written");
     assert_eq!(
-        block_on(store.enqueue_many(plans(0, 100), 1_000))
+        block_on(store.enqueue_many(plans(0, 50), 1_000))
             .expect("fits")
             .len(),
-        100
+        50
     );
-    assert_eq!(block_on(store.status()).expect("status").pending, 100);
+    assert_eq!(block_on(store.status()).expect("status").pending, 50);
 
     // Mutations: a new regular record is its row and 4 index keys.
     let limits = KvLimits {

@@ -25,7 +25,7 @@ use crate::store::StoreError;
 extern "C" {
     /// The application's storage adapter object.
     #[derive(Debug, Clone)]
-    pub(crate) type JsAdapter;
+    pub type JsAdapter;
     #[wasm_bindgen(method, catch, js_name = getMany)]
     fn get_many(this: &JsAdapter, keys: Array) -> Result<JsValue, JsValue>;
     #[wasm_bindgen(method, catch)]
@@ -36,13 +36,13 @@ extern "C" {
 
 /// A [`KvBackend`] over the application's storage adapter.
 #[derive(Debug)]
-pub(crate) struct JsKv {
+pub struct JsKv {
     adapter: JsAdapter,
     limits: KvLimits,
 }
 
 /// The store over an adapter.
-pub(crate) type AdapterStore = KvStore<JsKv>;
+pub type AdapterStore = KvStore<JsKv>;
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -51,6 +51,7 @@ struct LimitsInput {
     max_checks: Option<f64>,
     max_value_bytes: Option<f64>,
     max_commit_bytes: Option<f64>,
+    max_key_bytes: Option<f64>,
 }
 
 #[derive(Deserialize)]
@@ -100,7 +101,7 @@ fn is_function(target: &JsValue, name: &str) -> bool {
 impl JsKv {
     /// Wraps `value` when it has the three methods; reads its `limits` (each a positive
     /// integer when given).
-    pub(crate) fn new(value: JsValue) -> Result<JsKv, ApiError> {
+    pub fn new(value: JsValue) -> Result<JsKv, ApiError> {
         let missing: Vec<&str> = ["getMany", "list", "commit"]
             .into_iter()
             .filter(|m| !is_function(&value, m))
@@ -123,7 +124,7 @@ impl JsKv {
                 ApiError::options(
                     "storage",
                     "limits must be { maxMutations?, maxChecks?, maxValueBytes?, \
-                     maxCommitBytes? }, each a positive integer",
+                     maxCommitBytes?, maxKeyBytes? }, each a positive integer",
                 )
             };
             let l: LimitsInput = serde_wasm_bindgen::from_value(raw).map_err(|_| bad())?;
@@ -139,6 +140,7 @@ impl JsKv {
                 max_checks: one(l.max_checks)?,
                 max_value_bytes: one(l.max_value_bytes)?,
                 max_commit_bytes: one(l.max_commit_bytes)?,
+                max_key_bytes: one(l.max_key_bytes)?,
             }
         };
         Ok(JsKv {

@@ -23,7 +23,7 @@ pub mod error;
 mod events;
 mod input;
 #[cfg(feature = "adapter")]
-mod kv;
+pub mod kv;
 pub mod outbox;
 mod runtime;
 pub mod sw;

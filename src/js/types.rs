@@ -61,6 +61,7 @@ export interface StorageAdapter {
     maxChecks?: number;
     maxValueBytes?: number;
     maxCommitBytes?: number;
+    maxKeyBytes?: number;
   };
   /** For each key (same order): its value and version, or null when absent. */
   getMany(keys: string[]): Promise<Array<StorageEntry | null>>;

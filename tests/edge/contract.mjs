@@ -222,7 +222,7 @@ test("limits_declared", async (space) => {
   if (limits === undefined) return;
   assert(typeof limits === "object" && limits !== null, "limits is an object");
   for (const [k, v] of Object.entries(limits)) {
-    assert(["maxMutations", "maxChecks", "maxValueBytes", "maxCommitBytes"].includes(k), `unknown limit ${k}`);
+    assert(["maxMutations", "maxChecks", "maxValueBytes", "maxCommitBytes", "maxKeyBytes"].includes(k), `unknown limit ${k}`);
     assert(v === undefined || (Number.isInteger(v) && v > 0), `${k} = ${v}: a positive integer`);
   }
 });
@@ -233,7 +233,7 @@ test("commit_at_the_limits", async (space) => {
   const a = await space("a");
   const limits = a.limits ?? {};
   const n = Math.min(limits.maxMutations ?? 1000, 1000);
-  const bytes = limits.maxCommitBytes ?? 64 * 1024;
+  const bytes = Math.min(limits.maxCommitBytes ?? 64 * 1024, limits.maxKeyBytes ?? Infinity);
   const per = Math.floor(bytes / n);
   assert(per >= 12, `${bytes} bytes for ${n} mutations leaves room for keys`);
   const puts = [];

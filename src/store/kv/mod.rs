@@ -47,8 +47,7 @@
 //!   the adapter calls it in chunks; the commit's checks keep the result consistent),
 //!   `list` is `kv.list({start, end}, {limit, reverse})`, `commit` is
 //!   `kv.atomic().check({key, versionstamp})….set(key, value)….delete(key)….commit()`,
-//!   whose `{ok: false}` is the conflict. Limits: 1000 mutations, 100 checks, 64 KiB
-//!   per value, 800 KiB per atomic operation.
+//!   whose `{ok: false}` is the conflict. Limits: [`KvLimits::DENO_KV`].
 //! - **bun:sqlite**: a table `kv(key TEXT PRIMARY KEY, value TEXT, version INTEGER)`.
 //!   `getMany` is `SELECT … WHERE key IN (…)`, `list` a `SELECT … WHERE key >= ? AND
 //!   key < ? ORDER BY key [DESC] LIMIT ?`; `commit` is `BEGIN IMMEDIATE`, a `SELECT
@@ -146,6 +145,11 @@ pub struct KvCommit {
 }
 
 impl KvCommit {
+    /// The bytes of the keys it writes and deletes (UTF-8).
+    pub fn key_bytes(&self) -> usize {
+        self.mutations.iter().map(|m| m.key().len()).sum()
+    }
+
     /// The bytes it writes: every key and value of its mutations (UTF-8).
     pub fn bytes(&self) -> usize {
         self.mutations
@@ -180,16 +184,22 @@ pub struct KvLimits {
     pub max_value_bytes: usize,
     /// Bytes of one commit ([`KvCommit::bytes`]).
     pub max_commit_bytes: usize,
+    /// Bytes of the keys one commit writes or deletes ([`KvCommit::key_bytes`]).
+    pub max_key_bytes: usize,
 }
 
 impl KvLimits {
-    /// Deno KV's: 1000 mutations, 100 checks, 64 KiB per value, 800 KiB per atomic
-    /// operation.
+    /// What `nostr-outbox/deno-kv` declares with its default prefix (measured in Deno
+    /// 2.9): 1000 mutations, 100 checks, 64 KiB per value, 700 KiB per commit (Deno's
+    /// 800 KiB counts written keys twice) and 64 920 bytes of keys (Deno refuses an
+    /// atomic operation whose keys total over 80 KiB, each counted as prefix + key + 4
+    /// bytes: 80 KiB less 1000 keys' overhead).
     pub const DENO_KV: KvLimits = KvLimits {
         max_mutations: 1000,
         max_checks: 100,
         max_value_bytes: 64 * 1024,
-        max_commit_bytes: 800 * 1024,
+        max_commit_bytes: 700 * 1024,
+        max_key_bytes: 64_920,
     };
 
     /// No practical limit (SQLite, the memory backend by default).
@@ -198,6 +208,7 @@ impl KvLimits {
         max_checks: usize::MAX,
         max_value_bytes: usize::MAX,
         max_commit_bytes: usize::MAX,
+        max_key_bytes: usize::MAX,
     };
 
     /// Why `commit` does not fit, if it does not.
@@ -226,6 +237,13 @@ impl KvLimits {
                     ));
                 }
             }
+        }
+        let key_bytes = commit.key_bytes();
+        if key_bytes > self.max_key_bytes {
+            return Some(format!(
+                "{key_bytes} bytes of keys (at most {} per commit)",
+                self.max_key_bytes
+            ));
         }
         let bytes = commit.bytes();
         (bytes > self.max_commit_bytes).then(|| {

@@ -60,6 +60,8 @@ struct Cost {
     mutations: usize,
     bytes: usize,
     value_bytes: usize,
+    /// Of `bytes`, the keys'.
+    key_bytes: usize,
 }
 
 /// One run of an operation: what it read and what it will write.
@@ -203,13 +205,19 @@ impl<'a, B: KvBackend> Tx<'a, B> {
                     mutations: 1 + changed,
                     bytes: keys::row_key(id).len() + value.len() + key_bytes,
                     value_bytes: value.len(),
+                    key_bytes: keys::row_key(id).len() + key_bytes,
                 }
             }
-            None => Cost {
-                mutations: 1 + old_keys.len(),
-                bytes: keys::row_key(id).len() + old_keys.iter().map(String::len).sum::<usize>(),
-                value_bytes: 0,
-            },
+            None => {
+                let key_bytes =
+                    keys::row_key(id).len() + old_keys.iter().map(String::len).sum::<usize>();
+                Cost {
+                    mutations: 1 + old_keys.len(),
+                    bytes: key_bytes,
+                    value_bytes: 0,
+                    key_bytes,
+                }
+            }
         };
         self.writes.borrow_mut().insert(id.to_string(), (row, cost));
         Ok(())
@@ -248,6 +256,12 @@ impl<'a, B: KvBackend> Tx<'a, B> {
         let checks = self.seen.borrow().values().filter(|s| s.checked).count() + locks.len();
         let bytes: usize = writes.values().map(|w| w.1.bytes).sum::<usize>()
             + locks.keys().map(|s| keys::lock_key(s).len()).sum::<usize>();
+        let lock_bytes: usize = locks
+            .iter()
+            .filter(|l| l.1 .1)
+            .map(|(s, _)| keys::lock_key(s).len())
+            .sum();
+        let key_bytes = writes.values().map(|w| w.1.key_bytes).sum::<usize>() + lock_bytes;
         let value = writes.values().map(|w| w.1.value_bytes).max().unwrap_or(0);
         if mutations > limits.max_mutations {
             Some(format!(
@@ -263,6 +277,11 @@ impl<'a, B: KvBackend> Tx<'a, B> {
             Some(format!(
                 "a row of {value} bytes (at most {} per value)",
                 limits.max_value_bytes
+            ))
+        } else if key_bytes > limits.max_key_bytes {
+            Some(format!(
+                "{key_bytes} bytes of keys (at most {} per commit)",
+                limits.max_key_bytes
             ))
         } else if bytes > limits.max_commit_bytes {
             Some(format!(
