@@ -453,6 +453,7 @@ export type OutboxErrorCode =
   | "closed"
   | "sync_incomplete"
   | "no_random_source"
+  | "init_failed"
   | "unsupported";
 
 /** Structured facts about an `OutboxError` (which fields are set depends on `code`). */
