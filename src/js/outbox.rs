@@ -183,11 +183,18 @@ impl OpenConfig {
                 Some("indexeddb") => StorageChoice::IndexedDb,
                 Some("memory") => StorageChoice::Memory,
                 _ if v.is_object() => StorageChoice::Adapter(adapter(v)?),
-                _ => {
+                got => {
+                    let got = match got {
+                        Some(text) => format!("{text:?}"),
+                        None => format!("a {}", input::type_name(&v)),
+                    };
                     return Err(ApiError::options(
                         "storage",
-                        "must be \"indexeddb\", \"memory\" or a storage adapter object",
-                    ))
+                        format!(
+                            "in Outbox.open options must be one of indexeddb, memory or a \
+                             storage adapter object, got {got}"
+                        ),
+                    ));
                 }
             },
         };
