@@ -186,7 +186,7 @@ impl OpenConfig {
                 got => {
                     let got = match got {
                         Some(text) => format!("{text:?}"),
-                        None => format!("a {}", input::type_name(&v)),
+                        None => input::type_name(&v).to_string(),
                     };
                     return Err(ApiError::options(
                         "storage",

@@ -1,6 +1,9 @@
 // Loads the built package (pkg/, from `make build`) in Node.js the way an application
 // imports it, and checks the entry's exports, `instanceof OutboxError`, and a memory
-// outbox end to end through a custom transport. Run: node tests/ts/smoke.mjs
+// outbox end to end through a custom transport; then the edge build, as Node's `node`
+// condition resolves it: `init()` with no argument (reads the file), typed errors for
+// IndexedDB and for a missing WebSocket, an outbox on the memory storage adapter end to
+// end, and reopened over the same data. Run: node tests/ts/smoke.mjs
 import { readFile } from "node:fs/promises";
 import assert from "node:assert/strict";
 
@@ -51,4 +54,43 @@ assert.equal((await outbox.get(event.id)).stage, "satisfied");
 await outbox.close();
 await assert.rejects(outbox.status(), (e) => e instanceof OutboxError && e.code === "closed");
 assert.equal(await registerBackgroundSync({}), false);
+// The browser build has no adapters: a typed refusal that names the edge entry.
+await assert.rejects(
+  Outbox.open({ storage: { getMany() {}, list() {}, commit() {} } }),
+  (e) => e instanceof OutboxError && e.code === "storage_unavailable" && e.message.includes("nostr-outbox/edge"),
+);
+
+// The edge build: what `import "nostr-outbox"` gives Node (the `node` condition).
+assert.equal(pkg.exports["."].node, "./edge/index.js");
+const edge = await import(new URL(pkg.exports["."].node, pkgDir));
+const { memoryStorage } = await import(new URL(pkg.exports["./memory-storage"].default, pkgDir));
+await edge.default(); // no argument: reads edge/nostr_outbox_bg.wasm (Node's fetch cannot read file: URLs)
+assert.equal(edge.version(), pkg.version);
+assert.notEqual(edge.Outbox, Outbox, "its own module");
+await assert.rejects(edge.Outbox.open(), (e) => {
+  assert.ok(e instanceof edge.OutboxError);
+  assert.equal(e.code, "storage_unavailable");
+  assert.match(e.message, /edge build/);
+  return true;
+});
+// Node 20 has no global WebSocket: refused at open, not retried forever.
+if (typeof globalThis.WebSocket !== "function") {
+  await assert.rejects(edge.Outbox.open({ storage: "memory" }), (e) => e.code === "unsupported" && /WebSocket/.test(e.message));
+}
+await assert.rejects(edge.Outbox.open({ storage: { getMany() {} } }), (e) => e.code === "invalid_options" && /list, commit/.test(e.message));
+await assert.rejects(edge.Outbox.open({ storage: 42 }), (e) => e.code === "invalid_options" && /got a number/.test(e.message));
+const map = new Map();
+const transport = { publish: async () => ({ ok: true, message: "" }) };
+const first = await edge.Outbox.open({ storage: memoryStorage({ map }), transport });
+assert.equal(first.storage, "adapter");
+await assert.rejects(first.enqueue(bad, ["wss://a.example"]), (e) => e instanceof edge.OutboxError && e.code === "invalid_event");
+assert.equal(map.size, 0, "bad input writes nothing");
+assert.equal((await first.enqueue(event, ["wss://a.example"])).disposition, "created");
+assert.ok(map.size > 1, "a row and its index keys");
+await first.close();
+const second = await edge.Outbox.open({ storage: memoryStorage({ map }), transport });
+assert.equal((await second.status()).pending, 1, "the record is in the storage, not the instance");
+assert.equal((await second.flush()).delivered, 1);
+assert.equal((await second.get(event.id)).stage, "satisfied");
+await second.close();
 console.log("package smoke: ok");
