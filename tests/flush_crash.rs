@@ -19,6 +19,7 @@ fn config(owner: &str) -> FlushConfig {
         lease_ms: 5_000,
         concurrency: 4,
         retry: RetryConfig::default(),
+        group_wait_ms: nostr_outbox::flush::GROUP_WAIT_MS,
     }
 }
 
@@ -206,6 +207,7 @@ async fn run_once(store: &MemoryStore, t: &ScriptedTransport, take_over: bool) -
         max_ticks: 100,
         keep_going: &|| true,
         take_over,
+        sleep: None,
     };
     let summary = nostr_outbox::flush::run(
         store,

@@ -317,6 +317,7 @@ fn keep_going_stops_claiming_but_finishes_what_was_claimed() {
             max_ticks: 100,
             keep_going: &keep_going,
             take_over: false,
+            sleep: None,
         };
         let summary = run(
             &store,

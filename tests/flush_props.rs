@@ -69,6 +69,7 @@ proptest! {
                     jitter_permille: 300,
                     rate_limit_min_ms: 50,
                 },
+                group_wait_ms: nostr_outbox::flush::GROUP_WAIT_MS,
             };
             let now = Cell::new(0u64);
             let mut seed = 1u32;

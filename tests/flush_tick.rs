@@ -263,10 +263,11 @@ fn a_run_does_not_chase_records_that_come_due_again_during_it() {
                 .await
                 .unwrap();
         }
-        // Every clock reading is 1.5 s later: each tick takes longer than the backoff.
+        // Every clock reading is 0.6 s later: with the two or more readings of each
+        // tick (claim, answers, commit), each tick takes longer than the 1 s backoff.
         let now = std::cell::Cell::new(0u64);
         let clock = || {
-            now.set(now.get() + 1_500);
+            now.set(now.get() + 600);
             now.get()
         };
         let summary = flush_until_idle(&store, &t, &cfg, &clock, &mut counter(), &mut |_| {}, 100)

@@ -41,6 +41,17 @@ pub struct FlushConfig {
     pub concurrency: u32,
     /// The retry schedule.
     pub retry: RetryConfig,
+    /// Group commit's bound (0..=60 000 ms): while no recording is in flight, answers
+    /// wait at most this long for a group of `batch_size` to form (see [`run`]).
+    #[serde(default = "default_group_wait_ms")]
+    pub group_wait_ms: u64,
+}
+
+/// The default [`FlushConfig::group_wait_ms`].
+pub const GROUP_WAIT_MS: u64 = 50;
+
+fn default_group_wait_ms() -> u64 {
+    GROUP_WAIT_MS
 }
 
 impl FlushConfig {
@@ -53,6 +64,7 @@ impl FlushConfig {
             lease_ms: 60_000,
             concurrency: 8,
             retry: RetryConfig::default(),
+            group_wait_ms: GROUP_WAIT_MS,
         }
     }
 
@@ -75,6 +87,9 @@ impl FlushConfig {
         }
         if self.concurrency == 0 || self.concurrency > MAX_CONCURRENCY {
             return Err(CoreError::config("concurrency", "must be 1..=256"));
+        }
+        if self.group_wait_ms > 60_000 {
+            return Err(CoreError::config("groupWaitMs", "must be 0..=60000"));
         }
         self.retry.validate()
     }
@@ -185,6 +200,39 @@ pub struct FlushSummary {
     pub ticks: u32,
     /// When the next record is due (unix ms), if any.
     pub next_due_ms: Option<u64>,
+    /// How long answers waited, from their arrival to the commit that recorded them.
+    pub ok_to_commit: Latency,
+}
+
+/// A distribution of waits in milliseconds (by the run's clock).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Latency {
+    /// How many waits were measured.
+    pub count: u32,
+    /// The median.
+    pub median_ms: u64,
+    /// The 99th percentile (nearest rank).
+    pub p99_ms: u64,
+    /// The longest.
+    pub max_ms: u64,
+}
+
+impl Latency {
+    /// The distribution of `samples` (sorted in place).
+    pub fn of(samples: &mut [u64]) -> Latency {
+        samples.sort_unstable();
+        let rank = |q: usize| samples[(samples.len() * q).div_ceil(100).max(1) - 1];
+        match samples.last() {
+            None => Latency::default(),
+            Some(&max_ms) => Latency {
+                count: u32::try_from(samples.len()).unwrap_or(u32::MAX),
+                median_ms: rank(50),
+                p99_ms: rank(99),
+                max_ms,
+            },
+        }
+    }
 }
 
 fn lease_id(random: &mut dyn FnMut() -> u32) -> String {
@@ -214,6 +262,7 @@ pub async fn tick<S: Store, T: Transport>(
         max_ticks: 1,
         keep_going: &|| true,
         take_over: false,
+        sleep: None,
     };
     let summary = run(store, transport, config, clock, random, observer, &bounds).await?;
     Ok(summary.stats)
@@ -344,6 +393,7 @@ pub async fn flush_until_idle<S: Store, T: Transport>(
         max_ticks,
         keep_going: &|| true,
         take_over: false,
+        sleep: None,
     };
     run(store, transport, config, clock, random, observer, &bounds).await
 }
@@ -362,6 +412,10 @@ pub struct RunBounds<'a> {
     /// instead of leaving them until their leases expire. `false` (no lock: the expiry
     /// path only) for a caller that cannot tell a dead flusher from a live one.
     pub take_over: bool,
+    /// A timer (`sleep(ms)` resolves after `ms`), so answers waiting for a group are
+    /// recorded once [`FlushConfig::group_wait_ms`] has passed even when nothing else
+    /// happens; without one the run looks at the clock when something else happens.
+    pub sleep: Option<&'a dyn Fn(u64) -> LocalBoxFuture<'static, ()>>,
 }
 
 /// What a [`run`] is waiting for.
@@ -372,13 +426,15 @@ enum Step {
     /// One publish answered: the attempt's slot, the relay's lane, the relay, the
     /// report.
     Published(usize, usize, String, PublishReport),
-    /// A group of completions was recorded.
-    Recorded(Vec<Completion>, Vec<Result<Record, StoreError>>),
+    /// A group of completions was recorded (with the arrival times of its answers).
+    Recorded(Vec<Completion>, Vec<u64>, Vec<Result<Record, StoreError>>),
     /// A group of unattempted records was handed back.
     Released(Vec<Slot>, Vec<Result<Record, StoreError>>),
     /// The records waiting for relays that answered again were made due (at that
     /// time).
     Woken(u64, Result<Vec<Record>, StoreError>),
+    /// The group commit's timer fired.
+    Timer,
 }
 
 /// One relay's publishes in a [`run`].
@@ -402,15 +458,38 @@ struct Slot {
     /// Publishes not answered (or skipped) yet.
     waiting: usize,
     results: Vec<TargetResult>,
+    /// When each answer arrived (the run's clock).
+    answered: Vec<u64>,
+}
+
+/// The completions ready to record, and when they must be recorded by.
+struct Ready {
+    completions: Vec<Completion>,
+    /// The arrival times of their answers.
+    answers: Vec<u64>,
+    /// The earliest of: the group commit's bound after the first of them, half the
+    /// lease of any of them; `0` once a recording completed (write what gathered).
+    by: u64,
+}
+
+impl Ready {
+    /// Adds a completion ready `now`; the first one starts the group's wait.
+    fn push(&mut self, completion: Completion, hurry_at: u64, now: u64, wait: u64) {
+        if self.completions.is_empty() {
+            self.by = self.by.min(now.saturating_add(wait));
+        }
+        self.by = self.by.min(hurry_at);
+        self.completions.push(completion);
+    }
 }
 
 /// Where a slot goes once every relay of it has answered or been skipped: to the
-/// completions `ready` to record (with the earliest `hurry_at` among them), or, when
-/// no publish started, to the records to hand back unattempted.
+/// completions `ready` to record, or, when no publish started, to the records to
+/// hand back unattempted.
 fn settle(
     slot: Slot,
-    ready: &mut Vec<Completion>,
-    ready_by: &mut u64,
+    ready: &mut Ready,
+    (now, wait): (u64, u64),
     releases: &mut Vec<Slot>,
     random: &mut dyn FnMut() -> u32,
 ) {
@@ -418,13 +497,9 @@ fn settle(
         releases.push(slot);
         return;
     }
-    *ready_by = (*ready_by).min(slot.hurry_at);
-    ready.push(completion(
-        &slot.record,
-        &slot.lease_id,
-        slot.results,
-        random,
-    ));
+    ready.answers.extend_from_slice(&slot.answered);
+    let done = completion(&slot.record, &slot.lease_id, slot.results, random);
+    ready.push(done, slot.hurry_at, now, wait);
 }
 
 /// A whole flush as a pipeline: claims, publishes and recordings overlap instead of
@@ -477,8 +552,14 @@ pub async fn run<S: Store, T: Transport>(
     // slots waiting for it, oldest first. `waiting` counts every lane's queue.
     let mut lanes: Vec<Lane> = Vec::new();
     let mut waiting = 0usize;
-    let mut ready: Vec<Completion> = Vec::new();
-    let mut ready_by = u64::MAX;
+    let mut ready = Ready {
+        completions: Vec::new(),
+        answers: Vec::new(),
+        by: u64::MAX,
+    };
+    let wait = config.group_wait_ms;
+    let mut waits: Vec<u64> = Vec::new();
+    let mut timer: Option<LocalBoxFuture<'static, ()>> = None;
     let mut releases: Vec<Slot> = Vec::new();
     let mut settled: Vec<usize> = Vec::new();
     let mut running: FuturesUnordered<LocalBoxFuture<'_, Step>> = FuturesUnordered::new();
@@ -572,7 +653,7 @@ pub async fn run<S: Store, T: Transport>(
             for index in settled.drain(..) {
                 if let Some(slot) = slots[index].take() {
                     free.push(index);
-                    settle(slot, &mut ready, &mut ready_by, &mut releases, random);
+                    settle(slot, &mut ready, (now, wait), &mut releases, random);
                 }
             }
             if !releasing && !releases.is_empty() {
@@ -592,29 +673,45 @@ pub async fn run<S: Store, T: Transport>(
                     Step::Released(group, released)
                 }));
             }
-            // Recordings are grouped: while more attempts are on their way, a group
-            // waits until it has `batch_size` of them (fewer transactions, each one
-            // a disk flush with strict durability); at the tail, when nothing is
-            // publishing, or once one of them is past half its lease, whatever is
-            // ready goes at once.
+            // Group commit: one recording in flight; the answers that arrive
+            // meanwhile gather and are written as soon as it completes. With none in
+            // flight, a group is written once it has `batch_size` answers (fewer
+            // transactions, each a disk flush with strict durability) or once its
+            // first answer has waited `group_wait_ms` (the timer below), half a
+            // lease, or at the tail (nothing publishing): no answer waits longer
+            // than that bound or one commit before its transaction starts.
             let tail = waiting == 0 && !claiming && (!more || summary.ticks >= max_ticks);
+            let pending = !ready.completions.is_empty();
             if !recording
-                && !ready.is_empty()
-                && (ready.len() >= config.batch_size as usize
+                && pending
+                && (ready.completions.len() >= config.batch_size as usize
                     || publishing == 0
                     || tail
-                    || now >= ready_by)
+                    || now >= ready.by)
             {
-                let group = std::mem::take(&mut ready);
-                ready_by = u64::MAX;
+                let group = std::mem::take(&mut ready.completions);
+                let answers = std::mem::take(&mut ready.answers);
+                ready.by = u64::MAX;
                 recording = true;
                 running.push(Box::pin(async move {
                     let recorded = store.complete_attempts(&group, &config.retry, now).await;
-                    Step::Recorded(group, recorded)
+                    Step::Recorded(group, answers, recorded)
                 }));
+            } else if !recording && pending && timer.is_none() {
+                if let Some(sleep) = bounds.sleep {
+                    timer = Some(sleep(ready.by.saturating_sub(now)));
+                }
             }
         }
-        let Some(step) = running.next().await else {
+        // The timer only wakes the loop; the run ends when nothing else is running.
+        let step = match timer.as_mut() {
+            Some(t) => match futures_util::future::select(running.next(), t).await {
+                futures_util::future::Either::Left((step, _)) => step,
+                futures_util::future::Either::Right(((), _)) => Some(Step::Timer),
+            },
+            None => running.next().await,
+        };
+        let Some(step) = step else {
             break;
         };
         match step {
@@ -645,8 +742,8 @@ pub async fn run<S: Store, T: Transport>(
                         .map_or(0, |l| l.expires_ms.saturating_sub(config.lease_ms / 2));
                     let record = Rc::new(record);
                     if targets.is_empty() {
-                        ready_by = ready_by.min(hurry_at);
-                        ready.push(completion(&record, &lease_id, Vec::new(), random));
+                        let done = completion(&record, &lease_id, Vec::new(), random);
+                        ready.push(done, hurry_at, clock(), wait);
                         continue;
                     }
                     let slot = Slot {
@@ -656,6 +753,7 @@ pub async fn run<S: Store, T: Transport>(
                         started: 0,
                         waiting: targets.len(),
                         results: Vec::with_capacity(targets.len()),
+                        answered: Vec::with_capacity(targets.len()),
                     };
                     let index = match free.pop() {
                         Some(i) => {
@@ -690,21 +788,30 @@ pub async fn run<S: Store, T: Transport>(
                 let Some(slot) = slots[index].as_mut() else {
                     continue;
                 };
+                let now = clock();
                 slot.results.push(TargetResult {
                     target,
                     outcome: report.outcome,
                     message: report.message,
                 });
+                slot.answered.push(now);
                 slot.waiting -= 1;
                 if slot.waiting == 0 {
                     if let Some(slot) = slots[index].take() {
                         free.push(index);
-                        settle(slot, &mut ready, &mut ready_by, &mut releases, random);
+                        settle(slot, &mut ready, (now, wait), &mut releases, random);
                     }
                 }
             }
-            Step::Recorded(group, recorded) => {
+            Step::Timer => timer = None,
+            Step::Recorded(group, answers, recorded) => {
                 recording = false;
+                let done = clock();
+                waits.extend(answers.iter().map(|&t| done.saturating_sub(t)));
+                // What gathered during this commit goes next, at once.
+                if !ready.completions.is_empty() {
+                    ready.by = 0;
+                }
                 if let Err(e) = finish_attempts(&group, recorded, &mut summary.stats, observer) {
                     failure.get_or_insert(e);
                 }
@@ -753,5 +860,6 @@ pub async fn run<S: Store, T: Transport>(
         return Err(e);
     }
     summary.next_due_ms = store.next_due().await?;
+    summary.ok_to_commit = Latency::of(&mut waits);
     Ok(summary)
 }

@@ -38,6 +38,8 @@ use wasm_bindgen_futures::{spawn_local, JsFuture};
 use web_sys::EventTarget;
 
 use super::sys;
+use crate::transport::websocket::Sleep;
+use futures_util::future::LocalBoxFuture;
 use super::view::FlushView;
 use crate::flush::{self, FlushConfig, FlushEvent};
 use crate::store::{Store, StoreError};
@@ -503,10 +505,14 @@ impl<S: Store + 'static, T: Transport + 'static> Shared<S, T> {
         let mut random = sys::next_random_u32;
         let mut observer = |ev: FlushEvent<'_>| (self.on_event)(ev);
         let keep_going = || !self.closed.get() && sys::is_online();
+        let sleep = |ms: u64| -> LocalBoxFuture<'static, ()> {
+            Box::pin(Sleep::new(u32::try_from(ms).unwrap_or(u32::MAX)))
+        };
         let bounds = flush::RunBounds {
             max_ticks: self.config.max_ticks,
             keep_going: &keep_going,
             take_over,
+            sleep: Some(&sleep),
         };
         let summary = flush::run(
             &*self.store,

@@ -45,7 +45,8 @@ mod conn;
 mod timer;
 
 use conn::{Answer, AuthState, BusyGuard, Conn, ConnState, Counters};
-use timer::{now_ms, Sleep};
+use timer::now_ms;
+pub(crate) use timer::Sleep;
 
 /// How the WebSocket transport times, limits and protects its connections. Every field
 /// is checked by [`WsTransportConfig::validate`]; JSON/JS names are camelCase and every

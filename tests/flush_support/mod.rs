@@ -26,6 +26,7 @@ pub fn config(batch_size: u32, concurrency: u32) -> FlushConfig {
             jitter_permille: 0,
             rate_limit_min_ms: 30_000,
         },
+        group_wait_ms: nostr_outbox::flush::GROUP_WAIT_MS,
     }
 }
 
