@@ -65,7 +65,11 @@ export class OutboxObject extends DurableObject {
   }
 
   async fetch(request) {
-    if (this.broken) return failure(this.broken);
+    if (this.broken) {
+      // A configuration error (OUTBOX_OPTIONS), not the client's: 500 with the code.
+      const err = this.broken;
+      return json({ error: err instanceof OutboxError ? err.code : "internal", message: String(err?.message ?? err) }, 500);
+    }
     const url = new URL(request.url);
     const route = `${request.method} ${url.pathname}`;
     try {
