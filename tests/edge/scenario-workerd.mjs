@@ -341,6 +341,28 @@ export async function workerdScenario({ dir, count, makeRelay, signedEvents, onR
     results.failed++;
   } finally {
     if (local) await local.dispose();
+  }
+  // The example with a bad OUTBOX_OPTIONS: every request says so (500, the code).
+  const name4 = "workerd-example-bad-options";
+  let badMf;
+  try {
+    const { Miniflare } = await import("miniflare");
+    badMf = new Miniflare(
+      workerOptions(script, {
+        durableObjects: { OUTBOX: { className: "OutboxObject", useSQLite: true } },
+        bindings: { OUTBOX_OPTIONS: JSON.stringify({ leaseMs: 3000, bogus: 1 }) },
+      }),
+    );
+    const res = await badMf.dispatchFetch("http://localhost/status");
+    const body = await res.json();
+    expect(res.status === 500 && body.error === "invalid_options", `HTTP ${res.status} ${JSON.stringify(body)}`);
+    ok(name4);
+    results.passed++;
+  } catch (err) {
+    bad(name4, err.stack);
+    results.failed++;
+  } finally {
+    if (badMf) await badMf.dispose();
     await relay.destroy();
     console.log(`  workerd: ${Date.now() - t0} ms`);
   }
