@@ -51,5 +51,11 @@ took api
 echo "== What the Nostr rules cost an enqueue (notes vs replaceable events, Chromium)" | tee -a "$log"
 node tests/e2e/bench/rules-cost.mjs 1000 3 2>&1 | tee -a "$log"
 took rules
+echo "== Edge runtimes: durable storage adapter vs the memory store (Deno, Bun, workerd)" | tee -a "$log"
+[ -x tests/edge/node_modules/.bin/deno ] || (cd tests/edge && npm ci --silent --no-audit --no-fund)
+edge=()
+case " ${BENCH_ARGS:-} " in *" --quick "*) edge=(--events 100 --reps 1) ;; esac
+node tests/edge/bench.mjs ${edge[@]+"${edge[@]}"} 2>&1 | tee -a "$log"
+took edge
 node scripts/bench-summary.mjs "$log" | tee -a "$log"
 echo "bench: started $started, finished $(date -u +%Y-%m-%dT%H:%M:%SZ); results in $log" | tee -a "$log"

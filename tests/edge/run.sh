@@ -7,8 +7,13 @@
 #   3. Bun: sqlite on bun:sqlite (a temp file), memory-storage;
 #   4. workerd (miniflare): durable-object on a KV-backed and a SQLite-backed Durable
 #      Object, persisted to a temp dir, read back after a miniflare restart; syncAlarm.
-#   5. tsc -p tests/edge: the adapters' .d.ts with lib ES2023 only (tsc from tests/js).
-# Prints every test line and one libtest-style summary line. Needs no build (pkg/ unused).
+#   5. tsc -p tests/edge: the adapters' .d.ts with lib ES2023 only (tsc from tests/js);
+#   6. scenario.mjs: the crash scenario on the built package (pkg/) in Deno (deno-kv), Bun
+#      (bun:sqlite) and workerd (examples/worker-durable-object in miniflare) against a
+#      nostr-rs-relay started down then up, the runtime SIGKILLed mid-flush; and an outbox
+#      used by two requests in a row in workerd. Uses tests/e2e's packages (relay harness,
+#      nostr-tools, ws, esbuild).
+# Prints every test line and one libtest-style summary line. 1-5 need no build (pkg/ unused).
 set -uo pipefail
 cd "$(dirname "$0")"
 if [ ! -x node_modules/.bin/deno ] || [ ! -x node_modules/.bin/bun ] || [ ! -d node_modules/miniflare ] \
@@ -53,6 +58,10 @@ if ../js/node_modules/.bin/tsc -p .; then
 else
   echo "test types::adapters_declarations ... FAILED"; failed=$((failed + 1))
 fi
+if [ ! -d ../e2e/node_modules/nostr-tools ] || [ ! -d ../e2e/node_modules/esbuild ]; then
+  (cd ../e2e && npm ci --no-audit --no-fund >/dev/null) || echo "npm ci in tests/e2e failed" >&2
+fi
+runner scenario node scenario.mjs
 if [ "$failed" = 0 ]; then
   echo "test result: ok. $passed passed; $failed failed"
 else
