@@ -123,10 +123,12 @@ export default async function init(input) {
           "(import wasm from 'nostr-outbox/edge/${base}_bg.wasm') and call init({ module_or_path: wasm })",
       );
     }
-    if (url.startsWith("file:")) {
-      const fs = "node:fs/promises"; // a variable: bundlers leave it alone
-      const { readFile } = await import(fs);
-      input = { module_or_path: await readFile(new URL("./${base}_bg.wasm", url)) };
+    // Node and Bun cannot fetch a file: URL: read the file (no import of node:fs, which
+    // bundlers and workerd's module loader would try to resolve). Deno fetches it.
+    const builtin = globalThis.process?.getBuiltinModule;
+    if (url.startsWith("file:") && typeof builtin === "function") {
+      const { readFileSync } = builtin("node:fs");
+      input = { module_or_path: readFileSync(new URL("./${base}_bg.wasm", url)) };
     }
   }
   return initWasm(input);

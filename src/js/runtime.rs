@@ -38,12 +38,12 @@ use wasm_bindgen_futures::{spawn_local, JsFuture};
 use web_sys::EventTarget;
 
 use super::sys;
-use crate::transport::websocket::Sleep;
-use futures_util::future::LocalBoxFuture;
 use super::view::FlushView;
 use crate::flush::{self, FlushConfig, FlushEvent};
 use crate::store::{Store, StoreError};
+use crate::transport::websocket::Sleep;
 use crate::transport::Transport;
+use futures_util::future::LocalBoxFuture;
 
 /// The longest `setTimeout` delay browsers honour (2^31 − 1 ms).
 const MAX_TIMER_MS: u64 = 2_147_483_647;

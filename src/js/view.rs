@@ -11,7 +11,7 @@ use wasm_bindgen::prelude::*;
 use crate::core::{
     EnqueueOutcome, Evidence, Outcome, Policy, Record, Stage, StageCounts, TargetState,
 };
-use crate::flush::FlushSummary;
+use crate::flush::{FlushSummary, Latency};
 
 /// The serializer of every value handed to JavaScript: plain objects (not `Map`s),
 /// `null` for an absent value.
@@ -313,6 +313,9 @@ pub struct FlushView {
     /// When the next record is due (unix ms), if any.
     #[serde(serialize_with = "opt_num")]
     pub next_due_at: Option<u64>,
+    /// How long answers waited from their arrival to the commit that recorded them
+    /// (the last run that recorded any).
+    pub ok_to_commit: Option<Latency>,
 }
 
 impl FlushView {
@@ -335,6 +338,9 @@ impl FlushView {
         self.woken += s.woken;
         self.taken_over += s.taken_over;
         self.ticks += summary.ticks;
+        if summary.ok_to_commit.count > 0 {
+            self.ok_to_commit = Some(summary.ok_to_commit);
+        }
     }
 }
 
