@@ -579,3 +579,82 @@ fn a_relay_that_answers_again_wakes_the_records_waiting_for_it() {
         assert!(t.take_recovered().is_empty(), "the run took the recovery");
     });
 }
+
+/// Group commit: with a bound of 0 an answer is recorded as soon as no recording is
+/// in flight (the first group is the first answer alone, and what gathers during a
+/// recording goes next); with a bound longer than the run (and no timer) a group
+/// waits for `batch_size` answers. Either way every answer's wait is counted once.
+#[test]
+fn group_commit_writes_at_the_bound_or_at_batch_size() {
+    block_on(async {
+        for (wait, first) in [(0, 1), (60_000, 8)] {
+            let store = Slow::new(5, None);
+            fill(&store, 24, 2).await;
+            let t = Paced::new("none", 0);
+            let mut cfg = config(8, 8);
+            cfg.group_wait_ms = wait;
+            // 1 ms per reading of the clock.
+            let now = Cell::new(0u64);
+            let clock = || {
+                now.set(now.get() + 1);
+                now.get()
+            };
+            let bounds = RunBounds {
+                max_ticks: 100,
+                keep_going: &|| true,
+                take_over: false,
+                sleep: None,
+            };
+            let summary = run(
+                &store,
+                &t,
+                &cfg,
+                &clock,
+                &mut counter(),
+                &mut |_| {},
+                &bounds,
+            )
+            .await
+            .unwrap();
+            let groups = store.groups.borrow().clone();
+            assert_eq!(summary.stats.satisfied, 24, "wait {wait}: {summary:?}");
+            assert_eq!(groups.iter().sum::<usize>(), 24, "wait {wait}: {groups:?}");
+            assert_eq!(groups[0], first, "wait {wait}: {groups:?}");
+            assert_eq!(store.overlapping.get(), 1, "one recording at a time");
+            let waits = summary.ok_to_commit;
+            assert_eq!(
+                waits.count, 48,
+                "one wait per answer (2 relays each): {waits:?}"
+            );
+            assert!(waits.median_ms <= waits.p99_ms && waits.p99_ms <= waits.max_ms);
+        }
+    });
+}
+
+/// The waits' percentiles: exact below 100 ms, a bucket's upper end above it (never
+/// past the longest wait), nearest rank.
+#[test]
+fn waits_percentiles() {
+    use nostr_outbox::flush::Waits;
+    let mut w = Waits::default();
+    assert_eq!(w.latency().count, 0);
+    for ms in 1..=100 {
+        w.add(ms);
+    }
+    let l = w.latency();
+    assert_eq!(
+        (l.count, l.median_ms, l.p99_ms, l.max_ms),
+        (100, 50, 99, 100)
+    );
+    let mut w = Waits::default();
+    for _ in 0..98 {
+        w.add(5);
+    }
+    w.add(123);
+    w.add(4_321);
+    let l = w.latency();
+    assert_eq!((l.median_ms, l.p99_ms, l.max_ms), (5, 129, 4_321), "{l:?}");
+    let mut w = Waits::default();
+    w.add(70_000);
+    assert_eq!(w.latency().p99_ms, 70_000, "capped at the longest");
+}
