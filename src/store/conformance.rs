@@ -178,6 +178,52 @@ async fn claim_one<S: Store>(case: &str, s: &S, lease: &str, now: u64, id: &str)
     }
 }
 
+macro_rules! cases {
+    ($($case:ident),* $(,)?) => {
+        /// The name of every case, in the order [`run_all`] runs them.
+        pub const CASES: &[&str] = &[$(stringify!($case)),*];
+
+        /// Runs the case named `name` on `store`; `false` when there is no such case.
+        pub async fn run_case<S: Store>(name: &str, store: &S) -> bool {
+            match name {
+                $(stringify!($case) => $case(store).await,)*
+                _ => return false,
+            }
+            true
+        }
+    };
+}
+
+cases!(
+    enqueue_create_replay_conflict,
+    enqueue_rejects_invalid_input,
+    enqueue_many_all_or_nothing,
+    enqueue_many_checked_writes_nothing_when_the_check_fails,
+    get_list_status,
+    claim_order_and_bound,
+    claim_readiness_and_exclusivity,
+    lease_expiry_allows_reclaim,
+    lost_claim_changes_nothing,
+    attempt_records_evidence,
+    policies,
+    exhaustion,
+    unreachable_attempts_keep_the_budget,
+    complete_many,
+    expiration,
+    retry_and_cancel,
+    release_hands_back,
+    relay_back_wakes_only_what_waits_for_it,
+    purge_terminal_only,
+    next_due,
+    replaceable_versions_supersede,
+    addressable_slots_and_ties,
+    deletions_withdraw_what_they_name,
+    batches_apply_the_rules_in_order,
+    ephemeral_and_expired_events,
+    related_finds_versions_and_accepting_relays,
+    take_over_orphaned_leases,
+);
+
 /// Runs every case, each on a fresh store from `factory`.
 pub async fn run_all<S, F, Fut>(mut factory: F)
 where
@@ -185,33 +231,9 @@ where
     F: FnMut() -> Fut,
     Fut: Future<Output = S>,
 {
-    enqueue_create_replay_conflict(&factory().await).await;
-    enqueue_rejects_invalid_input(&factory().await).await;
-    enqueue_many_all_or_nothing(&factory().await).await;
-    enqueue_many_checked_writes_nothing_when_the_check_fails(&factory().await).await;
-    get_list_status(&factory().await).await;
-    claim_order_and_bound(&factory().await).await;
-    claim_readiness_and_exclusivity(&factory().await).await;
-    lease_expiry_allows_reclaim(&factory().await).await;
-    lost_claim_changes_nothing(&factory().await).await;
-    attempt_records_evidence(&factory().await).await;
-    policies(&factory().await).await;
-    exhaustion(&factory().await).await;
-    unreachable_attempts_keep_the_budget(&factory().await).await;
-    complete_many(&factory().await).await;
-    expiration(&factory().await).await;
-    retry_and_cancel(&factory().await).await;
-    release_hands_back(&factory().await).await;
-    relay_back_wakes_only_what_waits_for_it(&factory().await).await;
-    purge_terminal_only(&factory().await).await;
-    next_due(&factory().await).await;
-    replaceable_versions_supersede(&factory().await).await;
-    addressable_slots_and_ties(&factory().await).await;
-    deletions_withdraw_what_they_name(&factory().await).await;
-    batches_apply_the_rules_in_order(&factory().await).await;
-    ephemeral_and_expired_events(&factory().await).await;
-    related_finds_versions_and_accepting_relays(&factory().await).await;
-    take_over_orphaned_leases(&factory().await).await;
+    for name in CASES {
+        run_case(name, &factory().await).await;
+    }
 }
 
 /// Same plan replays without writing; another plan under the same id conflicts.

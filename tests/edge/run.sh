@@ -8,12 +8,16 @@
 #   4. workerd (miniflare): durable-object on a KV-backed and a SQLite-backed Durable
 #      Object, persisted to a temp dir, read back after a miniflare restart; syncAlarm.
 #   5. tsc -p tests/edge: the adapters' .d.ts with lib ES2023 only (tsc from tests/js);
+#   5b. the Rust store conformance suite, compiled to wasm (examples/conformance_wasm.rs),
+#      on Deno KV and node:sqlite (Deno), bun:sqlite (Bun) and KV- and SQLite-backed
+#      Durable Objects (workerd): every case on a fresh prefix or table;
 #   6. scenario.mjs: the crash scenario on the built package (pkg/) in Deno (deno-kv), Bun
 #      (bun:sqlite) and workerd (examples/worker-durable-object in miniflare) against a
 #      nostr-rs-relay started down then up, the runtime SIGKILLed mid-flush; and an outbox
 #      used by two requests in a row in workerd. Uses tests/e2e's packages (relay harness,
 #      nostr-tools, ws, esbuild).
-# Prints every test line and one libtest-style summary line. 1-5 need no build (pkg/ unused).
+# Prints every test line and one libtest-style summary line. 1-5 need no package (5b builds
+# its wasm module with cargo and wasm-bindgen: run with scripts/env.sh sourced).
 set -uo pipefail
 cd "$(dirname "$0")"
 if [ ! -x node_modules/.bin/deno ] || [ ! -x node_modules/.bin/bun ] || [ ! -d node_modules/miniflare ] \
@@ -50,6 +54,17 @@ runner node node node.mjs
 runner deno "$bin/deno" run --no-prompt --unstable-kv --allow-read --allow-write --allow-env deno.mjs
 runner bun "$bin/bun" run bun.mjs
 runner workerd node workerd.mjs
+# The Rust store conformance suite (examples/conformance_wasm.rs) on each real adapter.
+target="${CARGO_TARGET_DIR:-$PWD/../../target}"
+conf="$target/conformance-wasm"
+if (cd ../.. && cargo build -q --locked --example conformance_wasm --target wasm32-unknown-unknown --all-features) \
+   && wasm-bindgen --target web --out-dir "$conf" "$target/wasm32-unknown-unknown/debug/examples/conformance_wasm.wasm"; then
+  runner conformance-deno "$bin/deno" run --no-prompt --unstable-kv --allow-read --allow-write --allow-env conformance-deno.mjs "$conf"
+  runner conformance-bun "$bin/bun" run conformance-bun.mjs "$conf"
+  runner conformance-workerd node conformance-workerd.mjs
+else
+  echo "test conformance::build ... FAILED"; failed=$((failed + 1))
+fi
 if [ ! -x ../js/node_modules/.bin/tsc ]; then
   (cd ../js && npm ci --no-audit --no-fund >/dev/null) || echo "npm ci in tests/js failed" >&2
 fi
