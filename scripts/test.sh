@@ -92,7 +92,7 @@ done
 
 run_tier fmt cargo fmt --all -- --check
 run_tier clippy-native cargo clippy --all-targets --locked -- -D warnings
-run_tier clippy-wasm32 cargo clippy --target wasm32-unknown-unknown --lib --tests --all-features --locked -- -D warnings
+run_tier clippy-wasm32 cargo clippy --target wasm32-unknown-unknown --lib --tests --examples --all-features --locked -- -D warnings
 run_tier clippy-wasm32-builds bash -c "cargo clippy --target wasm32-unknown-unknown --lib --locked -- -D warnings && cargo clippy --target wasm32-unknown-unknown --lib --no-default-features --features adapter --locked -- -D warnings"
 run_tier rustdoc env RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --lib --locked -q
 run_tier native cargo test --locked --no-fail-fast
