@@ -22,6 +22,8 @@
 //                                            transactions/requests and WebSocket sends, then
 //                                            the same under other options, interleaved
 //                                            (--no-variants: profile only)
+//   node tests/e2e/bench.mjs --floor-variants  fan-out also runs the floor writing a state
+//                                            row per answer (not per record), interleaved
 //   node tests/e2e/bench.mjs --extra         also the comparisons no goal needs (nostr-tools
 //                                            verify + raw puts in 1a; nostr-tools with 16
 //                                            in flight in fan-out): longer
@@ -63,6 +65,7 @@ const PROFILE = opt("profile", "");
 const VARIANTS = !flag("no-variants");
 const CPU = !flag("no-cpu") && existsSync("/proc/stat");
 const EXTRA = flag("extra");
+const FLOOR_VARIANTS = flag("floor-variants");
 const SCALE = Number(opt("scale", QUICK ? 0.1 : 1));
 const scale = (n) => Math.max(50, Math.round(n * SCALE));
 const COUNT = {
@@ -379,25 +382,28 @@ async function benchFlush(page, { label, n, relayCount, policy, comparePage = nu
     details[key].push(r.result);
   };
   if (comparePage) t.compare = [];
+  // The floor (write "record": a state-row write per record; "answer": per answer).
+  const floorSide = (key, write) => async () => {
+    const rs = [];
+    for (let i = 0; i < relayCount; i++) rs.push(await freshRelay());
+    // The queue is filled before the clock (and the CPU count) starts, as the outbox's.
+    await call(page, "floorPrepare", { n, relays: rs.map((x) => x.url) });
+    const r = await measured(key, () => call(page, "floorRun", { write }));
+    // Not timed: every state row says delivered for every relay, and every relay has
+    // every event.
+    const has = await relayHas(rs, n);
+    for (const x of rs) await dropRelay(x);
+    if (r.verify.deliveredEverywhere !== n || r.verify.leasesLeft !== 0 || has.some((c) => c !== n)) {
+      throw new Error(`${label}: the floor (${write}) left ${JSON.stringify(r.verify)}; relays have ${JSON.stringify(has)} of ${n}`);
+    }
+    (t[key] ||= []).push(r.ms);
+    (details[key] ||= []).push({ ...r.result, relaysHave: has });
+  };
   const sides = {
     outbox: outboxSide(page, "outbox"),
     ...(comparePage ? { compare: outboxSide(comparePage, "compare", COMPARE_OPTIONS) } : {}),
-    floor: async () => {
-      const rs = [];
-      for (let i = 0; i < relayCount; i++) rs.push(await freshRelay());
-      // The queue is filled before the clock (and the CPU count) starts, as the outbox's.
-      await call(page, "floorPrepare", { n, relays: rs.map((x) => x.url) });
-      const r = await measured("floor", () => call(page, "floorRun"));
-      // Not timed: every state row says delivered for every relay, and every relay has
-      // every event.
-      const has = await relayHas(rs, n);
-      for (const x of rs) await dropRelay(x);
-      if (r.verify.deliveredEverywhere !== n || r.verify.leasesLeft !== 0 || has.some((c) => c !== n)) {
-        throw new Error(`${label}: the floor left ${JSON.stringify(r.verify)}; relays have ${JSON.stringify(has)} of ${n}`);
-      }
-      t.floor.push(r.ms);
-      details.floor.push({ ...r.result, relaysHave: has });
-    },
+    floor: floorSide("floor", "record"),
+    ...(FLOOR_VARIANTS && relayCount > 1 ? { floorAnswer: floorSide("floorAnswer", "answer") } : {}),
     ...Object.fromEntries(
       peerWidths.map((w) => [
         `peer${w}`,
@@ -445,6 +451,10 @@ async function benchFlush(page, { label, n, relayCount, policy, comparePage = nu
   const okToCommit = { medianMs: pooled("okToCommit", "medianMs"), p99Ms: pooled("okToCommit", "p99Ms"), lastMedianMs: pooled("lastOkToCommit", "medianMs"), lastP99Ms: pooled("lastOkToCommit", "p99Ms") };
   const fd = details.floor[0];
   line(`   floor per round: ${fd.claims} claim transactions (${fd.claimed} records, one lease row each), ${fd.recordTxs} recording transactions (${fd.recorded} state rows, one per record); relays have ${list(details.floor.map((d) => Math.min(...d.relaysHave)))} of ${n}`);
+  if (t.floorAnswer) {
+    const a = details.floorAnswer;
+    line(`   floor, a state-row write per answer               ${ms(m.floorAnswer)} (${rate(pubs, m.floorAnswer)} publishes)   runs ${list(t.floorAnswer)}; ${a[0].recordTxs} recording transactions, ${a[0].puts} puts; OK-to-commit median ${median(a.map((d) => d.okToCommit.medianMs)).toFixed(1)} ms, p99 ${median(a.map((d) => d.okToCommit.p99Ms)).toFixed(1)} ms`);
+  }
   for (const [key, acc] of Object.entries(cpu)) line(`   ${key.padEnd(8)} ${cpuLine(acc, pubs * RUNS)}`);
   // The better nostr-tools width among those that got every OK in every round.
   const complete = peerWidths.filter((w) => details.peer.filter((p) => p.width === String(w)).every((p) => p.ok === pubs));
@@ -480,6 +490,10 @@ async function benchFlush(page, { label, n, relayCount, policy, comparePage = nu
   };
   line(`BENCH ${label}: outbox ÷ floor: time ${fixed(r.floor.ratioTime)}, CPU ${fixed(r.floor.ratioCpu)} (floor / outbox; goal >= 0.9)`);
   line(`BENCH ${label}: floor ÷ nostr-tools (${bestKey.slice(4)} in flight): time ${fixed(r.floor.vsPeerTime)}, CPU ${fixed(r.floor.vsPeerCpu)} (nostr-tools / floor); outbox ÷ nostr-tools by CPU ${fixed(cpuTotal(bestKey) / cpuTotal("outbox"))}`);
+  if (t.floorAnswer) {
+    r.floorAnswer = { runs: t.floorAnswer, median: m.floorAnswer, details: details.floorAnswer, timeVsRecord: m.floor / m.floorAnswer, cpuVsRecord: cpuTotal("floor") / cpuTotal("floorAnswer") };
+    line(`   floor, write per record ÷ write per answer: time ${fixed(r.floorAnswer.timeVsRecord)}, CPU ${fixed(r.floorAnswer.cpuVsRecord)} (per-record time / per-answer time: above 1 = per answer is slower)`);
+  }
   line(`BENCH ${label}: floor OK-to-commit median ${okToCommit.medianMs.toFixed(1)} ms, p99 ${okToCommit.p99Ms.toFixed(1)} ms (from the record's last answer: median ${okToCommit.lastMedianMs.toFixed(1)} ms, p99 ${okToCommit.lastP99Ms.toFixed(1)} ms)`);
   if (comparePage) {
     r.compare = { pkg: COMPARE, options: COMPARE_OPTIONS, runs: t.compare, median: m.compare, ratioVsBestPeer: best / m.compare, speedup: m.outbox / m.compare };

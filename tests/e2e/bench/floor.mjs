@@ -30,6 +30,9 @@
 //     put blind (no read): the lease makes this flusher the only writer of its records
 //     until it ends. The transaction that records a batch's last record also deletes the
 //     batch's lease row. An answer counts as done only once its transaction completed.
+//     `write: "answer"` (a variant, bench.mjs --floor-variants) writes the state row at
+//     every answer instead (answers of one record that meet in a group make one put):
+//     a crash then re-sends only to the relays that had not answered.
 //   - per answer, the time from the OK's arrival to the commit of the transaction that
 //     recorded it (median and p99 returned), and the same from each record's last answer.
 //
@@ -145,7 +148,8 @@ const finalRefusal = (msg) => /^(invalid|blocked|pow):/.test(msg || "");
  * Flushes every due record of `db` to its relays with the design above. Resolves when
  * nothing is due and nothing is in flight, with counts and the OK-to-commit times.
  */
-export function floorFlush(db, { owner = "floor" } = {}) {
+export function floorFlush(db, { owner = "floor", write = "record" } = {}) {
+  const perAnswer = write === "answer";
   return new Promise((resolve, reject) => {
     const sockets = new Map(); // url -> { ws, open, queue, head, inflight }
     const byEvent = new Map(); // url + " " + event id -> record in flight to that relay
@@ -157,7 +161,7 @@ export function floorFlush(db, { owner = "floor" } = {}) {
     let drained = false; // the last claim found nothing
     let group = []; // records fully answered, waiting for the next recording transaction
     let recording = false;
-    const stats = { claims: 0, claimed: 0, recordTxs: 0, recorded: 0, delivered: 0, rejected: 0, retry: 0, sent: 0 };
+    const stats = { write, claims: 0, claimed: 0, recordTxs: 0, recorded: 0, puts: 0, delivered: 0, rejected: 0, retry: 0, sent: 0 };
     let failed = false;
     const fail = (e) => {
       if (failed) return;
@@ -225,10 +229,22 @@ export function floorFlush(db, { owner = "floor" } = {}) {
       rec.outcomes[url] = { ok, msg, at: Date.now() };
       if (t !== null) rec.arrivals.push(t);
       rec.waiting -= 1;
-      if (rec.waiting > 0) return;
+      if (rec.waiting > 0) {
+        // write "answer": this answer is written too (once per group: several answers of
+        // one record that meet in a group make one put).
+        if (perAnswer && !rec.queued) {
+          rec.queued = true;
+          group.push(rec);
+          record();
+        }
+        return;
+      }
       unanswered -= 1;
       rec.lastArrival = t;
-      group.push(rec);
+      if (!rec.queued) {
+        rec.queued = true;
+        group.push(rec);
+      }
       record();
       claimMore();
     };
@@ -243,8 +259,18 @@ export function floorFlush(db, { owner = "floor" } = {}) {
       const st = tx.objectStore("state");
       const now = Date.now();
       for (const rec of batch) {
-        const attempts = rec.row.attempts + 1;
+        rec.queued = false;
+        rec.inTx = rec.arrivals;
+        rec.arrivals = [];
         const outcomes = { ...rec.row.outcomes, ...rec.outcomes };
+        if (rec.waiting > 0) {
+          // An answer of a record still waiting for others (write "answer"): still due
+          // and leased, same attempt.
+          st.put({ ...rec.row, outcomes });
+          rec.stage = null;
+          continue;
+        }
+        const attempts = rec.row.attempts + 1;
         const oks = rec.row.relays.every((u) => outcomes[u]?.ok);
         const final = !oks && rec.row.relays.some((u) => outcomes[u] && !outcomes[u].ok && finalRefusal(outcomes[u].msg));
         const row = { id: rec.row.id, stage: oks ? "delivered" : final ? "rejected" : "pending", attempts, relays: rec.row.relays, outcomes };
@@ -257,12 +283,14 @@ export function floorFlush(db, { owner = "floor" } = {}) {
       tx.oncomplete = () => {
         const c = performance.now();
         for (const rec of batch) {
-          for (const a of rec.arrivals) latencies.push(c - a);
+          for (const a of rec.inTx) latencies.push(c - a);
+          stats.puts += 1;
+          if (rec.stage === null) continue;
           if (rec.lastArrival !== null) lastLatencies.push(c - rec.lastArrival);
           stats[rec.stage === "delivered" ? "delivered" : rec.stage === "rejected" ? "rejected" : "retry"] += 1;
         }
         stats.recordTxs += 1;
-        stats.recorded += batch.length;
+        stats.recorded += batch.filter((rec) => rec.stage !== null).length;
         recording = false;
         record();
         maybeFinish();
@@ -295,10 +323,11 @@ export function floorFlush(db, { owner = "floor" } = {}) {
           const touched = new Set();
           c.rows.forEach((row, i) => {
             const targets = row.relays.filter((u) => !row.outcomes[u]?.ok);
-            const rec = { row, json: c.events[i].json, eventId: c.events[i].eventId, lease, outcomes: {}, waiting: targets.length, arrivals: [], lastArrival: null, sentAt: new Map(), stage: null };
+            const rec = { row, json: c.events[i].json, eventId: c.events[i].eventId, lease, outcomes: {}, waiting: targets.length, arrivals: [], inTx: [], lastArrival: null, sentAt: new Map(), stage: null, queued: false };
             unanswered += 1;
             if (targets.length === 0) {
               unanswered -= 1;
+              rec.queued = true;
               group.push(rec);
               return;
             }

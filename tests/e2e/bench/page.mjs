@@ -426,12 +426,15 @@ const bench = {
     return true;
   },
 
-  /** Times the floor's flush, then (not timed) reads every state row back. */
-  async floorRun() {
+  /**
+   * Times the floor's flush, then (not timed) reads every state row back. `write`: "record"
+   * (a state-row write per record, at its last answer) or "answer" (one per answer).
+   */
+  async floorRun({ write = "record" } = {}) {
     const { name, db } = state.floor;
     state.floor = null;
     const t = now();
-    const result = await floorFlush(db);
+    const result = await floorFlush(db, { write });
     const ms = now() - t;
     const verify = await floorVerify(db);
     db.close();
