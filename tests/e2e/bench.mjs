@@ -492,7 +492,7 @@ async function benchFlush(page, { label, n, relayCount, policy, comparePage = nu
   line(`BENCH ${label}: floor ÷ nostr-tools (${bestKey.slice(4)} in flight): time ${fixed(r.floor.vsPeerTime)}, CPU ${fixed(r.floor.vsPeerCpu)} (nostr-tools / floor); outbox ÷ nostr-tools by CPU ${fixed(cpuTotal(bestKey) / cpuTotal("outbox"))}`);
   if (t.floorAnswer) {
     r.floorAnswer = { runs: t.floorAnswer, median: m.floorAnswer, details: details.floorAnswer, timeVsRecord: m.floor / m.floorAnswer, cpuVsRecord: cpuTotal("floor") / cpuTotal("floorAnswer") };
-    line(`   floor, write per record ÷ write per answer: time ${fixed(r.floorAnswer.timeVsRecord)}, CPU ${fixed(r.floorAnswer.cpuVsRecord)} (per-record time / per-answer time: above 1 = per answer is slower)`);
+    line(`   floor, write per answer ÷ write per record: time ${fixed(r.floorAnswer.timeVsRecord)}, CPU ${fixed(r.floorAnswer.cpuVsRecord)} (per-record / per-answer, as the other ratios: above 1 = the write per answer costs less)`);
   }
   line(`BENCH ${label}: floor OK-to-commit median ${okToCommit.medianMs.toFixed(1)} ms, p99 ${okToCommit.p99Ms.toFixed(1)} ms (from the record's last answer: median ${okToCommit.lastMedianMs.toFixed(1)} ms, p99 ${okToCommit.lastP99Ms.toFixed(1)} ms)`);
   if (comparePage) {
