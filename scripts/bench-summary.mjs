@@ -29,8 +29,22 @@ row("2 claim(64) scaling", /BENCH claim\(64\) ratio (\S+): ([\d.]+)/, (m) => [
   `time ${m[1]}`, m[2], "<= 2 (100k/1k)", num(m[2]) <= 2 ? (m[1] === "100k/1k" ? "yes" : "yes (not at 100k)") : "no"]);
 row("3 flush, 1 relay, vs nostr-tools", /BENCH 3\. flush: .*?faster complete one: ([\d.]+)\)/, (m) => [
   "the faster nostr-tools width", m[1], ">= 0.8", atLeast(num(m[1]), 0.8)]);
+row("3 flush, 1 relay, outbox ÷ floor (time)", /BENCH 3\. flush: outbox ÷ floor: time ([\d.]+|n\/a)/, (m) => [
+  "floor time / outbox time", m[1], ">= 0.9", atLeast(num(m[1]), 0.9)]);
+row("3 flush, 1 relay, outbox ÷ floor (CPU)", /BENCH 3\. flush: outbox ÷ floor: time \S+, CPU ([\d.]+|n\/a)/, (m) => [
+  "floor CPU / outbox CPU, all processes", m[1], ">= 0.9", atLeast(num(m[1]), 0.9)]);
+row("3 flush, 1 relay, floor ÷ nostr-tools", /BENCH 3\. flush: floor ÷ nostr-tools \(\d+ in flight\): time ([\d.]+), CPU ([\d.]+|n\/a)/, (m) => [
+  `time; CPU ${m[2]}`, m[1], "none", "-"]);
+row("3 flush, floor OK-to-commit", /BENCH 3\. flush: floor OK-to-commit median ([\d.]+) ms, p99 ([\d.]+) ms/, (m) => [
+  `median ${m[1]} ms`, `p99 ${m[2]} ms`, "none (outbox: p99 <= 100 ms)", "-"]);
 row("4 fan-out, 5 relays, vs nostr-tools", /BENCH 4\. fan-out: .*?faster complete one: ([\d.]+)\)/, (m) => [
   "the faster nostr-tools width", m[1], ">= 0.8", atLeast(num(m[1]), 0.8)]);
+row("4 fan-out, outbox ÷ floor (time)", /BENCH 4\. fan-out: outbox ÷ floor: time ([\d.]+|n\/a)/, (m) => [
+  "floor time / outbox time", m[1], ">= 0.9", atLeast(num(m[1]), 0.9)]);
+row("4 fan-out, outbox ÷ floor (CPU)", /BENCH 4\. fan-out: outbox ÷ floor: time \S+, CPU ([\d.]+|n\/a)/, (m) => [
+  "floor CPU / outbox CPU, all processes", m[1], ">= 0.9", atLeast(num(m[1]), 0.9)]);
+row("4 fan-out, floor ÷ nostr-tools", /BENCH 4\. fan-out: floor ÷ nostr-tools \(\d+ in flight\): time ([\d.]+), CPU ([\d.]+|n\/a)/, (m) => [
+  `time; CPU ${m[2]}`, m[1], "none", "-"]);
 row("5 recovery: relay up -> last accepted", /BENCH recovery (\d+): relay up -> last accepted median ([\d.]+) ms/, (m) => [
   `${m[1]} events`, `${m[2]} ms`, "none", "-"]);
 row("6 memory, cycle 2 - cycle 1 after flush", /BENCH memory (\d+): .*?heap ([+-]?[\d.]+) MiB, wasm ([+-]?[\d.]+) MiB/, (m) => [

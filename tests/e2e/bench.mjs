@@ -22,12 +22,16 @@
 //                                            transactions/requests and WebSocket sends, then
 //                                            the same under other options, interleaved
 //                                            (--no-variants: profile only)
+//   node tests/e2e/bench.mjs --floor-variants  fan-out also runs the floor writing a state
+//                                            row per answer (not per record), interleaved
 //   node tests/e2e/bench.mjs --extra         also the comparisons no goal needs (nostr-tools
 //                                            verify + raw puts in 1a; nostr-tools with 16
 //                                            in flight in fan-out): longer
 //   flush and fan-out print the CPU time each kind of process (renderer, browser,
 //   network, relays...) spent per side, and how busy the machine was (Linux /proc;
-//   --no-cpu to skip)
+//   --no-cpu to skip). Their sides: the outbox, nostr-tools, and the floor
+//   (bench/floor.mjs: the fastest durable design, written directly on IndexedDB and raw
+//   WebSockets), with "outbox ÷ floor" and "outbox ÷ nostr-tools" printed by time and CPU
 //
 // Needs: the package built in pkg/ (make build), ~/.cargo/bin/nostr-rs-relay (make setup),
 // /usr/bin/chromium. Results also go to target/bench/e2e.json.
@@ -36,7 +40,7 @@ import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { loadavg, cpus, totalmem, release } from "node:os";
 import { execFileSync } from "node:child_process";
-import { ROOT, startServer, launch, relay } from "./harness.mjs";
+import { ROOT, startServer, launch, relay, queryRelay } from "./harness.mjs";
 import { benchEvents } from "./bench/events.mjs";
 import { sizes } from "./bench/sizes.mjs";
 import { topSelfTimes, categories, INSTRUMENT, UNINSTRUMENT } from "./bench/profile.mjs";
@@ -61,6 +65,7 @@ const PROFILE = opt("profile", "");
 const VARIANTS = !flag("no-variants");
 const CPU = !flag("no-cpu") && existsSync("/proc/stat");
 const EXTRA = flag("extra");
+const FLOOR_VARIANTS = flag("floor-variants");
 const SCALE = Number(opt("scale", QUICK ? 0.1 : 1));
 const scale = (n) => Math.max(50, Math.round(n * SCALE));
 const COUNT = {
@@ -94,6 +99,7 @@ const list = (xs, f = (x) => x.toFixed(0)) => `[${xs.map(f).join(", ")}]`;
 const sleep = (t) => new Promise((r) => setTimeout(r, t));
 const load = () => loadavg().map((x) => x.toFixed(2)).join(" ");
 const results = { figures: {}, loads: [] };
+let EVENTS = []; // the signed events the page has, to check what the relays got
 const line = (s) => console.log(s);
 function noteLoad(section) {
   results.loads.push({ section, at: new Date().toISOString(), loadavg: loadavg() });
@@ -335,13 +341,27 @@ async function benchSingle(page, comparePage = null) {
 }
 
 // ---------- 3/4. flush ----------
+/** How many of the first `n` events each relay has (a REQ by ids, in chunks). */
+async function relayHas(rs, n) {
+  const ids = EVENTS.slice(0, n).map((e) => e.id);
+  const counts = [];
+  for (const r of rs) {
+    let got = 0;
+    for (let i = 0; i < ids.length; i += 1000) got += (await queryRelay(r.url, ids.slice(i, i + 1000), 30_000)).length;
+    counts.push(got);
+  }
+  return counts;
+}
+
 async function benchFlush(page, { label, n, relayCount, policy, comparePage = null, peerWidths = [16, 256] }) {
   // nostr-tools with 16 events in flight (the outbox's default) and with 256 (its maximum).
   // All 5000 at once is not a usable baseline: nostr-tools' 4.4 s publish timeout fires
   // for about half of them while the relay works through the queue.
+  // The floor (bench/floor.mjs): the fastest durable design known, written directly on
+  // IndexedDB and raw WebSockets; its figures are what the outbox's storage path aims at.
   line(`\n== ${label}: ${n} queued events flushed to ${relayCount} local nostr-rs-relay${relayCount > 1 ? "s" : ""}${policy ? ` (policy ${JSON.stringify(policy)})` : ""}, fresh relays per side and round`);
-  const t = { outbox: [], ...Object.fromEntries(peerWidths.map((w) => [`peer${w}`, []])) };
-  const details = { outbox: [], peer: [], compare: [] };
+  const t = { outbox: [], floor: [], ...Object.fromEntries(peerWidths.map((w) => [`peer${w}`, []])) };
+  const details = { outbox: [], peer: [], compare: [], floor: [] };
   // CPU time by process kind, per side, summed over the rounds (off with --no-cpu).
   const cpu = {};
   const measured = async (key, fn) => {
@@ -362,9 +382,28 @@ async function benchFlush(page, { label, n, relayCount, policy, comparePage = nu
     details[key].push(r.result);
   };
   if (comparePage) t.compare = [];
+  // The floor (write "record": a state-row write per record; "answer": per answer).
+  const floorSide = (key, write) => async () => {
+    const rs = [];
+    for (let i = 0; i < relayCount; i++) rs.push(await freshRelay());
+    // The queue is filled before the clock (and the CPU count) starts, as the outbox's.
+    await call(page, "floorPrepare", { n, relays: rs.map((x) => x.url) });
+    const r = await measured(key, () => call(page, "floorRun", { write }));
+    // Not timed: every state row says delivered for every relay, and every relay has
+    // every event.
+    const has = await relayHas(rs, n);
+    for (const x of rs) await dropRelay(x);
+    if (r.verify.deliveredEverywhere !== n || r.verify.leasesLeft !== 0 || has.some((c) => c !== n)) {
+      throw new Error(`${label}: the floor (${write}) left ${JSON.stringify(r.verify)}; relays have ${JSON.stringify(has)} of ${n}`);
+    }
+    (t[key] ||= []).push(r.ms);
+    (details[key] ||= []).push({ ...r.result, relaysHave: has });
+  };
   const sides = {
     outbox: outboxSide(page, "outbox"),
     ...(comparePage ? { compare: outboxSide(comparePage, "compare", COMPARE_OPTIONS) } : {}),
+    floor: floorSide("floor", "record"),
+    ...(FLOOR_VARIANTS && relayCount > 1 ? { floorAnswer: floorSide("floorAnswer", "answer") } : {}),
     ...Object.fromEntries(
       peerWidths.map((w) => [
         `peer${w}`,
@@ -387,6 +426,10 @@ async function benchFlush(page, { label, n, relayCount, policy, comparePage = nu
     await call(page, "outboxFlush", { n: warm, offset: n, relays: [rs.url], policy });
     await call(page, "peerPublish", { n: warm, offset: n, relays: [rs.url], width: 16 });
     await dropRelay(rs);
+    const fs = await freshRelay();
+    await call(page, "floorPrepare", { n: warm, offset: n, relays: [fs.url] });
+    await call(page, "floorRun");
+    await dropRelay(fs);
   }
   const order = Object.keys(sides);
   for (let round = 0; round < RUNS; round++) {
@@ -400,6 +443,18 @@ async function benchFlush(page, { label, n, relayCount, policy, comparePage = nu
     line(`   nostr-tools, ${String(w).padEnd(3)} events in flight           ${ms(m[`peer${w}`])} (${rate(pubs, m[`peer${w}`])} publishes)   runs ${list(t[`peer${w}`])}`);
   }
   if (comparePage) line(`   --compare ${COMPARE} ${JSON.stringify(COMPARE_OPTIONS)} flush()   ${ms(m.compare)} (${rate(pubs, m.compare)} publishes)   runs ${list(t.compare)}`);
+  line(`   floor (IndexedDB + raw WebSocket, 256 in flight)  ${ms(m.floor)} (${rate(pubs, m.floor)} publishes)   runs ${list(t.floor)}`);
+  // OK arrival -> commit of the transaction that recorded it, over every answer of every
+  // round; in fan-out an answer also waits for the record's other relays (one write per
+  // record), so the same from each record's last answer is shown beside it.
+  const pooled = (k, q) => median(details.floor.map((d) => d[k][q]));
+  const okToCommit = { medianMs: pooled("okToCommit", "medianMs"), p99Ms: pooled("okToCommit", "p99Ms"), lastMedianMs: pooled("lastOkToCommit", "medianMs"), lastP99Ms: pooled("lastOkToCommit", "p99Ms") };
+  const fd = details.floor[0];
+  line(`   floor per round: ${fd.claims} claim transactions (${fd.claimed} records, one lease row each), ${fd.recordTxs} recording transactions (${fd.recorded} state rows, one per record); relays have ${list(details.floor.map((d) => Math.min(...d.relaysHave)))} of ${n}`);
+  if (t.floorAnswer) {
+    const a = details.floorAnswer;
+    line(`   floor, a state-row write per answer               ${ms(m.floorAnswer)} (${rate(pubs, m.floorAnswer)} publishes)   runs ${list(t.floorAnswer)}; ${a[0].recordTxs} recording transactions, ${a[0].puts} puts; OK-to-commit median ${median(a.map((d) => d.okToCommit.medianMs)).toFixed(1)} ms, p99 ${median(a.map((d) => d.okToCommit.p99Ms)).toFixed(1)} ms`);
+  }
   for (const [key, acc] of Object.entries(cpu)) line(`   ${key.padEnd(8)} ${cpuLine(acc, pubs * RUNS)}`);
   // The better nostr-tools width among those that got every OK in every round.
   const complete = peerWidths.filter((w) => details.peer.filter((p) => p.width === String(w)).every((p) => p.ok === pubs));
@@ -418,6 +473,28 @@ async function benchFlush(page, { label, n, relayCount, policy, comparePage = nu
   };
   const perWidth = peerWidths.map((w) => `${w} in flight ${r[`ratioVsPeer${w}`].toFixed(2)}`).join(", ");
   line(`BENCH ${label}: nostr-tools time / outbox time: ${perWidth} (goal >= 0.8 against the faster complete one: ${r.ratioVsBestPeer.toFixed(2)})`);
+  // The floor: outbox ÷ floor (floor time / outbox time, floor CPU / outbox CPU, every
+  // process counted: higher is better, 1 = the floor), and the floor against nostr-tools.
+  const cpuTotal = (key) => (cpu[key] ? Object.values(cpu[key].ms).reduce((a, b) => a + b, 0) : NaN);
+  const bestKey = `peer${peerWidths.find((w) => m[`peer${w}`] === best)}`;
+  const fixed = (x) => (Number.isFinite(x) ? x.toFixed(2) : "n/a");
+  r.floor = {
+    runs: t.floor,
+    median: m.floor,
+    details: details.floor,
+    okToCommit,
+    ratioTime: m.floor / m.outbox,
+    ratioCpu: cpuTotal("floor") / cpuTotal("outbox"),
+    vsPeerTime: best / m.floor,
+    vsPeerCpu: cpuTotal(bestKey) / cpuTotal("floor"),
+  };
+  line(`BENCH ${label}: outbox ÷ floor: time ${fixed(r.floor.ratioTime)}, CPU ${fixed(r.floor.ratioCpu)} (floor / outbox; goal >= 0.9)`);
+  line(`BENCH ${label}: floor ÷ nostr-tools (${bestKey.slice(4)} in flight): time ${fixed(r.floor.vsPeerTime)}, CPU ${fixed(r.floor.vsPeerCpu)} (nostr-tools / floor); outbox ÷ nostr-tools by CPU ${fixed(cpuTotal(bestKey) / cpuTotal("outbox"))}`);
+  if (t.floorAnswer) {
+    r.floorAnswer = { runs: t.floorAnswer, median: m.floorAnswer, details: details.floorAnswer, timeVsRecord: m.floor / m.floorAnswer, cpuVsRecord: cpuTotal("floor") / cpuTotal("floorAnswer") };
+    line(`   floor, write per answer ÷ write per record: time ${fixed(r.floorAnswer.timeVsRecord)}, CPU ${fixed(r.floorAnswer.cpuVsRecord)} (per-record / per-answer, as the other ratios: above 1 = the write per answer costs less)`);
+  }
+  line(`BENCH ${label}: floor OK-to-commit median ${okToCommit.medianMs.toFixed(1)} ms, p99 ${okToCommit.p99Ms.toFixed(1)} ms (from the record's last answer: median ${okToCommit.lastMedianMs.toFixed(1)} ms, p99 ${okToCommit.lastP99Ms.toFixed(1)} ms)`);
   if (comparePage) {
     r.compare = { pkg: COMPARE, options: COMPARE_OPTIONS, runs: t.compare, median: m.compare, ratioVsBestPeer: best / m.compare, speedup: m.outbox / m.compare };
     line(`BENCH ${label} --compare ${COMPARE}: nostr-tools / compare ${r.compare.ratioVsBestPeer.toFixed(2)}; ${r.compare.speedup.toFixed(2)}x the package under test`);
@@ -672,6 +749,7 @@ async function main() {
 
   const maxEvents = Math.max(COUNT.enqueue, COUNT.single * (ENQUEUE_RUNS + 1) + 270, COUNT.flush + 200, COUNT.fanout + 200, COUNT.recovery, COUNT.memory);
   const events = needEvents ? await benchEvents(maxEvents) : [];
+  EVENTS = events;
   if (needEvents) {
     // Cross-origin isolated, so that performance.now() resolves 5 µs rather than 100 µs:
     // 1b times single operations of about a millisecond, and at 100 µs their medians

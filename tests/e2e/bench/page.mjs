@@ -5,6 +5,7 @@
 import { verifyEvent } from "nostr-tools/pure";
 import { Relay } from "nostr-tools/relay";
 import { SimplePool } from "nostr-tools/pool";
+import { openFloorDb, floorEnqueue, floorFlush, floorVerify } from "./floor.mjs";
 
 let pkg = null; // the nostr-outbox module, imported through its package.json entry
 let wasm = null; // what init() resolved with: the wasm exports, including `memory`
@@ -410,6 +411,35 @@ const bench = {
     const status = await box.outbox.status();
     await closeAndDelete(box);
     return { ms, result, status };
+  },
+
+  /**
+   * The floor (floor.mjs): the same events queued (not timed) in the durable design written
+   * directly on IndexedDB and raw WebSockets, for `relays` (every relay must accept: policy
+   * "all").
+   */
+  async floorPrepare({ n, offset = 0, relays }) {
+    const name = `bench-floor-${rand()}`;
+    const db = await openFloorDb(name);
+    await floorEnqueue(db, EVENTS.slice(offset, offset + n), relays);
+    state.floor = { name, db };
+    return true;
+  },
+
+  /**
+   * Times the floor's flush, then (not timed) reads every state row back. `write`: "record"
+   * (a state-row write per record, at its last answer) or "answer" (one per answer).
+   */
+  async floorRun({ write = "record" } = {}) {
+    const { name, db } = state.floor;
+    state.floor = null;
+    const t = now();
+    const result = await floorFlush(db, { write });
+    const ms = now() - t;
+    const verify = await floorVerify(db);
+    db.close();
+    await deleteDb(name);
+    return { ms, result, verify };
   },
 
   /**
