@@ -35,6 +35,10 @@ row("3 flush, 1 relay, outbox ÷ floor (CPU)", /BENCH 3\. flush: outbox ÷ floor
   "floor CPU / outbox CPU, all processes", m[1], ">= 0.9", atLeast(num(m[1]), 0.9)]);
 row("3 flush, 1 relay, floor ÷ nostr-tools", /BENCH 3\. flush: floor ÷ nostr-tools \(\d+ in flight\): time ([\d.]+), CPU ([\d.]+|n\/a)/, (m) => [
   `time; CPU ${m[2]}`, m[1], "none", "-"]);
+row("3 flush, outbox OK-to-commit", /BENCH 3\. flush: outbox OK-to-commit median ([\d.]+) ms, p99 ([\d.]+) ms/, (m) => [
+  `median ${m[1]} ms`, `p99 ${m[2]} ms`, "p99 <= 100 ms", num(m[2]) <= 100 ? "yes" : "no"]);
+row("4 fan-out, outbox OK-to-commit", /BENCH 4\. fan-out: outbox OK-to-commit median ([\d.]+) ms, p99 ([\d.]+) ms/, (m) => [
+  `median ${m[1]} ms`, `p99 ${m[2]} ms`, "p99 <= 100 ms", num(m[2]) <= 100 ? "yes" : "no"]);
 row("3 flush, floor OK-to-commit", /BENCH 3\. flush: floor OK-to-commit median ([\d.]+) ms, p99 ([\d.]+) ms/, (m) => [
   `median ${m[1]} ms`, `p99 ${m[2]} ms`, "none (outbox: p99 <= 100 ms)", "-"]);
 row("4 fan-out, 5 relays, vs nostr-tools", /BENCH 4\. fan-out: .*?faster complete one: ([\d.]+)\)/, (m) => [

@@ -494,6 +494,13 @@ async function benchFlush(page, { label, n, relayCount, policy, comparePage = nu
     r.floorAnswer = { runs: t.floorAnswer, median: m.floorAnswer, details: details.floorAnswer, timeVsRecord: m.floor / m.floorAnswer, cpuVsRecord: cpuTotal("floor") / cpuTotal("floorAnswer") };
     line(`   floor, write per answer ÷ write per record: time ${fixed(r.floorAnswer.timeVsRecord)}, CPU ${fixed(r.floorAnswer.cpuVsRecord)} (per-record / per-answer, as the other ratios: above 1 = the write per answer costs less)`);
   }
+  // The outbox's own waits (FlushResult.okToCommit, each round's flush): medians over the
+  // rounds of each round's median and p99.
+  const waits = details.outbox.map((d) => d && d.okToCommit).filter(Boolean);
+  if (waits.length) {
+    r.outboxOkToCommit = waits;
+    line(`BENCH ${label}: outbox OK-to-commit median ${median(waits.map((w) => w.medianMs)).toFixed(1)} ms, p99 ${median(waits.map((w) => w.p99Ms)).toFixed(1)} ms, longest ${Math.max(...waits.map((w) => w.maxMs))} ms (goal: p99 <= 100 ms)`);
+  }
   line(`BENCH ${label}: floor OK-to-commit median ${okToCommit.medianMs.toFixed(1)} ms, p99 ${okToCommit.p99Ms.toFixed(1)} ms (from the record's last answer: median ${okToCommit.lastMedianMs.toFixed(1)} ms, p99 ${okToCommit.lastP99Ms.toFixed(1)} ms)`);
   if (comparePage) {
     r.compare = { pkg: COMPARE, options: COMPARE_OPTIONS, runs: t.compare, median: m.compare, ratioVsBestPeer: best / m.compare, speedup: m.outbox / m.compare };
