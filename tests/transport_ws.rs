@@ -179,6 +179,45 @@ async fn accepted_by_nostr_rs_relay_and_stored_byte_for_byte() {
     assert_eq!(d.open_connections, 1);
 }
 
+#[wasm_bindgen(inline_js = "
+// Makes the next WebSocket.prototype.send throw (as workerd's does for a socket opened
+// while handling another request), once.
+export function failNextSend() {
+  const send = WebSocket.prototype.send;
+  WebSocket.prototype.send = function () {
+    WebSocket.prototype.send = send;
+    throw new Error('Cannot perform I/O on behalf of a different request');
+  };
+}
+")]
+extern "C" {
+    #[wasm_bindgen(js_name = failNextSend)]
+    fn fail_next_send();
+}
+
+/// A `send` that throws closes that connection: the publish reports `unreachable` at
+/// once (no wait for a timeout) and the next one opens a new socket instead of reusing
+/// the broken one.
+#[wasm_bindgen_test]
+async fn a_send_that_throws_closes_the_connection() {
+    let t = transport(|_| {});
+    let first = note("send-throws-1");
+    assert_eq!(t.publish(&relay(), &first).await.outcome, Outcome::Accepted);
+    fail_next_send();
+    let ev = note("send-throws-2");
+    let r = t.publish(&relay(), &ev).await;
+    assert_eq!(r.outcome, Outcome::Unreachable, "{r:?}");
+    assert!(r.message.contains("send failed"), "{r:?}");
+    let again = t.publish(&relay(), &ev).await;
+    assert_eq!(again.outcome, Outcome::Accepted, "{again:?}");
+    let d = t.diagnostics();
+    let rd = d.relay(&relay()).expect("relay diagnostics");
+    assert_eq!(
+        rd.connections_opened, 2,
+        "a new socket after the throw: {rd:?}"
+    );
+}
+
 #[wasm_bindgen_test]
 async fn second_publish_is_duplicate() {
     let t = transport(|_| {});
