@@ -1,6 +1,6 @@
 // The contract suite in Bun: js/sqlite.js on bun:sqlite (a temp file), and
 // js/memory-storage.js. Run with `bun run bun.mjs`.
-import { runContract } from "./contract.mjs";
+import { runContract, tally } from "./contract.mjs";
 import { sqliteStorage } from "../../js/sqlite.js";
 import { memoryStorage } from "../../js/memory-storage.js";
 import { Database } from "bun:sqlite";
@@ -10,22 +10,8 @@ import { join } from "node:path";
 
 const print = (line) => console.log(line);
 const dir = mkdtempSync(join(tmpdir(), "nostr-outbox-edge-bun-"));
-let passed = 0;
-let failed = 0;
-const add = (r) => {
-  passed += r.passed;
-  failed += r.failed;
-};
-async function check(name, fn) {
-  try {
-    await fn();
-    passed++;
-    print(`test ${name} ... ok`);
-  } catch (err) {
-    failed++;
-    print(`test ${name} ... FAILED\n  ${err && err.stack}`);
-  }
-}
+const t = tally(print);
+const { add, check } = t;
 try {
   const path = join(dir, "outbox.db");
   const db = new Database(path, { create: true });
@@ -93,5 +79,5 @@ try {
 } finally {
   rmSync(dir, { recursive: true, force: true });
 }
-console.log(`bun: ${passed} passed; ${failed} failed`);
-process.exit(failed ? 1 : 0);
+console.log(`bun: ${t.passed} passed; ${t.failed} failed`);
+process.exit(t.failed ? 1 : 0);

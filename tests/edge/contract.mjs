@@ -310,5 +310,38 @@ export async function runContract(makeAdapter, report, options = {}) {
   return { passed, failed };
 }
 
+/**
+ * A runner's counts and libtest-style lines, shared by the runners of every runtime:
+ * `ok(name)` / `bad(name, why)` report one test (the why indented under it), `check(name,
+ * fn)` runs one, `add(counts)` adds a suite's (`runContract`, `runConformance`).
+ */
+export function tally(print) {
+  const t = {
+    passed: 0,
+    failed: 0,
+    ok(name) {
+      t.passed++;
+      print(`test ${name} ... ok`);
+    },
+    bad(name, why) {
+      t.failed++;
+      print(`test ${name} ... FAILED\n  ${String(why).split("\n").join("\n  ")}`);
+    },
+    add(counts) {
+      t.passed += counts.passed;
+      t.failed += counts.failed;
+    },
+    async check(name, fn) {
+      try {
+        await fn();
+        t.ok(name);
+      } catch (err) {
+        t.bad(name, (err && err.stack) || err);
+      }
+    },
+  };
+  return t;
+}
+
 /** The names of the tests, in order. */
 export const contractTests = tests.map((t) => t.name);

@@ -1,15 +1,11 @@
 // The contract suite in Node on js/memory-storage.js (the reference implementation), plus
 // its emulated limits.
-import { runContract } from "./contract.mjs";
+import { runContract, tally } from "./contract.mjs";
 import { memoryStorage } from "../../js/memory-storage.js";
 
 const print = (line) => console.log(line);
-let passed = 0;
-let failed = 0;
-const add = (r) => {
-  passed += r.passed;
-  failed += r.failed;
-};
+const t = tally(print);
+const { add, check } = t;
 
 const map = new Map();
 add(await runContract((space) => memoryStorage({ map, prefix: `${space}/` }), print, { name: "node::memory" }));
@@ -19,17 +15,6 @@ const limits = { maxMutations: 1000, maxChecks: 100, maxValueBytes: 65536, maxCo
 add(await runContract((space) => memoryStorage({ map: limited, prefix: `${space}/`, limits }), print, { name: "node::memory-limited" }));
 
 // Over the emulated limits: rejects, writes nothing.
-async function check(name, fn) {
-  try {
-    await fn();
-    passed++;
-    print(`test ${name} ... ok`);
-  } catch (err) {
-    failed++;
-    print(`test ${name} ... FAILED`);
-    print(`  ${err && err.stack}`);
-  }
-}
 await check("node::memory-limited::over_limits_reject", async () => {
   const a = memoryStorage({ limits: { maxMutations: 2, maxChecks: 1, maxValueBytes: 4, maxCommitBytes: 10 } });
   const cases = [
@@ -51,5 +36,5 @@ await check("node::memory-limited::over_limits_reject", async () => {
   if (listed.length) throw new Error("something was written");
   if (!(await a.commit({ checks: [{ key: "a", version: null }], puts: [{ key: "a", value: "éé" }, { key: "bb", value: "" }], deletes: [] }))) throw new Error("at the limits: not applied");
 });
-console.log(`node: ${passed} passed; ${failed} failed`);
-process.exit(failed ? 1 : 0);
+console.log(`node: ${t.passed} passed; ${t.failed} failed`);
+process.exit(t.failed ? 1 : 0);

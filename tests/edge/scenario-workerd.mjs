@@ -178,7 +178,7 @@ function watchRelay(url, pubkey, onCount) {
 /**
  * The crash scenario on the example's Durable Object, and an outbox kept across two
  * requests (the example's object; a module-scope outbox in a stateless Worker). Helpers come
- * from scenario.mjs. Resolves with { passed, failed }.
+ * from scenario.mjs; each test is reported through `ok` and `bad`.
  */
 export async function workerdScenario({ dir, count, makeRelay, signedEvents, onRelay, checkRecovered, ok, bad }) {
   const label = "workerd-crash-scenario";
@@ -204,7 +204,6 @@ export async function workerdScenario({ dir, count, makeRelay, signedEvents, onR
   };
   let mf;
   let watch;
-  const results = { passed: 0, failed: 0 };
   try {
     mf = await startChild(cfg);
     await sub("enqueue_while_down", async () => {
@@ -289,10 +288,8 @@ export async function workerdScenario({ dir, count, makeRelay, signedEvents, onR
       expect(missing.length === 0, `${missing.length} of ${count} events missing on the relay`);
     });
     ok(label);
-    results.passed++;
   } catch (err) {
     bad(label, err.stack);
-    results.failed++;
   }
   // An outbox used by two requests in a row: the example object's (the alarm flushes after
   // each enqueue), and a module-scope one in a stateless Worker (each request flushes).
@@ -309,10 +306,8 @@ export async function workerdScenario({ dir, count, makeRelay, signedEvents, onR
       }, 10000);
     }
     ok(name2);
-    results.passed++;
   } catch (err) {
     bad(name2, err.stack);
-    results.failed++;
   }
   if (mf) await mf.kill();
   const name3 = "workerd-module-scope-outbox-two-requests";
@@ -335,10 +330,8 @@ export async function workerdScenario({ dir, count, makeRelay, signedEvents, onR
     const found = await onRelay(relay.url, two.map((e) => e.id));
     expect(found.size === 4, `${found.size} of 4 on the relay`);
     ok(name3);
-    results.passed++;
   } catch (err) {
     bad(name3, err.stack);
-    results.failed++;
   } finally {
     if (local) await local.dispose();
   }
@@ -357,14 +350,11 @@ export async function workerdScenario({ dir, count, makeRelay, signedEvents, onR
     const body = await res.json();
     expect(res.status === 500 && body.error === "invalid_options", `HTTP ${res.status} ${JSON.stringify(body)}`);
     ok(name4);
-    results.passed++;
   } catch (err) {
     bad(name4, err.stack);
-    results.failed++;
   } finally {
     if (badMf) await badMf.dispose();
     await relay.destroy();
     console.log(`  workerd: ${Date.now() - t0} ms`);
   }
-  return results;
 }

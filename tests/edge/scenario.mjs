@@ -23,21 +23,14 @@ import { fileURLToPath } from "node:url";
 import { createInterface } from "node:readline";
 import { relay as makeRelay, queryRelay } from "../e2e/harness.mjs";
 import { signedEvents } from "../e2e/events.mjs";
+import { tally } from "./contract.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, "..", "..");
 const bin = join(here, "node_modules", ".bin");
 const COUNT = 200;
-let passed = 0;
-let failed = 0;
-const ok = (name) => {
-  passed++;
-  console.log(`test ${name} ... ok`);
-};
-const bad = (name, why) => {
-  failed++;
-  console.log(`test ${name} ... FAILED\n  ${String(why).split("\n").join("\n  ")}`);
-};
+const t = tally((line) => console.log(line));
+const { ok, bad } = t;
 const expect = (cond, what) => {
   if (!cond) throw new Error(what);
 };
@@ -195,7 +188,6 @@ if (!existsSync(join(root, "pkg", "edge", "index.js"))) {
     for (const runtime of only) {
       if (runtime === "workerd") {
         const { workerdScenario } = await import("./scenario-workerd.mjs");
-        // ok/bad count here; the returned counts are for callers that keep their own.
         await workerdScenario({ dir, count: COUNT, makeRelay, signedEvents, onRelay, checkRecovered, ok, bad });
       } else await agentScenario(runtime, dir);
     }
@@ -203,5 +195,5 @@ if (!existsSync(join(root, "pkg", "edge", "index.js"))) {
     rmSync(dir, { recursive: true, force: true });
   }
 }
-console.log(`scenario: ${passed} passed; ${failed} failed`);
-process.exit(failed ? 1 : 0);
+console.log(`scenario: ${t.passed} passed; ${t.failed} failed`);
+process.exit(t.failed ? 1 : 0);

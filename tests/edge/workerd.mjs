@@ -3,6 +3,7 @@
 // storage persisted to a temp dir: the data must survive a miniflare restart. Also checks
 // syncAlarm, an alarm that fires, and the runtime's own value size limit. Node script.
 import { Miniflare } from "miniflare";
+import { tally } from "./contract.mjs";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, dirname } from "node:path";
@@ -11,24 +12,8 @@ import { fileURLToPath } from "node:url";
 const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, "..", "..");
 const persist = mkdtempSync(join(tmpdir(), "nostr-outbox-edge-workerd-"));
-let passed = 0;
-let failed = 0;
-const ok = (name) => {
-  passed++;
-  console.log(`test ${name} ... ok`);
-};
-const bad = (name, why) => {
-  failed++;
-  console.log(`test ${name} ... FAILED\n  ${why}`);
-};
-async function check(name, fn) {
-  try {
-    await fn();
-    ok(name);
-  } catch (err) {
-    bad(name, (err && err.stack) || err);
-  }
-}
+const t = tally((line) => console.log(line));
+const { bad, add, check } = t;
 
 const start = () =>
   new Miniflare({
@@ -62,8 +47,7 @@ try {
     try {
       const r = await get(mf, `/contract?object=${object}&label=${label}`);
       for (const line of r.lines) console.log(line);
-      passed += r.passed;
-      failed += r.failed;
+      add(r);
     } catch (err) {
       bad(`${label}::contract`, err.stack);
     }
@@ -125,5 +109,5 @@ try {
   if (mf) await mf.dispose();
   rmSync(persist, { recursive: true, force: true });
 }
-console.log(`workerd: ${passed} passed; ${failed} failed`);
-process.exit(failed ? 1 : 0);
+console.log(`workerd: ${t.passed} passed; ${t.failed} failed`);
+process.exit(t.failed ? 1 : 0);
