@@ -51,12 +51,14 @@ const LEASE_MS = 60_000;
 const ANSWER_TIMEOUT_MS = 10_000;
 const BACKOFF_MS = 30_000;
 
-const request = (r) =>
+/** An IndexedDB request as a promise (also the page's raw IndexedDB sides'). */
+export const request = (r) =>
   new Promise((ok, fail) => {
     r.onsuccess = () => ok(r.result);
     r.onerror = () => fail(r.error);
   });
-const committed = (tx) =>
+/** A transaction's completion as a promise (also the page's raw IndexedDB sides'). */
+export const committed = (tx) =>
   new Promise((ok, fail) => {
     tx.oncomplete = () => ok();
     tx.onabort = () => fail(tx.error || new Error("transaction aborted"));

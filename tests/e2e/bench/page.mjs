@@ -5,7 +5,7 @@
 import { verifyEvent } from "nostr-tools/pure";
 import { Relay } from "nostr-tools/relay";
 import { SimplePool } from "nostr-tools/pool";
-import { openFloorDb, floorEnqueue, floorFlush, floorVerify } from "./floor.mjs";
+import { openFloorDb, floorEnqueue, floorFlush, floorVerify, request, committed } from "./floor.mjs";
 
 let pkg = null; // the nostr-outbox module, imported through its package.json entry
 let wasm = null; // what init() resolved with: the wasm exports, including `memory`
@@ -17,17 +17,6 @@ const now = () => performance.now();
 const rand = () => Math.random().toString(36).slice(2);
 
 // ---------- raw IndexedDB: the physical limit ----------
-
-const request = (r) =>
-  new Promise((ok, fail) => {
-    r.onsuccess = () => ok(r.result);
-    r.onerror = () => fail(r.error);
-  });
-const committed = (tx) =>
-  new Promise((ok, fail) => {
-    tx.oncomplete = () => ok();
-    tx.onabort = () => fail(tx.error || new Error("transaction aborted"));
-  });
 
 /** A database with exactly the outbox's schema v1 (src/store/idb/schema.rs): same indexes. */
 function openRawDb(name) {
