@@ -194,35 +194,46 @@ macro_rules! cases {
     };
 }
 
-cases!(
-    enqueue_create_replay_conflict,
-    enqueue_rejects_invalid_input,
-    enqueue_many_all_or_nothing,
-    enqueue_many_checked_writes_nothing_when_the_check_fails,
-    get_list_status,
-    claim_order_and_bound,
-    claim_readiness_and_exclusivity,
-    lease_expiry_allows_reclaim,
-    lost_claim_changes_nothing,
-    attempt_records_evidence,
-    policies,
-    exhaustion,
-    unreachable_attempts_keep_the_budget,
-    complete_many,
-    expiration,
-    retry_and_cancel,
-    release_hands_back,
-    relay_back_wakes_only_what_waits_for_it,
-    purge_terminal_only,
-    next_due,
-    replaceable_versions_supersede,
-    addressable_slots_and_ties,
-    deletions_withdraw_what_they_name,
-    batches_apply_the_rules_in_order,
-    ephemeral_and_expired_events,
-    related_finds_versions_and_accepting_relays,
-    take_over_orphaned_leases,
-);
+/// Calls the macro `$m` with the name of every conformance case, in order: the one list
+/// behind [`CASES`], [`run_case`] and [`run_all`], and behind a store's per-case tests
+/// (`nostr_outbox::conformance_cases!(my_tests);` with `my_tests` a macro taking
+/// `$($case:ident),*` and writing one `#[test]` per case).
+#[macro_export]
+macro_rules! conformance_cases {
+    ($m:ident) => {
+        $m!(
+            enqueue_create_replay_conflict,
+            enqueue_rejects_invalid_input,
+            enqueue_many_all_or_nothing,
+            enqueue_many_checked_writes_nothing_when_the_check_fails,
+            get_list_status,
+            claim_order_and_bound,
+            claim_readiness_and_exclusivity,
+            lease_expiry_allows_reclaim,
+            lost_claim_changes_nothing,
+            attempt_records_evidence,
+            policies,
+            exhaustion,
+            unreachable_attempts_keep_the_budget,
+            complete_many,
+            expiration,
+            retry_and_cancel,
+            release_hands_back,
+            relay_back_wakes_only_what_waits_for_it,
+            purge_terminal_only,
+            next_due,
+            replaceable_versions_supersede,
+            addressable_slots_and_ties,
+            deletions_withdraw_what_they_name,
+            batches_apply_the_rules_in_order,
+            ephemeral_and_expired_events,
+            related_finds_versions_and_accepting_relays,
+            take_over_orphaned_leases,
+        );
+    };
+}
+
+crate::conformance_cases!(cases);
 
 /// Runs every case, each on a fresh store from `factory`.
 pub async fn run_all<S, F, Fut>(mut factory: F)
