@@ -20,6 +20,7 @@ use crate::store::kv::{
     KvBackend, KvCommit, KvCommitted, KvEntry, KvLimits, KvMutation, KvRange, KvStore, KvValue,
 };
 use crate::store::StoreError;
+use crate::transport::websocket::describe_js_error;
 
 #[wasm_bindgen]
 extern "C" {
@@ -155,11 +156,7 @@ fn failed(call: &str, e: &JsValue) -> StoreError {
     let name = Reflect::get(e, &JsValue::from_str("name"))
         .ok()
         .and_then(|n| n.as_string());
-    let message = e
-        .dyn_ref::<js_sys::Error>()
-        .map(|err| String::from(err.message()))
-        .or_else(|| e.as_string())
-        .unwrap_or_else(|| "rejected".into());
+    let message = describe_js_error(e);
     if name.as_deref() == Some("QuotaExceededError") {
         return StoreError::QuotaExceeded(format!("storage adapter {call}: {message}"));
     }
