@@ -212,9 +212,7 @@ impl AnyTransport {
             t.close_all();
         }
     }
-}
 
-impl AnyTransport {
     /// Closes every connection, keeping what the transport learnt about each relay.
     pub(crate) fn close_connections(&self) {
         if let AnyTransport::Ws(t) = self {
