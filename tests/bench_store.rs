@@ -265,6 +265,7 @@ async fn bench_claim_scaling() {
                 lease_id: format!("lease-{round}"),
                 limit: 64,
                 lease_ms: 3_600_000,
+                ..Default::default()
             };
             let t = now();
             let got = stores[i].claim(&request, 10).await.expect("claim");

@@ -21,6 +21,7 @@ fn req(lease: &str) -> ClaimRequest {
         lease_id: lease.into(),
         limit: 1,
         lease_ms: 1_000,
+        ..Default::default()
     }
 }
 

@@ -355,6 +355,7 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
                         lease_id: lease_id.clone(),
                         limit: *limit,
                         lease_ms: *lease_ms,
+                        ..Default::default()
                     };
                     let got = store.claim(&req, now).await.expect("claim");
                     prop_assert!(got.len() <= *limit as usize);
@@ -392,6 +393,7 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
                         lease_id: lease_id.clone(),
                         limit: *limit,
                         lease_ms: *lease_ms,
+                        ..Default::default()
                     };
                     let got = store.take_over(&req, now).await.expect("take_over");
                     // Exactly the live leases of other owners, in claim order, up to

@@ -239,6 +239,7 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
                         lease_id: format!("l{lease_n}"),
                         limit,
                         lease_ms: 60_000,
+                        ..Default::default()
                     };
                     let claimed = store.claim(&request, now).await.expect("claim");
                     for r in claimed.into_iter().filter(|r| r.stage == Stage::Leased) {

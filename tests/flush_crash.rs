@@ -43,6 +43,7 @@ fn dead_flusher_item_is_redelivered_and_its_late_result_is_lost() {
                     lease_id: "dead-lease".into(),
                     limit: 8,
                     lease_ms: 5_000,
+                    ..Default::default()
                 },
                 100,
             )
@@ -195,6 +196,7 @@ async fn crashed_store() -> (MemoryStore, Vec<String>, Vec<String>) {
         lease_id: format!("{owner}-lease"),
         limit,
         lease_ms: 600_000,
+        ..Default::default()
     };
     let dead = store.claim(&lease("dead-tab", 30), 100).await.unwrap();
     let own = store.claim(&lease("live", 2), 100).await.unwrap();

@@ -207,6 +207,7 @@ async fn leased_to_a_dead_tab(name: &str, log: &js_sys::Array) -> JsValue {
         lease_id: "dead-lease".into(),
         limit: 256,
         lease_ms: 600_000,
+        ..Default::default()
     };
     let leased = dead
         .claim(&request, js_sys::Date::now() as u64)

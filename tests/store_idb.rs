@@ -187,14 +187,36 @@ async fn rows_are_plain_objects_of_the_documented_shape() {
         let stage = shape["stage"].as_str().expect("stage").to_string();
         let (keys, types) = if stage == "cancelled" {
             (
-                serde_json::json!(["id", "v", "stage", "createdMs", "eventId", "doc"]),
-                serde_json::json!(["string", "number", "string", "number", "string", "string"]),
+                serde_json::json!([
+                    "id",
+                    "v",
+                    "stage",
+                    "createdMs",
+                    "eventId",
+                    "rank",
+                    "lane",
+                    "doc"
+                ]),
+                serde_json::json!([
+                    "string", "number", "string", "number", "string", "number", "string", "string"
+                ]),
             )
         } else {
             (
-                serde_json::json!(["id", "v", "stage", "dueMs", "createdMs", "eventId", "doc"]),
                 serde_json::json!([
-                    "string", "number", "string", "number", "number", "string", "string"
+                    "id",
+                    "v",
+                    "stage",
+                    "dueMs",
+                    "createdMs",
+                    "eventId",
+                    "rank",
+                    "lane",
+                    "doc"
+                ]),
+                serde_json::json!([
+                    "string", "number", "string", "number", "number", "string", "number", "string",
+                    "string"
                 ]),
             )
         };
@@ -258,6 +280,7 @@ fn list_all() -> nostr_outbox::core::ListQuery {
         stage: None,
         limit: 1_000,
         after: None,
+        ..Default::default()
     }
 }
 

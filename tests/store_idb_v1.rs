@@ -65,7 +65,7 @@ async fn v1_fixture_database_opens_and_reads() {
             r
         })
         .collect();
-    assert_eq!(SCHEMA_VERSION, 2);
+    assert_eq!(SCHEMA_VERSION, 3);
     assert!(want.iter().all(|r| r.event.meta.is_some()));
     for record in &want {
         let got = store.get(&record.id).await.expect("get");
@@ -78,6 +78,7 @@ async fn v1_fixture_database_opens_and_reads() {
             stage: None,
             limit: 1000,
             after: None,
+            ..Default::default()
         })
         .await
         .expect("list");
@@ -96,6 +97,7 @@ async fn v1_fixture_database_opens_and_reads() {
                 lease_id: "lease-fixture".into(),
                 limit: 256,
                 lease_ms: 60_000,
+                ..Default::default()
             },
             now,
         )

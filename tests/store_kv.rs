@@ -410,6 +410,7 @@ fn claims_and_purges_over_the_commit_limits_take_what_fits() {
         stage: Some(Stage::Pending),
         after: None,
         limit: 100,
+        ..Default::default()
     }))
     .expect("list")
     {
@@ -432,7 +433,7 @@ fn corrupt_rows_are_reported_skipped_and_kept() {
         r#"{"id":"broken","stage":"pending"}"#,
     );
     kv.put_raw(
-        &kv::due_key(500, 500, "broken"),
+        &kv::due_key(1, 500, 500, "broken"),
         "", // filed as due before the healthy record
     );
     let err = block_on(store.get("broken")).expect_err("corrupt");
@@ -496,14 +497,14 @@ mod key_order {
     proptest! {
         #[test]
         fn claim_keys_sort_in_claim_order(
-            a in (time(), time(), id()),
-            b in (time(), time(), id()),
+            a in (0u8..3, time(), time(), id()),
+            b in (0u8..3, time(), time(), id()),
         ) {
-            let ka = kv::due_key(a.0, a.1, &a.2);
-            let kb = kv::due_key(b.0, b.1, &b.2);
-            prop_assert_eq!(ka.cmp(&kb), (a.0, a.1, &a.2).cmp(&(b.0, b.1, &b.2)));
-            prop_assert_eq!(kv::due_of(&ka), Some(a.0));
-            prop_assert_eq!(kv::id_of(&ka), Some(a.2.clone()));
+            let ka = kv::due_key(a.0, a.1, a.2, &a.3);
+            let kb = kv::due_key(b.0, b.1, b.2, &b.3);
+            prop_assert_eq!(ka.cmp(&kb), (a.0, a.1, a.2, &a.3).cmp(&(b.0, b.1, b.2, &b.3)));
+            prop_assert_eq!(kv::due_of(&ka), Some(a.1));
+            prop_assert_eq!(kv::id_of(&ka), Some(a.3.clone()));
             prop_assert!(ka.starts_with(kv::DUE) && ka.is_ascii());
         }
 
@@ -558,7 +559,7 @@ fn the_key_order_test_catches_an_unpadded_encoding() {
     // Unpadded numbers (what the padding prevents) sort 10 before 9.
     let unpadded = |due: u64, id: &str| format!("d/{due}/{}", hex_of(id));
     assert!(unpadded(10, "a") < unpadded(9, "a"));
-    assert!(kv::due_key(10, 0, "a") > kv::due_key(9, 0, "a"));
+    assert!(kv::due_key(1, 10, 0, "a") > kv::due_key(1, 9, 0, "a"));
     // Unescaped text with a separator would mix slots: "a/b" + "c" vs "a" + "b/c".
     assert_ne!(kv::slot_prefix("a/b", 1), kv::slot_prefix("a", 1));
     assert!(!kv::slot_key("a/b", 1, 0, "e", "i").starts_with(&kv::slot_prefix("a", 1)));
@@ -735,6 +736,7 @@ mod same_as_memory {
                         lease_id: format!("lease-{step}"),
                         limit: *limit,
                         lease_ms: 20_000,
+                        ..Default::default()
                     };
                     let got = s.claim(&request, now).await;
                     if let Ok(got) = &got {
@@ -786,6 +788,7 @@ mod same_as_memory {
                         stage: stage.map(|i| Stage::ALL[i]),
                         limit: *limit,
                         after: cursor.then(|| id(0)),
+                        ..Default::default()
                     };
                     show(s.list(&query).await)
                 }
@@ -795,6 +798,7 @@ mod same_as_memory {
                         lease_id: format!("takeover-{step}"),
                         limit: 3,
                         lease_ms: 20_000,
+                        ..Default::default()
                     };
                     show(s.take_over(&request, now).await)
                 }
@@ -846,4 +850,95 @@ mod same_as_memory {
             }
         }
     }
+}
+
+// ---------------------------------------------------------------------------------
+// Key layout 1 → 2: `tests/data/kv_v1_entries.json` holds every entry the build of
+// a6161fd (layout 1: claim order under `d/`, rows without `rank`) wrote for 8 records in
+// 6 stages (tests/gen_v2_fixture.rs at that commit made it).
+
+fn layout_1_store() -> KvStore<MemoryKv> {
+    let text = std::fs::read_to_string("tests/data/kv_v1_entries.json").expect("fixture");
+    let entries: Vec<(String, String)> = serde_json::from_str(&text).expect("fixture json");
+    let kv = MemoryKv::new();
+    for (key, value) in &entries {
+        kv.put_raw(key, value);
+    }
+    KvStore::new(kv)
+}
+
+fn keys_under(store: &KvStore<MemoryKv>, prefix: &str) -> Vec<String> {
+    store
+        .backend()
+        .dump()
+        .into_iter()
+        .map(|(k, _)| k)
+        .filter(|k| k.starts_with(prefix))
+        .collect()
+}
+
+#[test]
+fn a_layout_1_store_is_migrated_in_place_and_keeps_every_record() {
+    let store = layout_1_store();
+    let ids: Vec<String> = (1..=8u32).map(|n| format!("{n:064x}")).collect();
+    let before: Vec<_> = ids
+        .iter()
+        .map(|id| block_on(store.get(id)).expect("get").expect("stored"))
+        .collect();
+    let status = block_on(store.status()).expect("status");
+    assert_eq!(
+        keys_under(&store, "d/").len(),
+        5,
+        "5 records are not terminal"
+    );
+    assert!(keys_under(&store, "p/").is_empty());
+    // Before the migration a claim finds nothing: the claim order moved.
+    let far = 1_700_000_000_000u64 + 70_000_000;
+    assert!(
+        block_on(store.claim(&fixture_claim("o", "l0", 10, 1_000), far))
+            .expect("claim")
+            .is_empty()
+    );
+    assert_eq!(block_on(store.migrate()).expect("migrate"), 5);
+    assert!(
+        keys_under(&store, "d/").is_empty(),
+        "no layout-1 key is left"
+    );
+    assert_eq!(
+        keys_under(&store, "p/1/").len(),
+        5,
+        "filed under normal priority"
+    );
+    assert_eq!(block_on(store.migrate()).expect("again"), 0, "idempotent");
+    for (id, want) in ids.iter().zip(&before) {
+        assert_eq!(&block_on(store.get(id)).expect("get").expect("kept"), want);
+    }
+    assert_eq!(block_on(store.status()).expect("status"), status);
+    // Claims, lists and next_due see the migrated records; the leased one (#4, lease
+    // until t0 + 100 + 60 000) comes back after its lease.
+    let t0 = 1_700_000_000_000u64;
+    assert_eq!(block_on(store.next_due()).expect("next_due"), Some(t0 + 6));
+    let claimed =
+        block_on(store.claim(&fixture_claim("o", "l", 10, 1_000), t0 + 70_000_000)).expect("claim");
+    let got: Vec<&str> = claimed.iter().map(|r| r.id.as_str()).collect();
+    let want: Vec<&str> = [6, 7, 8, 4, 2]
+        .iter()
+        .map(|n| ids[*n - 1].as_str())
+        .collect();
+    let mut sorted = got.clone();
+    sorted.sort();
+    let mut want_sorted = want.clone();
+    want_sorted.sort();
+    assert_eq!(
+        sorted, want_sorted,
+        "every non-terminal record is claimable"
+    );
+    assert!(keys_under(&store, "d/").is_empty());
+    let page = block_on(store.list(&nostr_outbox::core::ListQuery {
+        limit: 100,
+        lane: Some("default".into()),
+        ..Default::default()
+    }))
+    .expect("list");
+    assert_eq!(page.len(), 8, "every record is in the default lane");
 }

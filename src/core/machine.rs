@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use super::error::CoreError;
 use super::outcome::Outcome;
 use super::plan::Plan;
-use super::policy::Satisfaction;
+use super::policy::{Satisfaction, TargetState};
 use super::record::{Evidence, Lease, Record, Stage, StopReason};
 use super::retry::RetryConfig;
 
@@ -95,8 +95,9 @@ impl EnqueueDecision {
     }
 }
 
-/// A request to lease a batch of ready records.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// A request to lease a batch of ready records, optionally only those of some lanes
+/// that still wait for some relays ([`ClaimRequest::admits`]).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ClaimRequest {
     /// Who claims (1..=128 bytes, no control characters).
@@ -107,11 +108,39 @@ pub struct ClaimRequest {
     pub limit: u32,
     /// How long the lease lasts (1..=86 400 000 ms).
     pub lease_ms: u64,
+    /// Only records in these lanes (at most 64); empty: every lane.
+    #[serde(default)]
+    pub lanes: Vec<String>,
+    /// Only records that still wait for one of these relays (normalized URLs, at most
+    /// 64), and the attempt goes to those of them only ([`Lease::relays`]); empty: every
+    /// record, to all of its unsettled targets.
+    #[serde(default)]
+    pub relays: Vec<String>,
 }
 
 impl ClaimRequest {
+    /// True when the filters take `record`: its lane is one of [`ClaimRequest::lanes`]
+    /// (or there are none) and it waits for one of [`ClaimRequest::relays`] (or there
+    /// are none). Readiness is apart ([`Record::is_ready`]).
+    pub fn admits(&self, record: &Record) -> bool {
+        (self.lanes.is_empty() || self.lanes.contains(&record.lane))
+            && (self.relays.is_empty() || self.relays.iter().any(|r| record.waits_for(r)))
+    }
+
     /// Checks every field.
     pub fn validate(&self) -> Result<(), CoreError> {
+        super::lane::validate_lanes("lanes", &self.lanes)?;
+        if self.relays.len() > super::lane::MAX_FILTER
+            || self
+                .relays
+                .iter()
+                .any(|r| r.is_empty() || r.len() > super::plan::MAX_TARGET_LEN)
+        {
+            return Err(CoreError::arg(
+                "relays",
+                "must name at most 64 relays of 1..=2048 bytes",
+            ));
+        }
         validate_lease_field("owner", &self.owner)?;
         validate_lease_field("leaseId", &self.lease_id)?;
         if self.limit == 0 || self.limit > MAX_CLAIM {
@@ -198,6 +227,9 @@ pub struct ListQuery {
     pub limit: u32,
     /// Start after this item id (a cursor: the last id of the previous page).
     pub after: Option<String>,
+    /// Only records in this lane, when set.
+    #[serde(default)]
+    pub lane: Option<String>,
 }
 
 impl ListQuery {
@@ -208,6 +240,9 @@ impl ListQuery {
         }
         if let Some(after) = &self.after {
             super::plan::validate_item_id(after)?;
+        }
+        if let Some(lane) = &self.lane {
+            super::lane::validate_lane("lane", lane)?;
         }
         Ok(())
     }
@@ -314,6 +349,8 @@ pub fn new_record(plan: Plan, digest: String, now_ms: u64) -> Record {
         superseded_by: None,
         last_error: None,
         takeovers: 0,
+        lane: plan.lane,
+        priority: plan.priority,
     };
     record.satisfaction = record.evaluate();
     record
@@ -394,10 +431,11 @@ fn finish(record: &mut Record, stage: Stage, reason: Option<StopReason>) {
 
 /// Leases a ready record for its next attempt (`attempts + 1`), or exhausts it as
 /// `expired` when its deadline has passed. The request must be valid
-/// ([`ClaimRequest::validate`]).
+/// ([`ClaimRequest::validate`]) and admit the record ([`ClaimRequest::admits`]); a
+/// claim filtered by relay leases the attempt for those relays only ([`Lease::relays`]).
 pub fn claim(record: &Record, request: &ClaimRequest, now_ms: u64) -> Result<Claimed, CoreError> {
     request.validate()?;
-    if !record.is_ready(now_ms) {
+    if !record.is_ready(now_ms) || !request.admits(record) {
         return Err(CoreError::NotReady {
             id: record.id.clone(),
         });
@@ -417,12 +455,20 @@ fn lease_to(record: &Record, request: &ClaimRequest, now_ms: u64) -> Claimed {
         return Claimed::Expired(next);
     }
     let expires_ms = now_ms.saturating_add(request.lease_ms);
+    let relays = (!request.relays.is_empty()).then(|| {
+        record
+            .unsettled_targets()
+            .into_iter()
+            .filter(|t| request.relays.contains(t))
+            .collect()
+    });
     next.lease = Some(Lease {
         id: request.lease_id.clone(),
         owner: request.owner.clone(),
         acquired_ms: now_ms,
         expires_ms,
         attempt: record.attempts + 1,
+        relays,
     });
     next.stage = Stage::Leased;
     next.due_ms = Some(expires_ms);
@@ -443,14 +489,15 @@ fn lease_to(record: &Record, request: &ClaimRequest, now_ms: u64) -> Claimed {
 ///
 /// Fails with [`CoreError::NotReady`] unless [`Record::is_orphan_for`] holds: not
 /// leased, the lease already expired (a claim takes it), or the lease is the
-/// caller's own (its in-flight work). The request must be valid.
+/// caller's own (its in-flight work), or the request's filters do not admit it
+/// ([`ClaimRequest::admits`]). The request must be valid.
 pub fn take_over(
     record: &Record,
     request: &ClaimRequest,
     now_ms: u64,
 ) -> Result<Claimed, CoreError> {
     request.validate()?;
-    if !record.is_orphan_for(&request.owner, now_ms) {
+    if !record.is_orphan_for(&request.owner, now_ms) || !request.admits(record) {
         return Err(CoreError::NotReady {
             id: record.id.clone(),
         });
@@ -465,8 +512,8 @@ pub fn take_over(
 }
 
 /// The records a takeover by `request` takes, in the order it takes them: those of
-/// `records` whose live lease another owner holds ([`Record::is_orphan_for`]), in claim
-/// order, at most `request.limit`. Stores read their leased records and pass them here.
+/// `records` whose live lease another owner holds ([`Record::is_orphan_for`]) and that
+/// the request's filters admit, in claim order, at most `request.limit`. Stores read their leased records and pass them here.
 pub fn orphans<'r>(
     records: impl IntoIterator<Item = &'r Record>,
     request: &ClaimRequest,
@@ -474,7 +521,7 @@ pub fn orphans<'r>(
 ) -> Vec<&'r Record> {
     let mut out: Vec<&Record> = records
         .into_iter()
-        .filter(|r| r.is_orphan_for(&request.owner, now_ms))
+        .filter(|r| r.is_orphan_for(&request.owner, now_ms) && request.admits(r))
         .collect();
     out.sort_by(super::record::claim_order as super::record::RecordOrder);
     out.truncate(request.limit as usize);
@@ -543,12 +590,18 @@ pub fn complete_attempt(
     }
     let lease = check_lease(record, &completion.lease_id, completion.revision, now_ms)?;
     let attempt = lease.attempt;
-    let open = record.unsettled_targets();
+    // A claim filtered by relay leased the attempt for some targets only: the others
+    // get no evidence and stay as they were.
+    let all_open = record.unsettled_targets();
+    let (open, left_out): (Vec<String>, Vec<String>) = match &lease.relays {
+        None => (all_open, Vec::new()),
+        Some(scope) => all_open.into_iter().partition(|t| scope.contains(t)),
+    };
     for (i, r) in completion.results.iter().enumerate() {
         if !open.contains(&r.target) {
             return Err(CoreError::arg(
                 "results",
-                format!("`{}` is not an unsettled target of this record", r.target),
+                format!("`{}` is not an unsettled target of this attempt", r.target),
             ));
         }
         if completion.results[..i].iter().any(|p| p.target == r.target) {
@@ -637,20 +690,31 @@ pub fn complete_attempt(
     } else {
         attempt
     };
+    // An attempt for some relays only that settled all of them leaves the record due
+    // at once for the targets it left out (they were due when it was claimed, and have
+    // not had this attempt); otherwise the retry schedule and the budget apply.
+    let settled_scope = !left_out.is_empty()
+        && open
+            .iter()
+            .all(|t| next.target_state(t) != TargetState::Open);
     match next.satisfaction {
         Satisfaction::Satisfied => finish(&mut next, Stage::Satisfied, None),
         Satisfaction::Exhausted => {
             finish(&mut next, Stage::Exhausted, Some(StopReason::Rejected));
         }
-        Satisfaction::Pending if !unreached && attempt >= next.attempt_limit => {
+        Satisfaction::Pending if !unreached && !settled_scope && attempt >= next.attempt_limit => {
             finish(&mut next, Stage::Exhausted, Some(StopReason::MaxAttempts));
         }
         Satisfaction::Pending => {
-            let at = now_ms.saturating_add(retry.delay_ms(
-                backoff_after,
-                completion.jitter,
-                rate_limited,
-            ));
+            let at = if settled_scope {
+                now_ms
+            } else {
+                now_ms.saturating_add(retry.delay_ms(
+                    backoff_after,
+                    completion.jitter,
+                    rate_limited,
+                ))
+            };
             if next.effective_deadline_ms().is_some_and(|d| at >= d) {
                 finish(&mut next, Stage::Exhausted, Some(StopReason::Expired));
             } else {

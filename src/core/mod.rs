@@ -8,6 +8,7 @@
 
 pub mod envelope;
 pub mod error;
+pub mod lane;
 pub mod machine;
 pub mod outcome;
 pub mod plan;
@@ -18,6 +19,7 @@ pub mod semantics;
 
 pub use envelope::{EventEnvelope, EventMeta};
 pub use error::CoreError;
+pub use lane::{Priority, DEFAULT_LANE};
 pub use machine::{
     cancel, check_lease, claim, complete_attempt, decide_enqueue, is_purgeable, new_record,
     orphans, relay_back, release, retry, supersede, take_over, ClaimRequest, Claimed, Completion,

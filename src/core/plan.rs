@@ -7,6 +7,7 @@ use sha2::{Digest, Sha256};
 
 use super::envelope::EventEnvelope;
 use super::error::CoreError;
+use super::lane::{default_lane, is_default_lane, validate_lane, Priority, DEFAULT_LANE};
 use super::policy::Policy;
 
 /// The longest item id, in characters.
@@ -40,6 +41,13 @@ pub struct Plan {
     /// An optional absolute deadline (unix ms) after which the record is exhausted as
     /// `expired`. The event's NIP-40 `expiration` also bounds it.
     pub deadline_ms: Option<u64>,
+    /// The lane ([`super::lane`]): 1..=64 bytes of `[A-Za-z0-9._:/-]`, `"default"` when
+    /// not given.
+    #[serde(default = "default_lane")]
+    pub lane: String,
+    /// The claim priority (`normal` when not given).
+    #[serde(default)]
+    pub priority: Priority,
 }
 
 impl Plan {
@@ -53,7 +61,21 @@ impl Plan {
             policy,
             max_attempts: DEFAULT_MAX_ATTEMPTS,
             deadline_ms: None,
+            lane: DEFAULT_LANE.to_string(),
+            priority: Priority::Normal,
         }
+    }
+
+    /// Replaces the lane.
+    pub fn with_lane(mut self, lane: impl Into<String>) -> Plan {
+        self.lane = lane.into();
+        self
+    }
+
+    /// Replaces the priority.
+    pub fn with_priority(mut self, priority: Priority) -> Plan {
+        self.priority = priority;
+        self
     }
 
     /// Replaces the item id.
@@ -78,6 +100,7 @@ impl Plan {
     /// de-duplicated, the policy normalized against them.
     pub fn normalize(mut self) -> Result<Plan, CoreError> {
         validate_item_id(&self.id)?;
+        validate_lane("lane", &self.lane)?;
         validate_envelope(&self.event)?;
         self.targets = normalize_targets(self.targets)?;
         self.policy = self.policy.normalized(&self.targets)?;
@@ -127,6 +150,12 @@ impl Plan {
         }
         field(&self.max_attempts.to_be_bytes());
         field(&opt_u64(self.deadline_ms));
+        // Lane and priority join the digest only when not the defaults, so the digest
+        // of every plan written before they existed is unchanged.
+        if !is_default_lane(&self.lane) || !self.priority.is_default() {
+            field(self.lane.as_bytes());
+            field(&[self.priority.rank()]);
+        }
         hex(&h.finalize())
     }
 }

@@ -8,6 +8,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use super::envelope::EventEnvelope;
+use super::lane::{default_lane, is_default_lane, Priority};
 use super::outcome::Outcome;
 use super::plan::effective_deadline;
 use super::policy::{Policy, Satisfaction, TargetState};
@@ -136,6 +137,12 @@ pub struct Lease {
     pub expires_ms: u64,
     /// The attempt number this lease is for.
     pub attempt: u32,
+    /// The relays this attempt is for, when the claim was filtered by relay
+    /// ([`super::ClaimRequest::relays`]): the record's unsettled targets among them. The
+    /// attempt records answers of these only; the other targets stay untouched. `None`:
+    /// every unsettled target.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub relays: Option<Vec<String>>,
 }
 
 impl Lease {
@@ -153,6 +160,7 @@ impl fmt::Debug for Lease {
             .field("acquired_ms", &self.acquired_ms)
             .field("expires_ms", &self.expires_ms)
             .field("attempt", &self.attempt)
+            .field("relays", &self.relays)
             .finish()
     }
 }
@@ -198,7 +206,7 @@ fn is_one(n: &u32) -> bool {
 /// copy of it, about 3 KB, measured with twiggy).
 pub type RecordOrder = fn(&&Record, &&Record) -> std::cmp::Ordering;
 
-/// Claim order: `(due_ms, created_ms, id)` ([`Record::claim_key`]).
+/// Claim order: `(priority rank, due_ms, created_ms, id)` ([`Record::claim_key`]).
 pub fn claim_order(a: &&Record, b: &&Record) -> std::cmp::Ordering {
     a.claim_key().cmp(&b.claim_key())
 }
@@ -268,6 +276,19 @@ pub struct Record {
     /// documents while 0.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub takeovers: u32,
+    /// The lane it was enqueued in ([`super::lane`]). Absent in stored documents while
+    /// `"default"`.
+    #[serde(default = "default_lane", skip_serializing_if = "is_default_lane_ref")]
+    pub lane: String,
+    /// Its claim priority. Absent in stored documents while `normal`.
+    #[serde(default, skip_serializing_if = "Priority::is_default")]
+    pub priority: Priority,
+}
+
+// serde's `skip_serializing_if` passes the field as it is: `&String`.
+#[allow(clippy::ptr_arg)]
+fn is_default_lane_ref(lane: &String) -> bool {
+    is_default_lane(lane)
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -341,9 +362,19 @@ impl Record {
             && !self.has_active_lease(now_ms)
     }
 
-    /// The claim-order key `(due_ms, created_ms, id)`; `None` for terminal records.
-    pub fn claim_key(&self) -> Option<(u64, u64, &str)> {
-        self.due_ms.map(|d| (d, self.created_ms, self.id.as_str()))
+    /// The claim-order key `(priority rank, due_ms, created_ms, id)`: among due
+    /// records, `high` first, then the earliest due, then the oldest; `None` for
+    /// terminal records.
+    pub fn claim_key(&self) -> Option<(u8, u64, u64, &str)> {
+        self.due_ms
+            .map(|d| (self.priority.rank(), d, self.created_ms, self.id.as_str()))
+    }
+
+    /// True when `relay` is one of its targets still open (an attempt would send to it).
+    pub fn waits_for(&self, relay: &str) -> bool {
+        self.targets
+            .iter()
+            .any(|t| t == relay && self.target_state(t) == TargetState::Open)
     }
 
     /// The list-order key `(created_ms, id)`.

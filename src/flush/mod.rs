@@ -327,6 +327,7 @@ fn claim_request(config: &FlushConfig, random: &mut dyn FnMut() -> u32) -> Claim
         lease_id: lease_id(random),
         limit: config.batch_size,
         lease_ms: config.lease_ms,
+        ..Default::default()
     }
 }
 

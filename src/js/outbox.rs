@@ -736,6 +736,7 @@ impl Outbox {
                 stage,
                 limit: r.uint32("limit", o.limit)?.unwrap_or(DEFAULT_LIST_LIMIT),
                 after: r.string("after", o.after)?,
+                ..Default::default()
             };
             Ok(view::records(&inner.store.list(&query).await?))
         })

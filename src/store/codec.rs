@@ -14,6 +14,8 @@
 //!   "slot": "0:<pubkey>:",       replaceable/addressable events only: the NIP-01 address
 //!   "slotPart": 1,               1 may still be sent, 0 satisfied/superseded, 2 cancelled
 //!   "slotOrder": -1700000000,    −created_at (seconds): the newest version sorts first
+//!   "rank": 1,                   priority rank: 0 high, 1 normal, 2 low (claim order)
+//!   "lane": "default",           the record's lane
 //!   "doc": "{...}" }             core::Record as serde_json text (its derived form)
 //! ```
 //! `slot`, `slotPart` and `slotOrder` are absent for other events, so an IndexedDB
@@ -69,6 +71,14 @@ pub struct StoredRow {
     /// With `slot`: the event's `created_at`, negated (newest first).
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub slot_order: Option<f64>,
+    /// The claim rank ([`crate::core::Priority::rank`]: 0 high, 1 normal, 2 low), the
+    /// first field of the claim order. `None` only in rows written before priorities
+    /// (IndexedDB schema v2 and older, key-value layout 1), which migrations rewrite.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub rank: Option<f64>,
+    /// The lane. Rows written before lanes read back as `"default"`.
+    #[serde(default = "crate::core::lane::default_lane")]
+    pub lane: String,
     /// The record as JSON text.
     pub doc: String,
 }
@@ -103,6 +113,8 @@ pub fn encode(record: &Record) -> Result<StoredRow, StoreError> {
         slot_part: slot.as_ref().map(|_| slot_part(record.stage)),
         slot_order: slot.as_ref().map(|_| -(created_at as f64)),
         slot,
+        rank: Some(f64::from(record.priority.rank())),
+        lane: record.lane.clone(),
         doc,
     })
 }
@@ -284,6 +296,10 @@ mod doc_props {
         ]
     }
 
+    fn owner_relay(attempt: u32) -> String {
+        format!("wss://r{}.example/", attempt % 5)
+    }
+
     fn lease() -> impl Strategy<Value = Option<Lease>> {
         prop::option::of(
             (text(), text(), any::<u64>(), any::<u64>(), any::<u32>()).prop_map(
@@ -293,6 +309,7 @@ mod doc_props {
                     acquired_ms,
                     expires_ms,
                     attempt,
+                    relays: (attempt % 2 == 1).then(|| vec![owner_relay(attempt)]),
                 },
             ),
         )
@@ -394,6 +411,14 @@ mod doc_props {
                 superseded_by,
                 last_error,
                 takeovers: 0,
+                // Lane and priority vary with the revision (the tuple strategy is full).
+                lane: if revision % 2 == 0 {
+                    "dm".into()
+                } else {
+                    crate::core::DEFAULT_LANE.into()
+                },
+                priority: crate::core::Priority::from_rank((revision % 3) as u8)
+                    .unwrap_or_default(),
             },
         )
     }

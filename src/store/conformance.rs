@@ -9,8 +9,8 @@ use std::future::Future;
 use crate::core::semantics::{self, EPHEMERAL_DEADLINE_MS};
 use crate::core::{
     ClaimRequest, Completion, EnqueueOutcome, Enqueued, EventEnvelope, EventMeta, ListQuery,
-    Lookups, Outcome, Plan, Policy, Record, RejectReason, RetryConfig, Satisfaction, Stage,
-    StopReason, TargetResult,
+    Lookups, Outcome, Plan, Policy, Priority, Record, RejectReason, RetryConfig, Satisfaction,
+    Stage, StopReason, TargetResult,
 };
 
 use super::{Store, StoreError};
@@ -104,6 +104,7 @@ pub fn fixture_claim(owner: &str, lease: &str, limit: u32, lease_ms: u64) -> Cla
         lease_id: lease.into(),
         limit,
         lease_ms,
+        ..Default::default()
     }
 }
 
@@ -229,6 +230,9 @@ macro_rules! conformance_cases {
             ephemeral_and_expired_events,
             related_finds_versions_and_accepting_relays,
             take_over_orphaned_leases,
+            claim_priority_order,
+            filtered_claims,
+            lanes_list_and_status,
         );
     };
 }
@@ -644,6 +648,7 @@ pub async fn get_list_status<S: Store>(s: &S) {
         stage,
         limit,
         after: after.map(str::to_string),
+        ..Default::default()
     };
     check_eq!(
         C,
@@ -2134,6 +2139,7 @@ pub async fn replaceable_versions_supersede<S: Store>(s: &S) {
             stage: Some(Stage::Superseded),
             limit: 10,
             after: None,
+            ..Default::default()
         })
         .await,
     );
@@ -2783,5 +2789,473 @@ pub async fn take_over_orphaned_leases<S: Store>(s: &S) {
         must_get(C, s, &late).await,
         ended[0],
         "stored as answered"
+    );
+}
+
+/// A claim request for `owner`/`lease` filtered by `lanes` and `relays`.
+pub fn filtered_claim(lease: &str, limit: u32, lanes: &[&str], relays: &[&str]) -> ClaimRequest {
+    ClaimRequest {
+        lanes: lanes.iter().map(|l| l.to_string()).collect(),
+        relays: relays.iter().map(|r| r.to_string()).collect(),
+        ..fixture_claim("owner", lease, limit, 10_000)
+    }
+}
+
+fn ids_of(records: &[Record]) -> Vec<&str> {
+    records.iter().map(|r| r.id.as_str()).collect()
+}
+
+/// Claims take `high` before `normal` before `low`, then the earliest due, then the
+/// oldest: a backlog of any size in a lower priority never delays a higher one, and a
+/// retried record keeps its priority. Lane and priority are stored and read back.
+pub async fn claim_priority_order<S: Store>(s: &S) {
+    const C: &str = "claim_priority_order";
+    // A backlog of low-priority records, all due before anything else.
+    for n in 1..=6u32 {
+        ok(
+            C,
+            "enqueue low",
+            s.enqueue(
+                fixture_plan(n, &RELAYS[..1], Policy::All)
+                    .with_id(format!("low{n}"))
+                    .with_priority(Priority::Low),
+                u64::from(n),
+            )
+            .await,
+        );
+    }
+    for (id, n, t, p) in [
+        ("norm2", 10, 30, Priority::Normal),
+        ("norm1", 11, 20, Priority::Normal),
+        ("high2", 12, 50, Priority::High),
+        ("high1", 13, 40, Priority::High),
+    ] {
+        let e = ok(
+            C,
+            "enqueue",
+            s.enqueue(
+                fixture_plan(n, &RELAYS[..1], Policy::All)
+                    .with_id(id)
+                    .with_priority(p)
+                    .with_lane("ui"),
+                t,
+            )
+            .await,
+        );
+        check_eq!(
+            C,
+            (e.record.priority, e.record.lane.as_str()),
+            (p, "ui"),
+            "{id} stored"
+        );
+    }
+    check_eq!(
+        C,
+        must_get(C, s, "low1").await.lane,
+        crate::core::DEFAULT_LANE,
+        "the default lane"
+    );
+    let mut order = Vec::new();
+    for i in 0..4 {
+        let got = ok(
+            C,
+            "claim",
+            s.claim(&fixture_claim("o", &format!("p{i}"), 2, 10_000), 100)
+                .await,
+        );
+        order.extend(got.iter().map(|r| r.id.clone()));
+    }
+    check_eq!(
+        C,
+        order,
+        ["high1", "high2", "norm1", "norm2", "low1", "low2", "low3", "low4"],
+        "priority, then due, across batches"
+    );
+    // high1 fails and comes back retryable; a low record is due earlier, yet high1
+    // still goes first once it is due.
+    let high1 = must_get(C, s, "high1").await;
+    let lease = high1.lease.as_ref().expect("lease").id.clone();
+    let back = ok(
+        C,
+        "complete",
+        s.complete_attempt(
+            &completion(&high1, &lease, vec![answer(RELAYS[0], Outcome::Error)]),
+            &fixture_retry(),
+            200,
+        )
+        .await,
+    );
+    check_eq!(
+        C,
+        back.priority,
+        Priority::High,
+        "retryable keeps its priority"
+    );
+    let at = back.due_ms.expect("due");
+    let next = ok(
+        C,
+        "claim",
+        s.claim(&fixture_claim("o", "p9", 1, 10_000), at).await,
+    );
+    check_eq!(
+        C,
+        ids_of(&next),
+        ["high1"],
+        "retried high before the low backlog"
+    );
+    check_eq!(
+        C,
+        ok(C, "next_due", s.next_due().await),
+        Some(5),
+        "next due is low5's"
+    );
+}
+
+/// `lanes` and `relays` filters: a claim takes only records of those lanes that still
+/// wait for one of those relays, and leases the attempt for those relays only; the other
+/// targets get no evidence, and the record is due again at once for them. Bad filters
+/// are typed errors that change nothing. A lease held by a filtered claim keeps an
+/// unfiltered one out, and the other way round; takeovers respect the filters.
+pub async fn filtered_claims<S: Store>(s: &S) {
+    const C: &str = "filtered_claims";
+    let [a, b, c] = RELAYS;
+    for (id, n, lane, targets) in [
+        ("dm1", 1, "dm", vec![a, b]),
+        ("bulk1", 2, "bulk", vec![a]),
+        ("bulk2", 3, "bulk", vec![c]),
+        ("plain", 4, crate::core::DEFAULT_LANE, vec![b, c]),
+    ] {
+        ok(
+            C,
+            "enqueue",
+            s.enqueue(
+                fixture_plan(n, &targets, Policy::All)
+                    .with_id(id)
+                    .with_lane(lane),
+                u64::from(n),
+            )
+            .await,
+        );
+    }
+    for (what, request) in [
+        ("a bad lane", filtered_claim("x", 5, &["no spaces"], &[])),
+        ("an empty relay", filtered_claim("x", 5, &[], &[""])),
+    ] {
+        err_code(C, what, s.claim(&request, 100).await, "invalid_argument");
+    }
+    let many: Vec<String> = (0..65).map(|i| format!("l{i}")).collect();
+    let request = ClaimRequest {
+        lanes: many,
+        ..filtered_claim("x", 5, &[], &[])
+    };
+    err_code(
+        C,
+        "65 lanes",
+        s.claim(&request, 100).await,
+        "invalid_argument",
+    );
+    check_eq!(
+        C,
+        ok(C, "status", s.status().await).pending,
+        4,
+        "bad filters claimed nothing"
+    );
+    // Lanes.
+    let got = ok(
+        C,
+        "claim bulk",
+        s.claim(&filtered_claim("l1", 5, &["bulk"], &[]), 100).await,
+    );
+    check_eq!(C, ids_of(&got), ["bulk1", "bulk2"], "only the bulk lane");
+    for r in &got {
+        check_eq!(
+            C,
+            r.lease.as_ref().and_then(|l| l.relays.clone()),
+            None,
+            "unscoped"
+        );
+    }
+    let none = ok(
+        C,
+        "claim bulk again",
+        s.claim(&filtered_claim("l2", 5, &["bulk"], &[]), 100).await,
+    );
+    check!(
+        C,
+        none.is_empty(),
+        "a lease is respected by the same filter"
+    );
+    // Relays: only records that wait for b; the attempt is for b only.
+    let got = ok(
+        C,
+        "claim b",
+        s.claim(&filtered_claim("l3", 5, &[], &[b]), 100).await,
+    );
+    check_eq!(C, ids_of(&got), ["dm1", "plain"], "records waiting for b");
+    let dm1 = got[0].clone();
+    check_eq!(
+        C,
+        dm1.lease.as_ref().and_then(|l| l.relays.clone()),
+        Some(vec![b.to_string()]),
+        "the attempt is scoped to b"
+    );
+    let none = ok(
+        C,
+        "unfiltered",
+        s.claim(&fixture_claim("o", "l4", 5, 10_000), 100).await,
+    );
+    check!(
+        C,
+        none.is_empty(),
+        "filtered leases keep an unfiltered claim out: {none:?}"
+    );
+    err_code(
+        C,
+        "an answer of a relay outside the scope",
+        s.complete_attempt(
+            &completion(&dm1, "l3", vec![answer(a, Outcome::Accepted)]),
+            &fixture_retry(),
+            110,
+        )
+        .await,
+        "invalid_argument",
+    );
+    check_eq!(
+        C,
+        must_get(C, s, "dm1").await,
+        dm1,
+        "a refused completion changes nothing"
+    );
+    let done = ok(
+        C,
+        "complete b",
+        s.complete_attempt(
+            &completion(&dm1, "l3", vec![answer(b, Outcome::Accepted)]),
+            &fixture_retry(),
+            120,
+        )
+        .await,
+    );
+    check_eq!(C, done.stage, Stage::Retryable, "a still waits");
+    check_eq!(
+        C,
+        done.due_ms,
+        Some(120),
+        "due at once for a, which was left out"
+    );
+    check!(
+        C,
+        done.evidence.iter().all(|e| e.target == b),
+        "no evidence for a: {:?}",
+        done.evidence
+    );
+    check_eq!(
+        C,
+        done.unsettled_targets(),
+        [a.to_string()],
+        "a is still open"
+    );
+    check!(
+        C,
+        !done.waits_for(b) && done.waits_for(a),
+        "waits for a only"
+    );
+    // A failure inside the scope backs the record off as usual.
+    let plain = must_get(C, s, "plain").await;
+    let backed = ok(
+        C,
+        "complete plain",
+        s.complete_attempt(
+            &completion(&plain, "l3", vec![answer(b, Outcome::Error)]),
+            &fixture_retry(),
+            120,
+        )
+        .await,
+    );
+    check_eq!(
+        C,
+        backed.due_ms,
+        Some(1_120),
+        "backoff after a failure in scope"
+    );
+    check!(
+        C,
+        backed.evidence.iter().all(|e| e.target == b),
+        "c untouched: {:?}",
+        backed.evidence
+    );
+    // The unfiltered claim now takes dm1 (for a); a claim for b finds nothing waiting.
+    let none = ok(
+        C,
+        "claim b again",
+        s.claim(&filtered_claim("l5", 5, &[], &[b]), 130).await,
+    );
+    check!(C, none.is_empty(), "nothing due waits for b: {none:?}");
+    let got = ok(
+        C,
+        "unfiltered",
+        s.claim(&fixture_claim("o", "l6", 5, 10_000), 130).await,
+    );
+    check_eq!(C, ids_of(&got), ["dm1"], "dm1 is due for a");
+    check_eq!(
+        C,
+        got[0].lease.as_ref().and_then(|l| l.relays.clone()),
+        None,
+        "unscoped"
+    );
+    // An unfiltered lease keeps a filtered claim out.
+    let none = ok(
+        C,
+        "claim dm",
+        s.claim(&filtered_claim("l7", 5, &["dm"], &[]), 130).await,
+    );
+    check!(C, none.is_empty(), "unfiltered lease respected: {none:?}");
+    // Takeovers respect the filters: the bulk leases (owner `owner`) are orphans for
+    // `heir`, but only those of the lanes it asks for.
+    let heir = ClaimRequest {
+        owner: "heir".into(),
+        ..filtered_claim("l8", 5, &["dm"], &[])
+    };
+    let taken = ok(C, "take over dm", s.take_over(&heir, 140).await);
+    check!(
+        C,
+        taken.iter().all(|r| r.lane == "dm"),
+        "dm only: {:?}",
+        ids_of(&taken)
+    );
+    let heir = ClaimRequest {
+        owner: "heir".into(),
+        ..filtered_claim("l9", 5, &["bulk"], &[c])
+    };
+    let taken = ok(C, "take over bulk for c", s.take_over(&heir, 140).await);
+    check_eq!(C, ids_of(&taken), ["bulk2"], "bulk and waiting for c");
+    check_eq!(
+        C,
+        taken[0].lease.as_ref().and_then(|l| l.relays.clone()),
+        Some(vec![c.to_string()]),
+        "scoped takeover"
+    );
+}
+
+/// `list` and `lane_status` by lane: pages in list order with a cursor, by stage too;
+/// counts per stage of one lane. A bad lane name is a typed error.
+pub async fn lanes_list_and_status<S: Store>(s: &S) {
+    const C: &str = "lanes_list_and_status";
+    for n in 1..=7u32 {
+        let lane = if n % 2 == 0 { "even" } else { "odd" };
+        ok(
+            C,
+            "enqueue",
+            s.enqueue(
+                fixture_plan(n, &RELAYS[..1], Policy::All)
+                    .with_id(format!("r{n}"))
+                    .with_lane(lane),
+                u64::from(10 - n),
+            )
+            .await,
+        );
+    }
+    // r1 (odd) is cancelled.
+    ok(C, "cancel", s.cancel("r1", 20).await);
+    let q = |lane: &str, stage: Option<Stage>, limit: u32, after: Option<&str>| ListQuery {
+        stage,
+        limit,
+        after: after.map(str::to_string),
+        lane: Some(lane.to_string()),
+    };
+    let page = ok(C, "list odd", s.list(&q("odd", None, 2, None)).await);
+    check_eq!(C, ids_of(&page), ["r7", "r5"], "odd lane, list order");
+    let page = ok(
+        C,
+        "list odd 2",
+        s.list(&q("odd", None, 5, Some("r5"))).await,
+    );
+    check_eq!(C, ids_of(&page), ["r3", "r1"], "after the cursor");
+    let page = ok(
+        C,
+        "list odd pending",
+        s.list(&q("odd", Some(Stage::Pending), 5, None)).await,
+    );
+    check_eq!(C, ids_of(&page), ["r7", "r5", "r3"], "odd and pending");
+    let page = ok(
+        C,
+        "list even cancelled",
+        s.list(&q("even", Some(Stage::Cancelled), 5, None)).await,
+    );
+    check!(C, page.is_empty(), "no even record is cancelled");
+    let page = ok(C, "list unknown", s.list(&q("none", None, 5, None)).await);
+    check!(C, page.is_empty(), "an unknown lane is empty");
+    let odd = ok(C, "lane_status odd", s.lane_status("odd").await);
+    check_eq!(
+        C,
+        (odd.pending, odd.cancelled, odd.total()),
+        (3, 1, 4),
+        "odd counts"
+    );
+    let even = ok(C, "lane_status even", s.lane_status("even").await);
+    check_eq!(C, (even.pending, even.total()), (3, 3), "even counts");
+    let none = ok(
+        C,
+        "lane_status default",
+        s.lane_status(crate::core::DEFAULT_LANE).await,
+    );
+    check_eq!(C, none.total(), 0, "nothing in the default lane");
+    err_code(
+        C,
+        "lane_status bad",
+        s.lane_status("a b").await,
+        "invalid_argument",
+    );
+    err_code(
+        C,
+        "list bad lane",
+        s.list(&q("", None, 5, None)).await,
+        "invalid_argument",
+    );
+    err_code(
+        C,
+        "enqueue bad lane",
+        s.enqueue(
+            fixture_plan(50, &RELAYS[..1], Policy::All).with_lane("é"),
+            30,
+        )
+        .await,
+        "invalid_argument",
+    );
+    check_eq!(
+        C,
+        ok(C, "status", s.status().await).total(),
+        7,
+        "a bad enqueue wrote nothing"
+    );
+    // Lane and priority belong to the plan: the same plan in another lane conflicts.
+    err_code(
+        C,
+        "another lane",
+        s.enqueue(
+            fixture_plan(2, &RELAYS[..1], Policy::All)
+                .with_id("r2")
+                .with_lane("odd"),
+            30,
+        )
+        .await,
+        "plan_conflict",
+    );
+    let replay = ok(
+        C,
+        "same lane",
+        s.enqueue(
+            fixture_plan(2, &RELAYS[..1], Policy::All)
+                .with_id("r2")
+                .with_lane("even"),
+            30,
+        )
+        .await,
+    );
+    check_eq!(
+        C,
+        replay.outcome,
+        EnqueueOutcome::Replay,
+        "the same plan replays"
     );
 }

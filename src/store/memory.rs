@@ -147,7 +147,7 @@ impl Store for MemoryStore {
             if out.len() >= request.limit as usize {
                 break;
             }
-            if !record.is_ready(now_ms) {
+            if !record.is_ready(now_ms) || !request.admits(record) {
                 continue;
             }
             out.push(core::claim(record, request, now_ms)?.into_record());
@@ -250,6 +250,7 @@ impl Store for MemoryStore {
         let mut rows: Vec<&Record> = map
             .values()
             .filter(|r| query.stage.is_none_or(|s| r.stage == s))
+            .filter(|r| query.lane.as_ref().is_none_or(|l| r.lane == *l))
             .filter(|r| {
                 cursor
                     .as_ref()
@@ -267,6 +268,15 @@ impl Store for MemoryStore {
     async fn status(&self) -> Result<StageCounts, StoreError> {
         let mut counts = StageCounts::default();
         for r in self.records.borrow().values() {
+            counts.add(r.stage);
+        }
+        Ok(counts)
+    }
+
+    async fn lane_status(&self, lane: &str) -> Result<StageCounts, StoreError> {
+        crate::core::lane::validate_lane("lane", lane)?;
+        let mut counts = StageCounts::default();
+        for r in self.records.borrow().values().filter(|r| r.lane == lane) {
             counts.add(r.stage);
         }
         Ok(counts)

@@ -100,9 +100,11 @@ impl StoreError {
 /// changes or none. Futures need not be `Send` (IndexedDB futures are not).
 ///
 /// Implementations load records, call the pure functions of [`crate::core`] and write
-/// what they return. Claim order is ascending `(due_ms, created_ms, id)` over
-/// records with `due_ms <= now_ms`, taking those that are ready
-/// ([`Record::is_ready`]); list order is ascending `(created_ms, id)`.
+/// what they return. Claim order is ascending `(priority rank, due_ms, created_ms, id)`
+/// ([`Record::claim_key`]) over records with `due_ms <= now_ms`, taking those that are
+/// ready ([`Record::is_ready`]) and that the request's filters admit
+/// ([`ClaimRequest::admits`]); a store reads one index range per priority (and lane),
+/// never a whole backlog of lower priority. List order is ascending `(created_ms, id)`.
 ///
 /// Enqueues apply the queue's Nostr rules ([`crate::core::semantics`]): in the same
 /// transaction as the write, a store reads what [`crate::core::semantics::lookups`]
@@ -154,7 +156,8 @@ pub trait Store {
     /// except cancelled ones (a store may return those too). Any order.
     async fn related(&self, lookups: &Lookups) -> Result<Vec<Record>, StoreError>;
 
-    /// Leases up to `request.limit` ready records in claim order. Records whose
+    /// Leases up to `request.limit` ready records that `request` admits, in claim
+    /// order. Records whose
     /// deadline has passed are exhausted as `expired` instead and returned too (with
     /// stage `exhausted`), so the caller can report them; they count toward the limit.
     async fn claim(&self, request: &ClaimRequest, now_ms: u64) -> Result<Vec<Record>, StoreError>;
@@ -237,6 +240,10 @@ pub trait Store {
     /// How many records are in each stage, and how many rows are corrupt (counted
     /// apart, in no stage).
     async fn status(&self) -> Result<StageCounts, StoreError>;
+
+    /// How many records of `lane` are in each stage (`corrupt` is 0: a row that cannot
+    /// be decoded has no lane). An invalid lane name is `invalid_argument`.
+    async fn lane_status(&self, lane: &str) -> Result<StageCounts, StoreError>;
 
     /// Every stored row that cannot be decoded into a record, sorted by id. It reads
     /// every row. The default (for stores that cannot hold such rows, like the memory

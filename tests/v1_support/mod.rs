@@ -56,6 +56,8 @@ fn base(id: &str, targets: &[&str], policy: Policy) -> Record {
         superseded_by: None,
         last_error: None,
         takeovers: 0,
+        lane: nostr_outbox::core::DEFAULT_LANE.into(),
+        priority: nostr_outbox::core::Priority::Normal,
     }
 }
 
@@ -77,6 +79,7 @@ pub fn records() -> Vec<Record> {
         acquired_ms: 1_700_000_001_000,
         expires_ms: 1_700_000_121_000,
         attempt: 1,
+        relays: None,
     });
     leased.due_ms = Some(1_700_000_121_000);
     leased.deadline_ms = Some(1_700_086_400_000);

@@ -36,7 +36,7 @@ use wasm_bindgen::prelude::*;
 use crate::core::semantics;
 use crate::core::{
     self, ClaimRequest, Completion, CoreError, EnqueueDecision, Enqueued, ListQuery, Lookups, Plan,
-    Record, RetryConfig, Stage, StageCounts,
+    Priority, Record, RetryConfig, Stage, StageCounts, DEFAULT_LANE,
 };
 use crate::store::codec;
 use crate::store::{CorruptRow, Store, StoreError};
@@ -46,7 +46,7 @@ pub use sys::Durability;
 use sys::{add_rows, get_all, get_many, Conn, Failure, Tx};
 
 use indexed_db_futures::object_store::ObjectStore;
-use schema::{IDX_CREATED, IDX_DUE, IDX_EVENT, IDX_SLOT, IDX_STAGE};
+use schema::{IDX_CREATED, IDX_DUE, IDX_EVENT, IDX_LANE_DUE, IDX_SLOT, IDX_STAGE};
 
 /// How to open an [`IdbStore`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -127,18 +127,36 @@ fn slot_range(slot: &str, part: Option<f64>) -> KeyRange<JsValue> {
     KeyRange::Bound(key(&lower), false, key(&upper), false)
 }
 
-/// Schema v2's rewrite of a v1 row: the record with its event's header fields, read
-/// from its stored text, and the row's `slot` fields. `None` (the row is kept as it is)
-/// for a row that cannot be decoded, whose text does not parse, or that has them.
-pub(super) fn backfill_row(value: JsValue) -> Option<JsValue> {
+/// The rewrite of a row written by an older schema, for every migration that rewrites
+/// rows (v1 → v2, v2 → v3): the same record with its event's header fields (read from
+/// its stored text, v2) and the row's `slot` (v2), `rank` and `lane` (v3) fields.
+/// `None` (the row is kept as it is) for a row that cannot be decoded, whose text does
+/// not parse, or that already has them. One function for both steps, because an
+/// upgrade from v1 runs both cursors in one transaction and they interleave: each
+/// writes the whole current row, so whichever writes last leaves it complete.
+pub(super) fn upgrade_row(value: JsValue) -> Option<JsValue> {
     let row = row::from_js(value).ok()?;
     let mut record = codec::decode(&row).ok()?;
-    if record.event.meta.is_some() {
+    if record.event.meta.is_some() && row.rank.is_some() {
         return None;
     }
-    let event = crate::nostr::Event::parse_json(&record.event.raw).ok()?;
-    record.event.meta = event.to_envelope().meta;
+    if record.event.meta.is_none() {
+        let event = crate::nostr::Event::parse_json(&record.event.raw).ok()?;
+        record.event.meta = event.to_envelope().meta;
+    }
     row::to_js(&codec::encode(&record).ok()?).ok()
+}
+
+/// The claim-order range of one priority (and lane): from `[lane?, rank]` (exclusive
+/// `after`, the last key read, when continuing) up to the keys due at `now_ms`.
+fn due_range(prefix: &[JsValue], after: Option<JsValue>, now_ms: u64) -> KeyRange<JsValue> {
+    let mut upper = prefix.to_vec();
+    upper.push(JsValue::from_f64(now_ms as f64));
+    upper.push(top());
+    match after {
+        None => KeyRange::Bound(key(prefix), false, key(&upper), false),
+        Some(after) => KeyRange::Bound(after, true, key(&upper), false),
+    }
 }
 
 /// A read-modify-write of one record: the record and the records of its slot (when
@@ -614,21 +632,41 @@ impl IdbStore {
         .await
     }
 
-    /// Reads up to `limit` ready records from the due index, in claim order,
-    /// continuing past rows that are corrupt or not ready.
-    async fn due_page(
+    /// Up to `want` records of one claim-order range ([`due_range`] of `prefix`) that
+    /// are ready and that `request` admits, in claim order, page by page past rows that
+    /// are corrupt, not ready or filtered out.
+    async fn ready_in(
         &self,
         index: &Index<'_>,
-        after: Option<JsValue>,
+        prefix: &[JsValue],
+        request: &ClaimRequest,
         now_ms: u64,
-        limit: u32,
-    ) -> Result<Vec<JsValue>, Failure> {
-        let upper = key(&[JsValue::from_f64(now_ms as f64), top()]);
-        let range = match after {
-            None => KeyRange::UpperBound(upper, false),
-            Some(after) => KeyRange::Bound(after, true, upper, false),
-        };
-        get_all(index, range, Some(limit)).await
+        want: usize,
+    ) -> Result<Vec<Record>, Failure> {
+        let mut out = Vec::new();
+        let mut after: Option<JsValue> = None;
+        while out.len() < want {
+            let ask = (want - out.len()) as u32;
+            let page = get_all(index, due_range(prefix, after.clone(), now_ms), Some(ask)).await?;
+            let fetched = page.len() as u32;
+            for value in page {
+                let mut last: Vec<JsValue> = prefix[..prefix.len() - 1].to_vec();
+                for name in ["rank", "dueMs", "createdMs", "id"] {
+                    last.push(field(&value, name));
+                }
+                after = Some(key(&last));
+                let Ok(Some(record)) = self.decode(value) else {
+                    continue;
+                };
+                if record.is_ready(now_ms) && request.admits(&record) {
+                    out.push(record);
+                }
+            }
+            if fetched < ask {
+                break;
+            }
+        }
+        Ok(out)
     }
 }
 
@@ -661,38 +699,45 @@ impl Store for IdbStore {
         self.decode(value)
     }
 
-    async fn claim(&self, request_: &ClaimRequest, now_ms: u64) -> Result<Vec<Record>, StoreError> {
-        request_.validate()?;
-        let limit = request_.limit;
+    async fn claim(&self, request: &ClaimRequest, now_ms: u64) -> Result<Vec<Record>, StoreError> {
+        request.validate()?;
+        let limit = request.limit as usize;
         // A lease lost to power loss only makes the record claimable again: relaxed.
         self.run(async |db| {
             let tx = Tx::open(db, true, Durability::Relaxed)?;
             let store = tx.store()?;
-            let index = store.index(IDX_DUE)?;
+            // One range per priority, high first; with lanes, one per lane and
+            // priority (`laneDue`), merged in claim order within each priority.
+            let (index, lanes): (Index<'_>, Vec<Option<JsValue>>) = if request.lanes.is_empty() {
+                (store.index(IDX_DUE)?, vec![None])
+            } else {
+                let lanes = request.lanes.iter().map(|l| Some(JsValue::from_str(l)));
+                (store.index(IDX_LANE_DUE)?, lanes.collect())
+            };
             let mut claimed: Vec<Record> = Vec::new();
-            let mut after: Option<JsValue> = None;
-            loop {
-                let want = limit - claimed.len() as u32;
-                let page = self.due_page(&index, after.clone(), now_ms, want).await?;
-                let fetched = page.len() as u32;
-                for value in page {
-                    after = Some(key(&[
-                        field(&value, "dueMs"),
-                        field(&value, "createdMs"),
-                        field(&value, "id"),
-                    ]));
-                    let Ok(Some(record)) = self.decode(value) else {
-                        continue;
-                    };
-                    if !record.is_ready(now_ms) {
-                        continue;
-                    }
-                    let next = core::claim(&record, request_, now_ms)?.into_record();
+            for priority in Priority::ALL {
+                let want = limit - claimed.len();
+                if want == 0 {
+                    break;
+                }
+                let rank = JsValue::from_f64(f64::from(priority.rank()));
+                let mut ready: Vec<Record> = Vec::new();
+                for lane in &lanes {
+                    let prefix: Vec<JsValue> = lane.iter().cloned().chain([rank.clone()]).collect();
+                    ready.extend(
+                        self.ready_in(&index, &prefix, request, now_ms, want)
+                            .await?,
+                    );
+                }
+                if lanes.len() > 1 {
+                    let mut order: Vec<&Record> = ready.iter().collect();
+                    order.sort_by(core::claim_order as core::RecordOrder);
+                    ready = order.into_iter().take(want).cloned().collect();
+                }
+                for record in ready {
+                    let next = core::claim(&record, request, now_ms)?.into_record();
                     sys::put(&store, &to_row(&next)?)?;
                     claimed.push(next);
-                }
-                if fetched < want || claimed.len() as u32 >= limit {
-                    break;
                 }
             }
             tx.commit().await?;
@@ -872,27 +917,56 @@ impl Store for IdbStore {
                     Some((field(&value, "createdMs"), JsValue::from_str(id)))
                 }
             };
-            let page = match &query.stage {
-                Some(stage) => {
-                    let s = JsValue::from_str(stage.as_str());
-                    let lower = match &cursor {
-                        Some((c, id)) => key(&[s.clone(), c.clone(), id.clone()]),
-                        None => key(std::slice::from_ref(&s)),
-                    };
-                    let range = KeyRange::Bound(lower, cursor.is_some(), key(&[s, top()]), false);
-                    let index = store.index(IDX_STAGE)?;
-                    get_all(&index, range, Some(query.limit)).await?
+            // By lane: the pages of list order, keeping that lane's rows (read from the
+            // row's `lane` field, before decoding), until the page is full.
+            let mut cursor = cursor;
+            let mut out: Vec<Record> = Vec::new();
+            let limit = query.limit as usize;
+            loop {
+                let ask = (limit - out.len()) as u32;
+                let page = match &query.stage {
+                    Some(stage) => {
+                        let s = JsValue::from_str(stage.as_str());
+                        let lower = match &cursor {
+                            Some((c, id)) => key(&[s.clone(), c.clone(), id.clone()]),
+                            None => key(std::slice::from_ref(&s)),
+                        };
+                        let range =
+                            KeyRange::Bound(lower, cursor.is_some(), key(&[s, top()]), false);
+                        let index = store.index(IDX_STAGE)?;
+                        get_all(&index, range, Some(ask)).await?
+                    }
+                    None => {
+                        let range = match &cursor {
+                            Some((c, id)) => {
+                                KeyRange::LowerBound(key(&[c.clone(), id.clone()]), true)
+                            }
+                            None => every_key(),
+                        };
+                        let index = store.index(IDX_CREATED)?;
+                        get_all(&index, range, Some(ask)).await?
+                    }
+                };
+                let fetched = page.len() as u32;
+                if let Some(last) = page.last() {
+                    cursor = Some((field(last, "createdMs"), field(last, "id")));
                 }
-                None => {
-                    let range = match &cursor {
-                        Some((c, id)) => KeyRange::LowerBound(key(&[c.clone(), id.clone()]), true),
-                        None => every_key(),
-                    };
-                    let index = store.index(IDX_CREATED)?;
-                    get_all(&index, range, Some(query.limit)).await?
+                let kept = page.into_iter().filter(|row| match &query.lane {
+                    None => true,
+                    Some(lane) => {
+                        field(row, "lane")
+                            .as_string()
+                            .as_deref()
+                            .unwrap_or(DEFAULT_LANE)
+                            == lane
+                    }
+                });
+                out.extend(self.decode_page(kept.collect()));
+                if fetched < ask || out.len() >= limit || query.lane.is_none() {
+                    break;
                 }
-            };
-            Ok(self.decode_page(page))
+            }
+            Ok(out)
         })
         .await
     }
@@ -924,6 +998,38 @@ impl Store for IdbStore {
         Ok(counts)
     }
 
+    async fn lane_status(&self, lane: &str) -> Result<StageCounts, StoreError> {
+        crate::core::lane::validate_lane("lane", lane)?;
+        // Every row of each stage is read (its `lane` field, not its document); a row
+        // that cannot be decoded is in no lane.
+        let corrupt: Vec<String> = self.corrupt.borrow().iter().map(|c| c.id.clone()).collect();
+        self.run(async |db| {
+            let tx = Tx::open(db, false, Durability::Relaxed)?;
+            let store = tx.store()?;
+            let index = store.index(IDX_STAGE)?;
+            let mut counts = StageCounts::default();
+            for stage in Stage::ALL {
+                let rows = get_all(&index, stage_range(stage), None).await?;
+                let n = rows
+                    .iter()
+                    .filter(|row| {
+                        field(row, "lane")
+                            .as_string()
+                            .as_deref()
+                            .unwrap_or(DEFAULT_LANE)
+                            == lane
+                            && field(row, "id")
+                                .as_string()
+                                .is_some_and(|id| !corrupt.contains(&id))
+                    })
+                    .count();
+                *counts.get_mut(stage) = u32::try_from(n).unwrap_or(u32::MAX);
+            }
+            Ok(counts)
+        })
+        .await
+    }
+
     async fn corrupt_rows(&self) -> Result<Vec<CorruptRow>, StoreError> {
         self.corrupt.borrow_mut().clear();
         self.scan_all().await?;
@@ -935,11 +1041,30 @@ impl Store for IdbStore {
             let tx = Tx::open(db, false, Durability::Relaxed)?;
             let store = tx.store()?;
             let index = store.index(IDX_DUE)?;
-            let page = get_all(&index, every_key(), Some(1)).await?;
-            Ok(page
-                .first()
-                .and_then(|row| field(row, "dueMs").as_f64())
-                .map(|d| d as u64))
+            // The first key of each priority's range, all requests issued at once.
+            let mut firsts = Vec::new();
+            for priority in Priority::ALL {
+                let rank = JsValue::from_f64(f64::from(priority.rank()));
+                let range = KeyRange::Bound(
+                    key(std::slice::from_ref(&rank)),
+                    false,
+                    key(&[rank, top()]),
+                    false,
+                );
+                firsts.push(sys::request_all(&index, range, Some(1))?);
+            }
+            let mut due: Option<u64> = None;
+            for first in firsts {
+                if let Some(d) = first
+                    .await?
+                    .first()
+                    .and_then(|r| field(r, "dueMs").as_f64())
+                {
+                    let d = d as u64;
+                    due = Some(due.map_or(d, |m| m.min(d)));
+                }
+            }
+            Ok(due)
         })
         .await
     }

@@ -18,6 +18,16 @@
 //!   header fields ([`crate::core::EventMeta`], read from its stored text) and, for
 //!   replaceable and addressable events, its `slot` fields, so the rules see the records
 //!   queued before the upgrade. A row that cannot be decoded is left as it is.
+//!
+//! Schema v3 (lanes and priorities)
+//! - `due` becomes `[rank, dueMs, createdMs, id]` (the index is dropped and made again):
+//!   `rank` is the priority (0 high, 1 normal, 2 low), so a claim reads one range per
+//!   priority, high first, and never a backlog of lower priority.
+//! - `laneDue` = `[lane, rank, dueMs, createdMs, id]`: claims restricted to some lanes
+//!   read one range per lane and priority.
+//! - Every row written before (no `rank`) is rewritten with `rank` and `lane` (its
+//!   record is `normal` in the `default` lane). A row that cannot be decoded is left as
+//!   it is (it is in neither index, as a corrupt row was in no claim before).
 
 use indexed_db_futures::database::Database;
 use indexed_db_futures::prelude::*;
@@ -39,13 +49,15 @@ pub const IDX_STAGE: &str = "stage";
 pub const IDX_EVENT: &str = "event";
 /// Index: versions of replaceable and addressable events by address (schema v2).
 pub const IDX_SLOT: &str = "slot";
+/// Index: claim order within a lane (schema v3).
+pub const IDX_LANE_DUE: &str = "laneDue";
 
 /// A migration step: the database (object stores are created and deleted through it)
 /// and the `versionchange` transaction (existing object stores are reached through it).
 type Migration = fn(&Database, &IdbTransaction) -> indexed_db_futures::Result<()>;
 
 /// One entry per version step: `MIGRATIONS[n]` upgrades version `n` to `n + 1`.
-const MIGRATIONS: &[Migration] = &[v0_to_v1, v1_to_v2];
+const MIGRATIONS: &[Migration] = &[v0_to_v1, v1_to_v2, v2_to_v3];
 
 /// The highest schema version this build can open.
 pub const MAX_VERSION: u32 = MIGRATIONS.len() as u32;
@@ -80,7 +92,26 @@ fn v1_to_v2(_db: &Database, tx: &IdbTransaction) -> indexed_db_futures::Result<(
         &"eventId".into(),
     );
     records.create_index_with_str_sequence(IDX_SLOT, &fields)?;
-    super::sys::rewrite_rows(&records, super::backfill_row)?;
+    super::sys::rewrite_rows(&records, super::upgrade_row)?;
+    Ok(())
+}
+
+fn v2_to_v3(_db: &Database, tx: &IdbTransaction) -> indexed_db_futures::Result<()> {
+    let records = tx.object_store(RECORDS)?;
+    records.delete_index(IDX_DUE)?;
+    let fields = |names: &[&str]| {
+        names
+            .iter()
+            .map(|n| JsValue::from_str(n))
+            .collect::<js_sys::Array>()
+    };
+    records
+        .create_index_with_str_sequence(IDX_DUE, &fields(&["rank", "dueMs", "createdMs", "id"]))?;
+    records.create_index_with_str_sequence(
+        IDX_LANE_DUE,
+        &fields(&["lane", "rank", "dueMs", "createdMs", "id"]),
+    )?;
+    super::sys::rewrite_rows(&records, super::upgrade_row)?;
     Ok(())
 }
 

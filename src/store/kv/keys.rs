@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! r/<hex id>                                           the row (StoredRow JSON)
-//! d/<dueMs>/<createdMs>/<hex id>                       claim order, non-terminal only
+//! p/<rank>/<dueMs>/<createdMs>/<hex id>                claim order, non-terminal only
 //! l/<createdMs>/<hex id>                               list order
 //! t/<stage>/<createdMs>/<hex id>                       list order within a stage
 //! e/<hex eventId>/<hex id>                             by event id
@@ -18,7 +18,14 @@
 //! `<part>` is the row's `slotPart` (`1` may still be sent, `0` satisfied or
 //! superseded, `2` cancelled); `<inverted createdAt>` is `u64::MAX − created_at`, so the
 //! newest version comes first and, at equal `created_at`, the lower event id (NIP-01).
+//! `<rank>` is the priority's one-digit rank (0 high, 1 normal, 2 low): a claim reads
+//! one range per rank, high first.
 //! Index keys are derived from the row on every write and written in the same commit.
+//!
+//! Layout 1 (before priorities) filed the claim order under
+//! `d/<dueMs>/<createdMs>/<hex id>`; its rows have no `rank`. [`index_keys`] gives such a
+//! row its layout-1 key, so rewriting the row moves it to `p/`;
+//! [`super::KvStore::migrate`] rewrites every row that still has a `d/` key.
 
 use crate::core::Stage;
 use crate::store::codec::StoredRow;
@@ -26,7 +33,9 @@ use crate::store::codec::StoredRow;
 /// The prefix of row keys.
 pub const ROWS: &str = "r/";
 /// The prefix of the claim-order index.
-pub const DUE: &str = "d/";
+pub const DUE: &str = "p/";
+/// The prefix of layout 1's claim-order index (rows written before priorities).
+pub const LEGACY_DUE: &str = "d/";
 /// The prefix of the list-order index.
 pub const CREATED: &str = "l/";
 /// The prefix of the stage index.
@@ -51,9 +60,30 @@ pub fn row_key(id: &str) -> String {
     format!("{ROWS}{}", hex(id))
 }
 
-/// The claim-order key `(due_ms, created_ms, id)`.
-pub fn due_key(due_ms: u64, created_ms: u64, id: &str) -> String {
-    format!("{DUE}{}/{}/{}", num(due_ms), num(created_ms), hex(id))
+/// The claim-order key `(rank, due_ms, created_ms, id)`.
+pub fn due_key(rank: u8, due_ms: u64, created_ms: u64, id: &str) -> String {
+    format!(
+        "{}{}/{}/{}",
+        rank_prefix(rank),
+        num(due_ms),
+        num(created_ms),
+        hex(id)
+    )
+}
+
+/// The prefix of the claim-order keys of priority rank `rank`.
+pub fn rank_prefix(rank: u8) -> String {
+    format!("{DUE}{rank}/")
+}
+
+/// Layout 1's claim-order key `(due_ms, created_ms, id)`.
+pub fn legacy_due_key(due_ms: u64, created_ms: u64, id: &str) -> String {
+    format!(
+        "{LEGACY_DUE}{}/{}/{}",
+        num(due_ms),
+        num(created_ms),
+        hex(id)
+    )
 }
 
 /// The list-order key `(created_ms, id)`.
@@ -125,7 +155,7 @@ pub fn id_of(key: &str) -> Option<String> {
 
 /// The `dueMs` of a claim-order key.
 pub fn due_of(key: &str) -> Option<u64> {
-    key.strip_prefix(DUE)?.get(..20)?.parse().ok()
+    key.strip_prefix(DUE)?.get(2..22)?.parse().ok()
 }
 
 fn whole(n: f64) -> u64 {
@@ -142,7 +172,10 @@ pub fn index_keys(row: &StoredRow) -> Vec<String> {
         event_key(&row.event_id, &row.id),
     ];
     if let Some(due) = row.due_ms {
-        keys.push(due_key(whole(due), created, &row.id));
+        keys.push(match row.rank {
+            Some(rank) => due_key(whole(rank).min(9) as u8, whole(due), created, &row.id),
+            None => legacy_due_key(whole(due), created, &row.id),
+        });
     }
     if let (Some(slot), Some(part), Some(order)) = (&row.slot, row.slot_part, row.slot_order) {
         let part = whole(part).min(9) as u8;

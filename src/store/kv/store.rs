@@ -7,8 +7,8 @@ use super::keys::{self, ROWS};
 use super::{KvBackend, KvCheck, KvCommit, KvCommitted, KvEntry, KvLimits, KvMutation, KvRange};
 use crate::core::semantics::{self, Lookups};
 use crate::core::{
-    self, ClaimRequest, Completion, CoreError, Enqueued, ListQuery, Plan, Record, RetryConfig,
-    Stage, StageCounts,
+    self, ClaimRequest, Completion, CoreError, Enqueued, ListQuery, Plan, Priority, Record,
+    RetryConfig, Stage, StageCounts,
 };
 use crate::store::codec::{self, StoredRow};
 use crate::store::{CorruptRow, Store, StoreError};
@@ -377,6 +377,45 @@ impl<B: KvBackend> KvStore<B> {
         &self.backend
     }
 
+    /// Moves rows written by key layout 1 (before priorities: claim order under `d/`,
+    /// see [`keys`]) to the current layout, page by page, each page one atomic commit
+    /// guarded by the rows' versions: every such row is rewritten (the same record,
+    /// its index keys recomputed), which deletes its `d/` key and files it under `p/`.
+    /// Rows that cannot be decoded are left as they are. Idempotent: a second run, or
+    /// a run after another context's, finds nothing to do. Answers how many rows it
+    /// moved. Call it once after opening, before the first claim.
+    pub async fn migrate(&self) -> Result<u32, StoreError> {
+        let mut moved = 0u32;
+        let mut start = keys::LEGACY_DUE.to_string();
+        let end = keys::prefix_end(keys::LEGACY_DUE);
+        let page_size = (self.backend.limits().max_checks / 2).clamp(1, 64);
+        loop {
+            let page = self.scan(start.clone(), &end, Some(page_size)).await?;
+            let Some(last) = page.last() else {
+                break;
+            };
+            start = keys::after(&last.key);
+            let page_ids = ids(&page);
+            moved += self
+                .atomic(async |tx| {
+                    tx.load(&page_ids).await?;
+                    let mut n = 0u32;
+                    for id in &page_ids {
+                        if let Ok(Some(record)) = tx.record(id) {
+                            tx.put(&record)?;
+                            n += 1;
+                        }
+                    }
+                    Ok(n)
+                })
+                .await?;
+            if page.len() < page_size {
+                break;
+            }
+        }
+        Ok(moved)
+    }
+
     /// Runs `op` and commits what it wrote; on a conflict, runs it again (up to
     /// [`MAX_COMMIT_TRIES`] times).
     async fn atomic<T>(
@@ -627,39 +666,47 @@ impl<B: KvBackend> Store for KvStore<B> {
         request.validate()?;
         let limits = self.backend.limits();
         let limit = request.limit as usize;
-        let end = match now_ms.checked_add(1) {
-            Some(next) => format!("{}{next:020}", keys::DUE),
-            None => keys::prefix_end(keys::DUE),
-        };
         self.atomic(async |tx| {
             let mut claimed: Vec<Record> = Vec::new();
-            let mut start = keys::DUE.to_string();
-            'pages: loop {
-                let want = limit - claimed.len();
-                let page = self.scan(start.clone(), &end, Some(want)).await?;
-                let fetched = page.len();
-                if let Some(last) = page.last() {
-                    start = keys::after(&last.key);
-                }
-                let page_ids = ids(&page);
-                tx.load(&page_ids).await?;
-                for id in &page_ids {
-                    let Ok(Some(record)) = tx.record(id) else {
-                        continue;
-                    };
-                    if !record.is_ready(now_ms) {
-                        continue;
+            // One range per priority, high first: `p/<rank>/` up to the keys due at
+            // `now_ms`. The filters are applied to the records read.
+            'ranks: for priority in Priority::ALL {
+                let prefix = keys::rank_prefix(priority.rank());
+                let end = match now_ms.checked_add(1) {
+                    Some(next) => format!("{prefix}{next:020}"),
+                    None => keys::prefix_end(&prefix),
+                };
+                let mut start = prefix;
+                loop {
+                    let want = limit - claimed.len();
+                    let page = self.scan(start.clone(), &end, Some(want)).await?;
+                    let fetched = page.len();
+                    if let Some(last) = page.last() {
+                        start = keys::after(&last.key);
                     }
-                    let next = core::claim(&record, request, now_ms)?.into_record();
-                    tx.put(&next)?;
-                    if tx.over(&limits).is_some() {
-                        tx.unwrite(id);
-                        break 'pages;
+                    let page_ids = ids(&page);
+                    tx.load(&page_ids).await?;
+                    for id in &page_ids {
+                        let Ok(Some(record)) = tx.record(id) else {
+                            continue;
+                        };
+                        if !record.is_ready(now_ms) || !request.admits(&record) {
+                            continue;
+                        }
+                        let next = core::claim(&record, request, now_ms)?.into_record();
+                        tx.put(&next)?;
+                        if tx.over(&limits).is_some() {
+                            tx.unwrite(id);
+                            break 'ranks;
+                        }
+                        claimed.push(next);
                     }
-                    claimed.push(next);
-                }
-                if fetched < want || claimed.len() >= limit {
-                    break;
+                    if claimed.len() >= limit {
+                        break 'ranks;
+                    }
+                    if fetched < want {
+                        break;
+                    }
                 }
             }
             Ok(claimed)
@@ -842,21 +889,33 @@ impl<B: KvBackend> Store for KvStore<B> {
                 cursor.map(|(c, id)| keys::after(&keys::created_key(c, &id))),
             ),
         };
-        let start = start.unwrap_or_else(|| prefix.clone());
-        let page = self
-            .scan(
-                start,
-                &keys::prefix_end(&prefix),
-                Some(query.limit as usize),
-            )
-            .await?;
-        let page_ids = ids(&page);
-        tx.load(&page_ids).await?;
-        Ok(page_ids
-            .iter()
-            .filter_map(|id| tx.record(id).ok().flatten())
-            .filter(|r| query.stage.is_none_or(|s| r.stage == s))
-            .collect())
+        // A lane is not in the keys (each index key costs commit bytes; Deno KV counts
+        // them): a page by lane reads list order and keeps that lane's records.
+        let mut start = start.unwrap_or_else(|| prefix.clone());
+        let end = keys::prefix_end(&prefix);
+        let limit = query.limit as usize;
+        let mut out = Vec::new();
+        loop {
+            let want = limit - out.len();
+            let page = self.scan(start.clone(), &end, Some(want)).await?;
+            let fetched = page.len();
+            if let Some(last) = page.last() {
+                start = keys::after(&last.key);
+            }
+            let page_ids = ids(&page);
+            tx.load(&page_ids).await?;
+            out.extend(
+                page_ids
+                    .iter()
+                    .filter_map(|id| tx.record(id).ok().flatten())
+                    .filter(|r| query.stage.is_none_or(|s| r.stage == s))
+                    .filter(|r| query.lane.as_ref().is_none_or(|l| r.lane == *l)),
+            );
+            if fetched < want || out.len() >= limit {
+                break;
+            }
+        }
+        Ok(out)
     }
 
     async fn status(&self) -> Result<StageCounts, StoreError> {
@@ -866,6 +925,20 @@ impl<B: KvBackend> Store for KvStore<B> {
             match decode_value(&id, &entry.value) {
                 Ok(record) => counts.add(record.stage),
                 Err(_) => counts.corrupt = counts.corrupt.saturating_add(1),
+            }
+        }
+        Ok(counts)
+    }
+
+    async fn lane_status(&self, lane: &str) -> Result<StageCounts, StoreError> {
+        crate::core::lane::validate_lane("lane", lane)?;
+        let mut counts = StageCounts::default();
+        for entry in self.scan_prefix(ROWS, None).await? {
+            let id = keys::id_of(&entry.key).unwrap_or_default();
+            if let Ok(record) = decode_value(&id, &entry.value) {
+                if record.lane == lane {
+                    counts.add(record.stage);
+                }
             }
         }
         Ok(counts)
@@ -891,7 +964,15 @@ impl<B: KvBackend> Store for KvStore<B> {
     }
 
     async fn next_due(&self) -> Result<Option<u64>, StoreError> {
-        let first = self.scan_prefix(keys::DUE, Some(1)).await?;
-        Ok(first.first().and_then(|e| keys::due_of(&e.key)))
+        let mut due: Option<u64> = None;
+        for priority in Priority::ALL {
+            let first = self
+                .scan_prefix(&keys::rank_prefix(priority.rank()), Some(1))
+                .await?;
+            if let Some(d) = first.first().and_then(|e| keys::due_of(&e.key)) {
+                due = Some(due.map_or(d, |m| m.min(d)));
+            }
+        }
+        Ok(due)
     }
 }
