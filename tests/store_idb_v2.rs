@@ -21,6 +21,22 @@ wasm_bindgen_test_configure!(run_in_browser);
 const ENTRIES: &str = include_str!("data/kv_v1_entries.json");
 
 #[wasm_bindgen(inline_js = r#"
+export function dumpRows(name) {
+  return new Promise((resolve, reject) => {
+    const req = indexedDB.open(name);
+    req.onsuccess = () => {
+      const db = req.result;
+      const tx = db.transaction("records");
+      const all = tx.objectStore("records").getAll();
+      const due = tx.objectStore("records").index("due").getAllKeys();
+      tx.oncomplete = () => {
+        db.close();
+        resolve(JSON.stringify({ rows: all.result.map(r => [r.id.slice(-2), r.rank, r.lane]), due: due.result }));
+      };
+    };
+    req.onerror = () => reject(req.error);
+  });
+}
 export function createV2(name, entriesJson) {
   const rows = JSON.parse(entriesJson).filter(([k]) => k.startsWith("r/")).map(([, v]) => JSON.parse(v));
   return new Promise((resolve, reject) => {
@@ -44,6 +60,8 @@ export function createV2(name, entriesJson) {
 }
 "#)]
 extern "C" {
+    #[wasm_bindgen(js_name = dumpRows)]
+    fn dump_rows(name: &str) -> js_sys::Promise;
     #[wasm_bindgen(js_name = createV2)]
     fn create_v2(name: &str, entries_json: &str) -> js_sys::Promise;
 }
@@ -105,6 +123,18 @@ async fn v2_fixture_database_is_migrated_to_v3_in_place() {
     assert_eq!(lane, store.status().await.expect("status"));
     assert_eq!(lane.total(), 8);
 
+    // Every row has its rank and lane, and every non-terminal one is in `due`.
+    let dump = JsFuture::from(dump_rows(&name)).await.expect("dump");
+    let dump: serde_json::Value =
+        serde_json::from_str(&dump.as_string().expect("json")).expect("parse");
+    for row in dump["rows"].as_array().expect("rows") {
+        assert_eq!(
+            (&row[1], &row[2]),
+            (&serde_json::json!(1), &serde_json::json!("default")),
+            "{row}"
+        );
+    }
+    assert_eq!(dump["due"].as_array().expect("due").len(), 5, "{dump}");
     // The next due is #6's (t0 + 6); the leased #4 is due at its lease's end.
     let t0 = 1_700_000_000_000u64;
     assert_eq!(store.next_due().await.expect("next_due"), Some(t0 + 6));

@@ -130,19 +130,24 @@ fn slot_range(slot: &str, part: Option<f64>) -> KeyRange<JsValue> {
 /// The rewrite of a row written by an older schema, for every migration that rewrites
 /// rows (v1 → v2, v2 → v3): the same record with its event's header fields (read from
 /// its stored text, v2) and the row's `slot` (v2), `rank` and `lane` (v3) fields.
-/// `None` (the row is kept as it is) for a row that cannot be decoded, whose text does
-/// not parse, or that already has them. One function for both steps, because an
-/// upgrade from v1 runs both cursors in one transaction and they interleave: each
-/// writes the whole current row, so whichever writes last leaves it complete.
+/// `None` (the row is kept as it is) for a row that cannot be decoded or that already
+/// has them; a row whose event text does not parse gets no header fields (so no `slot`)
+/// but its `rank` and `lane`. One function for both steps, because an upgrade from v1
+/// runs both cursors in one transaction and they interleave: each writes the whole
+/// current row, so whichever writes last leaves it complete.
 pub(super) fn upgrade_row(value: JsValue) -> Option<JsValue> {
     let row = row::from_js(value).ok()?;
     let mut record = codec::decode(&row).ok()?;
-    if record.event.meta.is_some() && row.rank.is_some() {
+    let parsed = || crate::nostr::Event::parse_json(&record.event.raw).ok();
+    let meta = match &record.event.meta {
+        Some(_) => None,
+        None => parsed().and_then(|e| e.to_envelope().meta),
+    };
+    if meta.is_none() && row.rank.is_some() {
         return None;
     }
-    if record.event.meta.is_none() {
-        let event = crate::nostr::Event::parse_json(&record.event.raw).ok()?;
-        record.event.meta = event.to_envelope().meta;
+    if meta.is_some() {
+        record.event.meta = meta;
     }
     row::to_js(&codec::encode(&record).ok()?).ok()
 }
