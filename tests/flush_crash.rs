@@ -20,6 +20,8 @@ fn config(owner: &str) -> FlushConfig {
         concurrency: 4,
         retry: RetryConfig::default(),
         group_wait_ms: nostr_outbox::flush::GROUP_WAIT_MS,
+        lanes: Vec::new(),
+        relays: Vec::new(),
     }
 }
 

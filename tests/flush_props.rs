@@ -70,6 +70,8 @@ proptest! {
                     rate_limit_min_ms: 50,
                 },
                 group_wait_ms: nostr_outbox::flush::GROUP_WAIT_MS,
+                lanes: Vec::new(),
+                relays: Vec::new(),
             };
             let now = Cell::new(0u64);
             let mut seed = 1u32;

@@ -3,7 +3,7 @@
 use std::cell::Cell;
 
 use futures::executor::block_on;
-use nostr_outbox::core::{Outcome, Policy, RejectReason, RetryConfig, Stage, StopReason};
+use nostr_outbox::core::{Outcome, Policy, Priority, RejectReason, RetryConfig, Stage, StopReason};
 use nostr_outbox::flush::{flush_until_idle, tick, FlushConfig, FlushEvent, TickStats};
 use nostr_outbox::store::conformance::{fixture_plan, RELAYS};
 use nostr_outbox::store::{MemoryStore, Store};
@@ -398,5 +398,96 @@ fn publishes_run_concurrently_within_the_bound() {
             6,
             "each of the 3 relays has its own window"
         );
+    });
+}
+
+/// Claims come in priority order: a `high` record enqueued after a backlog of `low`
+/// ones is attempted first, in the first batch.
+#[test]
+fn a_high_priority_record_goes_before_a_low_backlog() {
+    block_on(async {
+        let store = MemoryStore::new();
+        let t = ScriptedTransport::new();
+        t.always(RELAYS[0], Outcome::Accepted, "");
+        for n in 1..=20u32 {
+            let plan = fixture_plan(n, &RELAYS[..1], Policy::All).with_priority(Priority::Low);
+            store.enqueue(plan, u64::from(n)).await.unwrap();
+        }
+        let plan = fixture_plan(99, &RELAYS[..1], Policy::All).with_priority(Priority::High);
+        let high = store.enqueue(plan, 50).await.unwrap().record.id;
+        let mut log = Vec::new();
+        flush_until_idle(
+            &store,
+            &t,
+            &config(4, 1),
+            &|| 100,
+            &mut counter(),
+            &mut record_into(&mut log),
+            100,
+        )
+        .await
+        .unwrap();
+        let sent = t.sent();
+        assert_eq!(sent.len(), 21);
+        assert_eq!(
+            sent[0].1, high,
+            "the high record is published first: {sent:?}"
+        );
+        assert!(
+            matches!(&log[0], Seen::Started(id, 1, 1) if *id == high),
+            "{log:?}"
+        );
+    });
+}
+
+/// A flush filtered by relay publishes only to those relays and claims only what waits
+/// for them; the other targets get no evidence, and an unfiltered flush then sends
+/// them. A flush filtered by lane takes only that lane. Bad filters are typed errors.
+#[test]
+fn filtered_flushes_touch_only_their_lanes_and_relays() {
+    block_on(async {
+        let store = MemoryStore::new();
+        let t = ScriptedTransport::new();
+        for r in RELAYS {
+            t.always(r, Outcome::Accepted, "");
+        }
+        let [a, b, c] = RELAYS;
+        let two = store
+            .enqueue(fixture_plan(1, &[a, b], Policy::All).with_lane("dm"), 0)
+            .await
+            .unwrap()
+            .record
+            .id;
+        let only_c = store
+            .enqueue(fixture_plan(2, &[c], Policy::All).with_lane("bulk"), 0)
+            .await
+            .unwrap()
+            .record
+            .id;
+        let mut cfg = config(16, 4);
+        cfg.relays = vec![a.to_string()];
+        let summary = flush_all(&store, &t, &cfg).await.unwrap();
+        assert_eq!((summary.stats.claimed, summary.stats.publishes), (1, 1));
+        assert_eq!(t.sent().len(), 1);
+        assert_eq!((t.count(a, &two), t.count(b, &two)), (1, 0));
+        let r = store.get(&two).await.unwrap().unwrap();
+        assert!(r.evidence.iter().all(|e| e.target == a), "{:?}", r.evidence);
+        assert_eq!(r.unsettled_targets(), [b.to_string()]);
+        // By lane: only `bulk`.
+        let mut cfg = config(16, 4);
+        cfg.lanes = vec!["bulk".into()];
+        flush_all(&store, &t, &cfg).await.unwrap();
+        assert_eq!(t.count(c, &only_c), 1);
+        assert_eq!(t.count(b, &two), 0, "the dm record is not in the bulk lane");
+        // Unfiltered: b, the target the first flush left out.
+        flush_all(&store, &t, &config(16, 4)).await.unwrap();
+        assert_eq!((t.count(a, &two), t.count(b, &two)), (1, 1));
+        let r = store.get(&two).await.unwrap().unwrap();
+        assert_eq!(r.stage, Stage::Satisfied);
+        // Bad filters.
+        let mut cfg = config(16, 4);
+        cfg.lanes = vec!["not a lane".into()];
+        let err = flush_all(&store, &t, &cfg).await.unwrap_err();
+        assert_eq!(err.code(), "invalid_argument");
     });
 }

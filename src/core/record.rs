@@ -329,6 +329,16 @@ impl Record {
             .collect()
     }
 
+    /// The targets the current attempt sends to: the unsettled targets, only those of
+    /// the lease's relays when the claim was filtered by relay ([`Lease::relays`]).
+    pub fn attempt_targets(&self) -> Vec<String> {
+        let mut targets = self.unsettled_targets();
+        if let Some(scope) = self.lease.as_ref().and_then(|l| l.relays.as_ref()) {
+            targets.retain(|t| scope.contains(t));
+        }
+        targets
+    }
+
     /// The policy evaluated over the current evidence.
     pub fn evaluate(&self) -> Satisfaction {
         self.policy.evaluate(

@@ -45,6 +45,14 @@ pub struct FlushConfig {
     /// wait at most this long for a group of `batch_size` to form (see [`run`]).
     #[serde(default = "default_group_wait_ms")]
     pub group_wait_ms: u64,
+    /// Only records in these lanes (at most 64); empty: every lane.
+    #[serde(default)]
+    pub lanes: Vec<String>,
+    /// Only records that still wait for one of these relays (normalized URLs, at most
+    /// 64), published to those relays only; the records' other targets are left as
+    /// they are ([`ClaimRequest::relays`]). Empty: every record, to all its targets.
+    #[serde(default)]
+    pub relays: Vec<String>,
 }
 
 /// The default [`FlushConfig::group_wait_ms`].
@@ -65,6 +73,8 @@ impl FlushConfig {
             concurrency: 8,
             retry: RetryConfig::default(),
             group_wait_ms: GROUP_WAIT_MS,
+            lanes: Vec::new(),
+            relays: Vec::new(),
         }
     }
 
@@ -90,6 +100,10 @@ impl FlushConfig {
         }
         if self.group_wait_ms > 60_000 {
             return Err(CoreError::config("groupWaitMs", "must be 0..=60000"));
+        }
+        crate::core::lane::validate_lanes("lanes", &self.lanes)?;
+        if self.relays.len() > crate::core::lane::MAX_FILTER {
+            return Err(CoreError::arg("relays", "may name at most 64 relays"));
         }
         self.retry.validate()
     }
@@ -327,7 +341,8 @@ fn claim_request(config: &FlushConfig, random: &mut dyn FnMut() -> u32) -> Claim
         lease_id: lease_id(random),
         limit: config.batch_size,
         lease_ms: config.lease_ms,
-        ..Default::default()
+        lanes: config.lanes.clone(),
+        relays: config.relays.clone(),
     }
 }
 
@@ -342,7 +357,7 @@ fn begin_attempts(
     let mut work = Vec::new();
     for record in claimed {
         if record.stage == Stage::Leased {
-            let targets = record.unsettled_targets();
+            let targets = record.attempt_targets();
             let attempt = record
                 .lease
                 .as_ref()
@@ -485,8 +500,8 @@ enum Step {
     /// A group of unattempted records was handed back.
     Released(Vec<Slot>, Vec<Result<Record, StoreError>>),
     /// The records waiting for relays that answered again were made due (at that
-    /// time).
-    Woken(u64, Result<Vec<Record>, StoreError>),
+    /// time; those relays).
+    Woken(u64, Vec<String>, Result<Vec<Record>, StoreError>),
     /// The group commit's timer fired.
     Timer,
 }
@@ -620,6 +635,8 @@ pub async fn run<S: Store, T: Transport>(
     let (mut claiming, mut recording, mut releasing) = (false, false, false);
     let mut publishing = 0usize;
     let mut waking = false;
+    // Relays that answered again: the next claim is filtered by them.
+    let mut wake: Vec<String> = Vec::new();
     // Claims go on while something was due at this time: the start, or when records
     // were last woken.
     let mut due_cutoff = started_ms;
@@ -639,7 +656,10 @@ pub async fn run<S: Store, T: Transport>(
                 && waiting < window * lanes.len().max(1)
                 && (bounds.keep_going)()
             {
-                let request = claim_request(config, random);
+                let mut request = claim_request(config, random);
+                if !wake.is_empty() && !taking_over {
+                    request.relays = std::mem::take(&mut wake);
+                }
                 claiming = true;
                 summary.ticks += 1;
                 let take_over = taking_over.then_some(request.limit);
@@ -697,10 +717,10 @@ pub async fn run<S: Store, T: Transport>(
                         for relay in &back {
                             match store.relay_back(relay, now).await {
                                 Ok(records) => woken.extend(records),
-                                Err(e) => return Step::Woken(now, Err(e)),
+                                Err(e) => return Step::Woken(now, back, Err(e)),
                             }
                         }
-                        Step::Woken(now, Ok(woken))
+                        Step::Woken(now, back, Ok(woken))
                     }));
                 }
             }
@@ -872,12 +892,18 @@ pub async fn run<S: Store, T: Transport>(
                     failure.get_or_insert(e);
                 }
             }
-            Step::Woken(_, Err(e)) => {
+            Step::Woken(_, _, Err(e)) => {
                 waking = false;
                 failure.get_or_insert(e);
             }
-            Step::Woken(at, Ok(woken)) => {
+            Step::Woken(at, back, Ok(woken)) => {
                 waking = false;
+                // The next claim takes what waits for those relays, and attempts
+                // those relays only (within the run's own relay filter, if any).
+                wake = back
+                    .into_iter()
+                    .filter(|r| config.relays.is_empty() || config.relays.contains(r))
+                    .collect();
                 let n = u32::try_from(woken.len()).unwrap_or(u32::MAX);
                 summary.stats.woken = summary.stats.woken.saturating_add(n);
                 for record in &woken {

@@ -27,6 +27,8 @@ pub fn config(batch_size: u32, concurrency: u32) -> FlushConfig {
             rate_limit_min_ms: 30_000,
         },
         group_wait_ms: nostr_outbox::flush::GROUP_WAIT_MS,
+        lanes: Vec::new(),
+        relays: Vec::new(),
     }
 }
 
