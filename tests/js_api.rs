@@ -1524,3 +1524,159 @@ async fn strange_arguments_never_panic() {
     ok(&o, "enqueue", &[js(event_obj(0)), relays(&[A])]).await;
     ok(&o, "close", &[]).await;
 }
+
+// ---------------------------------------------------------------- lanes and priority
+
+async fn lanes_and_priorities(o: &JsValue, log: &JsValue) {
+    // Stored and shown on the record; defaults when not given.
+    let plain = ok(o, "enqueue", &[js(event_obj(0)), relays(&[A, B])]).await;
+    assert_eq!(plain["record"]["lane"], json!("default"));
+    assert_eq!(plain["record"]["priority"], json!("normal"));
+    let low = ok(
+        o,
+        "enqueue",
+        &[
+            js(event_obj(1)),
+            relays(&[A]),
+            js(json!({ "lane": "bulk", "priority": "low" })),
+        ],
+    )
+    .await;
+    assert_eq!(
+        (&low["record"]["lane"], &low["record"]["priority"]),
+        (&json!("bulk"), &json!("low"))
+    );
+    let many = ok(
+        o,
+        "enqueueMany",
+        &[js(json!([
+            { "event": event_obj(2), "relays": [A], "lane": "dm", "priority": "high" },
+            { "event": event_obj(3), "relays": [B] },
+        ]))],
+    )
+    .await;
+    assert_eq!(many[0]["record"]["priority"], json!("high"));
+    assert_eq!(many[1]["record"]["lane"], json!("default"));
+    // Bad lanes and priorities: typed errors naming the option, nothing stored.
+    let before = total(o).await;
+    let e = fails(
+        o,
+        "enqueue",
+        &[
+            js(event_obj(4)),
+            relays(&[A]),
+            js(json!({ "priority": "urgent" })),
+        ],
+        "invalid_options",
+    )
+    .await;
+    assert_eq!(e["option"], json!("priority"), "{e}");
+    fails(
+        o,
+        "enqueue",
+        &[
+            js(event_obj(4)),
+            relays(&[A]),
+            js(json!({ "lane": "no spaces" })),
+        ],
+        "invalid_argument",
+    )
+    .await;
+    fails(
+        o,
+        "enqueueMany",
+        &[js(
+            json!([{ "event": event_obj(4), "relays": [A], "lane": 7 }]),
+        )],
+        "invalid_options",
+    )
+    .await;
+    fails(
+        o,
+        "flush",
+        &[js(json!({ "lanes": "dm" }))],
+        "invalid_argument",
+    )
+    .await;
+    fails(
+        o,
+        "flush",
+        &[js(json!({ "relays": ["not a url"] }))],
+        "invalid_relay_url",
+    )
+    .await;
+    fails(
+        o,
+        "flush",
+        &[js(json!({ "lane": ["dm"] }))],
+        "invalid_options",
+    )
+    .await;
+    fails(
+        o,
+        "status",
+        &[js(json!({ "lane": "" }))],
+        "invalid_argument",
+    )
+    .await;
+    assert_eq!(total(o).await, before);
+    // By lane.
+    let bulk = ok(o, "status", &[js(json!({ "lane": "bulk" }))]).await;
+    assert_eq!(
+        (bulk["pending"].clone(), bulk["total"].clone()),
+        (json!(1), json!(1))
+    );
+    let listed = ok(o, "list", &[js(json!({ "lane": "default" }))]).await;
+    assert_eq!(listed.as_array().expect("array").len(), 2);
+    // A flush for relay B only: the records waiting for B, published to B only.
+    let stats = ok(o, "flush", &[js(json!({ "relays": [B] }))]).await;
+    assert_eq!(
+        (stats["claimed"].clone(), stats["publishes"].clone()),
+        (json!(2), json!(2))
+    );
+    let sent: Vec<Value> = rust(log).as_array().expect("log").clone();
+    assert!(sent.iter().all(|s| s[0] == json!(B)), "{sent:?}");
+    let first = ok(
+        o,
+        "get",
+        &[plain["id"].clone().to_string().trim_matches('"').into()],
+    )
+    .await;
+    assert_eq!(
+        first["stage"],
+        json!("retryable"),
+        "A is still to be sent: {first}"
+    );
+    // A flush of the dm lane, then everything: high before normal before low.
+    ok(o, "flush", &[js(json!({ "lanes": ["dm"] }))]).await;
+    let sent: Vec<Value> = rust(log).as_array().expect("log").clone();
+    assert_eq!(sent.len(), 3, "{sent:?}");
+    assert_eq!(sent[2][1], many[0]["id"]);
+    ok(o, "flush", &[]).await;
+    let sent: Vec<Value> = rust(log).as_array().expect("log").clone();
+    let ids: Vec<&Value> = sent[3..].iter().map(|s| &s[1]).collect();
+    assert_eq!(
+        ids,
+        [&plain["id"], &low["id"]],
+        "normal before low: {sent:?}"
+    );
+    let status = ok(o, "status", &[]).await;
+    assert_eq!(status["satisfied"], json!(4), "{status}");
+}
+
+#[wasm_bindgen_test]
+async fn lanes_and_priorities_memory_and_indexeddb() {
+    for storage in [
+        json!({ "storage": "memory" }),
+        json!({ "name": name("lanes") }),
+    ] {
+        let t = transport(&js(json!({
+            A: { "ok": true, "message": "" },
+            B: { "ok": true, "message": "" },
+        })));
+        let log = Reflect::get(&t, &JsValue::from_str("log")).expect("log");
+        let o = open_with(storage, &[("transport", t)]).await;
+        lanes_and_priorities(&o, &log).await;
+        ok(&o, "close", &[]).await;
+    }
+}

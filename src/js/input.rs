@@ -154,11 +154,20 @@ shape! {
         id: String,
         deadline: Uint,
         max_attempts: Uint,
+        lane: String,
+        priority: String,
     }
 }
 
 /// The keys of `enqueue` options.
-pub(crate) const ENQUEUE_KEYS: [&str; 4] = ["policy", "id", "deadline", "maxAttempts"];
+pub(crate) const ENQUEUE_KEYS: [&str; 6] = [
+    "policy",
+    "id",
+    "deadline",
+    "maxAttempts",
+    "lane",
+    "priority",
+];
 
 shape! {
     /// One `enqueueMany` item.
@@ -169,12 +178,22 @@ shape! {
         id: String,
         deadline: Uint,
         max_attempts: Uint,
+        lane: String,
+        priority: String,
     }
 }
 
 /// The keys of an `enqueueMany` item.
-pub(crate) const ITEM_KEYS: [&str; 6] =
-    ["event", "relays", "policy", "id", "deadline", "maxAttempts"];
+pub(crate) const ITEM_KEYS: [&str; 8] = [
+    "event",
+    "relays",
+    "policy",
+    "id",
+    "deadline",
+    "maxAttempts",
+    "lane",
+    "priority",
+];
 
 impl ItemInput {
     /// The event, the relays and the plan options.
@@ -184,6 +203,8 @@ impl ItemInput {
             id: self.id,
             deadline: self.deadline,
             max_attempts: self.max_attempts,
+            lane: self.lane,
+            priority: self.priority,
         };
         (self.event, self.relays, options)
     }
@@ -195,11 +216,45 @@ shape! {
         stage: String,
         limit: Uint,
         after: String,
+        lane: String,
     }
 }
 
 /// The keys of `list` options.
-pub(crate) const LIST_KEYS: [&str; 3] = ["stage", "limit", "after"];
+pub(crate) const LIST_KEYS: [&str; 4] = ["stage", "limit", "after", "lane"];
+
+shape! {
+    /// `status` options.
+    StatusOptions {
+        lane: String,
+    }
+}
+
+/// The keys of `status` options.
+pub(crate) const STATUS_KEYS: [&str; 1] = ["lane"];
+
+shape! {
+    /// `flush` options.
+    FlushOptions {
+        lanes: Raw,
+        relays: Raw,
+    }
+}
+
+/// The keys of `flush` options.
+pub(crate) const FLUSH_KEYS: [&str; 2] = ["lanes", "relays"];
+
+/// Reads `lanes`: an array of lane names (each checked).
+pub(crate) fn parse_lanes(v: &JsValue) -> Result<Vec<String>, ApiError> {
+    let lanes = string_array(v).ok_or_else(|| {
+        ApiError::argument(
+            "lanes",
+            format!("must be an array of lane names, got {}", type_name(v)),
+        )
+    })?;
+    crate::core::lane::validate_lanes("lanes", &lanes)?;
+    Ok(lanes)
+}
 
 shape! {
     /// `purge` options.

@@ -17,11 +17,13 @@ use super::events::Events;
 use super::input::{self, shape, ItemInput, PlanOptions, Raw, Reader, Uint};
 #[cfg(feature = "adapter")]
 use super::kv::JsKv;
-use super::runtime::{RunError, Runtime, RuntimeConfig};
+use super::runtime::{Filter, RunError, Runtime, RuntimeConfig};
 use super::{sys, view};
 use crate::core::plan::MAX_ATTEMPTS_LIMIT;
 use crate::core::semantics;
-use crate::core::{EnqueueOutcome, Enqueued, ListQuery, Plan, Policy, RetryConfig, Stage};
+use crate::core::{
+    EnqueueOutcome, Enqueued, ListQuery, Plan, Policy, Priority, RetryConfig, Stage,
+};
 use crate::flush::{FlushConfig, FlushEvent};
 use crate::nostr::SignatureCheck;
 use crate::store::idb::{persistence, Durability};
@@ -564,6 +566,12 @@ impl Inner {
         {
             plan = plan.with_max_attempts(n);
         }
+        if let Some(lane) = r.string("lane", o.lane)? {
+            plan = plan.with_lane(lane);
+        }
+        if let Some(p) = r.choice("priority", o.priority, &["high", "normal", "low"])? {
+            plan = plan.with_priority(Priority::parse("priority", p)?);
+        }
         Ok((
             plan.with_deadline_ms(r.uint("deadline", o.deadline)?),
             event.signature(),
@@ -736,19 +744,28 @@ impl Outbox {
                 stage,
                 limit: r.uint32("limit", o.limit)?.unwrap_or(DEFAULT_LIST_LIMIT),
                 after: r.string("after", o.after)?,
-                ..Default::default()
+                lane: r.string("lane", o.lane)?,
             };
             Ok(view::records(&inner.store.list(&query).await?))
         })
     }
 
-    /// How many records are in each stage.
+    /// How many records are in each stage (of one lane, with `{ lane }`).
     #[wasm_bindgen(skip_typescript)]
-    pub fn status(&self) -> Promise {
+    pub fn status(&self, options: JsValue) -> Promise {
         let inner = self.live();
         promise(async move {
             let inner = inner?;
-            Ok(view::status(&inner.store.status().await?))
+            let (o, r) = input::read::<input::StatusOptions>(
+                &options,
+                "status options",
+                &input::STATUS_KEYS,
+            )?;
+            let counts = match r.string("lane", o.lane)? {
+                Some(lane) => inner.store.lane_status(&lane).await?,
+                None => inner.store.status().await?,
+            };
+            Ok(view::status(&counts))
         })
     }
 
@@ -823,13 +840,25 @@ impl Outbox {
         })
     }
 
-    /// Runs the flusher until nothing is due.
+    /// Runs the flusher until nothing is due (of `lanes`, waiting for `relays`).
     #[wasm_bindgen(skip_typescript)]
-    pub fn flush(&self) -> Promise {
+    pub fn flush(&self, options: JsValue) -> Promise {
         let inner = self.live();
         promise(async move {
             let inner = inner?;
-            let result = inner.runtime.flush().await;
+            let (o, r) =
+                input::read::<input::FlushOptions>(&options, "flush options", &input::FLUSH_KEYS)?;
+            let filter = Filter {
+                lanes: match r.value(o.lanes) {
+                    Some(v) => input::parse_lanes(&v)?,
+                    None => Vec::new(),
+                },
+                relays: match r.value(o.relays) {
+                    Some(v) => input::parse_relays(&v)?,
+                    None => Vec::new(),
+                },
+            };
+            let result = inner.runtime.flush_filtered(filter).await;
             // Where a socket belongs to the request that opened it (workerd), none
             // outlives the flush: the next request's flush opens its own.
             if sys::io_bound_to_request() {

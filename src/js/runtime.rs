@@ -203,10 +203,21 @@ struct Auto {
     timer: Option<Timer>,
 }
 
+/// What a run may claim: lanes and relays (empty: all), as in [`FlushConfig`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Filter {
+    /// Only records in these lanes.
+    pub lanes: Vec<String>,
+    /// Only records waiting for these relays, published to those relays only.
+    pub relays: Vec<String>,
+}
+
 #[derive(Default)]
 struct State {
     running: Option<Rc<Pending>>,
-    queued: Option<Rc<Pending>>,
+    /// Runs asked for while one runs, in order; callers asking for the same filter
+    /// share one.
+    queued: Vec<(Filter, Rc<Pending>)>,
     auto: Option<Auto>,
 }
 
@@ -261,10 +272,16 @@ impl<S: Store + 'static, T: Transport + 'static> Runtime<S, T> {
 
     /// Runs the flusher now (or joins the next run) and reports what it did.
     pub(crate) async fn flush(&self) -> RunResult {
+        self.flush_filtered(Filter::default()).await
+    }
+
+    /// Runs the flusher now over what `filter` admits (or joins the next run with
+    /// the same filter) and reports what it did.
+    pub(crate) async fn flush_filtered(&self, filter: Filter) -> RunResult {
         if self.shared.closed.get() {
             return Err(RunError::Closed);
         }
-        Wait(Shared::start(&self.shared)).await
+        Wait(Shared::start_with(&self.shared, filter)).await
     }
 
     /// Starts a run if auto-flush is on (e.g. after an enqueue).
@@ -334,9 +351,9 @@ impl<S: Store + 'static, T: Transport + 'static> Runtime<S, T> {
         self.stop_auto();
         let (running, queued) = {
             let mut state = self.shared.state.borrow_mut();
-            (state.running.clone(), state.queued.take())
+            (state.running.clone(), std::mem::take(&mut state.queued))
         };
-        if let Some(q) = queued {
+        for (_, q) in queued {
             q.complete(Err(RunError::Closed));
         }
         if let Some(r) = running {
@@ -363,32 +380,42 @@ impl<S: Store + 'static, T: Transport + 'static> Shared<S, T> {
 
     /// Starts a run, or queues one after the run in progress; returns its result cell.
     fn start(this: &Rc<Self>) -> Rc<Pending> {
+        Shared::start_with(this, Filter::default())
+    }
+
+    /// [`Shared::start`] of a run over what `filter` admits.
+    fn start_with(this: &Rc<Self>, filter: Filter) -> Rc<Pending> {
         let mut state = this.state.borrow_mut();
         if state.running.is_some() {
-            return state.queued.get_or_insert_with(Rc::default).clone();
+            if let Some((_, p)) = state.queued.iter().find(|(f, _)| *f == filter) {
+                return p.clone();
+            }
+            let pending: Rc<Pending> = Rc::default();
+            state.queued.push((filter, pending.clone()));
+            return pending;
         }
         let pending: Rc<Pending> = Rc::default();
         state.running = Some(pending.clone());
         drop(state);
-        Shared::spawn(this.clone(), pending.clone());
+        Shared::spawn(this.clone(), filter, pending.clone());
         pending
     }
 
-    fn spawn(this: Rc<Self>, pending: Rc<Pending>) {
+    fn spawn(this: Rc<Self>, filter: Filter, pending: Rc<Pending>) {
         spawn_local(async move {
-            let result = this.run().await;
+            let result = this.run(&filter).await;
             pending.complete(result.clone());
             let next = {
                 let mut state = this.state.borrow_mut();
                 state.running = None;
-                state.queued.take()
+                (!state.queued.is_empty()).then(|| state.queued.remove(0))
             };
             match next {
-                Some(queued) if !this.closed.get() => {
+                Some((filter, queued)) if !this.closed.get() => {
                     this.state.borrow_mut().running = Some(queued.clone());
-                    Shared::spawn(this.clone(), queued);
+                    Shared::spawn(this.clone(), filter, queued);
                 }
-                Some(queued) => queued.complete(Err(RunError::Closed)),
+                Some((_, queued)) => queued.complete(Err(RunError::Closed)),
                 None => this.schedule(&result),
             }
         });
@@ -468,7 +495,7 @@ impl<S: Store + 'static, T: Transport + 'static> Shared<S, T> {
         });
     }
 
-    async fn run(&self) -> RunResult {
+    async fn run(&self, filter: &Filter) -> RunResult {
         if self.closed.get() {
             return Err(RunError::Closed);
         }
@@ -494,12 +521,17 @@ impl<S: Store + 'static, T: Transport + 'static> Shared<S, T> {
         // are orphans, taken over at once. Without the lock (no `navigator.locks`, a
         // memory store), leases are left to expire.
         let take_over = lock.0.is_some();
-        let result = self.run_locked(&mut view, take_over).await;
+        let result = self.run_locked(&mut view, take_over, filter).await;
         lock.release().await;
         result.map(|()| view)
     }
 
-    async fn run_locked(&self, view: &mut FlushView, take_over: bool) -> Result<(), RunError> {
+    async fn run_locked(
+        &self,
+        view: &mut FlushView,
+        take_over: bool,
+        filter: &Filter,
+    ) -> Result<(), RunError> {
         self.probe_if_due().await;
         let clock = sys::now_ms;
         let mut random = sys::next_random_u32;
@@ -514,10 +546,21 @@ impl<S: Store + 'static, T: Transport + 'static> Shared<S, T> {
             take_over,
             sleep: Some(&sleep),
         };
+        let filtered;
+        let config = if *filter == Filter::default() {
+            &self.config.flush
+        } else {
+            filtered = FlushConfig {
+                lanes: filter.lanes.clone(),
+                relays: filter.relays.clone(),
+                ..self.config.flush.clone()
+            };
+            &filtered
+        };
         let summary = flush::run(
             &*self.store,
             &*self.transport,
-            &self.config.flush,
+            config,
             &clock,
             &mut random,
             &mut observer,

@@ -240,6 +240,37 @@ export interface EnqueueOptions {
   deadline?: number;
   /** Attempt budget of this record (1..=1000). */
   maxAttempts?: number;
+  /**
+   * The lane (1..=64 bytes of ASCII letters, digits and `. _ : / -`), default
+   * `"default"`. `flush({ lanes })`, `list({ lane })` and `status({ lane })` select by it.
+   */
+  lane?: string;
+  /** Claim priority, default `"normal"`: due `"high"` records are published first. */
+  priority?: Priority;
+}
+
+/**
+ * Claim order among due records: `"high"` first, then `"normal"`, then `"low"`; within
+ * one priority, the earliest due, then the oldest. A backlog of any size at a lower
+ * priority delays a higher one by at most the batch already being published.
+ */
+export type Priority = "high" | "normal" | "low";
+
+/** Options of `flush`. Without them, everything due is flushed. */
+export interface FlushOptions {
+  /** Only records in these lanes. */
+  lanes?: readonly string[];
+  /**
+   * Only records that still wait for one of these relays, published to those relays
+   * only (their other targets are left as they are and are sent by a later flush).
+   */
+  relays?: readonly string[];
+}
+
+/** Options of `status`. */
+export interface StatusOptions {
+  /** Count only the records of this lane (`corrupt` is then 0). */
+  lane?: string;
 }
 
 /** One item of `enqueueMany`. */
@@ -293,6 +324,10 @@ export interface TargetStatus {
 export interface OutboxRecord {
   id: string;
   stage: Stage;
+  /** The lane it was enqueued in (`"default"` when none was given). */
+  lane: string;
+  /** Its claim priority. */
+  priority: Priority;
   /** The signed event exactly as enqueued. */
   event: SignedEvent;
   policy: Policy;
@@ -312,7 +347,11 @@ export interface OutboxRecord {
   /** When the next attempt may run (pending/retryable), unix ms; else null. */
   nextAttemptAt: number | null;
   /** The attempt in flight (stage `leased`). */
-  lease: { attempt: number; expiresAt: number } | null;
+  /**
+   * The lease of a record in stage `leased`; `relays` when the attempt goes to some
+   * relays only (a flush filtered by relay).
+   */
+  lease: { attempt: number; expiresAt: number; relays?: string[] } | null;
   /** The earlier of the `deadline` option and the event's NIP-40 expiration, unix ms. */
   deadline: number | null;
   /** Why it stopped (exhausted, cancelled or superseded). */
@@ -371,6 +410,8 @@ export interface ListOptions {
   limit?: number;
   /** The id of the last record of the previous page. */
   after?: string;
+  /** Only records of this lane. */
+  lane?: string;
 }
 
 /** Options of `purge`. */
@@ -539,7 +580,7 @@ export class Outbox {
    * Counts per stage, and undecodable rows apart. The first call on an IndexedDB outbox
    * reads every row once (to find undecodable ones); later calls count by index.
    */
-  status(): Promise<OutboxStatus>;
+  status(options?: StatusOptions): Promise<OutboxStatus>;
   /**
    * Stored rows that cannot be decoded, sorted by id (reads every row). `list()` and
    * `flush()` skip them; `get(id)` rejects with `corrupt_record`.
@@ -557,8 +598,11 @@ export class Outbox {
   acceptedRelays(refs: readonly string[]): Promise<string[]>;
   /** Deletes terminal records; resolves with how many. */
   purge(options?: PurgeOptions): Promise<number>;
-  /** Publishes everything due now, until nothing is due. */
-  flush(): Promise<FlushResult>;
+  /**
+   * Publishes everything due now, until nothing is due; with `lanes` and `relays`,
+   * only those lanes' records that wait for those relays, to those relays only.
+   */
+  flush(options?: FlushOptions): Promise<FlushResult>;
   /**
    * Flush on start, `online`, visibility, enqueue and at each retry time; while records
    * wait, probe unreachable relays (1 s, then 1.5 times as long each time, up to 30 s) and flush as soon as

@@ -104,9 +104,13 @@ struct TargetView<'a> {
 /// The lease of a record in stage `leased`.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
-struct LeaseView {
+struct LeaseView<'a> {
     attempt: u32,
     expires_at: f64,
+    /// The relays of an attempt filtered by relay; absent when it goes to every
+    /// unsettled target.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    relays: Option<&'a [String]>,
 }
 
 /// A record: `OutboxRecord`.
@@ -115,6 +119,8 @@ struct LeaseView {
 struct RecordView<'a> {
     id: &'a str,
     stage: &'static str,
+    lane: &'a str,
+    priority: &'static str,
     /// The event's stored text, parsed by `JSON.parse` (the signed event as enqueued).
     #[serde(serialize_with = "serde_wasm_bindgen::preserve::serialize")]
     event: JsValue,
@@ -125,7 +131,7 @@ struct RecordView<'a> {
     max_attempts: u32,
     attempt_limit: u32,
     next_attempt_at: Option<f64>,
-    lease: Option<LeaseView>,
+    lease: Option<LeaseView<'a>>,
     deadline: Option<f64>,
     reason: Option<&'static str>,
     superseded_by: Option<&'a str>,
@@ -147,6 +153,8 @@ impl<'a> RecordView<'a> {
         RecordView {
             id: &r.id,
             stage: r.stage.as_str(),
+            lane: &r.lane,
+            priority: r.priority.as_str(),
             event: js_sys::JSON::parse(&r.event.raw).unwrap_or(JsValue::NULL),
             policy: PolicyView::new(&r.policy),
             targets: r
@@ -171,6 +179,7 @@ impl<'a> RecordView<'a> {
                 (Stage::Leased, Some(l)) => Some(LeaseView {
                     attempt: l.attempt,
                     expires_at: num(l.expires_ms),
+                    relays: l.relays.as_deref(),
                 }),
                 _ => None,
             },
