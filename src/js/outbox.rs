@@ -386,7 +386,13 @@ async fn open_store(
     match storage {
         StorageChoice::Memory => Ok(AnyStore::Memory(MemoryStore::new())),
         #[cfg(feature = "adapter")]
-        StorageChoice::Adapter(kv) => Ok(AnyStore::Kv(KvStore::new(kv))),
+        StorageChoice::Adapter(kv) => {
+            // Rows written before priorities (key layout 1) move to the current layout
+            // before anything reads the claim order.
+            let store = KvStore::new(kv);
+            store.migrate().await?;
+            Ok(AnyStore::Kv(store))
+        }
         #[cfg(not(feature = "adapter"))]
         StorageChoice::Adapter(_) => unavailable(
             "this is the browser build of nostr-outbox, without storage adapters; \
@@ -756,7 +762,7 @@ impl Outbox {
         let inner = self.live();
         promise(async move {
             let inner = inner?;
-            let (o, r) = input::read::<input::StatusOptions>(
+            let (o, r) = input::read::<input::FilterOptions>(
                 &options,
                 "status options",
                 &input::STATUS_KEYS,
@@ -847,7 +853,7 @@ impl Outbox {
         promise(async move {
             let inner = inner?;
             let (o, r) =
-                input::read::<input::FlushOptions>(&options, "flush options", &input::FLUSH_KEYS)?;
+                input::read::<input::FilterOptions>(&options, "flush options", &input::FLUSH_KEYS)?;
             let filter = Filter {
                 lanes: match r.value(o.lanes) {
                     Some(v) => input::parse_lanes(&v)?,

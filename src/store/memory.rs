@@ -273,15 +273,6 @@ impl Store for MemoryStore {
         Ok(counts)
     }
 
-    async fn lane_status(&self, lane: &str) -> Result<StageCounts, StoreError> {
-        crate::core::lane::validate_lane("lane", lane)?;
-        let mut counts = StageCounts::default();
-        for r in self.records.borrow().values().filter(|r| r.lane == lane) {
-            counts.add(r.stage);
-        }
-        Ok(counts)
-    }
-
     async fn next_due(&self) -> Result<Option<u64>, StoreError> {
         Ok(self
             .records

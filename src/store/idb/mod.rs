@@ -1003,38 +1003,6 @@ impl Store for IdbStore {
         Ok(counts)
     }
 
-    async fn lane_status(&self, lane: &str) -> Result<StageCounts, StoreError> {
-        crate::core::lane::validate_lane("lane", lane)?;
-        // Every row of each stage is read (its `lane` field, not its document); a row
-        // that cannot be decoded is in no lane.
-        let corrupt: Vec<String> = self.corrupt.borrow().iter().map(|c| c.id.clone()).collect();
-        self.run(async |db| {
-            let tx = Tx::open(db, false, Durability::Relaxed)?;
-            let store = tx.store()?;
-            let index = store.index(IDX_STAGE)?;
-            let mut counts = StageCounts::default();
-            for stage in Stage::ALL {
-                let rows = get_all(&index, stage_range(stage), None).await?;
-                let n = rows
-                    .iter()
-                    .filter(|row| {
-                        field(row, "lane")
-                            .as_string()
-                            .as_deref()
-                            .unwrap_or(DEFAULT_LANE)
-                            == lane
-                            && field(row, "id")
-                                .as_string()
-                                .is_some_and(|id| !corrupt.contains(&id))
-                    })
-                    .count();
-                *counts.get_mut(stage) = u32::try_from(n).unwrap_or(u32::MAX);
-            }
-            Ok(counts)
-        })
-        .await
-    }
-
     async fn corrupt_rows(&self) -> Result<Vec<CorruptRow>, StoreError> {
         self.corrupt.borrow_mut().clear();
         self.scan_all().await?;

@@ -930,20 +930,6 @@ impl<B: KvBackend> Store for KvStore<B> {
         Ok(counts)
     }
 
-    async fn lane_status(&self, lane: &str) -> Result<StageCounts, StoreError> {
-        crate::core::lane::validate_lane("lane", lane)?;
-        let mut counts = StageCounts::default();
-        for entry in self.scan_prefix(ROWS, None).await? {
-            let id = keys::id_of(&entry.key).unwrap_or_default();
-            if let Ok(record) = decode_value(&id, &entry.value) {
-                if record.lane == lane {
-                    counts.add(record.stage);
-                }
-            }
-        }
-        Ok(counts)
-    }
-
     async fn corrupt_rows(&self) -> Result<Vec<CorruptRow>, StoreError> {
         let mut out = Vec::new();
         for entry in self.scan_prefix(ROWS, None).await? {
