@@ -212,6 +212,7 @@ async fn run_once(store: &MemoryStore, t: &ScriptedTransport, take_over: bool) -
         keep_going: &|| true,
         take_over,
         sleep: None,
+        hurry: None,
     };
     let summary = nostr_outbox::flush::run(
         store,

@@ -321,6 +321,7 @@ fn keep_going_stops_claiming_but_finishes_what_was_claimed() {
             keep_going: &keep_going,
             take_over: false,
             sleep: None,
+            hurry: None,
         };
         let summary = run(
             &store,
@@ -607,6 +608,7 @@ fn group_commit_writes_at_the_bound_or_at_batch_size() {
                 keep_going: &|| true,
                 take_over: false,
                 sleep: None,
+                hurry: None,
             };
             let summary = run(
                 &store,
@@ -660,4 +662,88 @@ fn waits_percentiles() {
     let mut w = Waits::default();
     w.add(70_000);
     assert_eq!(w.latency().p99_ms, 70_000, "capped at the longest");
+}
+
+/// Accepts every event after a few turns, logs every publish, and on its `at`-th
+/// publish enqueues a `high` record into `store` and counts it for the run's `hurry`.
+struct Interrupting<'a> {
+    store: &'a Slow,
+    at: usize,
+    sent: RefCell<Vec<String>>,
+    hurry: &'a Cell<u32>,
+    high: RefCell<Option<String>>,
+}
+
+impl Transport for Interrupting<'_> {
+    async fn publish(&self, _relay: &str, event: &EventEnvelope) -> PublishReport {
+        let n = {
+            let mut sent = self.sent.borrow_mut();
+            sent.push(event.id.clone());
+            sent.len()
+        };
+        if n == self.at {
+            let plan = fixture_plan(999, &RELAYS[..1], Policy::All)
+                .with_priority(nostr_outbox::core::Priority::High);
+            let id = self.store.enqueue(plan, 0).await.unwrap().record.id;
+            *self.high.borrow_mut() = Some(id);
+            self.hurry.set(self.hurry.get() + 1);
+        }
+        Yield(3).await;
+        PublishReport::new(Outcome::Accepted, "")
+    }
+}
+
+/// A `high` record enqueued while a backlog flushes (signalled through
+/// `RunBounds::hurry`) is claimed at once, although a window's worth of publishes is
+/// waiting, and its publish goes ahead of the waiting ones: at most the publishes in
+/// flight go before it. It is recorded in a group of its own.
+#[test]
+fn a_hurried_high_record_jumps_the_waiting_backlog() {
+    block_on(async {
+        let store = Slow::new(2, None);
+        fill(&store.inner, 200, 1).await;
+        let hurry = Cell::new(0u32);
+        let t = Interrupting {
+            store: &store,
+            at: 20,
+            sent: RefCell::new(Vec::new()),
+            hurry: &hurry,
+            high: RefCell::new(None),
+        };
+        let take = || hurry.replace(0);
+        let bounds = RunBounds {
+            max_ticks: 100,
+            keep_going: &|| true,
+            take_over: false,
+            sleep: None,
+            hurry: Some(&take),
+        };
+        let cfg = config(32, 4);
+        let summary = run(
+            &store,
+            &t,
+            &cfg,
+            &|| 0,
+            &mut counter(),
+            &mut |_| {},
+            &bounds,
+        )
+        .await
+        .unwrap();
+        assert_eq!(summary.stats.satisfied, 201, "{summary:?}");
+        let high = t.high.borrow().clone().expect("enqueued");
+        let sent = t.sent.borrow();
+        let at = sent.iter().position(|id| *id == high).expect("published");
+        // Published 20 was the trigger; at most the window (4) was in flight then.
+        assert!(
+            at < 20 + 4 + 1,
+            "the high record went out as publish #{}",
+            at + 1
+        );
+        assert!(
+            store.groups.borrow().contains(&1),
+            "recorded apart: {:?}",
+            store.groups.borrow()
+        );
+    });
 }

@@ -15,7 +15,9 @@ use futures_util::stream::{FuturesUnordered, StreamExt};
 use serde::{Deserialize, Serialize};
 
 use crate::core::machine::{MAX_CLAIM, MAX_LEASE_FIELD_LEN, MAX_LEASE_MS};
-use crate::core::{ClaimRequest, Completion, CoreError, Record, RetryConfig, Stage, TargetResult};
+use crate::core::{
+    ClaimRequest, Completion, CoreError, Priority, Record, RetryConfig, Stage, TargetResult,
+};
 use crate::store::{Store, StoreError};
 use crate::transport::{PublishReport, Transport};
 
@@ -330,6 +332,7 @@ pub async fn tick<S: Store, T: Transport>(
         keep_going: &|| true,
         take_over: false,
         sleep: None,
+        hurry: None,
     };
     let summary = run(store, transport, config, clock, random, observer, &bounds).await?;
     Ok(summary.stats)
@@ -463,6 +466,7 @@ pub async fn flush_until_idle<S: Store, T: Transport>(
         keep_going: &|| true,
         take_over: false,
         sleep: None,
+        hurry: None,
     };
     run(store, transport, config, clock, random, observer, &bounds).await
 }
@@ -485,6 +489,13 @@ pub struct RunBounds<'a> {
     /// recorded once [`FlushConfig::group_wait_ms`] has passed even when nothing else
     /// happens; without one the run looks at the clock when something else happens.
     pub sleep: Option<&'a dyn Fn(u64) -> LocalBoxFuture<'static, ()>>,
+    /// Asked on every turn: how many records that must not wait behind a backlog (not
+    /// `low`) were enqueued since the last ask. When some were, the next claim is made
+    /// at once, even with a window's worth of publishes waiting, for at most that many
+    /// records (claims come in priority order, so it takes them, or anything of higher
+    /// priority), and their publishes go ahead of the lower-priority ones waiting for
+    /// the same relay. `None`: claims only as the window empties.
+    pub hurry: Option<&'a dyn Fn() -> u32>,
 }
 
 /// What a [`run`] is waiting for.
@@ -496,7 +507,13 @@ enum Step {
     /// report.
     Published(usize, usize, String, PublishReport),
     /// A group of completions was recorded (with the arrival times of its answers).
-    Recorded(Vec<Completion>, Vec<u64>, Vec<Result<Record, StoreError>>),
+    /// `true` for a recording of `high` records only (written beside the group).
+    Recorded(
+        bool,
+        Vec<Completion>,
+        Vec<u64>,
+        Vec<Result<Record, StoreError>>,
+    ),
     /// A group of unattempted records was handed back.
     Released(Vec<Slot>, Vec<Result<Record, StoreError>>),
     /// The records waiting for relays that answered again were made due (at that
@@ -557,7 +574,7 @@ impl Ready {
 /// hand back unattempted.
 fn settle(
     slot: Slot,
-    ready: &mut Ready,
+    [ready, urgent]: [&mut Ready; 2],
     (now, wait): (u64, u64),
     releases: &mut Vec<Slot>,
     random: &mut dyn FnMut() -> u32,
@@ -566,6 +583,12 @@ fn settle(
         releases.push(slot);
         return;
     }
+    // A `high` record is recorded apart, at once: beside the group in flight (its
+    // small transaction follows that one), not behind a bulk group.
+    let ready = match slot.record.priority {
+        Priority::High => urgent,
+        _ => ready,
+    };
     ready.answers.extend_from_slice(&slot.answered);
     let done = completion(&slot.record, &slot.lease_id, slot.results, random);
     ready.push(done, slot.hurry_at, now, wait);
@@ -633,6 +656,13 @@ pub async fn run<S: Store, T: Transport>(
     let mut settled: Vec<usize> = Vec::new();
     let mut running: FuturesUnordered<LocalBoxFuture<'_, Step>> = FuturesUnordered::new();
     let (mut claiming, mut recording, mut releasing) = (false, false, false);
+    // `high` records' answers, recorded apart (see `settle`).
+    let mut urgent = Ready {
+        completions: Vec::new(),
+        answers: Vec::new(),
+        by: u64::MAX,
+    };
+    let mut recording_urgent = false;
     let mut publishing = 0usize;
     let mut waking = false;
     // Relays that answered again: the next claim is filtered by them.
@@ -645,18 +675,29 @@ pub async fn run<S: Store, T: Transport>(
     let mut taking_over = bounds.take_over;
     let mut failure: Option<StoreError> = None;
 
+    // Records enqueued during the run that must not wait (see `RunBounds::hurry`).
+    let mut hurried = 0u32;
     loop {
         if failure.is_none() {
             let now = clock();
+            if let Some(n) = bounds.hurry.map(|h| h()).filter(|n| *n > 0) {
+                hurried = hurried.saturating_add(n);
+                more = true;
+                due_cutoff = due_cutoff.max(now);
+            }
             // The next batch is claimed while fewer than a window's worth of
-            // publishes per relay wait to start.
+            // publishes per relay wait to start, or at once for hurried records.
             if !claiming
                 && more
                 && summary.ticks < max_ticks
-                && waiting < window * lanes.len().max(1)
+                && (hurried > 0 || waiting < window * lanes.len().max(1))
                 && (bounds.keep_going)()
             {
                 let mut request = claim_request(config, random);
+                if hurried > 0 && waiting >= window * lanes.len().max(1) {
+                    request.limit = request.limit.min(hurried);
+                }
+                hurried = 0;
                 if !wake.is_empty() && !taking_over {
                     request.relays = std::mem::take(&mut wake);
                 }
@@ -727,7 +768,13 @@ pub async fn run<S: Store, T: Transport>(
             for index in settled.drain(..) {
                 if let Some(slot) = slots[index].take() {
                     free.push(index);
-                    settle(slot, &mut ready, (now, wait), &mut releases, random);
+                    settle(
+                        slot,
+                        [&mut ready, &mut urgent],
+                        (now, wait),
+                        &mut releases,
+                        random,
+                    );
                 }
             }
             if !releasing && !releases.is_empty() {
@@ -754,6 +801,16 @@ pub async fn run<S: Store, T: Transport>(
             // first answer has waited `group_wait_ms` (the timer below), half a
             // lease, or at the tail (nothing publishing): no answer waits longer
             // than that bound or one commit before its transaction starts.
+            if !recording_urgent && !urgent.completions.is_empty() {
+                let group = std::mem::take(&mut urgent.completions);
+                let answers = std::mem::take(&mut urgent.answers);
+                urgent.by = u64::MAX;
+                recording_urgent = true;
+                running.push(Box::pin(async move {
+                    let recorded = store.complete_attempts(&group, &config.retry, now).await;
+                    Step::Recorded(true, group, answers, recorded)
+                }));
+            }
             let tail = waiting == 0 && !claiming && (!more || summary.ticks >= max_ticks);
             let pending = !ready.completions.is_empty();
             if !recording
@@ -769,7 +826,7 @@ pub async fn run<S: Store, T: Transport>(
                 recording = true;
                 running.push(Box::pin(async move {
                     let recorded = store.complete_attempts(&group, &config.retry, now).await;
-                    Step::Recorded(group, answers, recorded)
+                    Step::Recorded(false, group, answers, recorded)
                 }));
             } else if !recording && pending && timer.is_none() {
                 if let Some(sleep) = bounds.sleep {
@@ -820,6 +877,7 @@ pub async fn run<S: Store, T: Transport>(
                         ready.push(done, hurry_at, clock(), wait);
                         continue;
                     }
+                    let priority = record.priority;
                     let slot = Slot {
                         record,
                         lease_id: Rc::clone(&lease_id),
@@ -851,7 +909,15 @@ pub async fn run<S: Store, T: Transport>(
                                 lanes.len() - 1
                             }
                         };
-                        lanes[lane].queue.push_back(index);
+                        // Ahead of every waiting publish of a lower priority.
+                        let queue = &mut lanes[lane].queue;
+                        let lower = |i: &usize| {
+                            slots[*i]
+                                .as_ref()
+                                .is_some_and(|s| s.record.priority > priority)
+                        };
+                        let at = queue.iter().position(lower).unwrap_or(queue.len());
+                        queue.insert(at, index);
                         waiting += 1;
                     }
                 }
@@ -873,20 +939,30 @@ pub async fn run<S: Store, T: Transport>(
                 if slot.waiting == 0 {
                     if let Some(slot) = slots[index].take() {
                         free.push(index);
-                        settle(slot, &mut ready, (now, wait), &mut releases, random);
+                        settle(
+                            slot,
+                            [&mut ready, &mut urgent],
+                            (now, wait),
+                            &mut releases,
+                            random,
+                        );
                     }
                 }
             }
             Step::Timer => timer = None,
-            Step::Recorded(group, answers, recorded) => {
-                recording = false;
+            Step::Recorded(urgently, group, answers, recorded) => {
                 let done = clock();
                 for &t in &answers {
                     waits.add(done.saturating_sub(t));
                 }
-                // What gathered during this commit goes next, at once.
-                if !ready.completions.is_empty() {
-                    ready.by = 0;
+                if urgently {
+                    recording_urgent = false;
+                } else {
+                    recording = false;
+                    // What gathered during this commit goes next, at once.
+                    if !ready.completions.is_empty() {
+                        ready.by = 0;
+                    }
                 }
                 if let Err(e) = finish_attempts(&group, recorded, &mut summary.stats, observer) {
                     failure.get_or_insert(e);

@@ -657,7 +657,8 @@ impl Outbox {
             let (result, record) = enqueue_result(&answer);
             inner.created(&answer, &record);
             if answer.outcome == EnqueueOutcome::Created {
-                inner.runtime.kick();
+                let urgent = answer.record.priority != Priority::Low;
+                inner.runtime.kick_after_enqueue(u32::from(urgent));
             }
             Ok(result)
         })
@@ -706,15 +707,18 @@ impl Outbox {
             }
             let answers = inner.enqueue_verified(plans, &signatures, true).await?;
             let out = Array::new();
-            let mut created = false;
+            let (mut created, mut urgent) = (false, 0u32);
             for answer in &answers {
                 let (result, record) = enqueue_result(answer);
                 inner.created(answer, &record);
-                created |= answer.outcome == EnqueueOutcome::Created;
+                if answer.outcome == EnqueueOutcome::Created {
+                    created = true;
+                    urgent += u32::from(answer.record.priority != Priority::Low);
+                }
                 out.push(&result);
             }
             if created {
-                inner.runtime.kick();
+                inner.runtime.kick_after_enqueue(urgent);
             }
             Ok(out.into())
         })

@@ -238,6 +238,9 @@ struct Shared<S, T> {
     probe_delay: Cell<u64>,
     /// When the next auto-flush run probes the unreachable relays first (unix ms).
     probe_at: Cell<Option<u64>>,
+    /// Records enqueued during a run that it should claim at once (see
+    /// [`Runtime::kick_after_enqueue`]).
+    hurry: Cell<u32>,
 }
 
 /// The flusher runtime of one outbox.
@@ -266,6 +269,7 @@ impl<S: Store + 'static, T: Transport + 'static> Runtime<S, T> {
                 state: RefCell::new(State::default()),
                 probe_delay: Cell::new(PROBE_FIRST_MS),
                 probe_at: Cell::new(None),
+                hurry: Cell::new(0),
             }),
         }
     }
@@ -282,6 +286,17 @@ impl<S: Store + 'static, T: Transport + 'static> Runtime<S, T> {
             return Err(RunError::Closed);
         }
         Wait(Shared::start_with(&self.shared, filter)).await
+    }
+
+    /// After an enqueue of `urgent` records that must not wait behind a backlog (not
+    /// `low`): a run in progress claims them at once ([`flush::RunBounds::hurry`]);
+    /// then as [`Runtime::kick`].
+    pub(crate) fn kick_after_enqueue(&self, urgent: u32) {
+        if urgent > 0 && self.shared.state.borrow().running.is_some() {
+            let n = self.shared.hurry.get().saturating_add(urgent);
+            self.shared.hurry.set(n);
+        }
+        self.kick();
     }
 
     /// Starts a run if auto-flush is on (e.g. after an enqueue).
@@ -545,6 +560,7 @@ impl<S: Store + 'static, T: Transport + 'static> Shared<S, T> {
             keep_going: &keep_going,
             take_over,
             sleep: Some(&sleep),
+            hurry: Some(&|| self.hurry.replace(0)),
         };
         let filtered;
         let config = if *filter == Filter::default() {

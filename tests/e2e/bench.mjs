@@ -59,7 +59,7 @@ const RUNS = Number(opt("runs", QUICK ? 2 : 3));
 // noisiest figure of the run (1a's raw puts ranged 1190-1750 ms across rounds in one
 // session): at least 5 rounds each, unless --runs or --quick says otherwise.
 const ENQUEUE_RUNS = QUICK || argv.some((a) => a.startsWith("--runs=")) ? RUNS : Math.max(RUNS, 5);
-const ALL = ["enqueue", "single", "flush", "fanout", "recovery", "memory", "size"];
+const ALL = ["enqueue", "single", "flush", "fanout", "recovery", "memory", "size", "priority"];
 const ONLY = opt("only", ALL.join(",")).split(",");
 const PROFILE = opt("profile", "");
 const VARIANTS = !flag("no-variants");
@@ -75,6 +75,7 @@ const COUNT = {
   fanout: scale(5_000),
   recovery: scale(1_000),
   memory: scale(10_000),
+  priority: scale(10_000),
 };
 const FAKE_RELAYS = ["ws://127.0.0.1:9/a", "ws://127.0.0.1:9/b", "ws://127.0.0.1:9/c"];
 const OUT_DIR = join(ROOT, "target", "bench");
@@ -630,6 +631,45 @@ async function benchRecovery(page) {
   noteLoad("recovery");
 }
 
+// ---------- 8. priority ----------
+
+/** The nearest-rank percentile `q` (0..1) of `xs`. */
+const percentile = (xs, q) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.max(0, Math.ceil(q * s.length) - 1))];
+};
+
+async function benchPriority(page) {
+  const backlog = COUNT.priority;
+  const notes = 20;
+  line(`\n== 8. priority: ${notes} notes at priority high, enqueue -> delivered (the relay's OK recorded), behind ${backlog} low-priority events flushing vs an empty queue (auto-flush, default options, a fresh relay per side); goal: behind <= 2x empty, median and p99`);
+  const sides = { empty: [], behind: [] };
+  const delivered = [];
+  for (let round = 0; round < RUNS; round++) {
+    for (const side of round % 2 ? ["behind", "empty"] : ["empty", "behind"]) {
+      const r = await freshRelay();
+      const n = side === "behind" ? backlog : 0;
+      const got = await call(page, "priorityLatency", { backlog: n, notes, offset: 0, relays: [r.url] });
+      await dropRelay(r);
+      sides[side].push(...got.lat);
+      const part = (i) => median(got.parts.map((p) => p[i]));
+      const steps = `enqueue resolved ${ms(part(0))}, attempt started ${ms(part(1))}, delivered ${ms(part(2))}`;
+      if (side === "behind") delivered.push(got.backlogDelivered);
+      line(`   round ${round + 1}/${RUNS} ${side.padEnd(6)}: median ${ms(median(got.lat))}, p99 ${ms(percentile(got.lat, 0.99))} (medians: ${steps})${side === "behind" ? `; ${got.backlogDelivered} of the backlog delivered meanwhile` : ""}`);
+    }
+  }
+  const m = {
+    emptyMedian: median(sides.empty),
+    emptyP99: percentile(sides.empty, 0.99),
+    behindMedian: median(sides.behind),
+    behindP99: percentile(sides.behind, 0.99),
+  };
+  const r = { backlog, notes, rounds: RUNS, ...m, ratioMedian: m.behindMedian / m.emptyMedian, ratioP99: m.behindP99 / m.emptyP99, backlogDelivered: delivered };
+  line(`BENCH priority: behind ${backlog}: median ${ms(m.behindMedian)}, p99 ${ms(m.behindP99)}; empty queue: median ${ms(m.emptyMedian)}, p99 ${ms(m.emptyP99)}; behind/empty ${r.ratioMedian.toFixed(2)}x median, ${r.ratioP99.toFixed(2)}x p99 (goal <= 2x) over ${sides.behind.length} notes a side`);
+  results.figures.priority = r;
+  noteLoad("priority");
+}
+
 // ---------- 6. memory ----------
 async function benchMemory(events) {
   const n = COUNT.memory;
@@ -755,7 +795,7 @@ async function main() {
   line(`machine: ${cpu.length} x ${cpu[0]?.model}, ${results.machine.memGiB} GiB, ${chromium}, node ${process.version}; load average ${load()}`);
   line(`rounds per figure: ${RUNS}${ENQUEUE_RUNS !== RUNS ? ` (${ENQUEUE_RUNS} for 1a and 1b)` : ""} (medians; every round interleaves the outbox and its baseline)`);
 
-  const maxEvents = Math.max(COUNT.enqueue, COUNT.single * (ENQUEUE_RUNS + 1) + 270, COUNT.flush + 200, COUNT.fanout + 200, COUNT.recovery, COUNT.memory);
+  const maxEvents = Math.max(COUNT.enqueue, COUNT.single * (ENQUEUE_RUNS + 1) + 270, COUNT.flush + 200, COUNT.fanout + 200, COUNT.recovery, COUNT.memory, COUNT.priority + 20);
   const events = needEvents ? await benchEvents(maxEvents) : [];
   EVENTS = events;
   if (needEvents) {
@@ -795,6 +835,7 @@ async function main() {
         });
       }
       if (ONLY.includes("recovery")) await timed("recovery", () => benchRecovery(page));
+      if (ONLY.includes("priority")) await timed("priority", () => benchPriority(page));
     } finally {
       if (errors.length) line(`page errors: ${errors.slice(0, 5).join(" | ")}`);
       await page.close();

@@ -550,6 +550,55 @@ const bench = {
     await closeAndDelete(rec.box);
   },
 
+  // --- 8. priority ---
+
+  /**
+   * Time from `enqueue` to the `delivered` event (the relay's OK, recorded) of `notes`
+   * notes at priority `high`, one after another `gapMs` apart, with auto-flush on; with
+   * `backlog`, first that many low-priority events (lane `backfill`) are queued and
+   * flushing (300 of them delivered) before the first note.
+   */
+  async priorityLatency({ backlog, notes, offset = 0, relays, gapMs = 50 }) {
+    const box = await openOutbox({});
+    const o = box.outbox;
+    const waiting = new Map(); // note id -> resolve
+    const attempted = new Map(); // note id -> when its attempt started
+    o.addEventListener("attempt", (e) => {
+      if (waiting.has(e.detail.id)) attempted.set(e.detail.id, now());
+    });
+    let delivered = 0;
+    o.addEventListener("delivered", (e) => {
+      const done = waiting.get(e.detail.id);
+      if (done) done(now());
+      else delivered += 1;
+    });
+    for (let i = 0; i < backlog; i += 1000) {
+      const list = items(EVENTS.slice(offset + i, offset + Math.min(i + 1000, backlog)), relays, { priority: "low", lane: "backfill" });
+      await o.enqueueMany(list);
+    }
+    o.startAutoFlush();
+    const flowing = now() + 60_000;
+    while (backlog > 0 && delivered < 300 && now() < flowing) await new Promise((r) => setTimeout(r, 5));
+    const lat = [];
+    const parts = []; // [enqueue resolved, attempt started, delivered], ms after the call
+    for (const event of EVENTS.slice(offset + backlog, offset + backlog + notes)) {
+      const done = new Promise((ok) => waiting.set(event.id, ok));
+      const t = now();
+      await o.enqueue(event, relays, { priority: "high" });
+      const enqueued = now() - t;
+      const bound = new Promise((ok) => setTimeout(() => ok(null), 30_000));
+      const at = await Promise.race([done, bound]);
+      if (at === null) throw new Error(`note ${event.id} not delivered within 30 s`);
+      lat.push(at - t);
+      parts.push([enqueued, (attempted.get(event.id) ?? at) - t, at - t]);
+      await new Promise((r) => setTimeout(r, gapMs));
+    }
+    const backlogDelivered = delivered;
+    o.stopAutoFlush();
+    await closeAndDelete(box);
+    return { lat, parts, backlogDelivered };
+  },
+
   // --- 6. memory ---
 
   async memoryOpen(options = {}) {
