@@ -11,6 +11,7 @@ import init, {
   version,
   type EnqueueItem,
   type EnqueueResult,
+  type FlushOptions,
   type FlushResult,
   type OutboxErrorCode,
   type OutboxEventMap,
@@ -18,6 +19,7 @@ import init, {
   type OutboxRecord,
   type OutboxStatus,
   type Policy,
+  type Priority,
   type PublishOptions,
   type SignedEvent,
   type Stage,
@@ -98,6 +100,23 @@ export async function main(): Promise<void> {
   await outbox.retry("item-2");
   const purged: number = await outbox.purge({ before: Date.now() - 7 * 86_400_000 });
   await outbox.purge();
+
+  // Lanes and priority.
+  const urgent: Priority = "high";
+  const dm = await outbox.enqueue(signed, relays, { lane: "dm", priority: urgent });
+  const lane: string = dm.record.lane;
+  const priority: Priority = dm.record.priority;
+  const scoped: string[] | undefined = dm.record.lease?.relays;
+  await outbox.enqueueMany([{ event: signed, relays, lane: "backfill", priority: "low" }]);
+  const filter: FlushOptions = { lanes: ["dm"], relays: ["wss://nos.lol"] };
+  await outbox.flush(filter);
+  const byLane: OutboxStatus = await outbox.status({ lane: "backfill" });
+  await outbox.list({ lane: "dm", stage: "pending" });
+  console.log(lane, priority, scoped, byLane.total);
+  // @ts-expect-error no such priority
+  await outbox.enqueue(signed, relays, { priority: "urgent" });
+  // @ts-expect-error lanes is a list
+  await outbox.flush({ lanes: "dm" });
 
   const stats: FlushResult = await outbox.flush();
   if (!stats.ran && stats.skipped === "locked") console.log("another tab is flushing");
