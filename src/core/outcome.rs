@@ -18,7 +18,7 @@ use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqA
 use serde::{Deserialize, Serialize};
 
 /// Why a relay refused an event with `OK false` and a terminal prefix.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub enum RejectReason {
     /// `blocked:` — the relay will not take events from this author or of this kind.
@@ -193,26 +193,56 @@ impl Visitor<'_> for Variant {
     }
 }
 
-/// The `kind` of an outcome in its map form: read as an enum, as the derive read it
-/// (`"kind": "accepted"`, and also `"kind": {"accepted": null}`).
-struct Kind;
+/// A variant of a unit-only enum as its index, read as serde's derive reads one: a
+/// name (`"blocked"`), or in JSON also a map of the name to `null` (`{"blocked": null}`).
+/// One reader for every such enum instead of one derive each: with [`RejectReason`] and
+/// [`Satisfaction`](super::Satisfaction), 490 B less gzipped wasm in the browser build
+/// (256 264 → 255 774 B, scripts/build.sh) and 405 B in the edge build.
+pub(super) struct UnitVariant {
+    /// What the derive's visitor expected (`enum RejectReason`).
+    pub(super) expecting: &'static str,
+    /// The enum's name.
+    pub(super) name: &'static str,
+    /// Its variants' names, in declaration order.
+    pub(super) variants: &'static [&'static str],
+}
 
-impl<'de> DeserializeSeed<'de> for Kind {
+impl<'de> DeserializeSeed<'de> for UnitVariant {
     type Value = usize;
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<usize, D::Error> {
-        d.deserialize_enum("Outcome", VARIANTS, self)
+        d.deserialize_enum(self.name, self.variants, self)
     }
 }
 
-impl<'de> Visitor<'de> for Kind {
+impl<'de> Visitor<'de> for UnitVariant {
     type Value = usize;
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("variant of enum Outcome")
+        f.write_str(self.expecting)
     }
     fn visit_enum<A: de::EnumAccess<'de>>(self, data: A) -> Result<usize, A::Error> {
-        let (index, access) = data.variant_seed(Variant(VARIANTS))?;
+        let (index, access) = data.variant_seed(Variant(self.variants))?;
         de::VariantAccess::unit_variant(access)?;
         Ok(index)
+    }
+}
+
+/// The `kind` of an outcome in its map form: read as an enum, as the derive read it
+/// (`"kind": "accepted"`, and also `"kind": {"accepted": null}`).
+const KIND: UnitVariant = UnitVariant {
+    expecting: "variant of enum Outcome",
+    name: "Outcome",
+    variants: VARIANTS,
+};
+
+impl<'de> Deserialize<'de> for RejectReason {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<RejectReason, D::Error> {
+        let index = UnitVariant {
+            expecting: "enum RejectReason",
+            name: "RejectReason",
+            variants: &["blocked", "invalid", "restricted", "pow", "mute", "other"],
+        }
+        .deserialize(d)?;
+        Ok(RejectReason::ALL[index])
     }
 }
 
@@ -299,7 +329,7 @@ impl<'de> Visitor<'de> for OutcomeVisitor {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Outcome, A::Error> {
         match next_key(&mut map)? {
             Some(0) => {
-                let kind = map.next_value_seed(Kind)?;
+                let kind = map.next_value_seed(KIND)?;
                 match next_key(&mut map)? {
                     Some(0) => Err(de::Error::duplicate_field("kind")),
                     Some(_) => {
@@ -314,7 +344,7 @@ impl<'de> Visitor<'de> for OutcomeVisitor {
                 let reason = map.next_value::<serde_json::Value>()?;
                 match next_key(&mut map)? {
                     Some(0) => {
-                        let kind = map.next_value_seed(Kind)?;
+                        let kind = map.next_value_seed(KIND)?;
                         let outcome = Reason(kind)
                             .deserialize(reason)
                             .map_err(de::Error::custom)?;
@@ -377,13 +407,30 @@ mod tests {
         pub enum Outcome {
             Accepted,
             Duplicate,
-            Rejected(super::RejectReason),
+            Rejected(RejectReason),
             RateLimited,
             AuthRequired,
             Error,
             Timeout,
             Unreachable,
             NotAttempted,
+        }
+
+        #[derive(Debug, Clone, Copy, serde::Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        pub enum RejectReason {
+            Blocked,
+            Invalid,
+            Restricted,
+            Pow,
+            Mute,
+            Other,
+        }
+
+        impl RejectReason {
+            pub fn index(self) -> usize {
+                self as usize
+            }
         }
     }
     use derived::Outcome as Derived;
@@ -393,7 +440,7 @@ mod tests {
             match d {
                 Derived::Accepted => Outcome::Accepted,
                 Derived::Duplicate => Outcome::Duplicate,
-                Derived::Rejected(r) => Outcome::Rejected(r),
+                Derived::Rejected(r) => Outcome::Rejected(RejectReason::ALL[r.index()]),
                 Derived::RateLimited => Outcome::RateLimited,
                 Derived::AuthRequired => Outcome::AuthRequired,
                 Derived::Error => Outcome::Error,

@@ -8,12 +8,12 @@
 
 use std::fmt;
 
-use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::error::CoreError;
-use super::outcome::{Key, Variant};
+use super::outcome::{Key, UnitVariant, Variant};
 
 /// When a record counts as delivered.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -39,7 +39,7 @@ pub enum Policy {
 }
 
 /// What the evidence says about a record as a whole.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Satisfaction {
     /// The policy is met.
@@ -158,6 +158,22 @@ impl Policy {
             Policy::AtLeast { .. } => "atLeast",
             Policy::Required { .. } => "required",
         }
+    }
+}
+
+impl<'de> Deserialize<'de> for Satisfaction {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Satisfaction, D::Error> {
+        let index = UnitVariant {
+            expecting: "enum Satisfaction",
+            name: "Satisfaction",
+            variants: &["satisfied", "pending", "exhausted"],
+        }
+        .deserialize(d)?;
+        Ok([
+            Satisfaction::Satisfied,
+            Satisfaction::Pending,
+            Satisfaction::Exhausted,
+        ][index])
     }
 }
 
@@ -392,6 +408,42 @@ mod tests {
             Required {
                 relays: Vec<String>,
             },
+        }
+    }
+
+    #[test]
+    fn satisfaction_reads_what_the_derive_read() {
+        mod derived {
+            #[derive(Debug, serde::Deserialize)]
+            #[serde(rename_all = "lowercase")]
+            pub enum Satisfaction {
+                Satisfied,
+                Pending,
+                Exhausted,
+            }
+        }
+        let texts = [
+            r#""satisfied""#,
+            r#""pending""#,
+            r#""exhausted""#,
+            r#""Pending""#,
+            r#""done""#,
+            r#"{"pending":null}"#,
+            r#"{"pending":1}"#,
+            r#"{"done":null}"#,
+            r#"{"pending":null,"x":1}"#,
+            "{}",
+            "[]",
+            "null",
+            "0",
+            r#"{"pending""#,
+        ];
+        for text in texts {
+            let hand = serde_json::from_str::<Satisfaction>(text).map_err(|e| e.to_string());
+            let derived = serde_json::from_str::<derived::Satisfaction>(text)
+                .map(|d| format!("{d:?}"))
+                .map_err(|e| e.to_string());
+            assert_eq!(hand.map(|s| format!("{s:?}")), derived, "{text}");
         }
     }
     use derived::Policy as Derived;
