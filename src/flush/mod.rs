@@ -663,6 +663,17 @@ pub async fn run<S: Store, T: Transport>(
         by: u64::MAX,
     };
     let mut recording_urgent = false;
+    // One recording of what `gathered` holds (one copy of its state machine for both
+    // kinds of group).
+    let record = |gathered: &mut Ready, urgently: bool, now: u64| -> LocalBoxFuture<'_, Step> {
+        let group = std::mem::take(&mut gathered.completions);
+        let answers = std::mem::take(&mut gathered.answers);
+        gathered.by = u64::MAX;
+        Box::pin(async move {
+            let recorded = store.complete_attempts(&group, &config.retry, now).await;
+            Step::Recorded(urgently, group, answers, recorded)
+        })
+    };
     let mut publishing = 0usize;
     let mut waking = false;
     // Relays that answered again: the next claim is filtered by them.
@@ -802,14 +813,8 @@ pub async fn run<S: Store, T: Transport>(
             // lease, or at the tail (nothing publishing): no answer waits longer
             // than that bound or one commit before its transaction starts.
             if !recording_urgent && !urgent.completions.is_empty() {
-                let group = std::mem::take(&mut urgent.completions);
-                let answers = std::mem::take(&mut urgent.answers);
-                urgent.by = u64::MAX;
                 recording_urgent = true;
-                running.push(Box::pin(async move {
-                    let recorded = store.complete_attempts(&group, &config.retry, now).await;
-                    Step::Recorded(true, group, answers, recorded)
-                }));
+                running.push(record(&mut urgent, true, now));
             }
             let tail = waiting == 0 && !claiming && (!more || summary.ticks >= max_ticks);
             let pending = !ready.completions.is_empty();
@@ -820,14 +825,8 @@ pub async fn run<S: Store, T: Transport>(
                     || tail
                     || now >= ready.by)
             {
-                let group = std::mem::take(&mut ready.completions);
-                let answers = std::mem::take(&mut ready.answers);
-                ready.by = u64::MAX;
                 recording = true;
-                running.push(Box::pin(async move {
-                    let recorded = store.complete_attempts(&group, &config.retry, now).await;
-                    Step::Recorded(false, group, answers, recorded)
-                }));
+                running.push(record(&mut ready, false, now));
             } else if !recording && pending && timer.is_none() {
                 if let Some(sleep) = bounds.sleep {
                     timer = Some(sleep(ready.by.saturating_sub(now)));
