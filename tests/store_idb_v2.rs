@@ -123,14 +123,15 @@ async fn v2_fixture_database_is_migrated_to_v3_in_place() {
     assert_eq!(lane, store.status().await.expect("status"));
     assert_eq!(lane.total(), 8);
 
-    // Every row has its rank and lane, and every non-terminal one is in `due`.
+    // Every row has its rank (and no lane: the default lane is not written), and every
+    // non-terminal one is in `due`.
     let dump = JsFuture::from(dump_rows(&name)).await.expect("dump");
     let dump: serde_json::Value =
         serde_json::from_str(&dump.as_string().expect("json")).expect("parse");
     for row in dump["rows"].as_array().expect("rows") {
         assert_eq!(
             (&row[1], &row[2]),
-            (&serde_json::json!(1), &serde_json::json!("default")),
+            (&serde_json::json!(1), &serde_json::Value::Null),
             "{row}"
         );
     }

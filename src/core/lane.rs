@@ -114,6 +114,12 @@ pub fn is_default_lane(lane: &str) -> bool {
     lane == DEFAULT_LANE
 }
 
+/// [`is_default_lane`] for serde's `skip_serializing_if`, which passes `&String`.
+#[allow(clippy::ptr_arg)]
+pub fn is_default_lane_str(lane: &String) -> bool {
+    is_default_lane(lane)
+}
+
 /// Checks a filter of lanes (at most [`MAX_FILTER`], each valid). Empty means every lane.
 pub fn validate_lanes(field: &'static str, lanes: &[String]) -> Result<(), CoreError> {
     if lanes.len() > MAX_FILTER {

@@ -523,7 +523,7 @@ pub fn orphans<'r>(
         .into_iter()
         .filter(|r| r.is_orphan_for(&request.owner, now_ms) && request.admits(r))
         .collect();
-    out.sort_by(super::record::claim_order as super::record::RecordOrder);
+    super::order::sort_records(&mut out, super::record::claim_order);
     out.truncate(request.limit as usize);
     out
 }

@@ -10,6 +10,7 @@ pub mod envelope;
 pub mod error;
 pub mod lane;
 pub mod machine;
+pub mod order;
 pub mod outcome;
 pub mod plan;
 pub mod policy;

@@ -248,8 +248,7 @@ pub fn normalize_targets(mut targets: Vec<String>) -> Result<Vec<String>, CoreEr
             ));
         }
     }
-    targets.sort();
-    targets.dedup();
+    super::order::sort_dedup(&mut targets);
     if targets.is_empty() {
         return Err(invalid("at least one target is required".into()));
     }

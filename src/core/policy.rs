@@ -83,8 +83,7 @@ impl Policy {
                     return Err(invalid("required needs at least one relay".into()));
                 }
                 let mut sorted = relays.clone();
-                sorted.sort();
-                sorted.dedup();
+                super::order::sort_dedup(&mut sorted);
                 if let Some(missing) = sorted.iter().find(|r| targets.binary_search(r).is_err()) {
                     return Err(invalid(format!(
                         "required relay `{missing}` is not one of the targets"

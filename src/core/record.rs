@@ -8,7 +8,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use super::envelope::EventEnvelope;
-use super::lane::{default_lane, is_default_lane, Priority};
+use super::lane::{default_lane, is_default_lane_str, Priority};
 use super::outcome::Outcome;
 use super::plan::effective_deadline;
 use super::policy::{Policy, Satisfaction, TargetState};
@@ -201,9 +201,7 @@ fn is_one(n: &u32) -> bool {
 }
 
 /// A comparison of records, as a function pointer: every sort of records in the crate
-/// passes one of [`claim_order`] and [`list_order`] as this type, so the standard
-/// library's sort is in the `.wasm` once for them all (each distinct closure type is a
-/// copy of it, about 3 KB, measured with twiggy).
+/// passes one of [`claim_order`] and [`list_order`] to [`super::order::sort_records`].
 pub type RecordOrder = fn(&&Record, &&Record) -> std::cmp::Ordering;
 
 /// Claim order: `(priority rank, due_ms, created_ms, id)` ([`Record::claim_key`]).
@@ -278,7 +276,7 @@ pub struct Record {
     pub takeovers: u32,
     /// The lane it was enqueued in ([`super::lane`]). Absent in stored documents while
     /// `"default"`.
-    #[serde(default = "default_lane", skip_serializing_if = "is_default_lane_ref")]
+    #[serde(default = "default_lane", skip_serializing_if = "is_default_lane_str")]
     pub lane: String,
     /// Its claim priority. Absent in stored documents while `normal`.
     #[serde(
@@ -295,12 +293,6 @@ pub struct Record {
 fn priority_by_name<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Priority, D::Error> {
     let name = String::deserialize(d)?;
     Priority::parse("priority", &name).map_err(serde::de::Error::custom)
-}
-
-// serde's `skip_serializing_if` passes the field as it is: `&String`.
-#[allow(clippy::ptr_arg)]
-fn is_default_lane_ref(lane: &String) -> bool {
-    is_default_lane(lane)
 }
 
 fn is_zero(n: &u32) -> bool {

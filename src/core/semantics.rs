@@ -150,10 +150,8 @@ impl Lookups {
 
     /// Sorts both lists and drops repeats.
     pub fn normalize(&mut self) {
-        self.slots.sort();
-        self.slots.dedup();
-        self.event_ids.sort();
-        self.event_ids.dedup();
+        super::order::sort_dedup(&mut self.slots);
+        super::order::sort_dedup(&mut self.event_ids);
     }
 
     /// True when `record` answers these lookups (its event id or its slot is named).
@@ -385,14 +383,10 @@ pub fn decide_enqueues(
     })
 }
 
-/// The positions of `keys` in ascending order of key (equal keys by position). Every
-/// index sort of the crate goes through this one function: each `sort_by` closure is a
-/// copy of the standard library's sort in the `.wasm` (about 3 KB each, measured with
-/// twiggy), so they share one.
+/// The positions of `keys` in ascending order of key (equal keys by position), through
+/// the crate's one sort ([`super::order::sorted_by`]).
 pub fn sorted_positions(keys: &[&str]) -> Vec<usize> {
-    let mut order: Vec<usize> = (0..keys.len()).collect();
-    order.sort_by(|&a, &b| keys[a].cmp(keys[b]));
-    order
+    super::order::sorted_by(keys.len(), &|a, b| keys[a].cmp(keys[b]))
 }
 
 /// The records a batch has written so far, found by id: through the plans' id groups
@@ -481,8 +475,7 @@ pub fn accepted_relays<'r>(records: impl IntoIterator<Item = &'r Record>) -> Vec
                 .collect::<Vec<_>>()
         })
         .collect();
-    out.sort();
-    out.dedup();
+    super::order::sort_dedup(&mut out);
     out
 }
 

@@ -224,17 +224,23 @@ shape! {
 pub(crate) const LIST_KEYS: [&str; 4] = ["stage", "limit", "after", "lane"];
 
 shape! {
-    /// `status` options (`lane`) and `flush` options (`lanes`, `relays`): one struct,
-    /// read with each method's own keys, so the .wasm has one reader for both.
-    FilterOptions {
+    /// `status` options. (Not one struct with `flush`'s: `read` counts the keys a shape
+    /// read to find unknown ones, so a shared struct let `flush({ lane })` through.)
+    StatusOptions {
         lane: String,
-        lanes: Raw,
-        relays: Raw,
     }
 }
 
 /// The keys of `status` options.
 pub(crate) const STATUS_KEYS: [&str; 1] = ["lane"];
+
+shape! {
+    /// `flush` options.
+    FlushOptions {
+        lanes: Raw,
+        relays: Raw,
+    }
+}
 
 /// The keys of `flush` options.
 pub(crate) const FLUSH_KEYS: [&str; 2] = ["lanes", "relays"];

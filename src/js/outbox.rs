@@ -766,7 +766,7 @@ impl Outbox {
         let inner = self.live();
         promise(async move {
             let inner = inner?;
-            let (o, r) = input::read::<input::FilterOptions>(
+            let (o, r) = input::read::<input::StatusOptions>(
                 &options,
                 "status options",
                 &input::STATUS_KEYS,
@@ -857,7 +857,7 @@ impl Outbox {
         promise(async move {
             let inner = inner?;
             let (o, r) =
-                input::read::<input::FilterOptions>(&options, "flush options", &input::FLUSH_KEYS)?;
+                input::read::<input::FlushOptions>(&options, "flush options", &input::FLUSH_KEYS)?;
             let filter = Filter {
                 lanes: match r.value(o.lanes) {
                     Some(v) => input::parse_lanes(&v)?,

@@ -15,7 +15,7 @@
 //!   "slotPart": 1,               1 may still be sent, 0 satisfied/superseded, 2 cancelled
 //!   "slotOrder": -1700000000,    −created_at (seconds): the newest version sorts first
 //!   "rank": 1,                   priority rank: 0 high, 1 normal, 2 low (claim order)
-//!   "lane": "default",           the record's lane
+//!   "lane": "dm",                the record's lane, absent for the default lane
 //!   "doc": "{...}" }             core::Record as serde_json text (its derived form)
 //! ```
 //! `slot`, `slotPart` and `slotOrder` are absent for other events, so an IndexedDB
@@ -76,8 +76,13 @@ pub struct StoredRow {
     /// (IndexedDB schema v2 and older, key-value layout 1), which migrations rewrite.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub rank: Option<f64>,
-    /// The lane. Rows written before lanes read back as `"default"`.
-    #[serde(default = "crate::core::lane::default_lane")]
+    /// The lane; absent for the default lane, so that the IndexedDB index `laneDue`
+    /// holds only the rows of named lanes (an index entry costs a write on every
+    /// change of the row). Read back as `"default"` when absent.
+    #[serde(
+        default = "crate::core::lane::default_lane",
+        skip_serializing_if = "crate::core::lane::is_default_lane_str"
+    )]
     pub lane: String,
     /// The record as JSON text.
     pub doc: String,

@@ -6,8 +6,8 @@ use std::cell::RefCell;
 
 use crate::core::semantics::{self, Lookups};
 use crate::core::{
-    self, ClaimRequest, Completion, CoreError, Enqueued, ListQuery, Plan, Record, RecordOrder,
-    RetryConfig, StageCounts,
+    self, ClaimRequest, Completion, CoreError, Enqueued, ListQuery, Plan, Record, RetryConfig,
+    StageCounts,
 };
 
 use super::{Store, StoreError};
@@ -141,7 +141,7 @@ impl Store for MemoryStore {
             .values()
             .filter(|r| r.due_ms.is_some_and(|d| d <= now_ms))
             .collect();
-        due.sort_by(core::claim_order as RecordOrder);
+        core::order::sort_records(&mut due, core::claim_order);
         let mut out = Vec::new();
         for record in due {
             if out.len() >= request.limit as usize {
@@ -257,7 +257,7 @@ impl Store for MemoryStore {
                     .is_none_or(|(c, id)| r.list_key() > (*c, id.as_str()))
             })
             .collect();
-        rows.sort_by(core::list_order as RecordOrder);
+        core::order::sort_records(&mut rows, core::list_order);
         Ok(rows
             .into_iter()
             .take(query.limit as usize)

@@ -712,12 +712,16 @@ impl Store for IdbStore {
             let tx = Tx::open(db, true, Durability::Relaxed)?;
             let store = tx.store()?;
             // One range per priority, high first; with lanes, one per lane and
-            // priority (`laneDue`), merged in claim order within each priority.
-            let (index, lanes): (Index<'_>, Vec<Option<JsValue>>) = if request.lanes.is_empty() {
-                (store.index(IDX_DUE)?, vec![None])
+            // priority, merged in claim order within each priority: `laneDue` for a
+            // named lane, `due` for the default lane (whose rows `laneDue` does not
+            // hold), keeping that lane's rows.
+            let due = store.index(IDX_DUE)?;
+            let lane_due = store.index(IDX_LANE_DUE)?;
+            let lanes: Vec<Option<JsValue>> = if request.lanes.is_empty() {
+                vec![None]
             } else {
-                let lanes = request.lanes.iter().map(|l| Some(JsValue::from_str(l)));
-                (store.index(IDX_LANE_DUE)?, lanes.collect())
+                let lane = |l: &String| (l != DEFAULT_LANE).then(|| JsValue::from_str(l));
+                request.lanes.iter().map(lane).collect()
             };
             let mut claimed: Vec<Record> = Vec::new();
             for priority in Priority::ALL {
@@ -729,14 +733,12 @@ impl Store for IdbStore {
                 let mut ready: Vec<Record> = Vec::new();
                 for lane in &lanes {
                     let prefix: Vec<JsValue> = lane.iter().cloned().chain([rank.clone()]).collect();
-                    ready.extend(
-                        self.ready_in(&index, &prefix, request, now_ms, want)
-                            .await?,
-                    );
+                    let index = if lane.is_some() { &lane_due } else { &due };
+                    ready.extend(self.ready_in(index, &prefix, request, now_ms, want).await?);
                 }
                 if lanes.len() > 1 {
                     let mut order: Vec<&Record> = ready.iter().collect();
-                    order.sort_by(core::claim_order as core::RecordOrder);
+                    core::order::sort_records(&mut order, core::claim_order);
                     ready = order.into_iter().take(want).cloned().collect();
                 }
                 for record in ready {

@@ -23,10 +23,11 @@
 //! - `due` becomes `[rank, dueMs, createdMs, id]` (the index is dropped and made again):
 //!   `rank` is the priority (0 high, 1 normal, 2 low), so a claim reads one range per
 //!   priority, high first, and never a backlog of lower priority.
-//! - `laneDue` = `[lane, rank, dueMs, createdMs, id]`: claims restricted to some lanes
-//!   read one range per lane and priority.
-//! - Every row written before (no `rank`) is rewritten with `rank` and `lane` (its
-//!   record is `normal` in the `default` lane). A row that cannot be decoded is left as
+//! - `laneDue` = `[lane, rank, dueMs, createdMs, id]`: claims restricted to named lanes
+//!   read one range per lane and priority. Rows of the default lane have no `lane`
+//!   field, so it holds only named lanes' rows (and costs the default lane nothing).
+//! - Every row written before (no `rank`) is rewritten with its `rank` (its record is
+//!   `normal`, in the default lane). A row that cannot be decoded is left as
 //!   it is (it is in neither index, as a corrupt row was in no claim before).
 
 use indexed_db_futures::database::Database;

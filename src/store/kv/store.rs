@@ -116,8 +116,7 @@ impl<'a, B: KvBackend> Tx<'a, B> {
                 .cloned()
                 .collect()
         };
-        missing.sort();
-        missing.dedup();
+        core::order::sort_dedup(&mut missing);
         if missing.is_empty() {
             return Ok(());
         }
@@ -512,8 +511,7 @@ impl<B: KvBackend> KvStore<B> {
                 .await?));
         }
         let mut unique = found.clone();
-        unique.sort();
-        unique.dedup();
+        core::order::sort_dedup(&mut unique);
         tx.load(&unique).await?;
         let mut out = Vec::new();
         for (i, id) in found.iter().enumerate() {
@@ -945,7 +943,7 @@ impl<B: KvBackend> Store for KvStore<B> {
                 out.push(CorruptRow { id, stage, reason });
             }
         }
-        out.sort_by(|a, b| a.id.cmp(&b.id));
+        core::order::sort_with(&mut out, &|a, b| a.id.cmp(&b.id));
         Ok(out)
     }
 
