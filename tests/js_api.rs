@@ -243,6 +243,11 @@ async fn opens_memory_and_indexeddb() {
 async fn open_refuses_bad_options() {
     let cases = [
         (json!({ "storage": "disk" }), "invalid_options"),
+        // `tag` is a key of `handleSync`'s options (which share open's shape), not open's.
+        (
+            json!({ "storage": "memory", "tag": "x" }),
+            "invalid_options",
+        ),
         (
             json!({ "storage": "memory", "nmae": "x" }),
             "invalid_options",

@@ -123,6 +123,8 @@ pub(crate) enum PolicyInput {
 
 /// An options struct of [`Field`]s.
 pub(crate) trait Shape: DeserializeOwned + Default {
+    /// How many keys it has.
+    const KEYS: usize;
     /// How many of its keys were there.
     fn given(&self) -> usize;
 }
@@ -138,6 +140,7 @@ macro_rules! shape {
             $($(#[$fm])* pub(crate) $field: $crate::js::input::Field<$ty>,)*
         }
         impl $crate::js::input::Shape for $name {
+            const KEYS: usize = 0 $(+ { let _ = stringify!($field); 1 })*;
             fn given(&self) -> usize {
                 0 $(+ usize::from(self.$field.is_given()))*
             }
@@ -224,23 +227,18 @@ shape! {
 pub(crate) const LIST_KEYS: [&str; 4] = ["stage", "limit", "after", "lane"];
 
 shape! {
-    /// `status` options. (Not one struct with `flush`'s: `read` counts the keys a shape
-    /// read to find unknown ones, so a shared struct let `flush({ lane })` through.)
-    StatusOptions {
+    /// `status` options (`lane`) and `flush` options (`lanes`, `relays`): one struct,
+    /// read with each method's own keys (`read` then checks every key), so the .wasm has
+    /// one reader for both.
+    FilterOptions {
         lane: String,
+        lanes: Raw,
+        relays: Raw,
     }
 }
 
 /// The keys of `status` options.
 pub(crate) const STATUS_KEYS: [&str; 1] = ["lane"];
-
-shape! {
-    /// `flush` options.
-    FlushOptions {
-        lanes: Raw,
-        relays: Raw,
-    }
-}
 
 /// The keys of `flush` options.
 pub(crate) const FLUSH_KEYS: [&str; 2] = ["lanes", "relays"];
@@ -337,7 +335,9 @@ pub(crate) fn read<T: Shape>(
     };
     let shape = shape
         .map_err(|e| ApiError::new("invalid_options", format!("invalid options: {what}: {e}")))?;
-    if !plain || keys.length() as usize != shape.given() {
+    // A shape shared by methods that take some of its keys each (`known` is fewer than
+    // its keys) has every key checked: a key another method takes is unknown here.
+    if !plain || known.len() != T::KEYS || keys.length() as usize != shape.given() {
         for key in keys.iter() {
             let key = key.as_string().unwrap_or_default();
             if !known.contains(&key.as_str()) {

@@ -154,10 +154,8 @@ impl OpenConfig {
     /// Reads `Outbox.open` options.
     pub(crate) fn parse(value: &JsValue) -> Result<OpenConfig, ApiError> {
         const WHAT: &str = "Outbox.open options";
+        // `read` refuses `tag` (a key of the shape that open does not take).
         let (o, r) = input::read::<OpenOptions>(value, WHAT, &OPEN_KEYS)?;
-        if o.tag.is_given() {
-            return Err(input::unknown_key("tag", WHAT, &OPEN_KEYS));
-        }
         OpenConfig::read(o, &r)
     }
 
@@ -766,7 +764,7 @@ impl Outbox {
         let inner = self.live();
         promise(async move {
             let inner = inner?;
-            let (o, r) = input::read::<input::StatusOptions>(
+            let (o, r) = input::read::<input::FilterOptions>(
                 &options,
                 "status options",
                 &input::STATUS_KEYS,
@@ -857,7 +855,7 @@ impl Outbox {
         promise(async move {
             let inner = inner?;
             let (o, r) =
-                input::read::<input::FlushOptions>(&options, "flush options", &input::FLUSH_KEYS)?;
+                input::read::<input::FilterOptions>(&options, "flush options", &input::FLUSH_KEYS)?;
             let filter = Filter {
                 lanes: match r.value(o.lanes) {
                     Some(v) => input::parse_lanes(&v)?,
