@@ -11,9 +11,11 @@
 
 use std::fmt;
 
+use serde::de::DeserializeSeed;
 use serde::{Deserialize, Serialize};
 
 use super::error::CoreError;
+use super::outcome::UnitVariant;
 
 /// The lane of a record enqueued without one.
 pub const DEFAULT_LANE: &str = "default";
@@ -24,9 +26,7 @@ pub const MAX_FILTER: usize = 64;
 
 /// The claim priority of a record. Claims take `high` first, then `normal` (the
 /// default), then `low`; within one priority, the earliest due first.
-#[derive(
-    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
-)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Priority {
     /// Before every other record that is due: what the person is waiting for (a note
@@ -75,6 +75,19 @@ impl Priority {
     /// True for the default (`normal`).
     pub fn is_default(&self) -> bool {
         *self == Priority::Normal
+    }
+}
+
+// Read by the crate's one unit-variant reader, as the derive would.
+impl<'de> Deserialize<'de> for Priority {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Priority, D::Error> {
+        let index = UnitVariant {
+            expecting: "enum Priority",
+            name: "Priority",
+            variants: &["high", "normal", "low"],
+        }
+        .deserialize(d)?;
+        Ok(Priority::ALL[index])
     }
 }
 
@@ -146,6 +159,35 @@ mod tests {
         let e = Priority::parse("priority", "urgent").unwrap_err();
         assert_eq!(e.code(), "invalid_argument");
         assert!(e.to_string().contains("priority"), "{e}");
+    }
+
+    #[test]
+    fn unit_enums_read_their_names_as_the_derives_did() {
+        use super::super::{Stage, StopReason};
+        for p in Priority::ALL {
+            let json = serde_json::to_string(&p).expect("write");
+            assert_eq!(serde_json::from_str::<Priority>(&json).expect("read"), p);
+            let map = format!("{{{json}:null}}");
+            assert_eq!(serde_json::from_str::<Priority>(&map).expect("map form"), p);
+        }
+        for s in Stage::ALL {
+            let json = serde_json::to_string(&s).expect("write");
+            assert_eq!(serde_json::from_str::<Stage>(&json).expect("read"), s);
+        }
+        for r in StopReason::ALL {
+            let json = serde_json::to_string(&r).expect("write");
+            assert_eq!(json, format!("\"{}\"", r.as_str()));
+            assert_eq!(serde_json::from_str::<StopReason>(&json).expect("read"), r);
+        }
+        let e = serde_json::from_str::<Priority>("\"urgent\"")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("unknown variant `urgent`, expected one of `high`, `normal`, `low`"),
+            "{e}"
+        );
+        assert!(serde_json::from_str::<Stage>("7").is_err());
+        assert!(serde_json::from_str::<StopReason>("\"max_attempts\"").is_err());
     }
 
     #[test]

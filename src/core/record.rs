@@ -5,16 +5,17 @@
 
 use std::fmt;
 
+use serde::de::DeserializeSeed;
 use serde::{Deserialize, Serialize};
 
 use super::envelope::EventEnvelope;
 use super::lane::{default_lane, is_default_lane_str, Priority};
-use super::outcome::Outcome;
+use super::outcome::{Outcome, UnitVariant};
 use super::plan::effective_deadline;
 use super::policy::{Policy, Satisfaction, TargetState};
 
 /// Where a record is in its life.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Stage {
     /// Enqueued, never attempted (or re-armed before any attempt): claimable when due.
@@ -92,7 +93,7 @@ impl fmt::Display for Stage {
 }
 
 /// Why a record stopped without being satisfied.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub enum StopReason {
     /// Terminal rejections made the policy impossible to meet.
@@ -109,7 +110,58 @@ pub enum StopReason {
     Deleted,
 }
 
+// Read by the crate's one unit-variant reader (`outcome::UnitVariant`), as the derive
+// would: the names above, or in JSON also `{"name": null}`.
+impl<'de> Deserialize<'de> for Stage {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Stage, D::Error> {
+        let index = UnitVariant {
+            expecting: "enum Stage",
+            name: "Stage",
+            variants: &[
+                "pending",
+                "leased",
+                "retryable",
+                "satisfied",
+                "exhausted",
+                "cancelled",
+                "superseded",
+            ],
+        }
+        .deserialize(d)?;
+        Ok(Stage::ALL[index])
+    }
+}
+
+impl<'de> Deserialize<'de> for StopReason {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<StopReason, D::Error> {
+        let index = UnitVariant {
+            expecting: "enum StopReason",
+            name: "StopReason",
+            variants: &[
+                "rejected",
+                "maxAttempts",
+                "expired",
+                "cancelled",
+                "superseded",
+                "deleted",
+            ],
+        }
+        .deserialize(d)?;
+        Ok(StopReason::ALL[index])
+    }
+}
+
 impl StopReason {
+    /// Every reason, in declaration order.
+    pub const ALL: [StopReason; 6] = [
+        StopReason::Rejected,
+        StopReason::MaxAttempts,
+        StopReason::Expired,
+        StopReason::Cancelled,
+        StopReason::Superseded,
+        StopReason::Deleted,
+    ];
+
     /// The stable name used in JSON and JavaScript.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -279,20 +331,8 @@ pub struct Record {
     #[serde(default = "default_lane", skip_serializing_if = "is_default_lane_str")]
     pub lane: String,
     /// Its claim priority. Absent in stored documents while `normal`.
-    #[serde(
-        default,
-        skip_serializing_if = "Priority::is_default",
-        deserialize_with = "priority_by_name"
-    )]
+    #[serde(default, skip_serializing_if = "Priority::is_default")]
     pub priority: Priority,
-}
-
-/// Reads a stored priority by its name through [`Priority::parse`], which the API
-/// needs anyway: the derived enum visitor it replaces was 1 270 bytes of .wasm
-/// (twiggy), for the same accepted names.
-fn priority_by_name<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Priority, D::Error> {
-    let name = String::deserialize(d)?;
-    Priority::parse("priority", &name).map_err(serde::de::Error::custom)
 }
 
 fn is_zero(n: &u32) -> bool {
