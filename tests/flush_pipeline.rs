@@ -129,9 +129,6 @@ impl Store for Slow {
     async fn status(&self) -> Result<StageCounts, StoreError> {
         self.inner.status().await
     }
-    async fn lane_status(&self, lane: &str) -> Result<StageCounts, StoreError> {
-        self.inner.lane_status(lane).await
-    }
     async fn next_due(&self) -> Result<Option<u64>, StoreError> {
         self.inner.next_due().await
     }

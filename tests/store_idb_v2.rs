@@ -119,7 +119,9 @@ async fn v2_fixture_database_is_migrated_to_v3_in_place() {
         .expect("list");
     assert_eq!(listed.len(), 8, "every record is in the default lane");
     assert!(store.corrupt_rows().await.expect("corrupt").is_empty());
-    let lane = store.lane_status(DEFAULT_LANE).await.expect("lane status");
+    let lane = nostr_outbox::store::lane_status(&store, DEFAULT_LANE)
+        .await
+        .expect("lane status");
     assert_eq!(lane, store.status().await.expect("status"));
     assert_eq!(lane.total(), 8);
 

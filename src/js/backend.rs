@@ -134,9 +134,6 @@ impl Store for AnyStore {
     async fn status(&self) -> Result<StageCounts, StoreError> {
         delegate!(self, s => s.status())
     }
-    async fn lane_status(&self, lane: &str) -> Result<StageCounts, StoreError> {
-        delegate!(self, s => s.lane_status(lane))
-    }
     async fn corrupt_rows(&self) -> Result<Vec<CorruptRow>, StoreError> {
         delegate!(self, s => s.corrupt_rows())
     }

@@ -770,7 +770,7 @@ impl Outbox {
                 &input::STATUS_KEYS,
             )?;
             let counts = match r.string("lane", o.lane)? {
-                Some(lane) => inner.store.lane_status(&lane).await?,
+                Some(lane) => crate::store::lane_status(&*inner.store, &lane).await?,
                 None => inner.store.status().await?,
             };
             Ok(view::status(&counts))

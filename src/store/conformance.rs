@@ -3185,25 +3185,25 @@ pub async fn lanes_list_and_status<S: Store>(s: &S) {
     check!(C, page.is_empty(), "no even record is cancelled");
     let page = ok(C, "list unknown", s.list(&q("none", None, 5, None)).await);
     check!(C, page.is_empty(), "an unknown lane is empty");
-    let odd = ok(C, "lane_status odd", s.lane_status("odd").await);
+    let odd = ok(C, "lane_status odd", super::lane_status(s, "odd").await);
     check_eq!(
         C,
         (odd.pending, odd.cancelled, odd.total()),
         (3, 1, 4),
         "odd counts"
     );
-    let even = ok(C, "lane_status even", s.lane_status("even").await);
+    let even = ok(C, "lane_status even", super::lane_status(s, "even").await);
     check_eq!(C, (even.pending, even.total()), (3, 3), "even counts");
     let none = ok(
         C,
         "lane_status default",
-        s.lane_status(crate::core::DEFAULT_LANE).await,
+        super::lane_status(s, crate::core::DEFAULT_LANE).await,
     );
     check_eq!(C, none.total(), 0, "nothing in the default lane");
     err_code(
         C,
         "lane_status bad",
-        s.lane_status("a b").await,
+        super::lane_status(s, "a b").await,
         "invalid_argument",
     );
     err_code(

@@ -241,31 +241,6 @@ pub trait Store {
     /// apart, in no stage).
     async fn status(&self) -> Result<StageCounts, StoreError>;
 
-    /// How many records of `lane` are in each stage (`corrupt` is 0: a row that cannot
-    /// be decoded has no lane). An invalid lane name is `invalid_argument`. The default
-    /// pages through [`Store::list`] by lane (it reads every record of the lane).
-    async fn lane_status(&self, lane: &str) -> Result<StageCounts, StoreError> {
-        crate::core::lane::validate_lane("lane", lane)?;
-        let mut counts = StageCounts::default();
-        let mut query = ListQuery {
-            limit: crate::core::machine::MAX_LIST,
-            lane: Some(lane.to_string()),
-            ..ListQuery::default()
-        };
-        loop {
-            let page = self.list(&query).await?;
-            for record in &page {
-                counts.add(record.stage);
-            }
-            match page.last() {
-                Some(last) if page.len() == query.limit as usize => {
-                    query.after = Some(last.id.clone());
-                }
-                _ => return Ok(counts),
-            }
-        }
-    }
-
     /// Every stored row that cannot be decoded into a record, sorted by id. It reads
     /// every row. The default (for stores that cannot hold such rows, like the memory
     /// store) is none.
@@ -276,4 +251,31 @@ pub trait Store {
     /// The smallest `due_ms` of any non-terminal record: when the next claim can
     /// succeed (a leased record is due when its lease expires).
     async fn next_due(&self) -> Result<Option<u64>, StoreError>;
+}
+
+/// How many records of `lane` are in each stage (`corrupt` is 0: a row that cannot be
+/// decoded has no lane). An invalid lane name is `invalid_argument`. It pages through
+/// [`Store::list`] by lane (reading every record of the lane); a free function rather
+/// than a trait method so the `.wasm` has one copy (over the JS layer's store) instead
+/// of one per store type.
+pub async fn lane_status<S: Store>(store: &S, lane: &str) -> Result<StageCounts, StoreError> {
+    crate::core::lane::validate_lane("lane", lane)?;
+    let mut counts = StageCounts::default();
+    let mut query = ListQuery {
+        limit: crate::core::machine::MAX_LIST,
+        lane: Some(lane.to_string()),
+        ..ListQuery::default()
+    };
+    loop {
+        let page = store.list(&query).await?;
+        for record in &page {
+            counts.add(record.stage);
+        }
+        match page.last() {
+            Some(last) if page.len() == query.limit as usize => {
+                query.after = Some(last.id.clone());
+            }
+            _ => return Ok(counts),
+        }
+    }
 }
