@@ -24,9 +24,11 @@
 //! that may still be sent, and its newest other one, without touching other rows.
 //! The document is [`Record`]'s derived `Serialize` written by `serde_json` (camelCase
 //! fields, `Policy` and `Outcome` tagged by `kind`); reading is its derived
-//! `Deserialize`: unknown fields are ignored, an absent or `null` optional field is
-//! `None`. `tests/store_v1_fixture.rs` holds rows written before the codec was derived
-//! and checks both directions against them, byte for byte.
+//! `Deserialize` (with hand-written readers for `Policy`, `Outcome` and the unit enums,
+//! which accept what their derives accepted and were measured smaller): unknown fields
+//! are ignored, an absent or `null` optional field is `None`. `tests/store_v1_fixture.rs`
+//! holds rows written before the codec was derived and checks both directions against
+//! them (the rows of today add the `rank` index field).
 //!
 //! A future format bumps `v`; a reader refuses (as corrupt, never deleting) a row
 //! whose `v` it does not know. Times are unix milliseconds, exact as JavaScript numbers
