@@ -602,8 +602,9 @@ fn settle(
 /// per relay, on average, wait to start); attempts whose relays have all answered are
 /// recorded in groups of about `batch_size` (sooner when nothing else is publishing
 /// or nothing is left to claim), one [`Store::complete_attempts`] call (one
-/// transaction in IndexedDB) per group and one recording at a time. Each attempt is
-/// recorded under its own lease, exactly as [`tick`] records it; observers see the
+/// transaction in IndexedDB) per group and one recording at a time, beside which the
+/// answers of `high` records are recorded at once in small groups of their own (one
+/// such recording at a time). Each attempt is recorded under its own lease, exactly as [`tick`] records it; observers see the
 /// same events.
 ///
 /// Nothing waits past half a lease, so an attempt is recorded while its lease holds
