@@ -476,6 +476,41 @@ impl<B: KvBackend> KvStore<B> {
         Ok(out)
     }
 
+    /// Up to `want` records of the index range `[start, end)` that `keep` admits, in key
+    /// order, read into `tx` page by page past the others (and past rows that cannot
+    /// be decoded): what a claim (ready and admitted by its filters) and a list (of a
+    /// stage, a lane) both need, since lanes are not in the keys.
+    async fn scan_records(
+        &self,
+        tx: &Tx<'_, B>,
+        mut start: String,
+        end: &str,
+        want: usize,
+        keep: &dyn Fn(&Record) -> bool,
+    ) -> Result<Vec<Record>, StoreError> {
+        let mut out = Vec::new();
+        while out.len() < want {
+            let ask = want - out.len();
+            let page = self.scan(start.clone(), end, Some(ask)).await?;
+            let fetched = page.len();
+            if let Some(last) = page.last() {
+                start = keys::after(&last.key);
+            }
+            let page_ids = ids(&page);
+            tx.load(&page_ids).await?;
+            out.extend(
+                page_ids
+                    .iter()
+                    .filter_map(|id| tx.record(id).ok().flatten())
+                    .filter(|r| keep(r)),
+            );
+            if fetched < ask {
+                break;
+            }
+        }
+        Ok(out)
+    }
+
     /// Every entry under `prefix` (at most `limit`).
     async fn scan_prefix(
         &self,
@@ -674,37 +709,22 @@ impl<B: KvBackend> Store for KvStore<B> {
                     Some(next) => format!("{prefix}{next:020}"),
                     None => keys::prefix_end(&prefix),
                 };
-                let mut start = prefix;
-                loop {
-                    let want = limit - claimed.len();
-                    let page = self.scan(start.clone(), &end, Some(want)).await?;
-                    let fetched = page.len();
-                    if let Some(last) = page.last() {
-                        start = keys::after(&last.key);
-                    }
-                    let page_ids = ids(&page);
-                    tx.load(&page_ids).await?;
-                    for id in &page_ids {
-                        let Ok(Some(record)) = tx.record(id) else {
-                            continue;
-                        };
-                        if !record.is_ready(now_ms) || !request.admits(&record) {
-                            continue;
-                        }
-                        let next = core::claim(&record, request, now_ms)?.into_record();
-                        tx.put(&next)?;
-                        if tx.over(&limits).is_some() {
-                            tx.unwrite(id);
-                            break 'ranks;
-                        }
-                        claimed.push(next);
-                    }
-                    if claimed.len() >= limit {
+                let ready = self
+                    .scan_records(tx, prefix, &end, limit - claimed.len(), &|r| {
+                        r.is_ready(now_ms) && request.admits(r)
+                    })
+                    .await?;
+                for record in ready {
+                    let next = core::claim(&record, request, now_ms)?.into_record();
+                    tx.put(&next)?;
+                    if tx.over(&limits).is_some() {
+                        tx.unwrite(&record.id);
                         break 'ranks;
                     }
-                    if fetched < want {
-                        break;
-                    }
+                    claimed.push(next);
+                }
+                if claimed.len() >= limit {
+                    break;
                 }
             }
             Ok(claimed)
@@ -889,31 +909,19 @@ impl<B: KvBackend> Store for KvStore<B> {
         };
         // A lane is not in the keys (each index key costs commit bytes; Deno KV counts
         // them): a page by lane reads list order and keeps that lane's records.
-        let mut start = start.unwrap_or_else(|| prefix.clone());
-        let end = keys::prefix_end(&prefix);
-        let limit = query.limit as usize;
-        let mut out = Vec::new();
-        loop {
-            let want = limit - out.len();
-            let page = self.scan(start.clone(), &end, Some(want)).await?;
-            let fetched = page.len();
-            if let Some(last) = page.last() {
-                start = keys::after(&last.key);
-            }
-            let page_ids = ids(&page);
-            tx.load(&page_ids).await?;
-            out.extend(
-                page_ids
-                    .iter()
-                    .filter_map(|id| tx.record(id).ok().flatten())
-                    .filter(|r| query.stage.is_none_or(|s| r.stage == s))
-                    .filter(|r| query.lane.as_ref().is_none_or(|l| r.lane == *l)),
-            );
-            if fetched < want || out.len() >= limit {
-                break;
-            }
-        }
-        Ok(out)
+        let start = start.unwrap_or_else(|| prefix.clone());
+        let keep = |r: &Record| {
+            query.stage.is_none_or(|s| r.stage == s)
+                && query.lane.as_ref().is_none_or(|l| r.lane == *l)
+        };
+        self.scan_records(
+            &tx,
+            start,
+            &keys::prefix_end(&prefix),
+            query.limit as usize,
+            &keep,
+        )
+        .await
     }
 
     async fn status(&self) -> Result<StageCounts, StoreError> {
