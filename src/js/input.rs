@@ -291,8 +291,26 @@ pub(crate) fn read<T: Shape>(
     what: &'static str,
     known: &[&str],
 ) -> Result<(T, Reader), ApiError> {
+    let mut shape = T::default();
+    // Only the serde read is per shape; the rest is one copy (`read_object`).
+    let reader = read_object(value, what, (known, T::KEYS), &mut || {
+        shape = serde_wasm_bindgen::from_value::<T>(value.clone()).map_err(|e| e.to_string())?;
+        Ok(shape.given())
+    })?;
+    Ok((shape, reader))
+}
+
+/// [`read`] without the shape: checks that `value` is an options object, runs
+/// `parse` (the shape's serde read: how many of its `keys.1` keys were there, or the
+/// message) and checks for unknown keys. Not run for `undefined`/`null`.
+fn read_object(
+    value: &JsValue,
+    what: &'static str,
+    (known, keys_of_shape): (&[&str], usize),
+    parse: &mut dyn FnMut() -> Result<usize, String>,
+) -> Result<Reader, ApiError> {
     if value.is_undefined() || value.is_null() {
-        return Ok((T::default(), Reader { obj: None, what }));
+        return Ok(Reader { obj: None, what });
     }
     if !value.is_object() || Array::is_array(value) || value.is_function() {
         return Err(ApiError::new(
@@ -311,13 +329,13 @@ pub(crate) fn read<T: Shape>(
     // not an exception through the wasm frames.
     let mut outcome = None;
     let thrown = super::sys::catching(&mut || {
-        let shape = serde_wasm_bindgen::from_value::<T>(value.clone());
+        let given = parse();
         let keys = Object::keys(&obj);
         let proto = Object::get_prototype_of(value);
         let plain = proto.is_null() || Object::get_prototype_of(&proto).is_null();
-        outcome = Some((shape, keys, plain));
+        outcome = Some((given, keys, plain));
     });
-    let (shape, keys, plain) = match outcome {
+    let (given, keys, plain) = match outcome {
         Some(outcome) if thrown.is_undefined() => outcome,
         _ => {
             let cause = Reflect::get(&thrown, &JsValue::from_str("thrown")).unwrap_or(thrown);
@@ -333,11 +351,11 @@ pub(crate) fn read<T: Shape>(
             .with_cause(cause));
         }
     };
-    let shape = shape
+    let given = given
         .map_err(|e| ApiError::new("invalid_options", format!("invalid options: {what}: {e}")))?;
     // A shape shared by methods that take some of its keys each (`known` is fewer than
     // its keys) has every key checked: a key another method takes is unknown here.
-    if !plain || known.len() != T::KEYS || keys.length() as usize != shape.given() {
+    if !plain || known.len() != keys_of_shape || keys.length() as usize != given {
         for key in keys.iter() {
             let key = key.as_string().unwrap_or_default();
             if !known.contains(&key.as_str()) {
@@ -345,13 +363,10 @@ pub(crate) fn read<T: Shape>(
             }
         }
     }
-    Ok((
-        shape,
-        Reader {
-            obj: Some(obj),
-            what,
-        },
-    ))
+    Ok(Reader {
+        obj: Some(obj),
+        what,
+    })
 }
 
 impl Reader {
