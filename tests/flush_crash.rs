@@ -213,6 +213,7 @@ async fn run_once(store: &MemoryStore, t: &ScriptedTransport, take_over: bool) -
         take_over,
         sleep: None,
         hurry: None,
+        hold: None,
     };
     let summary = nostr_outbox::flush::run(
         store,

@@ -6,11 +6,12 @@
 use std::cell::{Cell, RefCell};
 
 use futures::executor::block_on;
+use futures::future::LocalBoxFuture;
 use nostr_outbox::core::{
     ClaimRequest, Completion, Enqueued, EventEnvelope, ListQuery, Lookups, Outcome, Plan, Policy,
     Record, RejectReason, RetryConfig, Stage, StageCounts, StopReason,
 };
-use nostr_outbox::flush::{flush_until_idle, run, FlushEvent, RunBounds};
+use nostr_outbox::flush::{flush_until_idle, run, FlushEvent, FlushSummary, RunBounds};
 use nostr_outbox::store::conformance::{fixture_plan, RELAYS};
 use nostr_outbox::store::{MemoryStore, Store, StoreError};
 use nostr_outbox::transport::{PublishReport, Transport};
@@ -30,6 +31,9 @@ struct Slow {
     recording: Cell<u32>,
     overlapping: Cell<u32>,
     fail_on: Option<usize>,
+    /// Every claim (`claim <limit>`) and recording (`record <group size>`), in the
+    /// order they started.
+    log: RefCell<Vec<String>>,
 }
 
 impl Slow {
@@ -42,6 +46,7 @@ impl Slow {
             recording: Cell::new(0),
             overlapping: Cell::new(0),
             fail_on,
+            log: RefCell::new(Vec::new()),
         }
     }
 }
@@ -65,6 +70,9 @@ impl Store for Slow {
     }
     async fn claim(&self, request: &ClaimRequest, now_ms: u64) -> Result<Vec<Record>, StoreError> {
         self.claims.set(self.claims.get() + 1);
+        self.log
+            .borrow_mut()
+            .push(format!("claim {}", request.limit));
         Yield(self.turns).await;
         self.inner.claim(request, now_ms).await
     }
@@ -93,6 +101,9 @@ impl Store for Slow {
         self.overlapping
             .set(self.overlapping.get().max(self.recording.get()));
         self.groups.borrow_mut().push(completions.len());
+        self.log
+            .borrow_mut()
+            .push(format!("record {}", completions.len()));
         Yield(self.turns).await;
         self.recording.set(self.recording.get() - 1);
         if self.fail_on == Some(self.groups.borrow().len()) {
@@ -319,6 +330,7 @@ fn keep_going_stops_claiming_but_finishes_what_was_claimed() {
             take_over: false,
             sleep: None,
             hurry: None,
+            hold: None,
         };
         let summary = run(
             &store,
@@ -606,6 +618,7 @@ fn group_commit_writes_at_the_bound_or_at_batch_size() {
                 take_over: false,
                 sleep: None,
                 hurry: None,
+                hold: None,
             };
             let summary = run(
                 &store,
@@ -669,6 +682,8 @@ struct Interrupting<'a> {
     sent: RefCell<Vec<String>>,
     hurry: &'a Cell<u32>,
     high: RefCell<Option<String>>,
+    /// Executor turns the `high` record's publish takes (the others take 3).
+    high_turns: u32,
 }
 
 impl Transport for Interrupting<'_> {
@@ -685,7 +700,8 @@ impl Transport for Interrupting<'_> {
             *self.high.borrow_mut() = Some(id);
             self.hurry.set(self.hurry.get() + 1);
         }
-        Yield(3).await;
+        let high = self.high.borrow().as_ref() == Some(&event.id);
+        Yield(if high { self.high_turns } else { 3 }).await;
         PublishReport::new(Outcome::Accepted, "")
     }
 }
@@ -706,6 +722,7 @@ fn a_hurried_high_record_jumps_the_waiting_backlog() {
             sent: RefCell::new(Vec::new()),
             hurry: &hurry,
             high: RefCell::new(None),
+            high_turns: 3,
         };
         let take = || hurry.replace(0);
         let bounds = RunBounds {
@@ -714,6 +731,7 @@ fn a_hurried_high_record_jumps_the_waiting_backlog() {
             take_over: false,
             sleep: None,
             hurry: Some(&take),
+            hold: None,
         };
         let cfg = config(32, 4);
         let summary = run(
@@ -742,5 +760,174 @@ fn a_hurried_high_record_jumps_the_waiting_backlog() {
             "recorded apart: {:?}",
             store.groups.borrow()
         );
+    });
+}
+
+/// While a hurried `high` record is in flight (claimed in a claim of its own, not yet
+/// recorded), the run starts no bulk claim or recording: in IndexedDB each would be a
+/// transaction the record's own claim and recording queue behind.
+#[test]
+fn a_hurried_high_record_holds_back_bulk_transactions_until_recorded() {
+    block_on(async {
+        let store = Slow::new(2, None);
+        fill(&store.inner, 200, 1).await;
+        let hurry = Cell::new(0u32);
+        let t = Interrupting {
+            store: &store,
+            at: 40,
+            sent: RefCell::new(Vec::new()),
+            hurry: &hurry,
+            high: RefCell::new(None),
+            // Long enough for bulk answers to fill groups meanwhile.
+            high_turns: 60,
+        };
+        let take = || hurry.replace(0);
+        let bounds = RunBounds {
+            max_ticks: 100,
+            keep_going: &|| true,
+            take_over: false,
+            sleep: None,
+            hurry: Some(&take),
+            hold: None,
+        };
+        let cfg = config(8, 4);
+        let summary = run(
+            &store,
+            &t,
+            &cfg,
+            &|| 0,
+            &mut counter(),
+            &mut |_| {},
+            &bounds,
+        )
+        .await
+        .unwrap();
+        assert_eq!(summary.stats.satisfied, 201, "{summary:?}");
+        let log = store.log.borrow();
+        let claim = log.iter().position(|l| l == "claim 1");
+        let claim = claim.unwrap_or_else(|| panic!("a hurried claim of one: {log:?}"));
+        let recorded = log[claim..].iter().position(|l| l == "record 1");
+        let recorded = recorded.unwrap_or_else(|| panic!("recorded apart: {log:?}"));
+        assert_eq!(
+            recorded,
+            1,
+            "nothing started between the hurried claim and its recording: {:?}",
+            &log[claim..]
+        );
+    });
+}
+
+/// Accepts every event after a few turns; from its `on`-th publish on it says a `high`
+/// record is being enqueued (`RunBounds::hold`) for the run's next `span` looks,
+/// noting when it starts and ends in the store's log.
+struct Holding<'a> {
+    store: &'a Slow,
+    on: usize,
+    span: u32,
+    sent: Cell<usize>,
+    writing: Cell<bool>,
+    asked: Cell<u32>,
+}
+
+impl Holding<'_> {
+    fn new(store: &Slow, on: usize, span: u32) -> Holding<'_> {
+        Holding {
+            store,
+            on,
+            span,
+            sent: Cell::new(0),
+            writing: Cell::new(false),
+            asked: Cell::new(0),
+        }
+    }
+
+    fn hold(&self) -> bool {
+        if self.writing.get() {
+            self.asked.set(self.asked.get() + 1);
+            if self.asked.get() > self.span {
+                self.writing.set(false);
+                self.store.log.borrow_mut().push("hold off".into());
+            }
+        }
+        self.writing.get()
+    }
+}
+
+impl Transport for Holding<'_> {
+    async fn publish(&self, _relay: &str, _event: &EventEnvelope) -> PublishReport {
+        let n = self.sent.get() + 1;
+        self.sent.set(n);
+        if n == self.on {
+            self.writing.set(true);
+            self.store.log.borrow_mut().push("hold on".into());
+        }
+        Yield(3).await;
+        PublishReport::new(Outcome::Accepted, "")
+    }
+}
+
+async fn run_holding(t: &Holding<'_>) -> FlushSummary {
+    // One ms per look at the clock, so a hold that never ends reaches its bound.
+    let ticks = Cell::new(0u64);
+    let clock = || {
+        ticks.set(ticks.get() + 1);
+        ticks.get()
+    };
+    let sleep = |_ms: u64| -> LocalBoxFuture<'static, ()> { Box::pin(Yield(1)) };
+    let hold = || t.hold();
+    let bounds = RunBounds {
+        max_ticks: 100,
+        keep_going: &|| true,
+        take_over: false,
+        sleep: Some(&sleep),
+        hurry: None,
+        hold: Some(&hold),
+    };
+    let cfg = config(8, 4);
+    run(
+        t.store,
+        t,
+        &cfg,
+        &clock,
+        &mut counter(),
+        &mut |_| {},
+        &bounds,
+    )
+    .await
+    .unwrap()
+}
+
+/// While the caller says a `high` record is being written (`RunBounds::hold`), the run
+/// starts no claim and no group recording (its publishes go on, and it looks again
+/// when nothing else runs); everything is recorded once the hold ends.
+#[test]
+fn no_bulk_transaction_starts_while_a_high_record_is_written() {
+    block_on(async {
+        let store = Slow::new(2, None);
+        fill(&store.inner, 120, 1).await;
+        let t = Holding::new(&store, 30, 40);
+        let summary = run_holding(&t).await;
+        assert_eq!(summary.stats.satisfied, 120, "{summary:?}");
+        let log = store.log.borrow();
+        let on = log.iter().position(|l| l == "hold on").expect("held");
+        let off = log.iter().position(|l| l == "hold off").expect("released");
+        assert_eq!(off, on + 1, "nothing started while held: {log:?}");
+        assert!(log[off..].iter().any(|l| l.starts_with("claim")), "{log:?}");
+    });
+}
+
+/// A hold that never ends lasts at most its bound (200 ms here): the run still
+/// claims, records and finishes everything.
+#[test]
+fn a_hold_that_never_ends_is_bounded() {
+    block_on(async {
+        let store = Slow::new(2, None);
+        fill(&store.inner, 400, 1).await;
+        let t = Holding::new(&store, 10, u32::MAX);
+        let summary = run_holding(&t).await;
+        assert_eq!(summary.stats.satisfied, 400, "{summary:?}");
+        let log = store.log.borrow();
+        let on = log.iter().position(|l| l == "hold on").expect("held");
+        assert!(log[on..].iter().any(|l| l.starts_with("record")), "{log:?}");
     });
 }

@@ -333,6 +333,7 @@ pub async fn tick<S: Store, T: Transport>(
         take_over: false,
         sleep: None,
         hurry: None,
+        hold: None,
     };
     let summary = run(store, transport, config, clock, random, observer, &bounds).await?;
     Ok(summary.stats)
@@ -467,6 +468,7 @@ pub async fn flush_until_idle<S: Store, T: Transport>(
         take_over: false,
         sleep: None,
         hurry: None,
+        hold: None,
     };
     run(store, transport, config, clock, random, observer, &bounds).await
 }
@@ -490,19 +492,35 @@ pub struct RunBounds<'a> {
     /// happens; without one the run looks at the clock when something else happens.
     pub sleep: Option<&'a dyn Fn(u64) -> LocalBoxFuture<'static, ()>>,
     /// Asked on every turn: how many records that must not wait behind a backlog (not
-    /// `low`) were enqueued since the last ask. When some were, the next claim is made
-    /// at once, even with a window's worth of publishes waiting, for at most that many
-    /// records (claims come in priority order, so it takes them, or anything of higher
-    /// priority), and their publishes go ahead of the lower-priority ones waiting for
-    /// the same relay. `None`: claims only as the window empties.
+    /// `low`) were enqueued since the last ask. When some were, a claim of its own is
+    /// made at once, beside a bulk claim in flight and even with a window's worth of
+    /// publishes waiting, for at most that many records (claims come in priority
+    /// order, so it takes them, or anything of higher priority); their publishes go
+    /// ahead of the lower-priority ones waiting for the same relay; and until the
+    /// `high` ones among them (in that claim or any claim that ran meanwhile) are
+    /// being recorded, no bulk transaction starts ([`hold_bound`]). `None`: claims only
+    /// as the window empties.
     pub hurry: Option<&'a dyn Fn() -> u32>,
+    /// Asked on every turn: `true` while a `high` record is being enqueued. Until it
+    /// is written (and then, once hurried, until it is recorded) the run starts no
+    /// bulk transaction (claims, group recordings, hand-backs, wake-ups), for at most
+    /// [`hold_bound`]: in IndexedDB the record's own claim would queue behind each.
+    /// `None`: never.
+    pub hold: Option<&'a dyn Fn() -> bool>,
 }
 
 /// What a [`run`] is waiting for.
 enum Step {
     /// A claim returned (with its lease id), and whether more was due at the start;
-    /// `Some(limit)` for a takeover ([`Store::take_over`]) of at most `limit` records.
-    Claimed(String, Option<u32>, Result<(Vec<Record>, bool), StoreError>),
+    /// `Some(limit)` for a takeover ([`Store::take_over`]) of at most `limit` records;
+    /// `true` for a hurried claim (see [`RunBounds::hurry`]), and the run's count of
+    /// hurried records when the claim started.
+    Claimed(
+        String,
+        Option<u32>,
+        (bool, u32),
+        Result<(Vec<Record>, bool), StoreError>,
+    ),
     /// One publish answered: the attempt's slot, the relay's lane, the relay, the
     /// report.
     Published(usize, usize, String, PublishReport),
@@ -521,6 +539,8 @@ enum Step {
     Woken(u64, Vec<String>, Result<Vec<Record>, StoreError>),
     /// The group commit's timer fired.
     Timer,
+    /// A held run's look again ([`RunBounds::hold`]).
+    Poll,
 }
 
 /// One relay's publishes in a [`run`].
@@ -546,6 +566,22 @@ struct Slot {
     results: Vec<TargetResult>,
     /// When each answer arrived (the run's clock).
     answered: Vec<u64>,
+    /// A `high` record of a hurried claim: until it is recorded, the run starts no
+    /// bulk transaction (see [`hold_bound`]).
+    holds: bool,
+}
+
+/// How long a hurried `high` record may hold back the run's bulk transactions (claims,
+/// group recordings, hand-backs, wake-ups) at most: 200 ms, or a quarter of the lease
+/// when that is shorter (so no bulk answer waits past half its lease).
+///
+/// Why: IndexedDB runs transactions over the same object store one after another, in
+/// the order they were created, so a note's claim and recording queue behind every
+/// bulk transaction created before them (each up to a batch of full rows, tens of ms
+/// on a small machine). Holding new bulk transactions while the note is in flight
+/// leaves it behind only those already started.
+pub fn hold_bound(config: &FlushConfig) -> u64 {
+    (config.lease_ms / 4).min(200)
 }
 
 /// The completions ready to record, and when they must be recorded by.
@@ -566,6 +602,19 @@ impl Ready {
         }
         self.by = self.by.min(hurry_at);
         self.completions.push(completion);
+    }
+}
+
+/// A settled slot that held bulk transactions back ([`hold_bound`]) keeps holding
+/// until its recording starts (it goes to the `high` recordings), or stops at once
+/// when it is handed back unattempted.
+fn unhold(slot: &Slot, holding: &mut usize, urgent_holds: &mut usize) {
+    if slot.holds {
+        if slot.started == 0 {
+            *holding -= 1;
+        } else {
+            *urgent_holds += 1;
+        }
     }
 }
 
@@ -604,7 +653,9 @@ fn settle(
 /// or nothing is left to claim), one [`Store::complete_attempts`] call (one
 /// transaction in IndexedDB) per group and one recording at a time, beside which the
 /// answers of `high` records are recorded at once in small groups of their own (one
-/// such recording at a time). Each attempt is recorded under its own lease, exactly as [`tick`] records it; observers see the
+/// such recording at a time, created before anything else of its turn). While a hurried
+/// `high` record is being enqueued ([`RunBounds::hold`]), claimed or published, no bulk
+/// transaction starts, for at most [`hold_bound`]. Each attempt is recorded under its own lease, exactly as [`tick`] records it; observers see the
 /// same events.
 ///
 /// Nothing waits past half a lease, so an attempt is recorded while its lease holds
@@ -657,6 +708,16 @@ pub async fn run<S: Store, T: Transport>(
     let mut settled: Vec<usize> = Vec::new();
     let mut running: FuturesUnordered<LocalBoxFuture<'_, Step>> = FuturesUnordered::new();
     let (mut claiming, mut recording, mut releasing) = (false, false, false);
+    // A hurried claim in flight (beside a bulk one), the slots that hold bulk
+    // transactions back, and since when they do (see `hold_bound`).
+    let mut hurry_claiming = false;
+    let mut holding = 0usize;
+    let mut hold_since = 0u64;
+    // Of the `high` completions gathered, how many hold (they stop holding once their
+    // recording has started).
+    let mut urgent_holds = 0usize;
+    // Hurried records signalled so far: a claim during which this grew may hold one.
+    let mut hurry_seen = 0u32;
     // `high` records' answers, recorded apart (see `settle`).
     let mut urgent = Ready {
         completions: Vec::new(),
@@ -687,47 +748,85 @@ pub async fn run<S: Store, T: Transport>(
     let mut taking_over = bounds.take_over;
     let mut failure: Option<StoreError> = None;
 
+    // One claim (one copy of its state machine for the bulk, hurried and takeover
+    // claims): a takeover, or a claim and, unless hurried, whether more was due since
+    // `cutoff` (a hurried claim leaves that to the bulk claims).
+    let claim = |request: ClaimRequest,
+                 take_over: Option<u32>,
+                 hurry: (bool, u32),
+                 (now, cutoff): (u64, u64)|
+     -> LocalBoxFuture<'_, Step> {
+        Box::pin(async move {
+            let claimed = async {
+                if take_over.is_some() {
+                    return Ok((store.take_over(&request, now).await?, true));
+                }
+                let records = store.claim(&request, now).await?;
+                let more = !hurry.0 && !records.is_empty() && due_since(store, cutoff).await?;
+                Ok((records, more))
+            }
+            .await;
+            Step::Claimed(request.lease_id, take_over, hurry, claimed)
+        })
+    };
     // Records enqueued during the run that must not wait (see `RunBounds::hurry`).
     let mut hurried = 0u32;
     loop {
+        let mut held = false;
         if failure.is_none() {
             let now = clock();
-            if let Some(n) = bounds.hurry.map(|h| h()).filter(|n| *n > 0) {
-                hurried = hurried.saturating_add(n);
-                more = true;
-                due_cutoff = due_cutoff.max(now);
+            // `high` answers are recorded at once, apart, in a transaction created
+            // before any other of this turn.
+            if !recording_urgent && !urgent.completions.is_empty() {
+                recording_urgent = true;
+                running.push(record(&mut urgent, true, now));
+                holding -= std::mem::take(&mut urgent_holds);
             }
+            // Hurried records are claimed at once, beside a bulk claim in flight, in a
+            // claim of their own (claims come in priority order, so it takes them or
+            // anything of higher priority).
+            if hurried > 0 && !hurry_claiming && summary.ticks < max_ticks && (bounds.keep_going)()
+            {
+                let mut request = claim_request(config, random);
+                request.limit = request.limit.min(hurried);
+                hurried = 0;
+                hurry_claiming = true;
+                hold_since = now;
+                summary.ticks += 1;
+                running.push(claim(request, None, (true, hurry_seen), (now, due_cutoff)));
+            }
+            // While a hurried `high` record is written or in flight, no bulk
+            // transaction starts (bounded; without a timer, never when nothing else is
+            // running, which would end the run).
+            let writing = bounds.hold.is_some_and(|h| h());
+            if !hurry_claiming && holding == 0 && !writing {
+                hold_since = now;
+            }
+            held = (hurry_claiming || holding > 0 || writing)
+                && now < hold_since.saturating_add(hold_bound(config))
+                && (bounds.sleep.is_some() || !running.is_empty());
             // The next batch is claimed while fewer than a window's worth of
-            // publishes per relay wait to start, or at once for hurried records.
+            // publishes per relay wait to start.
             if !claiming
+                && !held
                 && more
                 && summary.ticks < max_ticks
-                && (hurried > 0 || waiting < window * lanes.len().max(1))
+                && waiting < window * lanes.len().max(1)
                 && (bounds.keep_going)()
             {
                 let mut request = claim_request(config, random);
-                if hurried > 0 && waiting >= window * lanes.len().max(1) {
-                    request.limit = request.limit.min(hurried);
-                }
-                hurried = 0;
                 if !wake.is_empty() && !taking_over {
                     request.relays = std::mem::take(&mut wake);
                 }
                 claiming = true;
                 summary.ticks += 1;
                 let take_over = taking_over.then_some(request.limit);
-                running.push(Box::pin(async move {
-                    let claimed = async {
-                        if take_over.is_some() {
-                            return Ok((store.take_over(&request, now).await?, true));
-                        }
-                        let records = store.claim(&request, now).await?;
-                        let more = !records.is_empty() && due_since(store, due_cutoff).await?;
-                        Ok((records, more))
-                    }
-                    .await;
-                    Step::Claimed(request.lease_id, take_over, claimed)
-                }));
+                running.push(claim(
+                    request,
+                    take_over,
+                    (false, hurry_seen),
+                    (now, due_cutoff),
+                ));
             }
             // Each relay's oldest waiting publishes, while its window has room; one
             // whose record is past half its lease is skipped instead.
@@ -761,7 +860,7 @@ pub async fn run<S: Store, T: Transport>(
             }
             // A relay that could not be reached answered again: what waits for it
             // comes due now, and this run claims it.
-            if !waking {
+            if !waking && !held {
                 let back = transport.take_recovered();
                 if !back.is_empty() {
                     waking = true;
@@ -780,6 +879,7 @@ pub async fn run<S: Store, T: Transport>(
             for index in settled.drain(..) {
                 if let Some(slot) = slots[index].take() {
                     free.push(index);
+                    unhold(&slot, &mut holding, &mut urgent_holds);
                     settle(
                         slot,
                         [&mut ready, &mut urgent],
@@ -789,7 +889,7 @@ pub async fn run<S: Store, T: Transport>(
                     );
                 }
             }
-            if !releasing && !releases.is_empty() {
+            if !releasing && !held && !releases.is_empty() {
                 let group = std::mem::take(&mut releases);
                 releasing = true;
                 running.push(Box::pin(async move {
@@ -813,13 +913,13 @@ pub async fn run<S: Store, T: Transport>(
             // first answer has waited `group_wait_ms` (the timer below), half a
             // lease, or at the tail (nothing publishing): no answer waits longer
             // than that bound or one commit before its transaction starts.
-            if !recording_urgent && !urgent.completions.is_empty() {
-                recording_urgent = true;
-                running.push(record(&mut urgent, true, now));
-            }
-            let tail = waiting == 0 && !claiming && (!more || summary.ticks >= max_ticks);
+            let tail = waiting == 0
+                && !claiming
+                && !hurry_claiming
+                && (!more || summary.ticks >= max_ticks);
             let pending = !ready.completions.is_empty();
             if !recording
+                && !held
                 && pending
                 && (ready.completions.len() >= config.batch_size as usize
                     || publishing == 0
@@ -834,6 +934,17 @@ pub async fn run<S: Store, T: Transport>(
                 }
             }
         }
+        // `high` answers settled late in this turn are recorded at the top of the next.
+        if failure.is_none() && running.is_empty() && !urgent.completions.is_empty() {
+            continue;
+        }
+        // Held with nothing else running: look again shortly.
+        if let Some(sleep) = bounds.sleep.filter(|_| held && running.is_empty()) {
+            running.push(Box::pin(async move {
+                sleep(1).await;
+                Step::Poll
+            }));
+        }
         // The timer only wakes the loop; the run ends when nothing else is running.
         let step = match timer.as_mut() {
             Some(t) => match futures_util::future::select(running.next(), t).await {
@@ -845,13 +956,32 @@ pub async fn run<S: Store, T: Transport>(
         let Some(step) = step else {
             break;
         };
+        // Asked before the step is handled, so a claim that took a record enqueued
+        // meanwhile knows it was hurried.
+        if let Some(n) = bounds.hurry.map(|h| h()).filter(|n| *n > 0) {
+            hurried = hurried.saturating_add(n);
+            hurry_seen = hurry_seen.wrapping_add(n);
+            more = true;
+            due_cutoff = due_cutoff.max(clock());
+        }
         match step {
-            Step::Claimed(_, _, Err(e)) => {
-                claiming = false;
+            Step::Claimed(_, _, (hurry, _), Err(e)) => {
+                if hurry {
+                    hurry_claiming = false;
+                } else {
+                    claiming = false;
+                }
                 failure.get_or_insert(e);
             }
-            Step::Claimed(lease_id, take_over, Ok((records, due))) => {
-                claiming = false;
+            Step::Claimed(lease_id, take_over, (hurry, seen), Ok((records, due))) => {
+                // A hurried record may be in any claim that ran after it was signalled.
+                let hurried_in = hurry || seen != hurry_seen;
+                if hurry {
+                    // A hurried claim leaves `more` as it was: the bulk claims follow.
+                    hurry_claiming = false;
+                } else {
+                    claiming = false;
+                }
                 match take_over {
                     // A takeover leaves `more` as it was: the claims follow.
                     Some(limit) => {
@@ -863,7 +993,8 @@ pub async fn run<S: Store, T: Transport>(
                         stats.taken_over = stats.taken_over.saturating_add(n);
                         taking_over = records.len() >= limit as usize;
                     }
-                    None => more = due,
+                    None if !hurry => more = due,
+                    None => {}
                 }
                 let lease_id: Rc<str> = Rc::from(lease_id);
                 for (record, targets) in begin_attempts(records, &mut summary.stats, observer) {
@@ -878,6 +1009,8 @@ pub async fn run<S: Store, T: Transport>(
                         continue;
                     }
                     let priority = record.priority;
+                    let holds = hurried_in && priority == Priority::High;
+                    holding += usize::from(holds);
                     let slot = Slot {
                         record,
                         lease_id: Rc::clone(&lease_id),
@@ -886,6 +1019,7 @@ pub async fn run<S: Store, T: Transport>(
                         waiting: targets.len(),
                         results: Vec::with_capacity(targets.len()),
                         answered: Vec::with_capacity(targets.len()),
+                        holds,
                     };
                     let index = match free.pop() {
                         Some(i) => {
@@ -939,6 +1073,7 @@ pub async fn run<S: Store, T: Transport>(
                 if slot.waiting == 0 {
                     if let Some(slot) = slots[index].take() {
                         free.push(index);
+                        unhold(&slot, &mut holding, &mut urgent_holds);
                         settle(
                             slot,
                             [&mut ready, &mut urgent],
@@ -950,6 +1085,7 @@ pub async fn run<S: Store, T: Transport>(
                 }
             }
             Step::Timer => timer = None,
+            Step::Poll => {}
             Step::Recorded(urgently, group, answers, recorded) => {
                 let done = clock();
                 for &t in &answers {

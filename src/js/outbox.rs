@@ -599,6 +599,12 @@ impl Inner {
                 false
             }
         };
+        // A running flush starts no bulk transaction while a `high` record is being
+        // written, so its claim need not queue behind one.
+        let _hold = plans
+            .iter()
+            .any(|p| p.priority == Priority::High)
+            .then(|| self.runtime.hold());
         let answers = self
             .store
             .enqueue_many_checked(plans, sys::now_ms(), &mut check)

@@ -241,6 +241,17 @@ struct Shared<S, T> {
     /// Records enqueued during a run that it should claim at once (see
     /// [`Runtime::kick_after_enqueue`]).
     hurry: Cell<u32>,
+    /// `high` records being written (see [`Runtime::hold`]).
+    writing: Rc<Cell<u32>>,
+}
+
+/// Holds a running flush's bulk transactions back until dropped ([`Runtime::hold`]).
+pub(crate) struct Hold(Rc<Cell<u32>>);
+
+impl Drop for Hold {
+    fn drop(&mut self) {
+        self.0.set(self.0.get().saturating_sub(1));
+    }
 }
 
 /// The flusher runtime of one outbox.
@@ -270,6 +281,7 @@ impl<S: Store + 'static, T: Transport + 'static> Runtime<S, T> {
                 probe_delay: Cell::new(PROBE_FIRST_MS),
                 probe_at: Cell::new(None),
                 hurry: Cell::new(0),
+                writing: Rc::default(),
             }),
         }
     }
@@ -286,6 +298,15 @@ impl<S: Store + 'static, T: Transport + 'static> Runtime<S, T> {
             return Err(RunError::Closed);
         }
         Wait(Shared::start_with(&self.shared, filter)).await
+    }
+
+    /// While the guard lives (a `high` record is being written), a running flush starts
+    /// no bulk transaction ([`flush::RunBounds::hold`]), so the record's claim does not
+    /// queue behind one created meanwhile.
+    pub(crate) fn hold(&self) -> Hold {
+        let writing = &self.shared.writing;
+        writing.set(writing.get().saturating_add(1));
+        Hold(Rc::clone(writing))
     }
 
     /// After an enqueue of `urgent` records that must not wait behind a backlog (not
@@ -561,6 +582,7 @@ impl<S: Store + 'static, T: Transport + 'static> Shared<S, T> {
             take_over,
             sleep: Some(&sleep),
             hurry: Some(&|| self.hurry.replace(0)),
+            hold: Some(&|| self.writing.get() > 0),
         };
         let filtered;
         let config = if *filter == Filter::default() {
