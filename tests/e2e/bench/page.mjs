@@ -556,11 +556,32 @@ const bench = {
    * Time from `enqueue` to the `delivered` event (the relay's OK, recorded) of `notes`
    * notes at priority `high`, one after another `gapMs` apart, with auto-flush on; with
    * `backlog`, first that many low-priority events (lane `backfill`) are queued and
-   * flushing (300 of them delivered) before the first note.
+   * flushing (300 of them delivered) before the first note. `options` open the outbox
+   * (e.g. `{ concurrency: 4 }`). Also returns how many of the backlog were delivered
+   * while the notes were timed, and in how long. Each note's steps are timed too: its
+   * `EVENT` sent and its `OK` received, seen by wrapping `WebSocket.prototype.send` and
+   * the `onmessage` setter for the note being timed.
    */
-  async priorityLatency({ backlog, notes, offset = 0, relays, gapMs = 50 }) {
-    const box = await openOutbox({});
+  async priorityLatency({ backlog, notes, offset = 0, relays, gapMs = 50, options = {} }) {
+    const box = await openOutbox(options);
     const o = box.outbox;
+    const wire = { id: null, sent: 0, ok: 0 };
+    const send = WebSocket.prototype.send;
+    const onmessage = Object.getOwnPropertyDescriptor(WebSocket.prototype, "onmessage");
+    WebSocket.prototype.send = function (data) {
+      if (wire.id && !wire.sent && typeof data === "string" && data.includes(wire.id)) wire.sent = now();
+      return send.call(this, data);
+    };
+    Object.defineProperty(WebSocket.prototype, "onmessage", {
+      ...onmessage,
+      set(h) {
+        const seen = (ev) => {
+          if (wire.id && !wire.ok && typeof ev.data === "string" && ev.data.includes(wire.id)) wire.ok = now();
+          return h(ev);
+        };
+        onmessage.set.call(this, typeof h === "function" ? seen : h);
+      },
+    });
     const waiting = new Map(); // note id -> resolve
     const attempted = new Map(); // note id -> when its attempt started
     o.addEventListener("attempt", (e) => {
@@ -580,9 +601,11 @@ const bench = {
     const flowing = now() + 60_000;
     while (backlog > 0 && delivered < 300 && now() < flowing) await new Promise((r) => setTimeout(r, 5));
     const lat = [];
-    const parts = []; // [enqueue resolved, attempt started, delivered], ms after the call
+    const parts = []; // [enqueue resolved, attempt started, delivered, EVENT sent, OK received], ms after the call
+    const [before, since] = [delivered, now()];
     for (const event of EVENTS.slice(offset + backlog, offset + backlog + notes)) {
       const done = new Promise((ok) => waiting.set(event.id, ok));
+      Object.assign(wire, { id: event.id, sent: 0, ok: 0 });
       const t = now();
       await o.enqueue(event, relays, { priority: "high" });
       const enqueued = now() - t;
@@ -590,13 +613,16 @@ const bench = {
       const at = await Promise.race([done, bound]);
       if (at === null) throw new Error(`note ${event.id} not delivered within 30 s`);
       lat.push(at - t);
-      parts.push([enqueued, (attempted.get(event.id) ?? at) - t, at - t]);
+      parts.push([enqueued, (attempted.get(event.id) ?? at) - t, at - t, (wire.sent || at) - t, (wire.ok || at) - t]);
       await new Promise((r) => setTimeout(r, gapMs));
     }
     const backlogDelivered = delivered;
+    const during = { delivered: delivered - before, ms: now() - since };
+    WebSocket.prototype.send = send;
+    Object.defineProperty(WebSocket.prototype, "onmessage", onmessage);
     o.stopAutoFlush();
     await closeAndDelete(box);
-    return { lat, parts, backlogDelivered };
+    return { lat, parts, backlogDelivered, during };
   },
 
   // --- 6. memory ---
