@@ -53,6 +53,9 @@ row("5 recovery: relay up -> last accepted", /BENCH recovery (\d+): relay up -> 
   `${m[1]} events`, `${m[2]} ms`, "none", "-"]);
 row("6 memory, cycle 2 - cycle 1 after flush", /BENCH memory (\d+): .*?heap ([+-]?[\d.]+) MiB, wasm ([+-]?[\d.]+) MiB/, (m) => [
   `${m[1]} events`, `heap ${m[2]}, wasm ${m[3]} MiB`, "flat", Math.abs(num(m[2])) < 1 && Math.abs(num(m[3])) < 1 ? "yes" : "no"]);
+row("8 priority: high note behind a backlog ÷ empty queue", /BENCH priority: behind (\d+): median ([\d.]+) ms, p99 ([\d.]+) ms; empty queue: median ([\d.]+) ms, p99 ([\d.]+) ms; behind\/empty ([\d.]+)x median, ([\d.]+)x p99/, (m) => [
+  `enqueue -> delivered, median ${m[2]} vs ${m[4]} ms (${m[1]} low events)`, `${m[6]}x median, ${m[7]}x p99`, "<= 2x",
+  num(m[6]) <= 2 && num(m[7]) <= 2 ? "yes" : "no"]);
 row("7 .wasm size (gzip -9)", /BENCH size: \.wasm (\d+) B raw, (\d+) B gzip/, (m) => [
   `${m[1]} B raw`, `${m[2]} B`, "<= 200 KiB (limit 256 KiB)",
   num(m[2]) <= 200 * 1024 ? "yes" : num(m[2]) <= 256 * 1024 ? "no (under the limit)" : "NO: over the limit"]);
