@@ -21,8 +21,12 @@ row("1a enqueueMany, public API (incl. verification)", /BENCH enqueueMany (\d+):
   `${m[1]} events vs raw puts`, m[2], ">= 0.7", atLeast(num(m[2]), 0.7)]);
 row("1a'' enqueue_many, store only", /BENCH enqueue_many (\d+) \(strict\): outbox (\d+) ms.*?raw puts (\d+) ms.*?throughput ratio ([\d.]+)/, (m) => [
   `${m[2]} vs ${m[3]} ms (${m[1]} events)`, m[4], ">= 0.7", atLeast(num(m[4]), 0.7)]);
+row("1a* enqueueMany vs the events' JSON alone (no index)", /BENCH enqueueMany (\d+) vs the events alone: raw event puts\/API incl\. verification ([\d.]+)/, (m) => [
+  `${m[1]} events vs raw puts of their JSON`, m[2], ">= 0.5", atLeast(num(m[2]), 0.5)]);
 row("1b single enqueue, public API (incl. verification)", /BENCH single enqueue: raw\/API incl\. verification ([\d.]+)/, (m) => [
   "vs one raw put", m[1], ">= 0.8", atLeast(num(m[1]), 0.8)]);
+row("1b* single enqueue vs one put of the event's JSON alone", /BENCH single enqueue vs the event alone: raw event put\/API incl\. verification ([\d.]+)/, (m) => [
+  "vs one raw put, no index", m[1], ">= 0.8", atLeast(num(m[1]), 0.8)]);
 row("1b'' single enqueue, store only", /BENCH single enqueue \(strict\): outbox median ([\d.]+) ms, raw put median ([\d.]+) ms, ratio raw\/outbox ([\d.]+)/, (m) => [
   `${m[1]} vs ${m[2]} ms`, m[3], ">= 0.8", atLeast(num(m[3]), 0.8)]);
 row("2 claim(64) scaling", /BENCH claim\(64\) ratio (\S+): ([\d.]+)/, (m) => [

@@ -193,8 +193,9 @@ async function benchEnqueue(page) {
   // Warm-up (JITs, IndexedDB files), then round 0 captures the rows the outbox writes.
   await call(page, "enqueueMany", { ...args, n: Math.min(n, 300) });
   await call(page, "enqueueManyValidationOnly", { ...args, n: Math.min(n, 300) });
-  const t = { api: [], validation: [], raw: [], ...(EXTRA ? { peer: [], peerVerify: [] } : {}) };
+  const t = { api: [], validation: [], raw: [], events: [], ...(EXTRA ? { peer: [], peerVerify: [] } : {}) };
   let rowBytes = 0;
+  let eventBytes = 0;
   const steps = {
     api: async (round) => t.api.push((await call(page, "enqueueMany", { ...args, capture: round === 0 })).ms),
     raw: async () => {
@@ -203,6 +204,12 @@ async function benchEnqueue(page) {
       t.raw.push(r.ms);
     },
     validation: async () => t.validation.push((await call(page, "enqueueManyValidationOnly", args)).ms),
+    // Issue 24's baseline: the events' JSON alone, no index, one strict transaction.
+    events: async () => {
+      const r = await call(page, "rawEventPutAll", { n, durability: "strict" });
+      eventBytes = r.bytes;
+      t.events.push(r.ms);
+    },
     // --extra: an app verifying with nostr-tools and writing the rows itself.
     ...(EXTRA
       ? {
@@ -225,6 +232,7 @@ async function benchEnqueue(page) {
   line(`   API validation only (last id broken)      ${ms(m.validation)} (${rate(n, m.validation)})   runs ${list(t.validation)}`);
   line(`   API minus validation (what the store adds; signatures are checked while it writes) ${ms(storePart)} (${rate(n, storePart)})`);
   line(`   raw puts, one strict transaction          ${ms(m.raw)} (${rate(n, m.raw)})   runs ${list(t.raw)}   (${rowBytes} B/row)`);
+  line(`   raw puts of the event JSON alone, no index, one strict transaction ${ms(m.events)} (${rate(n, m.events)})   runs ${list(t.events)}   (${eventBytes} B/event)`);
   if (EXTRA) line(`   nostr-tools verifyEvent + raw puts        ${ms(m.peer)} (${rate(n, m.peer)})   runs ${list(t.peer)}  (verify ${ms(m.peerVerify)})`);
   const r = {
     n,
@@ -233,9 +241,11 @@ async function benchEnqueue(page) {
     median: m,
     ratioInclVerification: m.raw / m.api,
     ratioExclValidation: m.raw / storePart,
+    ratioVsEvents: m.events / m.api,
     ...(EXTRA ? { ratioVsPeer: m.peer / m.api } : {}),
   };
   line(`BENCH enqueueMany ${n}: raw/API incl. verification ${r.ratioInclVerification.toFixed(2)}; raw/(API - validation) ${r.ratioExclValidation.toFixed(2)} (goal >= 0.7)${EXTRA ? `; (nostr-tools verify + raw)/API ${r.ratioVsPeer.toFixed(2)}` : ""}`);
+  line(`BENCH enqueueMany ${n} vs the events alone: raw event puts/API incl. verification ${r.ratioVsEvents.toFixed(2)} (issue 24's goal >= 0.5)`);
   results.figures.enqueueMany = r;
   noteLoad("enqueue");
   if (PROFILE === "enqueue") {
@@ -304,17 +314,18 @@ async function benchSingle(page, comparePage = null) {
   for (let round = 0; round < ENQUEUE_RUNS; round++) {
     const offset = 20 + round * n;
     runs.push(await call(page, "single", { ...args, offset, sides: ["raw", "api"] }));
-    diagnostics.push(await call(page, "single", { ...args, offset, sides: ["api", "validation", "peer"] }));
+    diagnostics.push(await call(page, "single", { ...args, offset, sides: ["api", "validation", "peer", "event"] }));
     if (comparePage) compared.push(await call(comparePage, "single", { ...args, offset, sides: ["raw", "api"] }));
   }
   const m = Object.fromEntries(["raw", "api"].map((k) => [k, median(runs.map((r) => r[k]))]));
-  const d = Object.fromEntries(["api", "validation", "peer"].map((k) => [k, median(diagnostics.map((r) => r[k]))]));
+  const d = Object.fromEntries(["api", "validation", "peer", "event"].map((k) => [k, median(diagnostics.map((r) => r[k]))]));
   const each = (rs, k) => list(rs.map((r) => r[k]), (x) => x.toFixed(2));
   line(`   raw put (own strict transaction)   median ${ms(m.raw)}    runs ${each(runs, "raw")}`);
   line(`   API enqueue (incl. verification)   median ${ms(m.api)}    runs ${each(runs, "api")}`);
   line(`   diagnostics, a loop of their own:  API enqueue median ${ms(d.api)}    runs ${each(diagnostics, "api")}`);
   line(`   API validation only (+ broken-id copy) median ${ms(d.validation)}    runs ${each(diagnostics, "validation")}`);
   line(`   nostr-tools verifyEvent + raw put  median ${ms(d.peer)}    runs ${each(diagnostics, "peer")}`);
+  line(`   raw put of the event JSON alone, no index (own strict transaction) median ${ms(d.event)}    runs ${each(diagnostics, "event")}`);
   const r = {
     n,
     runs,
@@ -324,6 +335,7 @@ async function benchSingle(page, comparePage = null) {
     ratioInclVerification: m.raw / m.api,
     ratioExclValidation: m.raw / (m.api - d.validation),
     ratioVsPeer: d.peer / d.api,
+    ratioVsEvent: d.event / d.api,
   };
   if (comparePage) {
     const c = Object.fromEntries(["raw", "api"].map((k) => [k, median(compared.map((x) => x[k]))]));
@@ -331,6 +343,7 @@ async function benchSingle(page, comparePage = null) {
     r.compare = { runs: compared, median: c };
   }
   line(`BENCH single enqueue: raw/API incl. verification ${r.ratioInclVerification.toFixed(2)}; raw/(API - validation) ${r.ratioExclValidation.toFixed(2)} (goal >= 0.8); (nostr-tools verify + put)/API ${r.ratioVsPeer.toFixed(2)}`);
+  line(`BENCH single enqueue vs the event alone: raw event put/API incl. verification ${r.ratioVsEvent.toFixed(2)} (issue 24's goal >= 0.8; the diagnostics loop)`);
   results.figures.single = r;
   noteLoad("single");
   if (PROFILE === "single") {

@@ -33,6 +33,24 @@ function openRawDb(name) {
   return request(r);
 }
 
+/**
+ * A database of one object store, `events`, with out-of-line keys and no index: the
+ * floor of storing a signed event (issue 24's enqueue baseline: its JSON alone).
+ */
+function openEventDb(name) {
+  const r = indexedDB.open(name, 1);
+  r.onupgradeneeded = () => r.result.createObjectStore("events");
+  return request(r);
+}
+
+/** Puts each `[id, json]` pair into `events`, in one transaction. */
+function putEvents(db, pairs, durability) {
+  const tx = db.transaction("events", "readwrite", { durability });
+  const store = tx.objectStore("events");
+  for (const [id, json] of pairs) store.put(json, id);
+  return committed(tx);
+}
+
 async function deleteDb(name) {
   await request(indexedDB.deleteDatabase(name));
 }
@@ -230,6 +248,22 @@ const bench = {
   },
 
   /**
+   * The same signed events' JSON text alone (made before the timed window), put in one
+   * transaction into a store with no index: issue 24's baseline for `enqueueMany`.
+   */
+  async rawEventPutAll({ n, durability }) {
+    const name = `bench-rawe-${rand()}`;
+    const db = await openEventDb(name);
+    const pairs = EVENTS.slice(0, n).map((e) => [e.id, JSON.stringify(e)]);
+    const t = now();
+    await putEvents(db, pairs, durability);
+    const ms = now() - t;
+    db.close();
+    await deleteDb(name);
+    return { ms, bytes: pairs[0][1].length };
+  },
+
+  /**
    * Diagnosis of the store's share of `enqueueMany`, in raw calls on the same schema:
    * "handlers": `add` with a success and an error handler per request (what the store's
    * glue does to tell existing keys apart); "build": the rows built inside the timed
@@ -299,12 +333,17 @@ const bench = {
     const db = await openRawDb(rawName);
     const peerName = `bench-peer1-${rand()}`;
     const peerDb = await openRawDb(peerName);
+    const eventName = `bench-rawe1-${rand()}`;
+    const eventDb = await openEventDb(eventName);
     const events = EVENTS.slice(offset, offset + n);
     const bad = events.map((e) => [{ event: e, relays }, { event: badId(e), relays }]);
     const copies = events.map(fresh);
     const rows = ROWS.slice(offset, offset + n);
+    const texts = events.map((e) => [e.id, JSON.stringify(e)]);
     const all = {
       raw: async (i) => putAll(db, [rows[i]], durability),
+      // Issue 24's baseline: the event's JSON alone, no index, its own transaction.
+      event: async (i) => putEvents(eventDb, [texts[i]], durability),
       api: async (i) => {
         const r = await box.outbox.enqueue(events[i], relays);
         if (r.disposition !== "created") throw new Error("not created");
@@ -336,9 +375,11 @@ const bench = {
     }
     db.close();
     peerDb.close();
+    eventDb.close();
     await closeAndDelete(box);
     await deleteDb(rawName);
     await deleteDb(peerName);
+    await deleteDb(eventName);
     return Object.fromEntries(Object.entries(times).map(([k, v]) => [k, median(v)]));
   },
 
