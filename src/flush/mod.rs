@@ -592,9 +592,21 @@ struct Ready {
     /// The earliest of: the group commit's bound after the first of them, half the
     /// lease of any of them; `0` once a recording completed (write what gathered).
     by: u64,
+    /// Of them, the completions of hurried `high` records that hold bulk transactions
+    /// back ([`hold_bound`]) until their recording starts.
+    holds: usize,
 }
 
 impl Ready {
+    fn new() -> Ready {
+        Ready {
+            completions: Vec::new(),
+            answers: Vec::new(),
+            by: u64::MAX,
+            holds: 0,
+        }
+    }
+
     /// Adds a completion ready `now`; the first one starts the group's wait.
     fn push(&mut self, completion: Completion, hurry_at: u64, now: u64, wait: u64) {
         if self.completions.is_empty() {
@@ -605,30 +617,21 @@ impl Ready {
     }
 }
 
-/// A settled slot that held bulk transactions back ([`hold_bound`]) keeps holding
-/// until its recording starts (it goes to the `high` recordings), or stops at once
-/// when it is handed back unattempted.
-fn unhold(slot: &Slot, holding: &mut usize, urgent_holds: &mut usize) {
-    if slot.holds {
-        if slot.started == 0 {
-            *holding -= 1;
-        } else {
-            *urgent_holds += 1;
-        }
-    }
-}
-
 /// Where a slot goes once every relay of it has answered or been skipped: to the
 /// completions `ready` to record, or, when no publish started, to the records to
-/// hand back unattempted.
+/// hand back unattempted. A slot that held bulk transactions back ([`hold_bound`],
+/// counted in `holding`) stops at once when handed back; otherwise its completion
+/// keeps holding until its recording starts ([`Ready::holds`]).
 fn settle(
     slot: Slot,
     [ready, urgent]: [&mut Ready; 2],
     (now, wait): (u64, u64),
     releases: &mut Vec<Slot>,
+    holding: &mut usize,
     random: &mut dyn FnMut() -> u32,
 ) {
     if slot.started == 0 {
+        *holding -= usize::from(slot.holds);
         releases.push(slot);
         return;
     }
@@ -639,6 +642,7 @@ fn settle(
         _ => ready,
     };
     ready.answers.extend_from_slice(&slot.answered);
+    ready.holds += usize::from(slot.holds);
     let done = completion(&slot.record, &slot.lease_id, slot.results, random);
     ready.push(done, slot.hurry_at, now, wait);
 }
@@ -696,11 +700,7 @@ pub async fn run<S: Store, T: Transport>(
     // slots waiting for it, oldest first. `waiting` counts every lane's queue.
     let mut lanes: Vec<Lane> = Vec::new();
     let mut waiting = 0usize;
-    let mut ready = Ready {
-        completions: Vec::new(),
-        answers: Vec::new(),
-        by: u64::MAX,
-    };
+    let mut ready = Ready::new();
     let wait = config.group_wait_ms;
     let mut waits = Waits::default();
     let mut timer: Option<LocalBoxFuture<'static, ()>> = None;
@@ -713,17 +713,10 @@ pub async fn run<S: Store, T: Transport>(
     let mut hurry_claiming = false;
     let mut holding = 0usize;
     let mut hold_since = 0u64;
-    // Of the `high` completions gathered, how many hold (they stop holding once their
-    // recording has started).
-    let mut urgent_holds = 0usize;
     // Hurried records signalled so far: a claim during which this grew may hold one.
     let mut hurry_seen = 0u32;
     // `high` records' answers, recorded apart (see `settle`).
-    let mut urgent = Ready {
-        completions: Vec::new(),
-        answers: Vec::new(),
-        by: u64::MAX,
-    };
+    let mut urgent = Ready::new();
     let mut recording_urgent = false;
     // One recording of what `gathered` holds (one copy of its state machine for both
     // kinds of group).
@@ -780,7 +773,7 @@ pub async fn run<S: Store, T: Transport>(
             if !recording_urgent && !urgent.completions.is_empty() {
                 recording_urgent = true;
                 running.push(record(&mut urgent, true, now));
-                holding -= std::mem::take(&mut urgent_holds);
+                holding -= std::mem::take(&mut urgent.holds);
             }
             // Hurried records are claimed at once, beside a bulk claim in flight, in a
             // claim of their own (claims come in priority order, so it takes them or
@@ -879,12 +872,12 @@ pub async fn run<S: Store, T: Transport>(
             for index in settled.drain(..) {
                 if let Some(slot) = slots[index].take() {
                     free.push(index);
-                    unhold(&slot, &mut holding, &mut urgent_holds);
                     settle(
                         slot,
                         [&mut ready, &mut urgent],
                         (now, wait),
                         &mut releases,
+                        &mut holding,
                         random,
                     );
                 }
@@ -1073,12 +1066,12 @@ pub async fn run<S: Store, T: Transport>(
                 if slot.waiting == 0 {
                     if let Some(slot) = slots[index].take() {
                         free.push(index);
-                        unhold(&slot, &mut holding, &mut urgent_holds);
                         settle(
                             slot,
                             [&mut ready, &mut urgent],
                             (now, wait),
                             &mut releases,
+                            &mut holding,
                             random,
                         );
                     }
