@@ -11,7 +11,9 @@ use nostr_outbox::core::{
     ClaimRequest, Completion, Enqueued, EventEnvelope, ListQuery, Lookups, Outcome, Plan, Policy,
     Record, RejectReason, RetryConfig, Stage, StageCounts, StopReason,
 };
-use nostr_outbox::flush::{flush_until_idle, run, FlushEvent, FlushSummary, RunBounds};
+use nostr_outbox::flush::{
+    flush_until_idle, run, FlushConfig, FlushEvent, FlushSummary, RunBounds,
+};
 use nostr_outbox::store::conformance::{fixture_plan, RELAYS};
 use nostr_outbox::store::{MemoryStore, Store, StoreError};
 use nostr_outbox::transport::{PublishReport, Transport};
@@ -680,10 +682,47 @@ struct Interrupting<'a> {
     store: &'a Slow,
     at: usize,
     sent: RefCell<Vec<String>>,
-    hurry: &'a Cell<u32>,
+    hurry: Cell<u32>,
     high: RefCell<Option<String>>,
     /// Executor turns the `high` record's publish takes (the others take 3).
     high_turns: u32,
+}
+
+impl Interrupting<'_> {
+    fn new(store: &Slow, at: usize, high_turns: u32) -> Interrupting<'_> {
+        Interrupting {
+            store,
+            at,
+            sent: RefCell::new(Vec::new()),
+            hurry: Cell::new(0),
+            high: RefCell::new(None),
+            high_turns,
+        }
+    }
+
+    /// A run over its store through it (clock at 0), with its `hurry` counted.
+    async fn run(&self, cfg: &FlushConfig) -> FlushSummary {
+        let take = || self.hurry.replace(0);
+        let bounds = RunBounds {
+            max_ticks: 100,
+            keep_going: &|| true,
+            take_over: false,
+            sleep: None,
+            hurry: Some(&take),
+            hold: None,
+        };
+        run(
+            self.store,
+            self,
+            cfg,
+            &|| 0,
+            &mut counter(),
+            &mut |_| {},
+            &bounds,
+        )
+        .await
+        .unwrap()
+    }
 }
 
 impl Transport for Interrupting<'_> {
@@ -715,36 +754,8 @@ fn a_hurried_high_record_jumps_the_waiting_backlog() {
     block_on(async {
         let store = Slow::new(2, None);
         fill(&store.inner, 200, 1).await;
-        let hurry = Cell::new(0u32);
-        let t = Interrupting {
-            store: &store,
-            at: 20,
-            sent: RefCell::new(Vec::new()),
-            hurry: &hurry,
-            high: RefCell::new(None),
-            high_turns: 3,
-        };
-        let take = || hurry.replace(0);
-        let bounds = RunBounds {
-            max_ticks: 100,
-            keep_going: &|| true,
-            take_over: false,
-            sleep: None,
-            hurry: Some(&take),
-            hold: None,
-        };
-        let cfg = config(32, 4);
-        let summary = run(
-            &store,
-            &t,
-            &cfg,
-            &|| 0,
-            &mut counter(),
-            &mut |_| {},
-            &bounds,
-        )
-        .await
-        .unwrap();
+        let t = Interrupting::new(&store, 20, 3);
+        let summary = t.run(&config(32, 4)).await;
         assert_eq!(summary.stats.satisfied, 201, "{summary:?}");
         let high = t.high.borrow().clone().expect("enqueued");
         let sent = t.sent.borrow();
@@ -771,37 +782,9 @@ fn a_hurried_high_record_holds_back_bulk_transactions_until_recorded() {
     block_on(async {
         let store = Slow::new(2, None);
         fill(&store.inner, 200, 1).await;
-        let hurry = Cell::new(0u32);
-        let t = Interrupting {
-            store: &store,
-            at: 40,
-            sent: RefCell::new(Vec::new()),
-            hurry: &hurry,
-            high: RefCell::new(None),
-            // Long enough for bulk answers to fill groups meanwhile.
-            high_turns: 60,
-        };
-        let take = || hurry.replace(0);
-        let bounds = RunBounds {
-            max_ticks: 100,
-            keep_going: &|| true,
-            take_over: false,
-            sleep: None,
-            hurry: Some(&take),
-            hold: None,
-        };
-        let cfg = config(8, 4);
-        let summary = run(
-            &store,
-            &t,
-            &cfg,
-            &|| 0,
-            &mut counter(),
-            &mut |_| {},
-            &bounds,
-        )
-        .await
-        .unwrap();
+        // The high publish takes long enough for bulk answers to fill groups meanwhile.
+        let t = Interrupting::new(&store, 40, 60);
+        let summary = t.run(&config(8, 4)).await;
         assert_eq!(summary.stats.satisfied, 201, "{summary:?}");
         let log = store.log.borrow();
         let claim = log.iter().position(|l| l == "claim 1");
