@@ -451,31 +451,8 @@ mod tests {
         }
     }
 
-    /// An outcome inside a document, where serde_json places errors of buffered content.
-    #[derive(Debug, Deserialize)]
-    struct Doc<T> {
-        #[allow(dead_code)]
-        o: T,
-        #[allow(dead_code)]
-        z: u8,
-    }
-
-    /// Both readers agree on `text`, alone and inside a document: the same outcome or
-    /// the same message (line and column included).
     fn same(text: &str) {
-        let hand = serde_json::from_str::<Outcome>(text).map_err(|e| e.to_string());
-        let derived = serde_json::from_str::<Derived>(text)
-            .map(Outcome::from)
-            .map_err(|e| e.to_string());
-        assert_eq!(hand, derived, "{text}");
-        let doc = format!("{{\"o\":{text},\"z\":1}}");
-        let hand = serde_json::from_str::<Doc<Outcome>>(&doc).map(|d| d.o);
-        let derived = serde_json::from_str::<Doc<Derived>>(&doc).map(|d| Outcome::from(d.o));
-        assert_eq!(
-            hand.map_err(|e| e.to_string()),
-            derived.map_err(|e| e.to_string()),
-            "{doc}"
-        );
+        crate::core::derive_check::same_as_derived::<Outcome, Derived>(text);
     }
 
     #[test]
@@ -499,30 +476,7 @@ mod tests {
             r#"{"mute":1}"#,
         ];
         let keys = ["kind", "reason", "x"];
-        let entries: Vec<String> = keys
-            .iter()
-            .flat_map(|k| values.iter().map(move |v| format!("\"{k}\":{v}")))
-            .collect();
-        let mut docs = vec!["{}".to_string(), "[]".to_string()];
-        for a in &entries {
-            docs.push(format!("{{{a}}}"));
-            for b in &entries {
-                docs.push(format!("{{{a},{b}}}"));
-                for c in &entries {
-                    docs.push(format!("{{{a},{b},{c}}}"));
-                }
-            }
-        }
-        for a in values {
-            docs.push(a.to_string());
-            docs.push(format!("[{a}]"));
-            for b in values {
-                docs.push(format!("[{a},{b}]"));
-                for c in values {
-                    docs.push(format!("[{a},{b},{c}]"));
-                }
-            }
-        }
+        let mut docs = crate::core::derive_check::documents(&keys, &values);
         docs.extend(
             [
                 r#"{"kind":"accepted","#,
