@@ -352,14 +352,7 @@ mod doc_props {
             (any::<Option<u64>>(), any::<Option<u64>>()),
             (any::<u64>(), any::<u64>()),
             (
-                prop::option::of(prop::sample::select(vec![
-                    StopReason::Rejected,
-                    StopReason::MaxAttempts,
-                    StopReason::Expired,
-                    StopReason::Cancelled,
-                    StopReason::Superseded,
-                    StopReason::Deleted,
-                ])),
+                prop::option::of(prop::sample::select(StopReason::ALL.to_vec())),
                 prop::option::of(text()),
             ),
             prop::option::of(text()),
