@@ -957,24 +957,19 @@ pub async fn run<S: Store, T: Transport>(
             more = true;
             due_cutoff = due_cutoff.max(clock());
         }
+        // A claim returned: its kind may claim again.
+        match &step {
+            Step::Claimed(_, _, (true, _), _) => hurry_claiming = false,
+            Step::Claimed(..) => claiming = false,
+            _ => {}
+        }
         match step {
-            Step::Claimed(_, _, (hurry, _), Err(e)) => {
-                if hurry {
-                    hurry_claiming = false;
-                } else {
-                    claiming = false;
-                }
+            Step::Claimed(_, _, _, Err(e)) => {
                 failure.get_or_insert(e);
             }
             Step::Claimed(lease_id, take_over, (hurry, seen), Ok((records, due))) => {
                 // A hurried record may be in any claim that ran after it was signalled.
                 let hurried_in = hurry || seen != hurry_seen;
-                if hurry {
-                    // A hurried claim leaves `more` as it was: the bulk claims follow.
-                    hurry_claiming = false;
-                } else {
-                    claiming = false;
-                }
                 match take_over {
                     // A takeover leaves `more` as it was: the claims follow.
                     Some(limit) => {
@@ -986,6 +981,7 @@ pub async fn run<S: Store, T: Transport>(
                         stats.taken_over = stats.taken_over.saturating_add(n);
                         taking_over = records.len() >= limit as usize;
                     }
+                    // A hurried claim leaves `more` as it was: the bulk claims follow.
                     None if !hurry => more = due,
                     None => {}
                 }
