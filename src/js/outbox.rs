@@ -584,7 +584,8 @@ impl Inner {
 
     /// Enqueues `plans` all or nothing while their `signatures` are checked: the
     /// browser writes the rows meanwhile, and a bad signature aborts the write and
-    /// rejects (with its item's index when `indexed`).
+    /// rejects (with its item's index when `indexed`). When records were created, the
+    /// flusher is kicked, told how many of them must not wait behind a backlog.
     async fn enqueue_verified(
         &self,
         plans: Vec<Plan>,
@@ -609,9 +610,21 @@ impl Inner {
             .store
             .enqueue_many_checked(plans, sys::now_ms(), &mut check)
             .await?;
-        answers.ok_or_else(|| {
+        let answers = answers.ok_or_else(|| {
             failed.unwrap_or_else(|| ApiError::new("invalid_event", "invalid event signature"))
-        })
+        })?;
+        let mut created = answers
+            .iter()
+            .filter(|a| a.outcome == EnqueueOutcome::Created)
+            .peekable();
+        if created.peek().is_some() {
+            let urgent = created
+                .filter(|a| a.record.priority != Priority::Low)
+                .count();
+            self.runtime
+                .kick_after_enqueue(u32::try_from(urgent).unwrap_or(u32::MAX));
+        }
+        Ok(answers)
     }
 
     /// The events of one enqueue: `enqueued` for a new record, `superseded` for a
@@ -660,10 +673,6 @@ impl Outbox {
                 .ok_or_else(|| ApiError::new("storage", "enqueue produced no answer"))?;
             let (result, record) = enqueue_result(&answer);
             inner.created(&answer, &record);
-            if answer.outcome == EnqueueOutcome::Created {
-                let urgent = answer.record.priority != Priority::Low;
-                inner.runtime.kick_after_enqueue(u32::from(urgent));
-            }
             Ok(result)
         })
     }
@@ -711,18 +720,10 @@ impl Outbox {
             }
             let answers = inner.enqueue_verified(plans, &signatures, true).await?;
             let out = Array::new();
-            let (mut created, mut urgent) = (false, 0u32);
             for answer in &answers {
                 let (result, record) = enqueue_result(answer);
                 inner.created(answer, &record);
-                if answer.outcome == EnqueueOutcome::Created {
-                    created = true;
-                    urgent += u32::from(answer.record.priority != Priority::Low);
-                }
                 out.push(&result);
-            }
-            if created {
-                inner.runtime.kick_after_enqueue(urgent);
             }
             Ok(out.into())
         })
