@@ -101,7 +101,7 @@ async fn v2_fixture_database_is_migrated_to_v3_in_place() {
     let store = IdbStore::open(IdbOptions::new(name.as_str()))
         .await
         .expect("open the v2 database");
-    assert_eq!(SCHEMA_VERSION, 3);
+    assert_eq!(SCHEMA_VERSION, 4);
     let want = fixture_records();
     for record in &want {
         assert_eq!(record.lane, DEFAULT_LANE);

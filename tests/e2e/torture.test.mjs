@@ -20,7 +20,7 @@ import { badInputCases, runBadInput } from "./torture/bad-input.mjs";
 import { runTorture, formatTable } from "./torture.mjs";
 
 /** The IndexedDB schema version this build writes (src/store/idb/schema.rs, MAX_VERSION). */
-const SCHEMA = 3;
+const SCHEMA = 4;
 
 let web, server, browser, backend, healthy, hostile, fakeOk, slow;
 before(async () => {

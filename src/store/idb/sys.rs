@@ -42,7 +42,7 @@ use js_sys::Reflect;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
-use super::schema::{self, RECORDS};
+use super::schema::{self, EVENTS, RECORDS};
 use crate::store::StoreError;
 
 /// Why an IndexedDB call failed, before it becomes a [`StoreError`]: a lost
@@ -296,7 +296,7 @@ fn versionchange_transaction(
     })
 }
 
-/// A transaction over the `records` store. A read-only one is committed when dropped
+/// A transaction over the `records` and `events` stores. A read-only one is committed when dropped
 /// (the crate aborts every transaction dropped without `commit`).
 pub(super) struct Tx<'a> {
     tx: Option<Transaction<'a>>,
@@ -318,7 +318,8 @@ impl Drop for Tx<'_> {
 }
 
 impl<'a> Tx<'a> {
-    /// Starts a transaction over `records`.
+    /// Starts a transaction over `records` and `events` (every operation may read or
+    /// write a record's two rows).
     pub(super) fn open(
         db: &'a Database,
         readwrite: bool,
@@ -334,7 +335,7 @@ impl<'a> Tx<'a> {
             Durability::Relaxed => TransactionDurability::Relaxed,
         };
         let tx = db
-            .transaction(RECORDS)
+            .transaction([RECORDS, EVENTS])
             .with_mode(mode)
             .with_options(TransactionOptions::new().with_durability(durability))
             .build()?;
@@ -354,6 +355,11 @@ impl<'a> Tx<'a> {
     /// The `records` store of this transaction.
     pub(super) fn store(&self) -> Result<ObjectStore<'_>, Failure> {
         Ok(self.inner()?.object_store(RECORDS)?)
+    }
+
+    /// The `events` store of this transaction.
+    pub(super) fn events(&self) -> Result<ObjectStore<'_>, Failure> {
+        Ok(self.inner()?.object_store(EVENTS)?)
     }
 
     /// Commits and waits until the data is written; otherwise the error the transaction
@@ -610,7 +616,8 @@ impl Adding {
 }
 
 /// Rewrites rows of `store` inside the upgrade's `versionchange` transaction: a cursor
-/// walks every row and `rewrite` answers the new row (or `None` to keep it). The
+/// walks every row and `rewrite` answers the new row and the row to put into `events`
+/// beside it (or `None` to keep the row as it is). The
 /// transaction stays open while the cursor runs, so the upgrade commits only once every
 /// row is rewritten; a failed write aborts it (the database stays at its old version
 /// and the next open upgrades again).
@@ -624,7 +631,7 @@ impl Adding {
 /// `deleteDatabase` for good, which `tests/store_idb_quota.rs` caught.)
 pub(super) fn rewrite_rows(
     store: &web_sys::IdbObjectStore,
-    rewrite: fn(JsValue) -> Option<JsValue>,
+    rewrite: fn(JsValue) -> Option<(JsValue, JsValue)>,
 ) -> Result<(), JsValue> {
     let request = store.open_cursor()?;
     let step = Closure::<dyn FnMut(web_sys::Event)>::new(move |event: web_sys::Event| {
@@ -641,13 +648,19 @@ pub(super) fn rewrite_rows(
             req.set_onsuccess(None); // null: every row has been seen
             return;
         };
-        let written = match cursor.value() {
-            Ok(value) => match rewrite(value) {
-                Some(row) => cursor.update(&row).map(drop),
-                None => Ok(()),
-            },
-            Err(e) => Err(e),
-        };
+        let written = cursor.value().and_then(|value| match rewrite(value) {
+            Some((row, event)) => {
+                let events = req
+                    .transaction()
+                    .ok_or_else(|| JsValue::from_str("a cursor without its transaction"))
+                    .and_then(|tx| tx.object_store(EVENTS));
+                events
+                    .and_then(|events| events.put(&event))
+                    .and_then(|_| cursor.update(&row))
+                    .map(drop)
+            }
+            None => Ok(()),
+        });
         if written.and_then(|()| cursor.continue_()).is_err() {
             if let Some(tx) = req.transaction() {
                 let _ = tx.abort();
