@@ -1,15 +1,15 @@
-//! A database written by the build before split rows (schema v3) opens and is migrated
-//! in place to schema v4: a schema-v3 IndexedDB database is made here by hand, exactly
+//! A database written by the build before the `lookup` store (schema v3) opens and is
+//! migrated in place to schema v4: a schema-v3 IndexedDB database is made here by hand, exactly
 //! as that build laid it out (object stores, key path, its six indexes, the `meta`
 //! schema row), filled with the rows that build wrote (`tests/data/idb_v3_rows.json`:
 //! 12 records in 6 stages, lanes `dm` and `profile`, all three priorities, a
 //! replaceable and two addressable events, encoded by the build of 0ad00e8) and one row
 //! no build can read, then opened through [`IdbStore`].
 //!
-//! Every record reads back unchanged (event text included), through `get`, `list`
-//! (all, by stage, by lane), claims and the Nostr rules; the rows on disk are split (a
-//! state row without the event's text, an event row beside it), the moved indexes are
-//! gone from `records`, and the unreadable row is left as it was and reported.
+//! Every record reads back unchanged, through `get`, `list` (all, by stage, by lane),
+//! claims and the Nostr rules; every row has its `lookup` row, the moved
+//! indexes are gone from `records`, and the unreadable row is left as it was and
+//! reported.
 #![cfg(target_arch = "wasm32")]
 
 use nostr_outbox::core::Policy;
@@ -57,11 +57,11 @@ export function dumpV4(name) {
     const req = indexedDB.open(name);
     req.onsuccess = () => {
       const db = req.result;
-      const tx = db.transaction(["records", "events", "meta"]);
+      const tx = db.transaction(["records", "lookup", "meta"]);
       const records = tx.objectStore("records");
-      const events = tx.objectStore("events");
-      const states = records.getAll();
-      const eventRows = events.getAll();
+      const lookup = tx.objectStore("lookup");
+      const rows = records.getAll();
+      const keys = lookup.getAll();
       const schema = tx.objectStore("meta").get("schema");
       tx.oncomplete = () => {
         db.close();
@@ -69,32 +69,31 @@ export function dumpV4(name) {
           version: db.version,
           schema: schema.result,
           recordIndexes: [...records.indexNames].sort(),
-          eventIndexes: [...events.indexNames].sort(),
-          states: states.result,
-          events: eventRows.result,
+          lookupIndexes: [...lookup.indexNames].sort(),
+          rows: rows.result,
+          keys: keys.result,
         }));
       };
     };
     req.onerror = () => reject(req.error);
   });
 }
-export function deleteEventRow(name, id) {
+export function lookupIds(name) {
   return new Promise((resolve, reject) => {
     const req = indexedDB.open(name);
     req.onsuccess = () => {
       const db = req.result;
-      const tx = db.transaction("events", "readwrite");
-      tx.objectStore("events").delete(id);
-      tx.oncomplete = () => { db.close(); resolve(); };
-      tx.onerror = () => reject(tx.error);
+      const keys = db.transaction("lookup").objectStore("lookup").getAllKeys();
+      keys.onsuccess = () => { db.close(); resolve(JSON.stringify(keys.result)); };
+      keys.onerror = () => reject(keys.error);
     };
     req.onerror = () => reject(req.error);
   });
 }
 "#)]
 extern "C" {
-    #[wasm_bindgen(js_name = deleteEventRow)]
-    fn delete_event_row(name: &str, id: &str) -> js_sys::Promise;
+    #[wasm_bindgen(js_name = lookupIds)]
+    fn lookup_ids(name: &str) -> js_sys::Promise;
     #[wasm_bindgen(js_name = createV3)]
     fn create_v3(name: &str, rows_json: &str) -> js_sys::Promise;
     #[wasm_bindgen(js_name = dumpV4)]
@@ -119,7 +118,7 @@ fn list_all(stage: Option<Stage>, lane: Option<&str>) -> ListQuery {
 }
 
 #[wasm_bindgen_test]
-async fn v3_fixture_database_is_split_into_state_and_event_rows_in_place() {
+async fn v3_fixture_database_is_migrated_to_v4_in_place() {
     let name = format!("v3-fixture-{}", js_sys::Math::random());
     let n = JsFuture::from(create_v3(&name, ROWS))
         .await
@@ -131,7 +130,6 @@ async fn v3_fixture_database_is_split_into_state_and_event_rows_in_place() {
     assert_eq!(SCHEMA_VERSION, 4);
 
     let want = fixture_records();
-    assert!(want.iter().all(|r| !r.event.raw.is_empty()));
     for record in &want {
         let got = store.get(&record.id).await.expect("get");
         assert_eq!(got.as_ref(), Some(record), "{}", record.id);
@@ -163,8 +161,8 @@ async fn v3_fixture_database_is_split_into_state_and_event_rows_in_place() {
     assert_eq!(counts.corrupt, 1);
     assert_eq!(counts.total() - counts.corrupt, 12, "{counts:?}");
 
-    // On disk: one event row per readable record holding its text, state rows without
-    // it, the moved indexes on `events`, the schema row at 4.
+    // On disk: the rows as they were, one lookup row per readable record, the moved
+    // indexes on `lookup`, the schema row at 4.
     let dump = JsFuture::from(dump_v4(&name)).await.expect("dump");
     let dump: serde_json::Value =
         serde_json::from_str(&dump.as_string().expect("json")).expect("parse");
@@ -175,28 +173,37 @@ async fn v3_fixture_database_is_split_into_state_and_event_rows_in_place() {
         serde_json::json!(["due", "laneDue", "slot", "stage"])
     );
     assert_eq!(
-        dump["eventIndexes"],
+        dump["lookupIndexes"],
         serde_json::json!(["created", "event"])
     );
-    let events = dump["events"].as_array().expect("events");
-    assert_eq!(events.len(), 12);
-    for (row, record) in events.iter().zip(&want) {
-        assert_eq!(row["id"], record.id.as_str());
-        assert_eq!(row["eventId"], record.event.id.as_str());
-        assert_eq!(row["raw"], record.event.raw.as_str());
-        assert_eq!(row["createdMs"].as_f64(), Some(record.created_ms as f64));
-    }
-    let states = dump["states"].as_array().expect("states");
-    assert_eq!(states.len(), 13);
-    for state in &states[..12] {
-        let doc: serde_json::Value =
-            serde_json::from_str(state["doc"].as_str().expect("doc")).expect("doc json");
-        assert_eq!(doc["event"]["raw"], "", "{state}");
+    let stored: Vec<serde_json::Value> = serde_json::from_str(ROWS).expect("fixture");
+    let rows = dump["rows"].as_array().expect("rows");
+    assert_eq!(rows.len(), 13);
+    for (row, before) in rows.iter().zip(&stored) {
+        assert_eq!(row["doc"], before["doc"], "the row is not rewritten");
     }
     assert_eq!(
-        states[12]["doc"], "{not json",
+        rows[12]["doc"], "{not json",
         "the unreadable row is untouched"
     );
+    // The unreadable row has its keys too (its fields are well formed; its document
+    // is not): list order still meets it, and still skips it, as before.
+    let keys = dump["keys"].as_array().expect("keys");
+    assert_eq!(keys.len(), 13);
+    assert_eq!(
+        keys[12],
+        serde_json::json!({ "id": "zz-unreadable", "eventId": "e", "createdMs": 5 })
+    );
+    for (key, record) in keys.iter().zip(&want) {
+        assert_eq!(
+            key,
+            &serde_json::json!({
+                "id": record.id,
+                "eventId": record.event.id,
+                "createdMs": record.created_ms,
+            })
+        );
+    }
 
     // Claims find the migrated records in priority order, with their events.
     let now = 1_700_000_400_000;
@@ -243,73 +250,45 @@ async fn v3_fixture_database_is_split_into_state_and_event_rows_in_place() {
     store.close();
 }
 
-/// A state row whose event row is gone (other software deleted it) is a corrupt record:
-/// `get` says so, claims and lists skip it (and are not stopped by it), `corrupt_rows`
-/// names it, and nothing is deleted or rewritten.
+/// A record's `lookup` row is written by its enqueue (once: a replay writes none) and
+/// deleted with it by `purge`, so list order and lookups by event id never meet a
+/// record that is gone.
 #[wasm_bindgen_test]
-async fn a_record_without_its_event_row_is_corrupt_and_skipped() {
-    let name = format!("v4-broken-{}", js_sys::Math::random());
+async fn lookup_rows_come_and_go_with_their_records() {
+    let name = format!("v4-lookup-{}", js_sys::Math::random());
     let store = IdbStore::open(IdbOptions::new(name.as_str()))
         .await
         .expect("open");
     let now = 1_700_000_000_000;
-    let plans = vec![
-        fixture_plan(1, &[RELAYS[0]], Policy::All),
-        fixture_plan(2, &[RELAYS[0]], Policy::All),
-    ];
-    let (broken, kept) = (plans[0].id.clone(), plans[1].id.clone());
-    store.enqueue_many(plans, now).await.expect("enqueue");
-    JsFuture::from(delete_event_row(&name, &broken))
+    let plans: Vec<_> = (1..=3)
+        .map(|n| fixture_plan(n, &[RELAYS[0]], Policy::All))
+        .collect();
+    let ids: Vec<String> = plans.iter().map(|p| p.id.clone()).collect();
+    store
+        .enqueue_many(plans.clone(), now)
         .await
-        .expect("delete the event row");
+        .expect("enqueue");
+    let replay = store
+        .enqueue(plans[0].clone(), now + 1)
+        .await
+        .expect("replay");
+    assert_eq!(replay.outcome, EnqueueOutcome::Replay);
+    let keys = |s: js_sys::Promise| async {
+        let v = JsFuture::from(s).await.expect("lookup ids");
+        serde_json::from_str::<Vec<String>>(&v.as_string().expect("json")).expect("ids")
+    };
+    let mut sorted = ids.clone();
+    sorted.sort();
+    assert_eq!(keys(lookup_ids(&name)).await, sorted);
 
-    let err = store.get(&broken).await.expect_err("corrupt");
-    assert_eq!(err.code(), "corrupt_record", "{err}");
+    store.cancel(&ids[1], now + 2).await.expect("cancel");
+    assert_eq!(store.purge(now + 10).await.expect("purge"), 1);
+    let left: Vec<String> = sorted.into_iter().filter(|id| id != &ids[1]).collect();
+    assert_eq!(keys(lookup_ids(&name)).await, left);
     let listed = store.list(&list_all(None, None)).await.expect("list");
     assert_eq!(
         listed.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(),
-        [kept.as_str()]
+        [ids[0].as_str(), ids[2].as_str()]
     );
-    let pending = store
-        .list(&list_all(Some(Stage::Pending), None))
-        .await
-        .expect("list pending");
-    assert_eq!(
-        pending.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(),
-        [kept.as_str()]
-    );
-    let claim = ClaimRequest {
-        owner: "v4-test".into(),
-        lease_id: "v4-lease".into(),
-        limit: 10,
-        lease_ms: 60_000,
-        ..Default::default()
-    };
-    let claimed = store.claim(&claim, now + 1).await.expect("claim");
-    assert_eq!(
-        claimed.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(),
-        [kept.as_str()]
-    );
-    assert!(!claimed[0].event.raw.is_empty());
-    let corrupt = store.corrupt_rows().await.expect("corrupt rows");
-    assert_eq!(corrupt.len(), 1, "{corrupt:?}");
-    assert_eq!(corrupt[0].id, broken);
-    assert_eq!(corrupt[0].stage, Some(Stage::Pending), "never claimed");
-    let counts = store.status().await.expect("status");
-    assert_eq!(
-        (counts.corrupt, counts.get(Stage::Pending)),
-        (1, 0),
-        "{counts:?}"
-    );
-    // A retry or cancel of it fails the same way and writes nothing.
-    assert_eq!(
-        store
-            .cancel(&broken, now + 2)
-            .await
-            .expect_err("corrupt")
-            .code(),
-        "corrupt_record"
-    );
-    assert_eq!(store.corrupt_rows().await.expect("corrupt").len(), 1);
     store.close();
 }

@@ -41,11 +41,11 @@ use crate::core::{
 use crate::store::codec;
 use crate::store::{CorruptRow, Store, StoreError};
 
+use indexed_db_futures::object_store::ObjectStore;
 pub use schema::MAX_VERSION as SCHEMA_VERSION;
 pub use sys::Durability;
 use sys::{add_rows, get_all, get_many, Conn, Failure, Tx};
 
-use indexed_db_futures::object_store::ObjectStore;
 use schema::{IDX_CREATED, IDX_DUE, IDX_EVENT, IDX_LANE_DUE, IDX_SLOT, IDX_STAGE};
 
 /// How to open an [`IdbStore`].
@@ -127,27 +127,29 @@ fn slot_range(slot: &str, part: Option<f64>) -> KeyRange<JsValue> {
     KeyRange::Bound(key(&lower), false, key(&upper), false)
 }
 
-/// The rewrite of a row written by an older schema (v1, v2 or v3), in the one pass an
-/// upgrade runs after its steps: the record's state row, with its event's header fields
-/// (read from its stored text, v2) and the `slot` (v2), `rank` and `lane` (v3) fields,
-/// and its event row (v4). `None` (the row is kept as it is) for a row that cannot be
-/// decoded or that is a state row already; a row whose event text does not parse gets
-/// no header fields (so no `slot`), but is split all the same.
-pub(super) fn upgrade_row(value: JsValue) -> Option<(JsValue, JsValue)> {
+/// The rewrite of a row written by an older schema, for every migration that rewrites
+/// rows (v1 → v2, v2 → v3): the same record with its event's header fields (read from
+/// its stored text, v2) and the row's `slot` (v2), `rank` and `lane` (v3) fields.
+/// `None` (the row is kept as it is) for a row that cannot be decoded or that already
+/// has them; a row whose event text does not parse gets no header fields (so no `slot`)
+/// but its `rank` and `lane`. One function for both steps, because an upgrade from v1
+/// runs both cursors in one transaction and they interleave: each writes the whole
+/// current row, so whichever writes last leaves it complete.
+pub(super) fn upgrade_row(value: JsValue) -> Option<JsValue> {
     let row = row::from_js(value).ok()?;
     let mut record = codec::decode(&row).ok()?;
-    if record.event.raw.is_empty() {
+    let parsed = || crate::nostr::Event::parse_json(&record.event.raw).ok();
+    let meta = match &record.event.meta {
+        Some(_) => None,
+        None => parsed().and_then(|e| e.to_envelope().meta),
+    };
+    if meta.is_none() && row.rank.is_some() {
         return None;
     }
-    if record.event.meta.is_none() {
-        record.event.meta = crate::nostr::Event::parse_json(&record.event.raw)
-            .ok()
-            .and_then(|e| e.to_envelope().meta);
+    if meta.is_some() {
+        record.event.meta = meta;
     }
-    Some((
-        row::state_to_js(&record).ok()?,
-        row::event_to_js(&record).ok()?,
-    ))
+    row::to_js(&codec::encode(&record).ok()?).ok()
 }
 
 /// The claim-order range of one priority (and lane): from `[lane?, rank]` (exclusive
@@ -171,13 +173,26 @@ fn field(row: &JsValue, name: &str) -> JsValue {
     Reflect::get(row, &JsValue::from_str(name)).unwrap_or(JsValue::UNDEFINED)
 }
 
-/// Encodes a record into its state row object (the event's text is in its event row).
+/// Encodes a record into its row object.
 fn to_row(record: &Record) -> Result<JsValue, StoreError> {
-    row::state_to_js(record)
+    row::to_js(&codec::encode(record)?)
 }
 
-/// What a state row whose event row is missing or wrong is reported as.
-const EVENT_ROW_BROKEN: &str = "its event row is missing or names another event";
+/// The rows of `records` named by `lookup` rows (`undefined` where one is gone), in
+/// their order.
+async fn rows_of(store: &ObjectStore<'_>, keys: Vec<JsValue>) -> Result<Vec<JsValue>, Failure> {
+    let ids: Vec<String> = keys
+        .iter()
+        .filter_map(|row| field(row, "id").as_string())
+        .collect();
+    get_many(store, &ids.iter().map(String::as_str).collect::<Vec<_>>()).await
+}
+
+/// Encodes a new record into its row object and its `lookup` row.
+fn to_new_rows(record: &Record) -> Result<(JsValue, JsValue), StoreError> {
+    let row = codec::encode(record)?;
+    Ok((row::to_js(&row)?, row::lookup_to_js(&row)?))
+}
 
 impl IdbStore {
     /// Opens (creating or upgrading) the database.
@@ -262,18 +277,14 @@ impl IdbStore {
                         Some(last) => KeyRange::LowerBound(last.clone(), true),
                         None => every_key(),
                     };
-                    let page = get_all(&store, range, Some(PAGE)).await?;
-                    let n = page.len();
-                    let last = page.last().map(|row| field(row, "id"));
-                    // Each record's two rows: a state row whose event row is broken
-                    // is noted too.
-                    let mut records = self.decode_page(page);
-                    self.join(&tx.events()?, &mut records).await?;
-                    Ok((n, last))
+                    get_all(&store, range, Some(PAGE)).await
                 })
                 .await?;
-            let n = page.0;
-            after = page.1;
+            let n = page.len();
+            after = page.last().map(|row| field(row, "id"));
+            for row in page {
+                let _ = self.decode(row);
+            }
             if n < PAGE as usize || after.is_none() {
                 break;
             }
@@ -350,132 +361,20 @@ impl IdbStore {
                     .as_string()
                     .and_then(|s| Stage::from_name(&s))
                     .filter(|_| indexed);
-                self.note_corrupt(CorruptRow {
+                let row = CorruptRow {
                     id: id.clone(),
                     stage,
                     reason: message.clone(),
-                });
+                };
+                let mut corrupt = self.corrupt.borrow_mut();
+                match corrupt.binary_search_by(|c| c.id.as_str().cmp(&id)) {
+                    Ok(i) => corrupt[i] = row,
+                    Err(i) => corrupt.insert(i, row),
+                }
                 Err(StoreError::Corrupt { id, message })
             }
             Err(e) => Err(e),
         }
-    }
-
-    /// Notes a corrupt row (replacing what was noted of it before).
-    fn note_corrupt(&self, row: CorruptRow) {
-        let mut corrupt = self.corrupt.borrow_mut();
-        match corrupt.binary_search_by(|c| c.id.cmp(&row.id)) {
-            Ok(i) => corrupt[i] = row,
-            Err(i) => corrupt.insert(i, row),
-        }
-    }
-
-    /// Puts the text of `row` (a record's event row, or `undefined`) into `record`,
-    /// decoded from its state row; false (and the record noted corrupt) when the row is
-    /// missing or names another event.
-    fn fill(&self, record: &mut Record, row: &JsValue) -> bool {
-        let raw = field(row, "raw").as_string().filter(|raw| !raw.is_empty());
-        match raw {
-            Some(raw) if field(row, "eventId").as_string().as_ref() == Some(&record.event.id) => {
-                record.event.raw = raw;
-                true
-            }
-            _ => {
-                self.note_corrupt(CorruptRow {
-                    id: record.id.clone(),
-                    stage: Some(record.stage),
-                    reason: EVENT_ROW_BROKEN.into(),
-                });
-                false
-            }
-        }
-    }
-
-    /// Fills in the event text of the records decoded from state rows (those that
-    /// carry none) from their event rows, read in `events`' transaction with every
-    /// request issued at once. A record whose event row is broken ([`Self::fill`]) is
-    /// flagged false.
-    async fn join(
-        &self,
-        events: &ObjectStore<'_>,
-        records: &mut [Record],
-    ) -> Result<Vec<bool>, Failure> {
-        self.join_refs(events, records.iter_mut().collect()).await
-    }
-
-    /// [`Self::join`] over records wherever they are.
-    async fn join_refs(
-        &self,
-        events: &ObjectStore<'_>,
-        mut records: Vec<&mut Record>,
-    ) -> Result<Vec<bool>, Failure> {
-        let mut ok = vec![true; records.len()];
-        let missing: Vec<usize> = (0..records.len())
-            .filter(|&i| records[i].event.raw.is_empty())
-            .collect();
-        if missing.is_empty() {
-            return Ok(ok);
-        }
-        let ids: Vec<String> = missing.iter().map(|&i| records[i].id.clone()).collect();
-        let rows = get_many(events, ids.iter().map(String::as_str)).await?;
-        for (&i, row) in missing.iter().zip(rows) {
-            ok[i] = self.fill(records[i], &row);
-        }
-        Ok(ok)
-    }
-
-    /// [`Self::join_refs`] where a broken event row fails the operation (as a corrupt
-    /// record).
-    async fn join_all(
-        &self,
-        events: &ObjectStore<'_>,
-        mut records: Vec<&mut Record>,
-    ) -> Result<(), Failure> {
-        let ok = self
-            .join_refs(events, records.iter_mut().map(|r| &mut **r).collect())
-            .await?;
-        match ok.iter().position(|ok| !ok) {
-            Some(i) => Err(Failure::Store(StoreError::Corrupt {
-                id: records[i].id.clone(),
-                message: EVENT_ROW_BROKEN.into(),
-            })),
-            None => Ok(()),
-        }
-    }
-
-    /// Decodes a state row and fills in its event text from `event_row` (read beside
-    /// it); a broken event row is a corrupt record.
-    fn decode_joined(
-        &self,
-        value: JsValue,
-        event_row: &JsValue,
-    ) -> Result<Option<Record>, StoreError> {
-        match self.decode(value)? {
-            None => Ok(None),
-            Some(mut record) => match self.fill(&mut record, event_row) {
-                true => Ok(Some(record)),
-                false => Err(StoreError::Corrupt {
-                    id: record.id,
-                    message: EVENT_ROW_BROKEN.into(),
-                }),
-            },
-        }
-    }
-
-    /// The state rows and the event rows stored under `ids`, every request issued
-    /// before the first answer is awaited (one round trip for both).
-    async fn get_pairs(
-        &self,
-        store: &ObjectStore<'_>,
-        events: &ObjectStore<'_>,
-        ids: &[&str],
-    ) -> Result<Vec<(JsValue, JsValue)>, Failure> {
-        let (rows, event_rows) = futures_util::future::join(
-            get_many(store, ids.iter().copied()),
-            get_many(events, ids.iter().copied()),
-        )
-        .await;
-        Ok(rows?.into_iter().zip(event_rows?).collect())
     }
 
     /// Decodes a page of rows, skipping (and noting) corrupt ones.
@@ -493,14 +392,9 @@ impl IdbStore {
         self.run(async |db| {
             let tx = Tx::open(db, true, self.options.durability)?;
             let store = tx.store()?;
-            let events = tx.events()?;
-            let (current, event) = self
-                .get_pairs(&store, &events, &[id])
-                .await?
-                .pop()
-                .unwrap_or_default();
+            let current = sys::get(&store, id)?.await?;
             let current = self
-                .decode_joined(current, &event)?
+                .decode(current)?
                 .ok_or_else(|| CoreError::NotFound { id: id.to_string() })?;
             let wanted = Lookups {
                 slots: semantics::slot_of(&current)
@@ -577,14 +471,12 @@ impl IdbStore {
             .filter(|(_, d)| matches!(d, EnqueueDecision::Create(_)))
             .map(|(i, _)| i)
             .collect();
-        let rows = created
+        let (rows, lookups): (Vec<JsValue>, Vec<JsValue>) = created
             .iter()
-            .map(|&i| to_row(decisions[i].record()))
-            .collect::<Result<Vec<JsValue>, StoreError>>()?;
-        let event_rows = created
-            .iter()
-            .map(|&i| row::event_to_js(decisions[i].record()))
-            .collect::<Result<Vec<JsValue>, StoreError>>()?;
+            .map(|&i| to_new_rows(decisions[i].record()))
+            .collect::<Result<Vec<_>, StoreError>>()?
+            .into_iter()
+            .unzip();
         // Made only once the rows are with the browser, so a batch holds two copies of
         // its records at most (the decisions and the answers), not three.
         let answers = || -> Vec<Enqueued> {
@@ -613,52 +505,47 @@ impl IdbStore {
             for &tolerate_existing in attempts {
                 let tx = Tx::open(db, true, self.options.durability)?;
                 let store = tx.store()?;
-                let events = tx.events()?;
-                let adding = add_rows(&tx, &store, &rows, tolerate_existing)?;
-                // Event rows are added, never put: a stored record's event row is
-                // never overwritten (a Firefox transaction may commit the writes that
-                // succeeded beside a refused add); one that exists is its record's own
-                // (a replay), as the state row's add decides.
-                let adding_events = add_rows(&tx, &events, &event_rows, true)?;
+                // The rows, then their lookup rows (numbered after them), added and
+                // never put: a stored record's lookup row is never overwritten (a
+                // Firefox transaction may commit the writes that succeeded beside a
+                // refused add), and one exists only beside its record.
+                let lookup = tx.lookup()?;
+                let batches = [(&store, rows.as_slice()), (&lookup, lookups.as_slice())];
+                let adding = add_rows(&tx, &batches, tolerate_existing)?;
                 // The browser writes the rows while the caller's check runs here.
                 if !passes() {
                     tx.abort().await;
                     let _ = adding.finish().await;
-                    let _ = adding_events.finish().await;
                     return Err(Failure::Store(StoreError::Backend(
                         "enqueue check failed".into(),
                     )));
                 }
                 if !tolerate_existing {
                     let committed = tx.commit().await;
-                    // Done only if the adds themselves answered success: an add that
-                    // threw (Firefox refuses writes on a connection after a quota error)
-                    // left an empty transaction, and an empty one commits fine.
+                    // Done only if the add itself answered success: an add that threw
+                    // (Firefox refuses writes on a connection after a quota error) left
+                    // an empty transaction, and an empty one commits fine.
                     let added = adding.finish().await;
-                    let events_added = adding_events.finish().await;
-                    if committed.is_ok()
-                        && events_added.is_ok()
-                        && added.is_ok_and(|existing| existing.is_empty())
-                    {
+                    if committed.is_ok() && added.is_ok_and(|existing| existing.is_empty()) {
                         return Ok(answers());
                     }
                     continue;
                 }
                 // Rows whose key exists come back by index and are decided against the
                 // stored record (replay, or conflict → abort).
+                // (A lookup row's number is past the rows': not a record's.)
                 let existing = adding.finish().await?;
-                adding_events.finish().await?;
                 let mut answers = answers();
                 for slot in existing {
                     let Some(&i) = created.get(slot) else {
                         continue;
                     };
-                    let stored = self.get_pairs(&store, &events, &[&plans[i].id]).await;
+                    let stored = match sys::get(&store, &plans[i].id) {
+                        Ok(request) => request.await,
+                        Err(e) => Err(e),
+                    };
                     let outcome = stored
-                        .and_then(|mut pair| {
-                            let (state, event) = pair.pop().unwrap_or_default();
-                            self.decode_joined(state, &event).map_err(Failure::Store)
-                        })
+                        .and_then(|v| self.decode(v).map_err(Failure::Store))
                         .and_then(|stored| {
                             core::decide_enqueue(stored.as_ref(), plans[i].clone(), now_ms)
                                 .map_err(Failure::from)
@@ -698,10 +585,9 @@ impl IdbStore {
 
     /// The records answering each of `lookups`, read in `tx`: for each slot its
     /// versions that may still be sent and its newest other one (with `every_version`,
-    /// all but cancelled ones); for each event id its records (found through the event
-    /// rows, then their state rows read). Every request of a kind is issued before the
-    /// first answer is awaited. The records found by slot carry no event text (the
-    /// rules read the header fields only); [`Self::join`] adds it where it is shown.
+    /// all but cancelled ones); for each event id its records (their ids read from the
+    /// `lookup` rows, then their rows). Every request of a kind is issued before the
+    /// first answer is awaited.
     async fn read_related(
         &self,
         tx: &Tx<'_>,
@@ -709,56 +595,43 @@ impl IdbStore {
         every_version: bool,
     ) -> Result<Vec<Vec<Record>>, Failure> {
         let store = tx.store()?;
+        let lookup = tx.lookup()?;
         let slot_index = match lookups.iter().all(|l| l.slots.is_empty()) {
             true => None,
             false => Some(store.index(IDX_SLOT)?),
         };
-        let events = tx.events()?;
         let event_index = match lookups.iter().all(|l| l.event_ids.is_empty()) {
             true => None,
-            false => Some(events.index(IDX_EVENT)?),
+            false => Some(lookup.index(IDX_EVENT)?),
         };
         let others = (!every_version).then_some(1);
         let mut reads = Vec::new();
+        let mut by_event = Vec::new();
         for (k, wanted) in lookups.iter().enumerate() {
             if let Some(index) = &slot_index {
                 for slot in &wanted.slots {
                     let live = slot_range(slot, Some(1.0));
-                    reads.push((k, false, sys::request_all(index, live, None)?));
+                    reads.push((k, sys::request_all(index, live, None)?));
                     let done = slot_range(slot, Some(0.0));
-                    reads.push((k, false, sys::request_all(index, done, others)?));
+                    reads.push((k, sys::request_all(index, done, others)?));
                 }
             }
             if let Some(index) = &event_index {
                 for id in &wanted.event_ids {
                     let only = KeyRange::Only(JsValue::from_str(id));
-                    reads.push((k, true, sys::request_all(index, only, None)?));
+                    by_event.push((k, sys::request_all(index, only, None)?));
                 }
             }
         }
         let mut rows: Vec<Vec<JsValue>> = vec![Vec::new(); lookups.len()];
-        let mut event_rows: Vec<(usize, JsValue)> = Vec::new();
-        for (k, by_event, read) in reads {
-            let found = read.await?;
-            match by_event {
-                true => event_rows.extend(found.into_iter().map(|row| (k, row))),
-                false => rows[k].extend(found),
-            }
+        for (k, read) in reads {
+            rows[k].extend(read.await?);
         }
-        let mut found: Vec<Vec<Record>> = rows.into_iter().map(|r| self.decode_page(r)).collect();
-        if !event_rows.is_empty() {
-            let ids: Vec<String> = event_rows
-                .iter()
-                .map(|(_, row)| field(row, "id").as_string().unwrap_or_default())
-                .collect();
-            let states = get_many(&store, ids.iter().map(String::as_str)).await?;
-            for ((k, event_row), state) in event_rows.iter().zip(states) {
-                if let Ok(Some(record)) = self.decode_joined(state, event_row) {
-                    found[*k].push(record);
-                }
-            }
+        // By event id: the lookup rows found name the records, read next.
+        for (k, read) in by_event {
+            rows[k].extend(rows_of(&store, read.await?).await?);
         }
-        Ok(found)
+        Ok(rows.into_iter().map(|r| self.decode_page(r)).collect())
     }
 
     /// A batch with replaceable, addressable or deletion events: one transaction reads
@@ -774,30 +647,22 @@ impl IdbStore {
         self.run(async |db| {
             let tx = Tx::open(db, true, self.options.durability)?;
             let store = tx.store()?;
-            let events = tx.events()?;
             let ids: Vec<&str> = plans.iter().map(|p| p.id.as_str()).collect();
-            let rows = self.get_pairs(&store, &events, &ids).await?;
+            let rows = get_many(&store, &ids).await?;
             let wanted: Vec<Lookups> = plans.iter().map(semantics::lookups).collect();
             let related = self.read_related(&tx, &wanted, false).await?;
             let mut stored = Vec::with_capacity(plans.len());
-            for ((row, event), related) in rows.into_iter().zip(related) {
-                stored.push((self.decode_joined(row, &event)?, related));
+            for (row, related) in rows.into_iter().zip(related) {
+                stored.push((self.decode(row)?, related));
             }
             let decided = core::decide_enqueues(plans.to_vec(), stored, now_ms)?;
+            let lookup = tx.lookup()?;
             for record in &decided.writes {
-                sys::put(&store, &to_row(record)?)?;
-                // A record that carries its text is new (or one of the plans' own,
-                // read with it): its event row, the same text for one stored already.
-                if !record.event.raw.is_empty() {
-                    sys::put(&events, &row::event_to_js(record)?)?;
-                }
+                // A new record's lookup row, or the same keys again for a stored one.
+                let (row, keys) = to_new_rows(record)?;
+                sys::put(&store, &row)?;
+                sys::put(&lookup, &keys)?;
             }
-            let mut answers = decided.answers;
-            let shown = answers
-                .iter_mut()
-                .flat_map(|a| std::iter::once(&mut a.record).chain(a.withdrawn.iter_mut()))
-                .collect();
-            self.join_all(&events, shown).await?;
             if !passes() {
                 tx.abort().await;
                 return Err(Failure::Store(StoreError::Backend(
@@ -805,7 +670,7 @@ impl IdbStore {
                 )));
             }
             tx.commit().await?;
-            Ok(answers)
+            Ok(decided.answers)
         })
         .await
     }
@@ -867,14 +732,14 @@ impl Store for IdbStore {
     }
 
     async fn get(&self, id: &str) -> Result<Option<Record>, StoreError> {
-        let (state, event) = self
+        let value = self
             .run(async |db| {
                 let tx = Tx::open(db, false, Durability::Relaxed)?;
-                let pair = self.get_pairs(&tx.store()?, &tx.events()?, &[id]).await?;
-                Ok(pair.into_iter().next().unwrap_or_default())
+                let store = tx.store()?;
+                sys::get(&store, id)?.await
             })
             .await?;
-        self.decode_joined(state, &event)
+        self.decode(value)
     }
 
     async fn claim(&self, request: &ClaimRequest, now_ms: u64) -> Result<Vec<Record>, StoreError> {
@@ -888,7 +753,6 @@ impl Store for IdbStore {
             // priority, merged in claim order within each priority: `laneDue` for a
             // named lane, `due` for the default lane (whose rows `laneDue` does not
             // hold), keeping that lane's rows.
-            let events = tx.events()?;
             let due = store.index(IDX_DUE)?;
             let lane_due = store.index(IDX_LANE_DUE)?;
             let lanes: Vec<Option<JsValue>> = if request.lanes.is_empty() {
@@ -915,10 +779,7 @@ impl Store for IdbStore {
                     core::order::sort_records(&mut order, core::claim_order);
                     ready = order.into_iter().take(want).cloned().collect();
                 }
-                // The events to publish; a record whose event row is broken is left
-                // unclaimed (and noted corrupt), not handed out without its event.
-                let joined = self.join(&events, &mut ready).await?;
-                for (record, _) in ready.into_iter().zip(joined).filter(|(_, ok)| *ok) {
+                for record in ready {
                     let next = core::claim(&record, request, now_ms)?.into_record();
                     sys::put(&store, &to_row(&next)?)?;
                     claimed.push(next);
@@ -951,8 +812,6 @@ impl Store for IdbStore {
                 sys::put(&store, &to_row(&next)?)?;
                 taken.push(next);
             }
-            self.join_all(&tx.events()?, taken.iter_mut().collect())
-                .await?;
             tx.commit().await?;
             Ok(taken)
         })
@@ -986,12 +845,11 @@ impl Store for IdbStore {
                 let tx = Tx::open(db, true, self.options.durability)?;
                 let store = tx.store()?;
                 let mut out = Vec::with_capacity(completions.len());
-                // Every record's two rows read at once, then decided and written in
-                // order (the state row only: the event row never changes).
+                // Every row read at once, then decided and written in order.
                 let ids: Vec<&str> = completions.iter().map(|c| c.id.as_str()).collect();
-                let rows = self.get_pairs(&store, &tx.events()?, &ids).await?;
-                for (c, (current, event)) in completions.iter().zip(rows) {
-                    let next = match self.decode_joined(current, &event) {
+                let rows = get_many(&store, &ids).await?;
+                for (c, current) in completions.iter().zip(rows) {
+                    let next = match self.decode(current) {
                         Ok(Some(record)) => core::complete_attempt(&record, c, now_ms, retry)
                             .map_err(StoreError::from),
                         Ok(None) => Err(CoreError::NotFound { id: c.id.clone() }.into()),
@@ -1035,12 +893,8 @@ impl Store for IdbStore {
             let tx = Tx::open(db, false, Durability::Relaxed)?;
             let mut found = self
                 .read_related(&tx, std::slice::from_ref(lookups), true)
-                .await?
-                .pop()
-                .unwrap_or_default();
-            self.join_all(&tx.events()?, found.iter_mut().collect())
                 .await?;
-            Ok(found)
+            Ok(found.pop().unwrap_or_default())
         })
         .await
     }
@@ -1064,8 +918,6 @@ impl Store for IdbStore {
                     woken.push(next);
                 }
             }
-            self.join_all(&tx.events()?, woken.iter_mut().collect())
-                .await?;
             tx.commit().await?;
             Ok(woken)
         })
@@ -1086,10 +938,12 @@ impl Store for IdbStore {
                     }
                 }
             }
-            let events = tx.events()?;
-            for id in &doomed {
-                sys::delete(&store, id)?;
-                sys::delete(&events, id)?;
+            let lookup = tx.lookup()?;
+            for (store, id) in [&store, &lookup]
+                .into_iter()
+                .flat_map(|s| doomed.iter().map(move |id| (s, id)))
+            {
+                sys::delete(store, id)?;
             }
             tx.commit().await?;
             Ok(u32::try_from(doomed.len()).unwrap_or(u32::MAX))
@@ -1102,7 +956,6 @@ impl Store for IdbStore {
         self.run(async |db| {
             let tx = Tx::open(db, false, Durability::Relaxed)?;
             let store = tx.store()?;
-            let events = tx.events()?;
             let cursor = match &query.after {
                 None => None,
                 Some(id) => {
@@ -1114,17 +967,14 @@ impl Store for IdbStore {
                 }
             };
             // By lane: the pages of list order, keeping that lane's rows (read from the
-            // state row's `lane` field, before decoding), until the page is full.
+            // row's `lane` field, before decoding), until the page is full.
             let mut cursor = cursor;
             let mut out: Vec<Record> = Vec::new();
             let limit = query.limit as usize;
             loop {
                 let ask = (limit - out.len()) as u32;
-                // Each listed record's state row and event row, in list order: by
-                // stage, the state rows in the `stage` index and their event rows
-                // read after them; else the event rows in the `created` index and
-                // their state rows read after them.
-                let (states, event_rows) = match &query.stage {
+                // The page's rows, and the index entry it ends at (the cursor).
+                let (page, last) = match &query.stage {
                     Some(stage) => {
                         let s = JsValue::from_str(stage.as_str());
                         let lower = match &cursor {
@@ -1134,7 +984,9 @@ impl Store for IdbStore {
                         let range =
                             KeyRange::Bound(lower, cursor.is_some(), key(&[s, top()]), false);
                         let index = store.index(IDX_STAGE)?;
-                        (get_all(&index, range, Some(ask)).await?, None)
+                        let page = get_all(&index, range, Some(ask)).await?;
+                        let last = page.last().cloned();
+                        (page, last)
                     }
                     None => {
                         let range = match &cursor {
@@ -1143,21 +995,18 @@ impl Store for IdbStore {
                             }
                             None => every_key(),
                         };
-                        let index = events.index(IDX_CREATED)?;
-                        let event_rows = get_all(&index, range, Some(ask)).await?;
-                        let ids: Vec<String> = event_rows
-                            .iter()
-                            .map(|row| field(row, "id").as_string().unwrap_or_default())
-                            .collect();
-                        let states = get_many(&store, ids.iter().map(String::as_str)).await?;
-                        (states, Some(event_rows))
+                        // The page's ids in list order from `lookup`, then the rows.
+                        let lookup = tx.lookup()?;
+                        let keys = get_all(&lookup.index(IDX_CREATED)?, range, Some(ask)).await?;
+                        let last = keys.last().cloned();
+                        (rows_of(&store, keys).await?, last)
                     }
                 };
-                let fetched = states.len() as u32;
-                if let Some(last) = event_rows.as_ref().unwrap_or(&states).last() {
-                    cursor = Some((field(last, "createdMs"), field(last, "id")));
+                let fetched = page.len() as u32;
+                if let Some(last) = last {
+                    cursor = Some((field(&last, "createdMs"), field(&last, "id")));
                 }
-                let in_lane = |row: &JsValue| match &query.lane {
+                let kept = page.into_iter().filter(|row| match &query.lane {
                     None => true,
                     Some(lane) => {
                         field(row, "lane")
@@ -1166,27 +1015,8 @@ impl Store for IdbStore {
                             .unwrap_or(DEFAULT_LANE)
                             == lane
                     }
-                };
-                match event_rows {
-                    Some(event_rows) => {
-                        for (state, event) in states.into_iter().zip(event_rows) {
-                            if in_lane(&state) {
-                                out.extend(self.decode_joined(state, &event).ok().flatten());
-                            }
-                        }
-                    }
-                    None => {
-                        let mut page =
-                            self.decode_page(states.into_iter().filter(in_lane).collect());
-                        let joined = self.join(&events, &mut page).await?;
-                        out.extend(
-                            page.into_iter()
-                                .zip(joined)
-                                .filter(|(_, ok)| *ok)
-                                .map(|(r, _)| r),
-                        );
-                    }
-                }
+                });
+                out.extend(self.decode_page(kept.collect()));
                 if fetched < ask || out.len() >= limit || query.lane.is_none() {
                     break;
                 }

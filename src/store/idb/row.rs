@@ -3,47 +3,24 @@
 //! (`dueMs` absent when the record is terminal, numbers as JS numbers). Reading accepts a
 //! string where `StoredRow` has a `String`, a number where it has an `f64`, an integer in
 //! `u32` range for `v`, and `dueMs` absent, `undefined`, `null` or a number; anything else
-//! is an error naming the field.
-//!
-//! Since schema v4 a record is two rows: the state row above, whose document holds the
-//! event without its text, and the event row `{ id, eventId, createdMs, raw }` in
-//! `events`, written once. No business rule.
+//! is an error naming the field. No business rule.
 
 use serde::Serialize;
 use wasm_bindgen::JsValue;
 
-use crate::core::Record;
-use crate::store::codec::{self, StoredRow};
+use crate::store::codec::StoredRow;
 use crate::store::StoreError;
 
-/// A record's row in `events`: its event's text and the immutable index fields.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct EventRow<'a> {
-    id: &'a str,
-    event_id: &'a str,
-    created_ms: f64,
-    raw: &'a str,
-}
-
-/// The state row of `record`: its stored row with the event's text left out (it is in
-/// the event row).
-pub(super) fn state_to_js(record: &Record) -> Result<JsValue, StoreError> {
-    let mut state = record.clone();
-    state.event.raw = String::new();
-    to_js(&codec::encode(&state)?)
-}
-
-/// The event row of `record`.
-pub(super) fn event_to_js(record: &Record) -> Result<JsValue, StoreError> {
-    EventRow {
-        id: &record.id,
-        event_id: &record.event.id,
-        created_ms: record.created_ms as f64,
-        raw: &record.event.raw,
-    }
-    .serialize(&serde_wasm_bindgen::Serializer::new())
-    .map_err(|e| StoreError::Backend(format!("event of `{}` cannot be stored: {e}", record.id)))
+/// The `lookup` row (schema v4) of the record stored as `row`: `{ id, eventId,
+/// createdMs }`, the keys of the indexes that never change.
+pub(super) fn lookup_to_js(row: &StoredRow) -> Result<JsValue, StoreError> {
+    let keys = js_sys::Object::new();
+    let set = |name: &str, value: JsValue| js_sys::Reflect::set(&keys, &name.into(), &value);
+    set("id", row.id.as_str().into())
+        .and_then(|_| set("eventId", row.event_id.as_str().into()))
+        .and_then(|_| set("createdMs", row.created_ms.into()))
+        .map_err(|e| StoreError::Backend(format!("row `{}` cannot be stored: {e:?}", row.id)))?;
+    Ok(keys.into())
 }
 
 /// The row as a plain object.

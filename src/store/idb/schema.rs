@@ -30,23 +30,17 @@
 //!   `normal`, in the default lane). A row that cannot be decoded is left as
 //!   it is (it is in neither index, as a corrupt row was in no claim before).
 //!
-//! Schema v4 (split rows: each answer writes a small row once)
-//! - `events` (key path `id`, the item id): one row per record, written once at enqueue
-//!   and deleted with it by `purge`: `{ id, eventId, createdMs, raw }`, the signed
-//!   event's text and the two immutable index fields, with the indexes `created` =
-//!   `[createdMs, id]` (list order) and `event` = `eventId` (moved here from `records`).
-//! - `records` keeps the state row: the same [`crate::store::codec::StoredRow`], whose
-//!   document now holds the event without its text (`raw` is `""`), indexed by `due`,
-//!   `laneDue`, `stage` and `slot` only. A claim, an answer, a retry or a cancel
-//!   rewrites this row alone: two index entries (`due`, `stage`) for a record of the
-//!   default lane, not four, and no event text.
-//! - Readers join the two rows of a record in one transaction; a state row whose
-//!   event row is missing or names another event is a corrupt record.
-//!
-//! Rows written by an older schema are rewritten once, after every step has run, by
-//! one cursor ([`super::upgrade_row`]): the event's header fields (v2), `rank` (v3),
-//! and the split into a state row and an event row (v4). One pass, not one per step:
-//! cursors opened by several steps would interleave over the same rows.
+//! Schema v4 (the hot row keeps only the indexes that change)
+//! - `lookup` (key path `id`, the item id): one row per record, `{ id, eventId,
+//!   createdMs }`, written once by the enqueue and deleted with the record by `purge`,
+//!   with the indexes `created` = `[createdMs, id]` (list order) and `event` =
+//!   `eventId`, moved here from `records`. Their keys never change, but IndexedDB
+//!   writes every index entry of a row on every `put`: on `records` they cost two of
+//!   the four index writes of each claim and each answer.
+//! - `records` keeps `due`, `laneDue`, `stage` and `slot`; its rows are unchanged.
+//! - Every row's keys are copied into `lookup` by a cursor in the upgrade transaction
+//!   (`sys::fill_lookup`); a row whose document cannot be decoded gets them too when
+//!   its key fields are well formed (as before, list order meets it and skips it).
 
 use indexed_db_futures::database::Database;
 use indexed_db_futures::prelude::*;
@@ -56,17 +50,17 @@ use web_sys::IdbTransaction;
 
 /// The object store of records.
 pub const RECORDS: &str = "records";
-/// The object store of events: one immutable row per record (schema v4).
-pub const EVENTS: &str = "events";
+/// The object store of the records' immutable lookup keys (schema v4).
+pub const LOOKUP: &str = "lookup";
 /// The object store of metadata.
 pub const META: &str = "meta";
 /// Index: claim order.
 pub const IDX_DUE: &str = "due";
-/// Index: list order (on `events` since schema v4).
+/// Index: list order (on `lookup` since schema v4).
 pub const IDX_CREATED: &str = "created";
 /// Index: stage, then list order.
 pub const IDX_STAGE: &str = "stage";
-/// Index: event id (on `events` since schema v4).
+/// Index: event id (on `lookup` since schema v4).
 pub const IDX_EVENT: &str = "event";
 /// Index: versions of replaceable and addressable events by address (schema v2).
 pub const IDX_SLOT: &str = "slot";
@@ -113,6 +107,7 @@ fn v1_to_v2(_db: &Database, tx: &IdbTransaction) -> indexed_db_futures::Result<(
         &"eventId".into(),
     );
     records.create_index_with_str_sequence(IDX_SLOT, &fields)?;
+    super::sys::rewrite_rows(&records, super::upgrade_row)?;
     Ok(())
 }
 
@@ -131,23 +126,25 @@ fn v2_to_v3(_db: &Database, tx: &IdbTransaction) -> indexed_db_futures::Result<(
         IDX_LANE_DUE,
         &fields(&["lane", "rank", "dueMs", "createdMs", "id"]),
     )?;
+    super::sys::rewrite_rows(&records, super::upgrade_row)?;
     Ok(())
 }
 
 fn v3_to_v4(db: &Database, tx: &IdbTransaction) -> indexed_db_futures::Result<()> {
-    let events = db
-        .create_object_store(EVENTS)
+    let lookup = db
+        .create_object_store(LOOKUP)
         .with_key_path(KeyPath::One("id"))
         .build()?;
-    events
+    lookup
         .create_index(IDX_CREATED, KeyPath::from(vec!["createdMs", "id"]))
         .build()?;
-    events
+    lookup
         .create_index(IDX_EVENT, KeyPath::One("eventId"))
         .build()?;
     let records = tx.object_store(RECORDS)?;
     records.delete_index(IDX_CREATED)?;
     records.delete_index(IDX_EVENT)?;
+    super::sys::fill_lookup(tx)?;
     Ok(())
 }
 
@@ -161,9 +158,6 @@ pub fn upgrade(
 ) -> indexed_db_futures::Result<()> {
     for step in MIGRATIONS.iter().skip(old_version as usize) {
         step(db, tx)?;
-    }
-    if (1..4).contains(&old_version) {
-        super::sys::rewrite_rows(&tx.object_store(RECORDS)?, super::upgrade_row)?;
     }
     let meta = tx.object_store(META)?;
     let info = js_sys::Object::new();
