@@ -12,12 +12,13 @@
 //! reported.
 #![cfg(target_arch = "wasm32")]
 
-use nostr_outbox::core::Policy;
 use nostr_outbox::core::{
-    ClaimRequest, EnqueueOutcome, ListQuery, Priority, Record, Stage, DEFAULT_LANE,
+    EnqueueOutcome, ListQuery, Policy, Priority, Record, Stage, DEFAULT_LANE,
 };
 use nostr_outbox::store::codec::{self, StoredRow};
-use nostr_outbox::store::conformance::{fixture_plan, nostr_event, nostr_plan, ALICE, RELAYS};
+use nostr_outbox::store::conformance::{
+    fixture_claim, fixture_plan, nostr_event, nostr_plan, ALICE, RELAYS,
+};
 use nostr_outbox::store::idb::{IdbOptions, IdbStore, SCHEMA_VERSION};
 use nostr_outbox::store::Store;
 use wasm_bindgen::prelude::*;
@@ -208,16 +209,7 @@ async fn v3_fixture_database_is_migrated_to_v4_in_place() {
     // Claims find the migrated records in priority order, with their events.
     let now = 1_700_000_400_000;
     let claimed = store
-        .claim(
-            &ClaimRequest {
-                owner: "v3-test".into(),
-                lease_id: "v3-lease".into(),
-                limit: 256,
-                lease_ms: 60_000,
-                ..Default::default()
-            },
-            now,
-        )
+        .claim(&fixture_claim("v3-test", "v3-lease", 256, 60_000), now)
         .await
         .expect("claim");
     assert!(claimed.len() >= 6, "{}", claimed.len());
