@@ -195,14 +195,13 @@ async fn v3_fixture_database_is_migrated_to_v4_in_place() {
         keys[12],
         serde_json::json!({ "id": "zz-unreadable", "eventId": "e", "createdMs": 5 })
     );
+    // (Every fixture record is stored under its event id, which the lookup row then
+    // leaves out; the unreadable row's differs, so it is kept.)
     for (key, record) in keys.iter().zip(&want) {
+        assert_eq!(record.id, record.event.id);
         assert_eq!(
             key,
-            &serde_json::json!({
-                "id": record.id,
-                "eventId": record.event.id,
-                "createdMs": record.created_ms,
-            })
+            &serde_json::json!({ "id": record.id, "createdMs": record.created_ms })
         );
     }
 

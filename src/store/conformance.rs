@@ -2253,6 +2253,12 @@ pub async fn deletions_withdraw_what_they_name<S: Store>(s: &S) {
     ok(C, "note", s.enqueue(note(1, ALICE), 0).await);
     ok(C, "bob's note", s.enqueue(note(2, BOB), 0).await);
     ok(C, "note 3", s.enqueue(note(3, ALICE), 0).await);
+    // Under item ids of the app's: note 8 (named by the deletion by its event id), and
+    // note 10 under the item id that is note 11's event id (named; note 10 is not).
+    let custom = note(8, ALICE).with_id("custom-8");
+    ok(C, "custom note", s.enqueue(custom, 0).await);
+    let decoy = note(10, ALICE).with_id(id_of(11));
+    ok(C, "decoy note", s.enqueue(decoy, 0).await);
     // Note 3 is delivered before the deletion arrives.
     let r = claim_one(C, s, "l", 1, &id_of(3)).await;
     let all = RELAYS
@@ -2277,7 +2283,14 @@ pub async fn deletions_withdraw_what_they_name<S: Store>(s: &S) {
         5,
         150,
         "",
-        &[&id_of(1), &id_of(2), &id_of(3), &format!("30023:{ALICE}:y")],
+        &[
+            &id_of(1),
+            &id_of(2),
+            &id_of(3),
+            &id_of(8),
+            &id_of(11),
+            &format!("30023:{ALICE}:y"),
+        ],
     );
     ok(
         C,
@@ -2285,6 +2298,12 @@ pub async fn deletions_withdraw_what_they_name<S: Store>(s: &S) {
         s.enqueue(nostr_plan(earlier_deletion), 4).await,
     );
     check_superseded(C, &must_get(C, s, &id_of(1)).await, StopReason::Deleted, 5);
+    check_superseded(C, &must_get(C, s, "custom-8").await, StopReason::Deleted, 5);
+    check!(
+        C,
+        must_get(C, s, &id_of(11)).await.stage.may_send(),
+        "a record is found by its event's id, not by an item id that looks like one"
+    );
     check!(
         C,
         must_get(C, s, &id_of(2)).await.stage.may_send(),
@@ -2330,8 +2349,8 @@ pub async fn deletions_withdraw_what_they_name<S: Store>(s: &S) {
     check_eq!(
         C,
         ids,
-        vec![id_of(2), id_of(5), id_of(6), id_of(7)],
-        "deletions and Bob's note go out"
+        vec![id_of(2), id_of(5), id_of(6), id_of(7), id_of(11)],
+        "deletions, Bob's note and the decoy go out"
     );
 }
 

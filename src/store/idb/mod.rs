@@ -179,11 +179,16 @@ fn to_row(record: &Record) -> Result<JsValue, StoreError> {
 }
 
 /// The rows of `records` named by `lookup` rows (`undefined` where one is gone), in
-/// their order.
-async fn rows_of(store: &ObjectStore<'_>, keys: Vec<JsValue>) -> Result<Vec<JsValue>, Failure> {
+/// their order, then those of `more` ids.
+async fn rows_of(
+    store: &ObjectStore<'_>,
+    keys: Vec<JsValue>,
+    more: Option<&str>,
+) -> Result<Vec<JsValue>, Failure> {
     let ids: Vec<String> = keys
         .iter()
         .filter_map(|row| field(row, "id").as_string())
+        .chain(more.map(str::to_string))
         .collect();
     get_many(store, &ids.iter().map(String::as_str).collect::<Vec<_>>()).await
 }
@@ -619,7 +624,7 @@ impl IdbStore {
             if let Some(index) = &event_index {
                 for id in &wanted.event_ids {
                     let only = KeyRange::Only(JsValue::from_str(id));
-                    by_event.push((k, sys::request_all(index, only, None)?));
+                    by_event.push((k, id, sys::request_all(index, only, None)?));
                 }
             }
         }
@@ -628,10 +633,16 @@ impl IdbStore {
             rows[k].extend(read.await?);
         }
         // By event id: the lookup rows found name the records, read next.
-        for (k, read) in by_event {
-            rows[k].extend(rows_of(&store, read.await?).await?);
+        let mut found: Vec<Vec<Record>> = rows.into_iter().map(|r| self.decode_page(r)).collect();
+        // By event id: the records the `event` index names (those stored under another
+        // item id) and the one stored under the event id itself (the default item id,
+        // which `lookup` rows leave out of the index), kept if they hold that event.
+        for (k, id, read) in by_event {
+            let rows = rows_of(&store, read.await?, Some(id)).await?;
+            let records = self.decode_page(rows).into_iter();
+            found[k].extend(records.filter(|r| r.event.id == *id));
         }
-        Ok(rows.into_iter().map(|r| self.decode_page(r)).collect())
+        Ok(found)
     }
 
     /// A batch with replaceable, addressable or deletion events: one transaction reads
@@ -999,7 +1010,7 @@ impl Store for IdbStore {
                         let lookup = tx.lookup()?;
                         let keys = get_all(&lookup.index(IDX_CREATED)?, range, Some(ask)).await?;
                         let last = keys.last().cloned();
-                        (rows_of(&store, keys).await?, last)
+                        (rows_of(&store, keys, None).await?, last)
                     }
                 };
                 let fetched = page.len() as u32;

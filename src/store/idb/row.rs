@@ -11,13 +11,19 @@ use wasm_bindgen::JsValue;
 use crate::store::codec::StoredRow;
 use crate::store::StoreError;
 
-/// The `lookup` row (schema v4) of the record stored as `row`: `{ id, eventId,
-/// createdMs }`, the keys of the indexes that never change.
+/// The `lookup` row (schema v4) of the record stored as `row`: `{ id, eventId?,
+/// createdMs }`, the keys of the indexes that never change. `eventId` only when the
+/// item id is not the event id (an app's own id): by default they are the same, and
+/// a lookup by event id reads the record under it directly, so the `event` index holds
+/// only the others (one index entry less per enqueue).
 pub(super) fn lookup_to_js(row: &StoredRow) -> Result<JsValue, StoreError> {
     let keys = js_sys::Object::new();
     let set = |name: &str, value: JsValue| js_sys::Reflect::set(&keys, &name.into(), &value);
     set("id", row.id.as_str().into())
-        .and_then(|_| set("eventId", row.event_id.as_str().into()))
+        .and_then(|_| match row.event_id == row.id {
+            true => Ok(true),
+            false => set("eventId", row.event_id.as_str().into()),
+        })
         .and_then(|_| set("createdMs", row.created_ms.into()))
         .map_err(|e| StoreError::Backend(format!("row `{}` cannot be stored: {e:?}", row.id)))?;
     Ok(keys.into())

@@ -31,10 +31,11 @@
 //!   it is (it is in neither index, as a corrupt row was in no claim before).
 //!
 //! Schema v4 (the hot row keeps only the indexes that change)
-//! - `lookup` (key path `id`, the item id): one row per record, `{ id, eventId,
+//! - `lookup` (key path `id`, the item id): one row per record, `{ id, eventId?,
 //!   createdMs }`, written once by the enqueue and deleted with the record by `purge`,
 //!   with the indexes `created` = `[createdMs, id]` (list order) and `event` =
-//!   `eventId`, moved here from `records`. Their keys never change, but IndexedDB
+//!   `eventId`, moved here from `records`. `eventId` is left out when it is the item id
+//!   (the default): a lookup by event id also reads the record stored under it. Their keys never change, but IndexedDB
 //!   writes every index entry of a row on every `put`: on `records` they cost two of
 //!   the four index writes of each claim and each answer.
 //! - `records` keeps `due`, `laneDue`, `stage` and `slot`; its rows are unchanged.

@@ -638,7 +638,7 @@ export function fillLookup(tx) {
     if (!cursor) return;
     const { id, eventId, createdMs } = cursor.value;
     if (typeof id === "string" && typeof eventId === "string" && Number.isFinite(createdMs)) {
-      lookup.put({ id, eventId, createdMs });
+      lookup.put(eventId === id ? { id, createdMs } : { id, eventId, createdMs });
     }
     cursor.continue();
   };
