@@ -18,16 +18,22 @@ const rand = () => Math.random().toString(36).slice(2);
 
 // ---------- raw IndexedDB: the physical limit ----------
 
-/** A database with exactly the outbox's schema v1 (src/store/idb/schema.rs): same indexes. */
+/**
+ * A database with exactly the outbox's schema (v4, src/store/idb/schema.rs): the same
+ * object stores and indexes, so that the raw side writes what the outbox writes.
+ */
 function openRawDb(name) {
   const r = indexedDB.open(name, 1);
   r.onupgradeneeded = () => {
     const db = r.result;
     const records = db.createObjectStore("records", { keyPath: "id" });
-    records.createIndex("due", ["dueMs", "createdMs", "id"]);
-    records.createIndex("created", ["createdMs", "id"]);
+    records.createIndex("due", ["rank", "dueMs", "createdMs", "id"]);
+    records.createIndex("laneDue", ["lane", "rank", "dueMs", "createdMs", "id"]);
     records.createIndex("stage", ["stage", "createdMs", "id"]);
-    records.createIndex("event", "eventId");
+    records.createIndex("slot", ["slot", "slotPart", "slotOrder", "eventId"]);
+    const lookup = db.createObjectStore("lookup", { keyPath: "id" });
+    lookup.createIndex("created", ["createdMs", "id"]);
+    lookup.createIndex("event", "eventId");
     db.createObjectStore("meta");
   };
   return request(r);
@@ -64,11 +70,19 @@ async function readRows(name) {
   return rows;
 }
 
-/** All rows in one readwrite transaction: what a hand-written app does at best. */
+/**
+ * All rows, and their lookup rows (as the outbox writes them: `eventId` only when it is
+ * not the item id), in one readwrite transaction: what a hand-written app does at best.
+ */
 function putAll(db, rows, durability) {
-  const tx = db.transaction("records", "readwrite", { durability });
+  const tx = db.transaction(["records", "lookup"], "readwrite", { durability });
   const store = tx.objectStore("records");
-  for (const row of rows) store.put(row);
+  const lookup = tx.objectStore("lookup");
+  for (const row of rows) {
+    store.put(row);
+    const { id, eventId, createdMs } = row;
+    lookup.put(eventId === id ? { id, createdMs } : { id, eventId, createdMs });
+  }
   return committed(tx);
 }
 
