@@ -41,11 +41,11 @@ use crate::core::{
 use crate::store::codec;
 use crate::store::{CorruptRow, Store, StoreError};
 
-use indexed_db_futures::object_store::ObjectStore;
 pub use schema::MAX_VERSION as SCHEMA_VERSION;
 pub use sys::Durability;
 use sys::{add_rows, get_all, get_many, Conn, Failure, Tx};
 
+use indexed_db_futures::object_store::ObjectStore;
 use schema::{IDX_CREATED, IDX_DUE, IDX_EVENT, IDX_LANE_DUE, IDX_SLOT, IDX_STAGE};
 
 /// How to open an [`IdbStore`].
@@ -179,16 +179,11 @@ fn to_row(record: &Record) -> Result<JsValue, StoreError> {
 }
 
 /// The rows of `records` named by `lookup` rows (`undefined` where one is gone), in
-/// their order, then those of `more` ids.
-async fn rows_of(
-    store: &ObjectStore<'_>,
-    keys: Vec<JsValue>,
-    more: Option<&str>,
-) -> Result<Vec<JsValue>, Failure> {
+/// their order.
+async fn rows_of(store: &ObjectStore<'_>, keys: Vec<JsValue>) -> Result<Vec<JsValue>, Failure> {
     let ids: Vec<String> = keys
         .iter()
         .filter_map(|row| field(row, "id").as_string())
-        .chain(more.map(str::to_string))
         .collect();
     get_many(store, &ids.iter().map(String::as_str).collect::<Vec<_>>()).await
 }
@@ -632,15 +627,28 @@ impl IdbStore {
         for (k, read) in reads {
             rows[k].extend(read.await?);
         }
-        // By event id: the lookup rows found name the records, read next.
         let mut found: Vec<Vec<Record>> = rows.into_iter().map(|r| self.decode_page(r)).collect();
         // By event id: the records the `event` index names (those stored under another
         // item id) and the one stored under the event id itself (the default item id,
-        // which `lookup` rows leave out of the index), kept if they hold that event.
+        // which `lookup` rows leave out of the index), all read at once, kept if they
+        // hold that event.
+        let mut named: Vec<(usize, &str, String)> = Vec::new();
         for (k, id, read) in by_event {
-            let rows = rows_of(&store, read.await?, Some(id)).await?;
-            let records = self.decode_page(rows).into_iter();
-            found[k].extend(records.filter(|r| r.event.id == *id));
+            let keys = read.await?;
+            let ids = keys.iter().filter_map(|row| field(row, "id").as_string());
+            named.extend(
+                ids.chain([id.clone()])
+                    .map(|record| (k, id.as_str(), record)),
+            );
+        }
+        let ids: Vec<&str> = named.iter().map(|(_, _, record)| record.as_str()).collect();
+        let rows = get_many(&store, &ids).await?;
+        for ((k, id, _), row) in named.iter().zip(rows) {
+            if let Ok(Some(record)) = self.decode(row) {
+                if record.event.id == *id {
+                    found[*k].push(record);
+                }
+            }
         }
         Ok(found)
     }
@@ -1010,7 +1018,7 @@ impl Store for IdbStore {
                         let lookup = tx.lookup()?;
                         let keys = get_all(&lookup.index(IDX_CREATED)?, range, Some(ask)).await?;
                         let last = keys.last().cloned();
-                        (rows_of(&store, keys, None).await?, last)
+                        (rows_of(&store, keys).await?, last)
                     }
                 };
                 let fetched = page.len() as u32;

@@ -34,10 +34,11 @@
 //! - `lookup` (key path `id`, the item id): one row per record, `{ id, eventId?,
 //!   createdMs }`, written once by the enqueue and deleted with the record by `purge`,
 //!   with the indexes `created` = `[createdMs, id]` (list order) and `event` =
-//!   `eventId`, moved here from `records`. `eventId` is left out when it is the item id
-//!   (the default): a lookup by event id also reads the record stored under it. Their keys never change, but IndexedDB
+//!   `eventId`, moved here from `records`. Their keys never change, but IndexedDB
 //!   writes every index entry of a row on every `put`: on `records` they cost two of
-//!   the four index writes of each claim and each answer.
+//!   the four index writes of each claim and each answer. `eventId` is left out when it
+//!   is the item id (the default): a lookup by event id also reads the record stored
+//!   under it.
 //! - `records` keeps `due`, `laneDue`, `stage` and `slot`; its rows are unchanged.
 //! - Every row's keys are copied into `lookup` by a cursor in the upgrade transaction
 //!   (`sys::fill_lookup`); a row whose document cannot be decoded gets them too when

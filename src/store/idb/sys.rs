@@ -296,8 +296,8 @@ fn versionchange_transaction(
     })
 }
 
-/// A transaction over the `records` and `lookup` stores. A read-only one is committed when dropped
-/// (the crate aborts every transaction dropped without `commit`).
+/// A transaction over the `records` and `lookup` stores. A read-only one is committed
+/// when dropped (the crate aborts every transaction dropped without `commit`).
 pub(super) struct Tx<'a> {
     tx: Option<Transaction<'a>>,
     readonly: bool,
@@ -628,8 +628,10 @@ impl Adding {
 // `versionchange` transaction: a cursor that needs nothing of Rust (in JavaScript it is
 // a few lines; as a Rust closure driven by the cursor's events it cost 1.2 KB of .wasm).
 // A put that fails fails the upgrade (the database stays at v3). A row without a string
-// id and event id and a finite `createdMs` is not copied (no build writes one; lists
-// never met it, as the v3 `created` index did not hold it either).
+// id and event id and a finite `createdMs` is not copied: no build writes one, and
+// lists, which meet the rows through `lookup` since v4, no longer meet it (v3's
+// `created` index held such a row when its `createdMs` was a number; lists skipped it
+// as corrupt).
 #[wasm_bindgen(inline_js = r#"
 export function fillLookup(tx) {
   const lookup = tx.objectStore("lookup");
