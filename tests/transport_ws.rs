@@ -33,7 +33,7 @@ use js_support::{call, js, rust};
 
 #[path = "ws_support/mod.rs"]
 mod ws_support;
-use ws_support::{closed, fault, note, relay, sign, switch, transport, TestSigner};
+use ws_support::{closed, fault, note, relay, sign, switch, this_run, transport, TestSigner};
 
 // --- relays ------------------------------------------------------------------------
 
@@ -106,7 +106,7 @@ async fn control(cmd: Value) -> Value {
 /// How many EVENT frames the fault relay received on `path` (path and query).
 async fn fault_events(path: &str) -> u64 {
     let stats = control(json!(["STATS"])).await;
-    stats["events"][path].as_u64().unwrap_or(0)
+    stats["events"][this_run(path)].as_u64().unwrap_or(0)
 }
 
 async fn sleep(ms: u32) {
@@ -814,7 +814,7 @@ async fn idle_connection_closes_and_reopens_lazily() {
 /// How many sessions the fault relay has open on `path` (path and query).
 async fn fault_open(path: &str) -> u64 {
     let stats = control(json!(["STATS"])).await;
-    stats["open"][path].as_u64().unwrap_or(0)
+    stats["open"][this_run(path)].as_u64().unwrap_or(0)
 }
 
 /// Polls until the fault relay has `n` sessions open on `path` (the relay sees a close a

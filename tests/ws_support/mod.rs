@@ -32,14 +32,33 @@ pub fn relay() -> String {
     need(RELAY, "OUTBOX_TEST_RELAY_URL").to_owned()
 }
 
-/// A fault-relay behaviour, e.g. `fault("/silent?t=x")`.
-pub fn fault(path: &str) -> String {
-    format!("{}{path}", need(FAULT, "OUTBOX_TEST_FAULT_URL"))
+thread_local! {
+    /// This run of the test binary, drawn once.
+    static RUN: String = format!("{:08x}", (js_sys::Math::random() * 4_294_967_296.0) as u64);
 }
 
-/// The fault relay's switchable listener (its `/control` stops and starts it).
+/// `path` with this run's tag in its query. The fault relay keys its counters (`STATS`)
+/// by path and query, and a test binary can run more than once against the same relays
+/// (scripts/wasm-test-runner.sh runs a WebKit binary again after an engine fault): a
+/// count must not include an earlier run's events.
+pub fn this_run(path: &str) -> String {
+    let sep = if path.contains('?') { '&' } else { '?' };
+    RUN.with(|run| format!("{path}{sep}run={run}"))
+}
+
+/// A fault-relay behaviour, e.g. `fault("/silent?t=x")` (tagged with [`this_run`]).
+pub fn fault(path: &str) -> String {
+    format!("{}{}", need(FAULT, "OUTBOX_TEST_FAULT_URL"), this_run(path))
+}
+
+/// The fault relay's switchable listener (its `/control` stops and starts it), tagged
+/// with [`this_run`].
 pub fn switch(path: &str) -> String {
-    format!("{}{path}", need(SWITCH, "OUTBOX_TEST_SWITCH_URL"))
+    format!(
+        "{}{}",
+        need(SWITCH, "OUTBOX_TEST_SWITCH_URL"),
+        this_run(path)
+    )
 }
 
 /// A port where nothing listens.
