@@ -39,10 +39,10 @@ struct EvidenceView<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     reject_reason: Option<&'static str>,
     message: &'a str,
-    at: f64,
+    at: u64,
     tries: u32,
     #[serde(skip_serializing_if = "Option::is_none")]
-    first_at: Option<f64>,
+    first_at: Option<u64>,
 }
 
 impl<'a> EvidenceView<'a> {
@@ -56,9 +56,9 @@ impl<'a> EvidenceView<'a> {
                 _ => None,
             },
             message: &e.message,
-            at: num(e.at_ms),
+            at: e.at_ms,
             tries: e.tries,
-            first_at: e.first_at_ms.map(num),
+            first_at: e.first_at_ms,
         }
     }
 }
@@ -66,7 +66,7 @@ impl<'a> EvidenceView<'a> {
 /// A policy: `"all"`, `"any"`, `{ atLeast }`, `{ required }`.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
-pub(crate) enum PolicyView<'a> {
+enum PolicyView<'a> {
     All,
     Any,
     AtLeast(u32),
@@ -74,7 +74,7 @@ pub(crate) enum PolicyView<'a> {
 }
 
 impl<'a> PolicyView<'a> {
-    pub(crate) fn new(policy: &'a Policy) -> PolicyView<'a> {
+    fn new(policy: &'a Policy) -> PolicyView<'a> {
         match policy {
             Policy::All => PolicyView::All,
             Policy::Any => PolicyView::Any,
@@ -106,56 +106,53 @@ struct TargetView<'a> {
 #[serde(rename_all = "camelCase")]
 struct LeaseView<'a> {
     attempt: u32,
-    expires_at: f64,
+    expires_at: u64,
     /// The relays of an attempt filtered by relay; absent when it goes to every
     /// unsettled target.
     #[serde(skip_serializing_if = "Option::is_none")]
     relays: Option<&'a [String]>,
 }
 
-/// A record: `OutboxRecord`.
+/// A record (`OutboxRecord`) up to its event.
 #[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct RecordView<'a> {
+struct RecordHead<'a> {
     id: &'a str,
     stage: &'static str,
     lane: &'a str,
     priority: &'static str,
-    /// The event's stored text, parsed by `JSON.parse` (the signed event as enqueued).
-    #[serde(serialize_with = "serde_wasm_bindgen::preserve::serialize")]
-    event: JsValue,
+}
+
+/// A record (`OutboxRecord`) after its event.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct RecordTail<'a> {
     policy: PolicyView<'a>,
     targets: Vec<TargetView<'a>>,
     evidence: Vec<EvidenceView<'a>>,
     attempts: u32,
     max_attempts: u32,
     attempt_limit: u32,
-    next_attempt_at: Option<f64>,
+    next_attempt_at: Option<u64>,
     lease: Option<LeaseView<'a>>,
-    deadline: Option<f64>,
+    deadline: Option<u64>,
     reason: Option<&'static str>,
     superseded_by: Option<&'a str>,
     last_error: Option<&'a str>,
-    created_at: f64,
-    updated_at: f64,
-    last_attempt_at: Option<f64>,
-    revision: f64,
+    created_at: u64,
+    updated_at: u64,
+    last_attempt_at: Option<u64>,
+    revision: u64,
     takeovers: u32,
 }
 
-impl<'a> RecordView<'a> {
-    fn new(r: &'a Record) -> RecordView<'a> {
+impl<'a> RecordTail<'a> {
+    fn new(r: &'a Record) -> RecordTail<'a> {
         let required = |t: &str| match &r.policy {
             Policy::Required { relays } => relays.iter().any(|x| x == t),
             Policy::All => true,
             _ => false,
         };
-        RecordView {
-            id: &r.id,
-            stage: r.stage.as_str(),
-            lane: &r.lane,
-            priority: r.priority.as_str(),
-            event: js_sys::JSON::parse(&r.event.raw).unwrap_or(JsValue::NULL),
+        RecordTail {
             policy: PolicyView::new(&r.policy),
             targets: r
                 .targets
@@ -172,38 +169,98 @@ impl<'a> RecordView<'a> {
             max_attempts: r.max_attempts,
             attempt_limit: r.attempt_limit,
             next_attempt_at: match r.stage {
-                Stage::Pending | Stage::Retryable => r.due_ms.map(num),
+                Stage::Pending | Stage::Retryable => r.due_ms,
                 _ => None,
             },
             lease: match (r.stage, &r.lease) {
                 (Stage::Leased, Some(l)) => Some(LeaseView {
                     attempt: l.attempt,
-                    expires_at: num(l.expires_ms),
+                    expires_at: l.expires_ms,
                     relays: l.relays.as_deref(),
                 }),
                 _ => None,
             },
-            deadline: r.effective_deadline_ms().map(num),
+            deadline: r.effective_deadline_ms(),
             reason: r.reason.map(|x| x.as_str()),
             superseded_by: r.superseded_by.as_deref(),
             last_error: r.last_error.as_deref(),
-            created_at: num(r.created_ms),
-            updated_at: num(r.updated_ms),
-            last_attempt_at: r.last_attempt_ms.map(num),
-            revision: num(r.revision),
+            created_at: r.created_ms,
+            updated_at: r.updated_ms,
+            last_attempt_at: r.last_attempt_ms,
+            revision: r.revision,
             takeovers: r.takeovers,
         }
     }
 }
 
+/// Appends `r` as an `OutboxRecord` in JSON to `out`, fields in the order of
+/// `docs/API.md`, with `event` as the event's stored text (or `null`, `with_event`
+/// false). A record view is written here as JSON and handed to JavaScript as one
+/// string for one `JSON.parse`, not built field by field by serde-wasm-bindgen: a
+/// flush makes two per record (`attempt`, `delivered`), and each of those was some
+/// sixty calls across the boundary (the numbers are in docs/BENCHMARKS.md).
+fn write_record(out: &mut Vec<u8>, r: &Record, with_event: bool) {
+    let head = RecordHead {
+        id: &r.id,
+        stage: r.stage.as_str(),
+        lane: &r.lane,
+        priority: r.priority.as_str(),
+    };
+    // Serializing these borrowed views cannot fail (no maps, no non-string keys).
+    let (Ok(head), Ok(tail)) = (
+        serde_json::to_vec(&head),
+        serde_json::to_vec(&RecordTail::new(r)),
+    ) else {
+        out.extend_from_slice(b"null");
+        return;
+    };
+    out.extend_from_slice(&head[..head.len() - 1]); // without its `}`
+    out.extend_from_slice(b",\"event\":");
+    out.extend_from_slice(if with_event {
+        r.event.raw.as_bytes()
+    } else {
+        b"null"
+    });
+    out.push(b',');
+    out.extend_from_slice(&tail[1..]); // without its `{`
+}
+
+/// Parses what [`write_record`] wrote. The event's stored text was checked as JSON
+/// when it was enqueued; a row changed behind the outbox's back could hold text that
+/// is not, and then the record is shown with `event: null`, as before.
+fn parse_records(rs: &[Record], array: bool) -> JsValue {
+    for with_event in [true, false] {
+        let mut out = Vec::with_capacity(rs.len() * 1_024 + 2);
+        if array {
+            out.push(b'[');
+        }
+        for (i, r) in rs.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            write_record(&mut out, r, with_event);
+        }
+        if array {
+            out.push(b']');
+        }
+        // Every byte written is UTF-8: JSON punctuation, serde_json's output and the
+        // stored text of a `String`.
+        let text = String::from_utf8(out).unwrap_or_default();
+        if let Ok(v) = js_sys::JSON::parse(&text) {
+            return v;
+        }
+    }
+    JsValue::NULL
+}
+
 /// A record as a JavaScript `OutboxRecord`.
 pub(crate) fn record(r: &Record) -> JsValue {
-    to_js(&RecordView::new(r))
+    parse_records(std::slice::from_ref(r), false)
 }
 
 /// Records as a JavaScript array of `OutboxRecord`.
 pub(crate) fn records(rs: &[Record]) -> JsValue {
-    to_js(&rs.iter().map(RecordView::new).collect::<Vec<_>>())
+    parse_records(rs, true)
 }
 
 /// Counts per stage: `OutboxStatus`.
