@@ -9,10 +9,10 @@ use futures::executor::block_on;
 use futures::future::LocalBoxFuture;
 use nostr_outbox::core::{
     ClaimRequest, Completion, Enqueued, EventEnvelope, ListQuery, Lookups, Outcome, Plan, Policy,
-    Record, RejectReason, RetryConfig, Stage, StageCounts, StopReason,
+    Priority, Record, RejectReason, RetryConfig, Stage, StageCounts, StopReason,
 };
 use nostr_outbox::flush::{
-    flush_until_idle, run, FlushConfig, FlushEvent, FlushSummary, RunBounds,
+    flush_until_idle, run, FlushConfig, FlushEvent, FlushSummary, RunBounds, LOW_BATCH, LOW_WINDOW,
 };
 use nostr_outbox::store::conformance::{fixture_plan, RELAYS};
 use nostr_outbox::store::{MemoryStore, Store, StoreError};
@@ -209,6 +209,66 @@ fn the_publish_window_spans_claimed_batches_and_never_exceeds_concurrency() {
             "filled from several batches, within the bound"
         );
         assert!(summary.ticks >= 8, "{summary:?}");
+    });
+}
+
+/// `low` records yield: at most `LOW_WINDOW` of their publishes are in flight to a
+/// relay, and once a claim reached them the next claims take at most `LOW_BATCH`;
+/// `normal` records fill the whole window, claimed a whole batch at a time.
+#[test]
+fn low_records_yield_the_window_and_the_batch() {
+    block_on(async {
+        for priority in [Priority::Normal, Priority::Low] {
+            let store = Slow::new(1, None);
+            for i in 1..=400u32 {
+                let plan = fixture_plan(i, &RELAYS[..1], Policy::All).with_priority(priority);
+                store.enqueue(plan, 0).await.unwrap();
+            }
+            let mut t = Paced::new("none", 0);
+            t.turns = 40;
+            let summary = flush_all(&store, &t, &config(256, 64)).await.unwrap();
+            assert_eq!(summary.stats.satisfied, 400, "{priority:?}: {summary:?}");
+            let claims: Vec<String> = store
+                .log
+                .borrow()
+                .iter()
+                .filter(|l| l.starts_with("claim"))
+                .cloned()
+                .collect();
+            assert_eq!(claims[0], "claim 256", "{priority:?}: {claims:?}");
+            if priority == Priority::Low {
+                assert_eq!(t.peak_per_relay.get(), LOW_WINDOW, "{priority:?}");
+                let later = format!("claim {LOW_BATCH}");
+                assert!(claims[1..].iter().all(|c| *c == later), "{claims:?}");
+            } else {
+                assert_eq!(t.peak_per_relay.get(), 64, "{priority:?}");
+                assert!(claims[1..].iter().all(|c| c == "claim 256"), "{claims:?}");
+            }
+        }
+    });
+}
+
+/// A `normal` record claimed into a `low` backlog goes ahead of it and is not held to
+/// the backlog's window: all of it is in flight at once beside the backlog's `LOW_WINDOW`.
+#[test]
+fn normal_records_pass_a_low_backlog_in_the_window() {
+    block_on(async {
+        let store = MemoryStore::new();
+        for i in 1..=100u32 {
+            let plan = fixture_plan(i, &RELAYS[..1], Policy::All).with_priority(Priority::Low);
+            store.enqueue(plan, 0).await.unwrap();
+        }
+        for i in 101..=140u32 {
+            store
+                .enqueue(fixture_plan(i, &RELAYS[..1], Policy::All), 0)
+                .await
+                .unwrap();
+        }
+        let mut t = Paced::new("none", 0);
+        t.turns = 40;
+        let summary = flush_all(&store, &t, &config(256, 64)).await.unwrap();
+        assert_eq!(summary.stats.satisfied, 140, "{summary:?}");
+        assert_eq!(t.peak_per_relay.get(), 40 + LOW_WINDOW);
     });
 }
 

@@ -25,6 +25,15 @@ use crate::transport::{PublishReport, Transport};
 pub const MAX_CONCURRENCY: u32 = 256;
 /// The most ticks one [`flush_until_idle`] runs.
 pub const MAX_TICKS: u32 = 10_000;
+/// The most publishes of `low` records in flight to one relay (or
+/// [`FlushConfig::concurrency`], if smaller). A relay answers one connection's messages
+/// in order, so a `high` or `normal` record published behind a `low` backlog waits for
+/// at most this many of the backlog's publishes, whatever the window.
+pub const LOW_WINDOW: u32 = 16;
+/// The most `low` records one claim takes once the claims have reached them (or
+/// [`FlushConfig::batch_size`], if smaller): a claim is one transaction that an
+/// `enqueue` of a more urgent record may have to wait for.
+pub const LOW_BATCH: u32 = 64;
 
 /// How a flusher claims and retries.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -522,8 +531,8 @@ enum Step {
         Result<(Vec<Record>, bool), StoreError>,
     ),
     /// One publish answered: the attempt's slot, the relay's lane, the relay, the
-    /// report.
-    Published(usize, usize, String, PublishReport),
+    /// report, and whether the record is `low`.
+    Published(usize, usize, String, PublishReport, bool),
     /// A group of completions was recorded (with the arrival times of its answers).
     /// `true` for a recording of `high` records only (written beside the group).
     Recorded(
@@ -548,6 +557,8 @@ struct Lane {
     relay: String,
     /// Publishes in flight (at most the window).
     inflight: usize,
+    /// Of those, publishes of `low` records (at most [`LOW_WINDOW`]).
+    low_inflight: usize,
     /// Slots of the attempts waiting to publish here, oldest first.
     queue: VecDeque<usize>,
 }
@@ -693,6 +704,10 @@ pub async fn run<S: Store, T: Transport>(
     let started_ms = clock();
     let max_ticks = bounds.max_ticks.min(MAX_TICKS);
     let window = config.concurrency as usize;
+    let low_window = config.concurrency.min(LOW_WINDOW) as usize;
+    // Whether the last bulk claim reached `low` records: the claims after it take
+    // at most `LOW_BATCH`, while fewer than `low_window` per relay wait.
+    let mut low_claims = false;
     let mut summary = FlushSummary::default();
     let mut slots: Vec<Option<Slot>> = Vec::new();
     let mut free: Vec<usize> = Vec::new();
@@ -800,14 +815,18 @@ pub async fn run<S: Store, T: Transport>(
                 && (bounds.sleep.is_some() || !running.is_empty());
             // The next batch is claimed while fewer than a window's worth of
             // publishes per relay wait to start.
+            let claim_window = if low_claims { low_window } else { window };
             if !claiming
                 && !held
                 && more
                 && summary.ticks < max_ticks
-                && waiting < window * lanes.len().max(1)
+                && waiting < claim_window * lanes.len().max(1)
                 && (bounds.keep_going)()
             {
                 let mut request = claim_request(config, random);
+                if low_claims {
+                    request.limit = request.limit.min(LOW_BATCH);
+                }
                 if !wake.is_empty() && !taking_over {
                     request.relays = std::mem::take(&mut wake);
                 }
@@ -822,12 +841,21 @@ pub async fn run<S: Store, T: Transport>(
                 ));
             }
             // Each relay's oldest waiting publishes, while its window has room; one
-            // whose record is past half its lease is skipped instead.
+            // whose record is past half its lease is skipped instead. `low` records
+            // only while fewer than `low_window` of theirs are in flight (the queue is
+            // in priority order: once its front is `low`, so is the rest).
             for (lane_index, lane) in lanes.iter_mut().enumerate() {
                 while lane.inflight < window {
-                    let Some(slot) = lane.queue.pop_front() else {
+                    let Some(&slot) = lane.queue.front() else {
                         break;
                     };
+                    let low = slots[slot]
+                        .as_ref()
+                        .is_some_and(|s| s.record.priority == Priority::Low);
+                    if low && lane.low_inflight >= low_window {
+                        break;
+                    }
+                    lane.queue.pop_front();
                     waiting -= 1;
                     let Some(s) = slots[slot].as_mut() else {
                         continue;
@@ -843,11 +871,12 @@ pub async fn run<S: Store, T: Transport>(
                     s.started += 1;
                     let record = Rc::clone(&s.record);
                     lane.inflight += 1;
+                    lane.low_inflight += usize::from(low);
                     publishing += 1;
                     let target = lane.relay.clone();
                     running.push(Box::pin(async move {
                         let report = transport.publish(&target, &record.event).await;
-                        Step::Published(slot, lane_index, target, report)
+                        Step::Published(slot, lane_index, target, report, low)
                     }));
                 }
             }
@@ -982,7 +1011,12 @@ pub async fn run<S: Store, T: Transport>(
                         taking_over = records.len() >= limit as usize;
                     }
                     // A hurried claim leaves `more` as it was: the bulk claims follow.
-                    None if !hurry => more = due,
+                    None if !hurry => {
+                        more = due;
+                        if let Some(last) = records.last() {
+                            low_claims = last.priority == Priority::Low;
+                        }
+                    }
                     None => {}
                 }
                 let lease_id: Rc<str> = Rc::from(lease_id);
@@ -1027,6 +1061,7 @@ pub async fn run<S: Store, T: Transport>(
                                 lanes.push(Lane {
                                     relay: target,
                                     inflight: 0,
+                                    low_inflight: 0,
                                     queue: VecDeque::new(),
                                 });
                                 lanes.len() - 1
@@ -1045,9 +1080,10 @@ pub async fn run<S: Store, T: Transport>(
                     }
                 }
             }
-            Step::Published(index, lane, target, report) => {
+            Step::Published(index, lane, target, report, low) => {
                 publishing -= 1;
                 lanes[lane].inflight -= 1;
+                lanes[lane].low_inflight -= usize::from(low);
                 let Some(slot) = slots[index].as_mut() else {
                     continue;
                 };

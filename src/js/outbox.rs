@@ -233,7 +233,7 @@ impl OpenConfig {
         // The owner id is drawn at the end (below); validated with a stand-in of its form.
         let mut flush = FlushConfig::new("outbox-00000000000000000000000000000000");
         flush.batch_size = r.uint32("batchSize", o.batch_size)?.unwrap_or(64);
-        flush.concurrency = r.uint32("concurrency", o.concurrency)?.unwrap_or(16);
+        flush.concurrency = r.uint32("concurrency", o.concurrency)?.unwrap_or(256);
         // A lease must outlast a whole tick: a few rounds of connect, NIP-42 AUTH and
         // publish (twice when the relay asks for AUTH first).
         let round = u64::from(ws.connect_timeout_ms)

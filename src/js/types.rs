@@ -207,10 +207,15 @@ export interface OutboxOptions {
   circuitOpenMs?: number;
   /**
    * Records claimed per flush round (1..=256); attempts are also recorded in groups of
-   * about this many. Default 64.
+   * about this many. Default 64. Records of priority `low` are claimed at most 64 at a
+   * time.
    */
   batchSize?: number;
-  /** Publishes in flight to each relay at once (1..=256). Default 16. */
+  /**
+   * Publishes in flight to each relay at once (1..=256). Default 256. Of these, at most
+   * 16 are of `low` records, so a more urgent record queues behind at most 16 of a
+   * backlog's publishes on the relay's connection.
+   */
   concurrency?: number;
   /**
    * How long a claimed record stays exclusive to this flusher. Its publishes start in

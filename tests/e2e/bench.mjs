@@ -453,7 +453,7 @@ async function benchFlush(page, { label, n, relayCount, policy, comparePage = nu
   }
   const m = Object.fromEntries(Object.entries(t).map(([k, v]) => [k, median(v)]));
   const pubs = n * relayCount;
-  line(`   outbox flush() (defaults: batch 64, 16 in flight)  ${ms(m.outbox)} (${rate(pubs, m.outbox)} publishes)   runs ${list(t.outbox)}`);
+  line(`   outbox flush() (defaults: batch 64, 256 in flight)  ${ms(m.outbox)} (${rate(pubs, m.outbox)} publishes)   runs ${list(t.outbox)}`);
   for (const w of peerWidths) {
     line(`   nostr-tools, ${String(w).padEnd(3)} events in flight           ${ms(m[`peer${w}`])} (${rate(pubs, m[`peer${w}`])} publishes)   runs ${list(t[`peer${w}`])}`);
   }
@@ -520,6 +520,8 @@ async function benchFlush(page, { label, n, relayCount, policy, comparePage = nu
   if (comparePage) {
     r.compare = { pkg: COMPARE, options: COMPARE_OPTIONS, runs: t.compare, median: m.compare, ratioVsBestPeer: best / m.compare, speedup: m.outbox / m.compare };
     line(`BENCH ${label} --compare ${COMPARE}: nostr-tools / compare ${r.compare.ratioVsBestPeer.toFixed(2)}; ${r.compare.speedup.toFixed(2)}x the package under test`);
+    const cw = details.compare.map((d) => d && d.okToCommit).filter(Boolean);
+    if (cw.length) line(`BENCH ${label} --compare: OK-to-commit median ${median(cw.map((w) => w.medianMs)).toFixed(1)} ms, p99 ${median(cw.map((w) => w.p99Ms)).toFixed(1)} ms, longest ${Math.max(...cw.map((w) => w.maxMs))} ms`);
   }
   noteLoad(label);
   return r;
@@ -532,6 +534,13 @@ async function profileFlush(page, label, relayCount, n, policy) {
   const out = await profiled(page, label, () => call(page, "flushRun"));
   line(`   instrumented flush: ${ms(out.ms)}, ${JSON.stringify(out.result)}`);
   for (const x of rs) await dropRelay(x);
+  // The floor, profiled the same way, so the two profiles can be read side by side.
+  const fs = [];
+  for (let i = 0; i < relayCount; i++) fs.push(await freshRelay());
+  await call(page, "floorPrepare", { n, relays: fs.map((x) => x.url) });
+  const floor = await profiled(page, `${label}-floor`, () => call(page, "floorRun"));
+  line(`   instrumented floor: ${ms(floor.ms)}`);
+  for (const x of fs) await dropRelay(x);
   if (!VARIANTS) return;
   // Which part costs: the same flush with other public options (and the raw IndexedDB
   // work a flush needs at least), interleaved over the rounds, medians.
