@@ -50,8 +50,25 @@ pub(super) enum Failure {
 }
 
 /// Checks the BIP-340 signature `sig` of `id` by the x-only `pubkey`.
+///
+/// A check that never returned (in wasm a panic aborts: the instance traps, and the
+/// page goes on calling it) leaves the known keys borrowed for good; every check after
+/// it then goes through k256 alone ([`verify_uncached`]), slower but answering the
+/// same, instead of failing every event the page enqueues from then on.
 pub(super) fn verify(id: &[u8; 32], pubkey: &[u8; 32], sig: &[u8; 64]) -> Result<(), Failure> {
-    KEYS.with(|keys| keys.borrow_mut().verify(id, pubkey, sig))
+    KEYS.with(|keys| match keys.try_borrow_mut() {
+        Ok(mut keys) => keys.verify(id, pubkey, sig),
+        Err(_) => verify_uncached(id, pubkey, sig),
+    })
+}
+
+/// [`verify`] without the known keys: k256's `verify_raw`, the failures in the same
+/// order.
+fn verify_uncached(id: &[u8; 32], pubkey: &[u8; 32], sig: &[u8; 64]) -> Result<(), Failure> {
+    let key = VerifyingKey::from_bytes(pubkey).map_err(|_| Failure::NotAPoint)?;
+    let signature = Signature::try_from(&sig[..]).map_err(|_| Failure::BadEncoding)?;
+    key.verify_raw(id, &signature)
+        .map_err(|_| Failure::DoesNotVerify)
 }
 
 /// `x(s·G − e·P) = r` with `y` even, by the two tables; `sig`'s encoding is already
@@ -347,15 +364,14 @@ mod tests {
         }
     }
 
-    /// Every way to break a signature, checked with and without a table, answers what
-    /// k256's `verify_raw` answers.
-    #[test]
-    fn both_paths_answer_what_k256_answers() {
-        forget_keys();
-        let key = signing_key(1);
+    type Case = ([u8; 32], [u8; 32], [u8; 64]);
+
+    /// 24 signatures by `key` and every way to break each: another id, a flipped bit
+    /// of `s` or `r`, `s = 0`, `r ≥ p`.
+    fn cases(key: &SigningKey) -> Vec<Case> {
         let mut cases = Vec::new();
         for n in 0..24u8 {
-            let (id, x, sig) = signed(&key, n);
+            let (id, x, sig) = signed(key, n);
             cases.push((id, x, sig));
             let mut other_id = id;
             other_id[n as usize % 32] ^= 1 << (n % 8);
@@ -374,11 +390,22 @@ mod tests {
             max_r[..32].fill(0xff);
             cases.push((id, x, max_r));
         }
-        let reference = |(id, x, sig): &([u8; 32], [u8; 32], [u8; 64])| {
-            let key = VerifyingKey::from_bytes(x).map_err(|_| Failure::NotAPoint)?;
-            let sig = Signature::try_from(&sig[..]).map_err(|_| Failure::BadEncoding)?;
-            key.verify_raw(id, &sig).map_err(|_| Failure::DoesNotVerify)
-        };
+        cases
+    }
+
+    /// What k256's `verify_raw` answers, the failures in [`Failure`]'s order.
+    fn reference((id, x, sig): &Case) -> Result<(), Failure> {
+        let key = VerifyingKey::from_bytes(x).map_err(|_| Failure::NotAPoint)?;
+        let sig = Signature::try_from(&sig[..]).map_err(|_| Failure::BadEncoding)?;
+        key.verify_raw(id, &sig).map_err(|_| Failure::DoesNotVerify)
+    }
+
+    /// Every way to break a signature, checked with and without a table, answers what
+    /// k256's `verify_raw` answers.
+    #[test]
+    fn both_paths_answer_what_k256_answers() {
+        forget_keys();
+        let cases = cases(&signing_key(1));
         let valid = cases.iter().filter(|c| reference(c).is_ok()).count();
         assert_eq!(valid, 24, "only the untouched signatures verify");
         for (round, case) in cases.iter().enumerate() {
@@ -391,6 +418,38 @@ mod tests {
         let (built, holders) = state();
         assert_eq!(built, 2, "the generator's table and the key's, each once");
         assert_eq!(holders, vec![cases[0].1]);
+    }
+
+    /// A check that never returned (a trap in wasm) leaves the known keys borrowed:
+    /// the checks after it still answer, without them, what k256 answers (they
+    /// panicked on the borrow before, so one engine fault in WebKit failed every
+    /// later check of the page).
+    #[test]
+    fn checks_go_on_when_the_known_keys_were_left_borrowed() {
+        forget_keys();
+        let cases = cases(&signing_key(3));
+        let off_curve = (1u8..)
+            .map(|n| [n; 32])
+            .find(|x| VerifyingKey::from_bytes(x).is_err())
+            .expect("some x is not on the curve");
+        KEYS.with(|keys| {
+            let _cut_short = keys.borrow_mut();
+            for (round, case) in cases.iter().enumerate() {
+                assert_eq!(
+                    verify(&case.0, &case.1, &case.2),
+                    reference(case),
+                    "case {round}"
+                );
+            }
+            assert_eq!(
+                verify(&[0; 32], &off_curve, &[1; 64]),
+                Err(Failure::NotAPoint)
+            );
+        });
+        assert_eq!(state(), (0, vec![]), "nothing was learnt meanwhile");
+        let (id, x, sig) = cases[0];
+        assert_eq!(verify(&id, &x, &sig), Ok(()), "the cache again once free");
+        assert_eq!(KEYS.with(|keys| keys.borrow().known.len()), 1);
     }
 
     #[test]
