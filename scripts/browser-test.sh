@@ -23,8 +23,8 @@
 # baseline JIT, BBQ), so BBQ is the suspect. With the crates unoptimized, 2 to 7 faults in
 # each run of this tier (a CI run failed when js_nostr_rules faulted three
 # times in a row). Most of it was in the crypto crates, so Cargo.toml builds k256, sha2,
-# crypto-bigint, elliptic-curve and ecdsa optimized for tests: then 2 faults in 7 tier
-# runs (k256 alone optimized in 4 of them: a SHA-256 id off; all five in 3: a misaligned
+# crypto-bigint, elliptic-curve and ecdsa optimized for tests: then 2 faults in 14 tier
+# runs (k256 alone optimized in 4 of them: a SHA-256 id off; all five in 10: a misaligned
 # pointer in serde_json), each passed on its rerun, and the tier took 110-166 s instead
 # of 500-850 s. With JSC_useBBQJIT=false too, one run had no fault but
 # took 338 s; the tier keeps Safari's stock tiers. JSC_* variables set here reach the
