@@ -18,6 +18,7 @@ fn config(owner: &str) -> FlushConfig {
         batch_size: 8,
         lease_ms: 5_000,
         concurrency: 4,
+        low_concurrency: nostr_outbox::flush::LOW_WINDOW,
         retry: RetryConfig::default(),
         group_wait_ms: nostr_outbox::flush::GROUP_WAIT_MS,
         lanes: Vec::new(),

@@ -12,7 +12,8 @@ use nostr_outbox::core::{
     Priority, Record, RejectReason, RetryConfig, Stage, StageCounts, StopReason,
 };
 use nostr_outbox::flush::{
-    flush_until_idle, run, FlushConfig, FlushEvent, FlushSummary, RunBounds, LOW_BATCH, LOW_WINDOW,
+    flush_until_idle, run, FlushConfig, FlushEvent, FlushSummary, RunBounds, LOW_BATCH_PER_PUBLISH,
+    LOW_WINDOW,
 };
 use nostr_outbox::store::conformance::{fixture_plan, RELAYS};
 use nostr_outbox::store::{MemoryStore, Store, StoreError};
@@ -212,13 +213,19 @@ fn the_publish_window_spans_claimed_batches_and_never_exceeds_concurrency() {
     });
 }
 
-/// `low` records yield: at most `LOW_WINDOW` of their publishes are in flight to a
-/// relay, and once a claim reached them the next claims take at most `LOW_BATCH`;
-/// `normal` records fill the whole window, claimed a whole batch at a time.
+/// `low` records yield: at most `low_concurrency` (default `LOW_WINDOW`) of their
+/// publishes are in flight to a relay, and once a claim reached them the next claims
+/// take at most `LOW_BATCH_PER_PUBLISH` per publish of that window; `normal` records
+/// fill the whole window, claimed a whole batch at a time.
 #[test]
 fn low_records_yield_the_window_and_the_batch() {
     block_on(async {
-        for priority in [Priority::Normal, Priority::Low] {
+        for (priority, low_concurrency) in [
+            (Priority::Normal, LOW_WINDOW),
+            (Priority::Low, LOW_WINDOW),
+            (Priority::Low, 10),
+            (Priority::Low, 100),
+        ] {
             let store = Slow::new(1, None);
             for i in 1..=400u32 {
                 let plan = fixture_plan(i, &RELAYS[..1], Policy::All).with_priority(priority);
@@ -226,8 +233,13 @@ fn low_records_yield_the_window_and_the_batch() {
             }
             let mut t = Paced::new("none", 0);
             t.turns = 40;
-            let summary = flush_all(&store, &t, &config(256, 64)).await.unwrap();
-            assert_eq!(summary.stats.satisfied, 400, "{priority:?}: {summary:?}");
+            let config = FlushConfig {
+                low_concurrency,
+                ..config(256, 64)
+            };
+            let summary = flush_all(&store, &t, &config).await.unwrap();
+            let case = format!("{priority:?}, low_concurrency {low_concurrency}");
+            assert_eq!(summary.stats.satisfied, 400, "{case}: {summary:?}");
             let claims: Vec<String> = store
                 .log
                 .borrow()
@@ -235,14 +247,22 @@ fn low_records_yield_the_window_and_the_batch() {
                 .filter(|l| l.starts_with("claim"))
                 .cloned()
                 .collect();
-            assert_eq!(claims[0], "claim 256", "{priority:?}: {claims:?}");
+            assert_eq!(claims[0], "claim 256", "{case}: {claims:?}");
             if priority == Priority::Low {
-                assert_eq!(t.peak_per_relay.get(), LOW_WINDOW, "{priority:?}");
-                let later = format!("claim {LOW_BATCH}");
-                assert!(claims[1..].iter().all(|c| *c == later), "{claims:?}");
+                // The window is the smaller of `low_concurrency` and `concurrency` (64).
+                let window = low_concurrency.min(64);
+                assert_eq!(t.peak_per_relay.get(), window, "{case}");
+                let later = format!("claim {}", (window * LOW_BATCH_PER_PUBLISH).min(256));
+                assert!(
+                    claims[1..].iter().all(|c| *c == later),
+                    "{case}: {claims:?}"
+                );
             } else {
-                assert_eq!(t.peak_per_relay.get(), 64, "{priority:?}");
-                assert!(claims[1..].iter().all(|c| c == "claim 256"), "{claims:?}");
+                assert_eq!(t.peak_per_relay.get(), 64, "{case}");
+                assert!(
+                    claims[1..].iter().all(|c| c == "claim 256"),
+                    "{case}: {claims:?}"
+                );
             }
         }
     });

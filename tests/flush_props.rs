@@ -63,6 +63,7 @@ proptest! {
                 batch_size: batch,
                 lease_ms: 1_000,
                 concurrency,
+                low_concurrency: nostr_outbox::flush::LOW_WINDOW,
                 retry: RetryConfig {
                     base_delay_ms: 10,
                     max_delay_ms: 100,

@@ -281,6 +281,18 @@ async fn open_refuses_bad_options() {
             "invalid_config",
         ),
         (
+            json!({ "storage": "memory", "lowConcurrency": 0 }),
+            "invalid_config",
+        ),
+        (
+            json!({ "storage": "memory", "lowConcurrency": 257 }),
+            "invalid_config",
+        ),
+        (
+            json!({ "storage": "memory", "lowConcurrency": "4" }),
+            "invalid_options",
+        ),
+        (
             json!({ "storage": "memory", "publishTimeoutMs": 0 }),
             "invalid_config",
         ),

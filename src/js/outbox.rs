@@ -40,7 +40,7 @@ pub const DEFAULT_NAME: &str = "nostr-outbox";
 const DEFAULT_LIST_LIMIT: u32 = 100;
 
 /// The keys of `Outbox.open` options.
-const OPEN_KEYS: [&str; 19] = [
+const OPEN_KEYS: [&str; 20] = [
     "name",
     "storage",
     "durability",
@@ -54,6 +54,7 @@ const OPEN_KEYS: [&str; 19] = [
     "circuitOpenMs",
     "batchSize",
     "concurrency",
+    "lowConcurrency",
     "leaseMs",
     "signer",
     "requestPersistence",
@@ -62,8 +63,8 @@ const OPEN_KEYS: [&str; 19] = [
     "transport",
 ];
 /// The keys of `handleSync` options: those of `Outbox.open`, and `tag`.
-const SYNC_KEYS: [&str; 20] = {
-    let mut keys = [""; 20];
+const SYNC_KEYS: [&str; 21] = {
+    let mut keys = [""; 21];
     let mut i = 0;
     while i < OPEN_KEYS.len() {
         keys[i] = OPEN_KEYS[i];
@@ -89,6 +90,7 @@ shape! {
         circuit_open_ms: Uint,
         batch_size: Uint,
         concurrency: Uint,
+        low_concurrency: Uint,
         lease_ms: Uint,
         signer: Raw,
         request_persistence: bool,
@@ -234,6 +236,9 @@ impl OpenConfig {
         let mut flush = FlushConfig::new("outbox-00000000000000000000000000000000");
         flush.batch_size = r.uint32("batchSize", o.batch_size)?.unwrap_or(64);
         flush.concurrency = r.uint32("concurrency", o.concurrency)?.unwrap_or(256);
+        flush.low_concurrency = r
+            .uint32("lowConcurrency", o.low_concurrency)?
+            .unwrap_or(crate::flush::LOW_WINDOW);
         // A lease must outlast a whole tick: a few rounds of connect, NIP-42 AUTH and
         // publish (twice when the relay asks for AUTH first).
         let round = u64::from(ws.connect_timeout_ms)

@@ -207,16 +207,20 @@ export interface OutboxOptions {
   circuitOpenMs?: number;
   /**
    * Records claimed per flush round (1..=256); attempts are also recorded in groups of
-   * about this many. Default 64. Records of priority `low` are claimed at most 64 at a
-   * time.
+   * about this many. Default 64. Records of priority `low` are claimed at most
+   * 4 × `lowConcurrency` (16 by default) at a time.
    */
   batchSize?: number;
   /**
-   * Publishes in flight to each relay at once (1..=256). Default 256. Of these, at most
-   * 16 are of `low` records, so a more urgent record queues behind at most 16 of a
-   * backlog's publishes on the relay's connection.
+   * Publishes in flight to each relay at once (1..=256). Default 256.
    */
   concurrency?: number;
+  /**
+   * Of those, how many may be of `low` records (1..=256). Default 4: a more urgent
+   * record queues behind at most 4 of a backlog's publishes on the relay's connection.
+   * Higher moves a `low` backlog faster and makes a note behind it wait longer.
+   */
+  lowConcurrency?: number;
   /**
    * How long a claimed record stays exclusive to this flusher. Its publishes start in
    * the first half (or it is handed back), so keep it at least twice the longest

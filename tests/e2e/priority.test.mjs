@@ -10,7 +10,7 @@ import { startServer, launch, relay, queryRelay, IMPORT_PACKAGE } from "./harnes
 import { benchEvents } from "./bench/events.mjs";
 
 const BACKLOG = 10_000;
-const BATCH = 64; // the most records of a `low` backlog one claim takes, after the first (LOW_BATCH)
+const BATCH = 16; // the most records of a `low` backlog one claim takes, after the first (4 × lowConcurrency, default 4)
 
 let server, browser, nrr, page;
 before(async () => {

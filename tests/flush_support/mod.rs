@@ -20,6 +20,7 @@ pub fn config(batch_size: u32, concurrency: u32) -> FlushConfig {
         batch_size,
         lease_ms: 10_000,
         concurrency,
+        low_concurrency: nostr_outbox::flush::LOW_WINDOW,
         retry: RetryConfig {
             base_delay_ms: 1_000,
             max_delay_ms: 8_000,

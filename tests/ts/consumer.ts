@@ -60,6 +60,7 @@ export async function main(): Promise<void> {
     connectTimeoutMs: 4_000,
     batchSize: 16,
     concurrency: 8,
+    lowConcurrency: 2,
     leaseMs: 120_000,
     signer: nip07,
     requestPersistence: true,
