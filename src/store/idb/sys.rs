@@ -28,7 +28,7 @@
 use std::cell::{Cell, RefCell};
 use std::future::Future;
 use std::rc::Rc;
-use std::task::{Poll, Waker};
+use std::task::{Context, Poll, Waker};
 
 use indexed_db_futures::database::{Database, VersionChangeEvent};
 use indexed_db_futures::error::{Error as IdbError, OpenDbError};
@@ -206,11 +206,31 @@ impl Drop for Conn {
     }
 }
 
-/// Set by the open request's `blocked` event; wakes the open's task.
+/// A JavaScript event seen (an open request's `blocked`, a transaction's `abort`),
+/// waking the task that waits for it.
 #[derive(Default)]
-struct Blocked {
+struct Signal {
     fired: Cell<bool>,
     waker: RefCell<Option<Waker>>,
+}
+
+impl Signal {
+    /// Notes the event and wakes the waiting task.
+    fn fire(&self) {
+        self.fired.set(true);
+        if let Some(waker) = self.waker.borrow_mut().take() {
+            waker.wake();
+        }
+    }
+
+    /// Whether the event was seen; if not, `cx`'s task is woken when it is.
+    fn poll_fired(&self, cx: &Context<'_>) -> bool {
+        if self.fired.get() {
+            return true;
+        }
+        *self.waker.borrow_mut() = Some(cx.waker().clone());
+        false
+    }
 }
 
 /// Opens `name` at `version`, running the schema's migrations inside `upgradeneeded`.
@@ -221,7 +241,7 @@ struct Blocked {
 /// it completes later its upgrade runs whole and the connection is closed at once (it
 /// then blocks nobody).
 pub(super) async fn open(name: &str, version: u32) -> Result<Conn, Failure> {
-    let blocked = Rc::new(Blocked::default());
+    let blocked = Rc::new(Signal::default());
     // Set once the request exists, before its `upgradeneeded` can fire.
     let raw_request: Rc<RefCell<Option<web_sys::IdbOpenDbRequest>>> = Rc::default();
     let mut request = Database::open(name)
@@ -229,10 +249,7 @@ pub(super) async fn open(name: &str, version: u32) -> Result<Conn, Failure> {
         .with_on_blocked({
             let blocked = blocked.clone();
             move |_: VersionChangeEvent| {
-                blocked.fired.set(true);
-                if let Some(waker) = blocked.waker.borrow_mut().take() {
-                    waker.wake();
-                }
+                blocked.fire();
                 Ok(())
             }
         })
@@ -247,10 +264,9 @@ pub(super) async fn open(name: &str, version: u32) -> Result<Conn, Failure> {
     // escape hatch: the request, whose `transaction` is the upgrade's (below).
     *raw_request.borrow_mut() = Some(request.as_sys().clone());
     let opened = std::future::poll_fn(|cx| {
-        if blocked.fired.get() {
+        if blocked.poll_fired(cx) {
             return Poll::Ready(None);
         }
-        *blocked.waker.borrow_mut() = Some(cx.waker().clone());
         std::pin::Pin::new(&mut request).poll(cx).map(Some)
     })
     .await;
@@ -377,10 +393,7 @@ impl<'a> Tx<'a> {
         let raw: web_sys::IdbTransaction = (**tx.as_sys()).clone();
         match tx.commit().await {
             Ok(()) => Ok(()),
-            Err(e) => Err(match raw.error() {
-                Some(error) => failure(error.into()),
-                None => e.into(),
-            }),
+            Err(e) => Err(abort_failure(&raw, || e.into())),
         }
     }
 
@@ -390,6 +403,15 @@ impl<'a> Tx<'a> {
         if let Some(tx) = self.tx.take() {
             let _ = tx.abort().await;
         }
+    }
+}
+
+/// The error `raw` aborted with (`QuotaExceededError`, ...), or `otherwise` when it has
+/// none (an abort asked for).
+fn abort_failure(raw: &web_sys::IdbTransaction, otherwise: impl FnOnce() -> Failure) -> Failure {
+    match raw.error() {
+        Some(error) => failure(error.into()),
+        None => otherwise(),
     }
 }
 
@@ -498,10 +520,6 @@ struct AddState {
     cursor: usize,
     existing: Vec<usize>,
     failed: Option<JsValue>,
-    /// The transaction aborted (its `abort` event fired).
-    aborted: bool,
-    /// The task waiting in [`Adding::finish`], woken by the abort.
-    waker: Option<Waker>,
 }
 
 /// A batch of `add` requests in flight (see [`add_rows`]).
@@ -509,6 +527,8 @@ pub(super) struct Adding {
     state: Rc<RefCell<AddState>>,
     last: Option<indexed_db_futures::future::VoidRequest>,
     raw_tx: web_sys::IdbTransaction,
+    /// The transaction's `abort`, which ends [`Adding::finish`]'s wait.
+    aborted: Rc<Signal>,
     on_error: Closure<dyn FnMut(web_sys::Event)>,
     on_abort: Closure<dyn FnMut()>,
 }
@@ -595,15 +615,10 @@ pub(super) fn add_rows(
             }
         }
     });
+    let aborted = Rc::new(Signal::default());
     let on_abort = Closure::<dyn FnMut()>::new({
-        let state = state.clone();
-        move || {
-            let mut state = state.borrow_mut();
-            state.aborted = true;
-            if let Some(waker) = state.waker.take() {
-                waker.wake();
-            }
-        }
+        let aborted = aborted.clone();
+        move || aborted.fire()
     });
     // escape hatch: a listener of our own on the transaction (the crate's own is
     // awaited only by `commit`/`abort`).
@@ -612,6 +627,7 @@ pub(super) fn add_rows(
         state,
         last: None,
         raw_tx: raw_tx.clone(),
+        aborted,
         on_error,
         on_abort,
     };
@@ -644,28 +660,23 @@ impl Adding {
     /// transaction (the first failed add's error, else the transaction's own).
     pub(super) async fn finish(mut self) -> Result<Vec<usize>, Failure> {
         if let Some(mut last) = self.last.take() {
-            let state = &self.state;
+            let aborted = &self.aborted;
             std::future::poll_fn(|cx| {
                 // Its own error, if any, is in the state already.
-                if std::pin::Pin::new(&mut last).poll(cx).is_ready() {
-                    return Poll::Ready(());
+                let answered = std::pin::Pin::new(&mut last).poll(cx).is_ready();
+                match answered || aborted.poll_fired(cx) {
+                    true => Poll::Ready(()),
+                    false => Poll::Pending,
                 }
-                let mut state = state.borrow_mut();
-                if state.aborted {
-                    return Poll::Ready(());
-                }
-                state.waker = Some(cx.waker().clone());
-                Poll::Pending
             })
             .await;
         }
         let mut state = self.state.borrow_mut();
         let result = match state.failed.take() {
             Some(error) => Err(failure(error)),
-            None if state.aborted => Err(match self.raw_tx.error() {
-                Some(error) => failure(error.into()),
-                None => Failure::Store(StoreError::Backend("the transaction was aborted".into())),
-            }),
+            None if self.aborted.fired.get() => Err(abort_failure(&self.raw_tx, || {
+                Failure::Store(StoreError::Backend("the transaction was aborted".into()))
+            })),
             None => Ok(std::mem::take(&mut state.existing)),
         };
         drop(state);
