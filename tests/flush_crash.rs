@@ -215,6 +215,7 @@ async fn run_once(store: &MemoryStore, t: &ScriptedTransport, take_over: bool) -
         sleep: None,
         hurry: None,
         hold: None,
+        nudge: None,
     };
     let summary = nostr_outbox::flush::run(
         store,

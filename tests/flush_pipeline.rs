@@ -9,7 +9,7 @@ use futures::executor::block_on;
 use futures::future::LocalBoxFuture;
 use nostr_outbox::core::{
     ClaimRequest, Completion, Enqueued, EventEnvelope, ListQuery, Lookups, Outcome, Plan, Policy,
-    Priority, Record, RejectReason, RetryConfig, Stage, StageCounts, StopReason,
+    Priority, Record, RejectReason, RetryConfig, Signal, Stage, StageCounts, StopReason,
 };
 use nostr_outbox::flush::{
     flush_until_idle, run, FlushConfig, FlushEvent, FlushSummary, RunBounds, LOW_BATCH_PER_PUBLISH,
@@ -413,6 +413,7 @@ fn keep_going_stops_claiming_but_finishes_what_was_claimed() {
             sleep: None,
             hurry: None,
             hold: None,
+            nudge: None,
         };
         let summary = run(
             &store,
@@ -701,6 +702,7 @@ fn group_commit_writes_at_the_bound_or_at_batch_size() {
                 sleep: None,
                 hurry: None,
                 hold: None,
+                nudge: None,
             };
             let summary = run(
                 &store,
@@ -790,6 +792,7 @@ impl Interrupting<'_> {
             sleep: None,
             hurry: Some(&take),
             hold: None,
+            nudge: None,
         };
         run(
             self.store,
@@ -850,6 +853,110 @@ fn a_hurried_high_record_jumps_the_waiting_backlog() {
             store.groups.borrow().contains(&1),
             "recorded apart: {:?}",
             store.groups.borrow()
+        );
+    });
+}
+
+/// From the moment a `high` record is signalled (`RunBounds::hurry`) until its claim
+/// returns, no `low` publish starts: each would be one more message ahead of the
+/// record's own on the relay's connection. The `low` publishes answered meanwhile are
+/// replaced only after the record's publish has started.
+#[test]
+fn no_low_publish_starts_between_a_hurried_record_and_its_publish() {
+    block_on(async {
+        // Claims take 12 turns, `low` publishes 3: without the hold, the backlog's
+        // window (4) would refill about three times over during the record's claim.
+        let store = Slow::new(12, None);
+        for i in 1..=200u32 {
+            let plan = fixture_plan(i, &RELAYS[..1], Policy::All).with_priority(Priority::Low);
+            store.inner.enqueue(plan, 0).await.unwrap();
+        }
+        let t = Interrupting::new(&store, 40, 3);
+        let summary = t.run(&config(32, 256)).await;
+        assert_eq!(summary.stats.satisfied, 201, "{summary:?}");
+        let high = t.high.borrow().clone().expect("enqueued");
+        let at = t.sent.borrow().iter().position(|id| *id == high);
+        let at = at.expect("published");
+        // Publish 40 (index 39) signalled the record: the next publish to start is its.
+        assert_eq!(at, 40, "{} low publishes started before it", at - 40);
+    });
+}
+
+/// `low` publishes that take 200 executor turns; a `high` record's 2. Logs each
+/// publish's start and answer.
+struct Lagging {
+    log: RefCell<Vec<String>>,
+    high: RefCell<Option<String>>,
+}
+
+impl Transport for Lagging {
+    async fn publish(&self, _relay: &str, event: &EventEnvelope) -> PublishReport {
+        let high = self.high.borrow().as_ref() == Some(&event.id);
+        let kind = if high { "high" } else { "low" };
+        self.log.borrow_mut().push(format!("{kind} sent"));
+        Yield(if high { 2 } else { 200 }).await;
+        self.log.borrow_mut().push(format!("{kind} answered"));
+        PublishReport::new(Outcome::Accepted, "")
+    }
+}
+
+/// A `high` record enqueued while every publish in flight is slow: the caller's nudge
+/// (`RunBounds::nudge`) makes the run claim and publish it at once, not when the next
+/// of those publishes answers.
+#[test]
+fn a_nudge_makes_the_run_take_a_hurried_record_at_once() {
+    block_on(async {
+        let store = Slow::new(2, None);
+        for i in 1..=40u32 {
+            let plan = fixture_plan(i, &RELAYS[..1], Policy::All).with_priority(Priority::Low);
+            store.inner.enqueue(plan, 0).await.unwrap();
+        }
+        let t = Lagging {
+            log: RefCell::new(Vec::new()),
+            high: RefCell::new(None),
+        };
+        let hurry = Cell::new(0u32);
+        let nudge = Signal::default();
+        let take = || hurry.replace(0);
+        let bounds = RunBounds {
+            max_ticks: 100,
+            keep_going: &|| true,
+            take_over: false,
+            sleep: None,
+            hurry: Some(&take),
+            hold: None,
+            nudge: Some(&nudge),
+        };
+        let cfg = config(32, 256);
+        let (mut random, mut observer) = (counter(), |_: FlushEvent<'_>| {});
+        let flush = run(&store, &t, &cfg, &|| 0, &mut random, &mut observer, &bounds);
+        let enqueue = async {
+            // Once the backlog's window is in flight.
+            while !t.log.borrow().iter().any(|l| l == "low sent") {
+                Yield(1).await;
+            }
+            Yield(10).await;
+            let plan = fixture_plan(999, &RELAYS[..1], Policy::All).with_priority(Priority::High);
+            let id = store.inner.enqueue(plan, 0).await.unwrap().record.id;
+            *t.high.borrow_mut() = Some(id);
+            hurry.set(1);
+            nudge.fire();
+        };
+        let (summary, ()) = futures::future::join(flush, enqueue).await;
+        assert_eq!(summary.unwrap().stats.satisfied, 41);
+        let log = t.log.borrow();
+        let high = log
+            .iter()
+            .position(|l| l == "high sent")
+            .expect("published");
+        let answered = log
+            .iter()
+            .position(|l| l == "low answered")
+            .expect("answered");
+        assert!(
+            high < answered,
+            "the high record waited for the backlog's answers: {:?}",
+            &log[..answered.max(high) + 1]
         );
     });
 }
@@ -945,6 +1052,7 @@ async fn run_holding(t: &Holding<'_>) -> FlushSummary {
         sleep: Some(&sleep),
         hurry: None,
         hold: Some(&hold),
+        nudge: None,
     };
     let cfg = config(8, 4);
     run(

@@ -19,6 +19,7 @@ pub mod policy;
 pub mod record;
 pub mod retry;
 pub mod semantics;
+pub mod signal;
 
 pub use envelope::{EventEnvelope, EventMeta};
 pub use error::CoreError;
@@ -36,3 +37,4 @@ pub use record::{
 };
 pub use retry::RetryConfig;
 pub use semantics::{decide_enqueues, BatchDecision, Lookups};
+pub use signal::Signal;

@@ -8,7 +8,9 @@
 //! of flushers that are gone ([`Store::take_over`]) and attempts those records too.
 
 use std::collections::VecDeque;
+use std::future::poll_fn;
 use std::rc::Rc;
+use std::task::Poll;
 
 use futures_util::future::LocalBoxFuture;
 use futures_util::stream::{FuturesUnordered, StreamExt};
@@ -16,7 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::core::machine::{MAX_CLAIM, MAX_LEASE_FIELD_LEN, MAX_LEASE_MS};
 use crate::core::{
-    ClaimRequest, Completion, CoreError, Priority, Record, RetryConfig, Stage, TargetResult,
+    ClaimRequest, Completion, CoreError, Priority, Record, RetryConfig, Signal, Stage, TargetResult,
 };
 use crate::store::{Store, StoreError};
 use crate::transport::{PublishReport, Transport};
@@ -357,6 +359,7 @@ pub async fn tick<S: Store, T: Transport>(
         sleep: None,
         hurry: None,
         hold: None,
+        nudge: None,
     };
     let summary = run(store, transport, config, clock, random, observer, &bounds).await?;
     Ok(summary.stats)
@@ -492,6 +495,7 @@ pub async fn flush_until_idle<S: Store, T: Transport>(
         sleep: None,
         hurry: None,
         hold: None,
+        nudge: None,
     };
     run(store, transport, config, clock, random, observer, &bounds).await
 }
@@ -519,7 +523,9 @@ pub struct RunBounds<'a> {
     /// made at once, beside a bulk claim in flight and even with a window's worth of
     /// publishes waiting, for at most that many records (claims come in priority
     /// order, so it takes them, or anything of higher priority); their publishes go
-    /// ahead of the lower-priority ones waiting for the same relay; and until the
+    /// ahead of the lower-priority ones waiting for the same relay; until that claim
+    /// returns no `low` publish starts (each would be one more message ahead of the
+    /// record's own on the relay's connection; measured in docs/BENCHMARKS.md); until the
     /// `high` ones among them (in that claim or any claim that ran meanwhile) are
     /// being recorded, no bulk transaction starts ([`hold_bound`]). `None`: claims only
     /// as the window empties.
@@ -528,8 +534,12 @@ pub struct RunBounds<'a> {
     /// is written (and then, once hurried, until it is recorded) the run starts no
     /// bulk transaction (claims, group recordings, hand-backs, wake-ups), for at most
     /// [`hold_bound`]: in IndexedDB the record's own claim would queue behind each.
-    /// `None`: never.
+    /// Nor does any `low` publish start (see `hurry`). `None`: never.
     pub hold: Option<&'a dyn Fn() -> bool>,
+    /// Fired by the caller when `hurry` or `hold` may have changed: the run looks again
+    /// at once (and resets it) instead of at its next step, which behind a held
+    /// backlog may be milliseconds away. `None`: at the next step.
+    pub nudge: Option<&'a Signal>,
 }
 
 /// What a [`run`] is waiting for.
@@ -562,7 +572,7 @@ enum Step {
     Woken(u64, Vec<String>, Result<Vec<Record>, StoreError>),
     /// The group commit's timer fired.
     Timer,
-    /// A held run's look again ([`RunBounds::hold`]).
+    /// A held run's look again ([`RunBounds::hold`]), or a nudge ([`RunBounds::nudge`]).
     Poll,
 }
 
@@ -684,7 +694,8 @@ fn settle(
 /// answers of `high` records are recorded at once in small groups of their own (one
 /// such recording at a time, created before anything else of its turn). While a hurried
 /// `high` record is being enqueued ([`RunBounds::hold`]), claimed or published, no bulk
-/// transaction starts, for at most [`hold_bound`]. Each attempt is recorded under its own lease, exactly as [`tick`] records it; observers see the
+/// transaction starts, and until a hurried record is claimed no `low` publish starts,
+/// for at most [`hold_bound`]. Each attempt is recorded under its own lease, exactly as [`tick`] records it; observers see the
 /// same events.
 ///
 /// Nothing waits past half a lease, so an attempt is recorded while its lease holds
@@ -826,9 +837,13 @@ pub async fn run<S: Store, T: Transport>(
             if !hurry_claiming && holding == 0 && !writing {
                 hold_since = now;
             }
+            let in_bound = now < hold_since.saturating_add(hold_bound(config));
             held = (hurry_claiming || holding > 0 || writing)
-                && now < hold_since.saturating_add(hold_bound(config))
+                && in_bound
                 && (bounds.sleep.is_some() || !running.is_empty());
+            // Until a hurried record is claimed, no `low` publish starts: it would
+            // queue on the relay's connection ahead of the record's own.
+            let low_held = (hurry_claiming || writing || hurried > 0) && in_bound;
             // The next batch is claimed while fewer than a window's worth of
             // publishes per relay wait to start.
             let claim_window = if low_claims { low_window } else { window };
@@ -868,7 +883,7 @@ pub async fn run<S: Store, T: Transport>(
                     let low = slots[slot]
                         .as_ref()
                         .is_some_and(|s| s.record.priority == Priority::Low);
-                    if low && lane.low_inflight >= low_window {
+                    if low && (low_held || lane.low_inflight >= low_window) {
                         break;
                     }
                     lane.queue.pop_front();
@@ -983,14 +998,25 @@ pub async fn run<S: Store, T: Transport>(
                 Step::Poll
             }));
         }
-        // The timer only wakes the loop; the run ends when nothing else is running.
-        let step = match timer.as_mut() {
-            Some(t) => match futures_util::future::select(running.next(), t).await {
-                futures_util::future::Either::Left((step, _)) => step,
-                futures_util::future::Either::Right(((), _)) => Some(Step::Timer),
-            },
-            None => running.next().await,
-        };
+        // The timer and the nudge only wake the loop; the run ends when nothing else
+        // is running.
+        let step = poll_fn(|cx| {
+            if let Poll::Ready(step) = running.poll_next_unpin(cx) {
+                return Poll::Ready(step);
+            }
+            if timer
+                .as_mut()
+                .is_some_and(|t| t.as_mut().poll(cx).is_ready())
+            {
+                return Poll::Ready(Some(Step::Timer));
+            }
+            if bounds.nudge.is_some_and(|n| n.poll_fired(cx)) {
+                bounds.nudge.inspect(|n| n.reset());
+                return Poll::Ready(Some(Step::Poll));
+            }
+            Poll::Pending
+        })
+        .await;
         let Some(step) = step else {
             break;
         };

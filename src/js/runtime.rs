@@ -39,6 +39,7 @@ use web_sys::EventTarget;
 
 use super::sys;
 use super::view::FlushView;
+use crate::core::Signal;
 use crate::flush::{self, FlushConfig, FlushEvent};
 use crate::store::{Store, StoreError};
 use crate::transport::websocket::Sleep;
@@ -243,6 +244,9 @@ struct Shared<S, T> {
     hurry: Cell<u32>,
     /// `high` records being written (see [`Runtime::hold`]).
     writing: Rc<Cell<u32>>,
+    /// Fired with `hurry`: a run in progress looks at it at once
+    /// ([`flush::RunBounds::nudge`]).
+    nudge: Signal,
 }
 
 /// Holds a running flush's bulk transactions back until dropped ([`Runtime::hold`]).
@@ -282,6 +286,7 @@ impl<S: Store + 'static, T: Transport + 'static> Runtime<S, T> {
                 probe_at: Cell::new(None),
                 hurry: Cell::new(0),
                 writing: Rc::default(),
+                nudge: Signal::default(),
             }),
         }
     }
@@ -316,6 +321,7 @@ impl<S: Store + 'static, T: Transport + 'static> Runtime<S, T> {
         if urgent > 0 && self.shared.state.borrow().running.is_some() {
             let n = self.shared.hurry.get().saturating_add(urgent);
             self.shared.hurry.set(n);
+            self.shared.nudge.fire();
         }
         self.kick();
     }
@@ -583,6 +589,7 @@ impl<S: Store + 'static, T: Transport + 'static> Shared<S, T> {
             sleep: Some(&sleep),
             hurry: Some(&|| self.hurry.replace(0)),
             hold: Some(&|| self.writing.get() > 0),
+            nudge: Some(&self.nudge),
         };
         let filtered;
         let config = if *filter == Filter::default() {

@@ -28,7 +28,7 @@
 use std::cell::{Cell, RefCell};
 use std::future::Future;
 use std::rc::Rc;
-use std::task::{Context, Poll, Waker};
+use std::task::Poll;
 
 use indexed_db_futures::database::{Database, VersionChangeEvent};
 use indexed_db_futures::error::{Error as IdbError, OpenDbError};
@@ -45,6 +45,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
 use super::schema::{self, LOOKUP, RECORDS};
+use crate::core::Signal;
 use crate::store::StoreError;
 
 /// Why an IndexedDB call failed, before it becomes a [`StoreError`]: a lost
@@ -203,33 +204,6 @@ impl Drop for Conn {
         let raw: &web_sys::IdbDatabase = self.db.as_sys();
         raw.set_onversionchange(None);
         raw.set_onclose(None);
-    }
-}
-
-/// A JavaScript event seen (an open request's `blocked`, a transaction's `abort`),
-/// waking the task that waits for it.
-#[derive(Default)]
-struct Signal {
-    fired: Cell<bool>,
-    waker: RefCell<Option<Waker>>,
-}
-
-impl Signal {
-    /// Notes the event and wakes the waiting task.
-    fn fire(&self) {
-        self.fired.set(true);
-        if let Some(waker) = self.waker.borrow_mut().take() {
-            waker.wake();
-        }
-    }
-
-    /// Whether the event was seen; if not, `cx`'s task is woken when it is.
-    fn poll_fired(&self, cx: &Context<'_>) -> bool {
-        if self.fired.get() {
-            return true;
-        }
-        *self.waker.borrow_mut() = Some(cx.waker().clone());
-        false
     }
 }
 
@@ -674,7 +648,7 @@ impl Adding {
         let mut state = self.state.borrow_mut();
         let result = match state.failed.take() {
             Some(error) => Err(failure(error)),
-            None if self.aborted.fired.get() => Err(abort_failure(&self.raw_tx, || {
+            None if self.aborted.fired() => Err(abort_failure(&self.raw_tx, || {
                 Failure::Store(StoreError::Backend("the transaction was aborted".into()))
             })),
             None => Ok(std::mem::take(&mut state.existing)),
