@@ -368,6 +368,9 @@ async function relayHas(rs, n) {
   return counts;
 }
 
+/** A side's result that is not whole because a relay did not answer in time. */
+class Incomplete extends Error {}
+
 async function benchFlush(page, { label, n, relayCount, policy, comparePage = null, peerWidths = [16, 256] }) {
   // nostr-tools with 16 events in flight (the outbox's default) and with 256 (its maximum).
   // All 5000 at once is not a usable baseline: nostr-tools' 4.4 s publish timeout fires
@@ -379,20 +382,38 @@ async function benchFlush(page, { label, n, relayCount, policy, comparePage = nu
   const details = { outbox: [], peer: [], compare: [], floor: [] };
   // CPU time by process kind, per side, summed over the rounds (off with --no-cpu).
   const cpu = {};
-  const measured = async (key, fn) => {
+  // Runs `fn`, counting its CPU for `key` once `done(r)` says its result is whole (a try
+  // that is not: its CPU is dropped, as its time is).
+  const measured = async (key, fn, done = () => true) => {
     const a = CPU ? cpuSnapshot() : null;
     const r = await fn();
-    if (CPU) addCpu((cpu[key] ||= {}), cpuDelta(a, cpuSnapshot()));
+    if (CPU && done(r)) addCpu((cpu[key] ||= {}), cpuDelta(a, cpuSnapshot()));
     return r;
+  };
+  // A durable side whose relays left answers out (none within the 10 s publish timeout:
+  // nostr-rs-relay does so about once in a few full runs on this shared machine, to the
+  // floor and the outbox alike) is run once more with fresh relays, the try's time and
+  // CPU dropped, and the output says so. A second such try ends the bench.
+  const again = (side) => async () => {
+    try {
+      await side();
+    } catch (e) {
+      if (!(e instanceof Incomplete)) throw e;
+      line(`   note: ${e.message}; this side is run once more with fresh relays (the try's time and CPU are dropped)`);
+      (results.repeated ||= []).push(e.message);
+      await side();
+    }
   };
   const outboxSide = (p, key, options = {}) => async () => {
     const rs = [];
     for (let i = 0; i < relayCount; i++) rs.push(await freshRelay());
     // The queue is filled before the clock (and the CPU count) starts.
     await call(p, "flushPrepare", { n, relays: rs.map((x) => x.url), policy, options });
-    const r = await measured(key, () => call(p, "flushRun"));
+    const r = await measured(key, () => call(p, "flushRun"), (r) => r.status.satisfied === n);
     for (const x of rs) await dropRelay(x);
-    if (r.status.satisfied !== n) throw new Error(`${label}: ${r.status.satisfied}/${n} satisfied: ${JSON.stringify(r)}`);
+    // Only retryable records (their relay did not answer in time) make a try to repeat.
+    const late = r.status.satisfied + r.status.retryable === n;
+    if (r.status.satisfied !== n) throw new (late ? Incomplete : Error)(`${label}: the outbox (${key}) left ${n - r.status.satisfied} of ${n} unsatisfied: ${JSON.stringify(r.status)}, OK->commit ${JSON.stringify(r.result.okToCommit)}`);
     t[key].push(r.ms);
     details[key].push(r.result);
   };
@@ -403,22 +424,26 @@ async function benchFlush(page, { label, n, relayCount, policy, comparePage = nu
     for (let i = 0; i < relayCount; i++) rs.push(await freshRelay());
     // The queue is filled before the clock (and the CPU count) starts, as the outbox's.
     await call(page, "floorPrepare", { n, relays: rs.map((x) => x.url) });
-    const r = await measured(key, () => call(page, "floorRun", { write }));
+    const whole = (r) => r.verify.deliveredEverywhere === n && r.verify.leasesLeft === 0;
+    const r = await measured(key, () => call(page, "floorRun", { write }), whole);
     // Not timed: every state row says delivered for every relay, and every relay has
     // every event.
     const has = await relayHas(rs, n);
     for (const x of rs) await dropRelay(x);
-    if (r.verify.deliveredEverywhere !== n || r.verify.leasesLeft !== 0 || has.some((c) => c !== n)) {
-      throw new Error(`${label}: the floor (${write}) left ${JSON.stringify(r.verify)}; relays have ${JSON.stringify(has)} of ${n}`);
-    }
+    const left = `the floor (${write}) left ${JSON.stringify(r.verify)}; relays have ${JSON.stringify(has)} of ${n}`;
+    if (has.some((c) => c !== n) || r.verify.leasesLeft !== 0) throw new Error(`${label}: ${left}`);
+    // Every event reached every relay: what is missing is answers (a relay that did not
+    // answer in time); anything else is a bug of the floor.
+    const unanswered = Object.entries(r.verify.refusals).every(([msg]) => msg === "error: no answer");
+    if (!whole(r)) throw unanswered ? new Incomplete(`${label}: ${left}`) : new Error(`${label}: ${left}`);
     (t[key] ||= []).push(r.ms);
     (details[key] ||= []).push({ ...r.result, relaysHave: has });
   };
   const sides = {
-    outbox: outboxSide(page, "outbox"),
-    ...(comparePage ? { compare: outboxSide(comparePage, "compare", COMPARE_OPTIONS) } : {}),
-    floor: floorSide("floor", "record"),
-    ...(FLOOR_VARIANTS && relayCount > 1 ? { floorAnswer: floorSide("floorAnswer", "answer") } : {}),
+    outbox: again(outboxSide(page, "outbox")),
+    ...(comparePage ? { compare: again(outboxSide(comparePage, "compare", COMPARE_OPTIONS)) } : {}),
+    floor: again(floorSide("floor", "record")),
+    ...(FLOOR_VARIANTS && relayCount > 1 ? { floorAnswer: again(floorSide("floorAnswer", "answer")) } : {}),
     ...Object.fromEntries(
       peerWidths.map((w) => [
         `peer${w}`,

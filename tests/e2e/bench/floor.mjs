@@ -384,10 +384,12 @@ export async function floorVerify(db) {
   const leases = await request(tx.objectStore("leases").count());
   const events = await request(tx.objectStore("events").count());
   const stages = {};
+  const refusals = {}; // the relays' messages of the answers that were not ok, counted
   let allOk = 0;
   for (const r of rows) {
     stages[r.stage] = (stages[r.stage] || 0) + 1;
     if (r.stage === "delivered" && r.dueMs === undefined && r.relays.every((u) => r.outcomes[u]?.ok === true)) allOk += 1;
+    for (const o of Object.values(r.outcomes)) if (!o.ok) refusals[o.msg] = (refusals[o.msg] || 0) + 1;
   }
-  return { rows: rows.length, events, stages, deliveredEverywhere: allOk, leasesLeft: leases };
+  return { rows: rows.length, events, stages, deliveredEverywhere: allOk, leasesLeft: leases, refusals };
 }
