@@ -157,6 +157,14 @@ async fn fill(store: &impl Store, n: u32, relays: usize) -> Vec<String> {
     ids
 }
 
+/// `n` records of priority `low` for the first relay.
+async fn fill_low(store: &impl Store, n: u32) {
+    for i in 1..=n {
+        let plan = fixture_plan(i, &RELAYS[..1], Policy::All).with_priority(Priority::Low);
+        store.enqueue(plan, 0).await.unwrap();
+    }
+}
+
 #[test]
 fn a_slow_relay_holds_one_slot_not_the_whole_batch() {
     block_on(async {
@@ -274,10 +282,7 @@ fn low_records_yield_the_window_and_the_batch() {
 fn normal_records_pass_a_low_backlog_in_the_window() {
     block_on(async {
         let store = MemoryStore::new();
-        for i in 1..=100u32 {
-            let plan = fixture_plan(i, &RELAYS[..1], Policy::All).with_priority(Priority::Low);
-            store.enqueue(plan, 0).await.unwrap();
-        }
+        fill_low(&store, 100).await;
         for i in 101..=140u32 {
             store
                 .enqueue(fixture_plan(i, &RELAYS[..1], Policy::All), 0)
@@ -758,6 +763,20 @@ fn waits_percentiles() {
     assert_eq!(w.latency().p99_ms, 70_000, "capped at the longest");
 }
 
+/// A run's bounds (no timer, no hold) that ask `take` for hurried records and look at
+/// `nudge`.
+fn hurried_bounds<'a>(take: &'a dyn Fn() -> u32, nudge: Option<&'a Signal>) -> RunBounds<'a> {
+    RunBounds {
+        max_ticks: 100,
+        keep_going: &|| true,
+        take_over: false,
+        sleep: None,
+        hurry: Some(take),
+        hold: None,
+        nudge,
+    }
+}
+
 /// Accepts every event after a few turns, logs every publish, and on its `at`-th
 /// publish enqueues a `high` record into `store` and counts it for the run's `hurry`.
 struct Interrupting<'a> {
@@ -785,15 +804,7 @@ impl Interrupting<'_> {
     /// A run over its store through it (clock at 0), with its `hurry` counted.
     async fn run(&self, cfg: &FlushConfig) -> FlushSummary {
         let take = || self.hurry.replace(0);
-        let bounds = RunBounds {
-            max_ticks: 100,
-            keep_going: &|| true,
-            take_over: false,
-            sleep: None,
-            hurry: Some(&take),
-            hold: None,
-            nudge: None,
-        };
+        let bounds = hurried_bounds(&take, None);
         run(
             self.store,
             self,
@@ -867,10 +878,7 @@ fn no_low_publish_starts_between_a_hurried_record_and_its_publish() {
         // Claims take 12 turns, `low` publishes 3: without the hold, the backlog's
         // window (4) would refill about three times over during the record's claim.
         let store = Slow::new(12, None);
-        for i in 1..=200u32 {
-            let plan = fixture_plan(i, &RELAYS[..1], Policy::All).with_priority(Priority::Low);
-            store.inner.enqueue(plan, 0).await.unwrap();
-        }
+        fill_low(&store.inner, 200).await;
         let t = Interrupting::new(&store, 40, 3);
         let summary = t.run(&config(32, 256)).await;
         assert_eq!(summary.stats.satisfied, 201, "{summary:?}");
@@ -907,10 +915,7 @@ impl Transport for Lagging {
 fn a_nudge_makes_the_run_take_a_hurried_record_at_once() {
     block_on(async {
         let store = Slow::new(2, None);
-        for i in 1..=40u32 {
-            let plan = fixture_plan(i, &RELAYS[..1], Policy::All).with_priority(Priority::Low);
-            store.inner.enqueue(plan, 0).await.unwrap();
-        }
+        fill_low(&store.inner, 40).await;
         let t = Lagging {
             log: RefCell::new(Vec::new()),
             high: RefCell::new(None),
@@ -918,15 +923,7 @@ fn a_nudge_makes_the_run_take_a_hurried_record_at_once() {
         let hurry = Cell::new(0u32);
         let nudge = Signal::default();
         let take = || hurry.replace(0);
-        let bounds = RunBounds {
-            max_ticks: 100,
-            keep_going: &|| true,
-            take_over: false,
-            sleep: None,
-            hurry: Some(&take),
-            hold: None,
-            nudge: Some(&nudge),
-        };
+        let bounds = hurried_bounds(&take, Some(&nudge));
         let cfg = config(32, 256);
         let (mut random, mut observer) = (counter(), |_: FlushEvent<'_>| {});
         let flush = run(&store, &t, &cfg, &|| 0, &mut random, &mut observer, &bounds);
