@@ -890,6 +890,37 @@ fn no_low_publish_starts_between_a_hurried_record_and_its_publish() {
     });
 }
 
+/// A hurried record that no claim takes (the run stopped claiming: the outbox closing,
+/// the device offline) does not hold the `low` publishes back: everything the run
+/// claimed is published and recorded, and nothing is left leased.
+#[test]
+fn low_publishes_go_on_when_a_hurried_record_is_not_claimed() {
+    block_on(async {
+        let store = Slow::new(2, None);
+        fill_low(&store.inner, 200).await;
+        let t = Interrupting::new(&store, 10, 3);
+        let take = || t.hurry.replace(0);
+        // The run stops claiming once the record is enqueued.
+        let keep_going = || t.high.borrow().is_none();
+        let bounds = RunBounds {
+            keep_going: &keep_going,
+            ..hurried_bounds(&take, None)
+        };
+        let cfg = config(32, 256);
+        let (mut random, mut observer) = (counter(), |_: FlushEvent<'_>| {});
+        let flush = run(&store, &t, &cfg, &|| 0, &mut random, &mut observer, &bounds);
+        let summary = flush.await.unwrap();
+        assert!(t.high.borrow().is_some(), "enqueued during the run");
+        assert!(summary.stats.attempts >= 10, "{summary:?}");
+        assert_eq!(
+            summary.stats.satisfied, summary.stats.attempts,
+            "{summary:?}"
+        );
+        let status = store.inner.status().await.unwrap();
+        assert_eq!(status.leased, 0, "{status:?}");
+    });
+}
+
 /// `low` publishes that take 200 executor turns; a `high` record's 2. Logs each
 /// publish's start and answer.
 struct Lagging {

@@ -841,9 +841,13 @@ pub async fn run<S: Store, T: Transport>(
             held = (hurry_claiming || holding > 0 || writing)
                 && in_bound
                 && (bounds.sleep.is_some() || !running.is_empty());
-            // Until a hurried record is claimed, no `low` publish starts: it would
-            // queue on the relay's connection ahead of the record's own.
-            let low_held = (hurry_claiming || writing || hurried > 0) && in_bound;
+            // While a hurried record is written or claimed, no `low` publish starts: it
+            // would queue on the relay's connection ahead of the record's own (bounded
+            // as `held`; a hurry no claim takes, when the run stopped claiming, holds
+            // nothing).
+            let low_held = (hurry_claiming || writing)
+                && in_bound
+                && (bounds.sleep.is_some() || !running.is_empty());
             // The next batch is claimed while fewer than a window's worth of
             // publishes per relay wait to start.
             let claim_window = if low_claims { low_window } else { window };
