@@ -777,6 +777,17 @@ fn hurried_bounds<'a>(take: &'a dyn Fn() -> u32, nudge: Option<&'a Signal>) -> R
     }
 }
 
+/// A run over `store` through `t` with the clock at 0, counting random numbers and
+/// observing nothing.
+async fn run_at_zero(
+    store: &Slow,
+    t: &impl Transport,
+    cfg: &FlushConfig,
+    bounds: &RunBounds<'_>,
+) -> Result<FlushSummary, StoreError> {
+    run(store, t, cfg, &|| 0, &mut counter(), &mut |_| {}, bounds).await
+}
+
 /// Accepts every event after a few turns, logs every publish, and on its `at`-th
 /// publish enqueues a `high` record into `store` and counts it for the run's `hurry`.
 struct Interrupting<'a> {
@@ -805,17 +816,7 @@ impl Interrupting<'_> {
     async fn run(&self, cfg: &FlushConfig) -> FlushSummary {
         let take = || self.hurry.replace(0);
         let bounds = hurried_bounds(&take, None);
-        run(
-            self.store,
-            self,
-            cfg,
-            &|| 0,
-            &mut counter(),
-            &mut |_| {},
-            &bounds,
-        )
-        .await
-        .unwrap()
+        run_at_zero(self.store, self, cfg, &bounds).await.unwrap()
     }
 }
 
@@ -906,10 +907,8 @@ fn low_publishes_go_on_when_a_hurried_record_is_not_claimed() {
             keep_going: &keep_going,
             ..hurried_bounds(&take, None)
         };
-        let cfg = config(32, 256);
-        let (mut random, mut observer) = (counter(), |_: FlushEvent<'_>| {});
-        let flush = run(&store, &t, &cfg, &|| 0, &mut random, &mut observer, &bounds);
-        let summary = flush.await.unwrap();
+        let summary = run_at_zero(&store, &t, &config(32, 256), &bounds).await;
+        let summary = summary.unwrap();
         assert!(t.high.borrow().is_some(), "enqueued during the run");
         assert!(summary.stats.attempts >= 10, "{summary:?}");
         assert_eq!(
@@ -956,8 +955,7 @@ fn a_nudge_makes_the_run_take_a_hurried_record_at_once() {
         let take = || hurry.replace(0);
         let bounds = hurried_bounds(&take, Some(&nudge));
         let cfg = config(32, 256);
-        let (mut random, mut observer) = (counter(), |_: FlushEvent<'_>| {});
-        let flush = run(&store, &t, &cfg, &|| 0, &mut random, &mut observer, &bounds);
+        let flush = run_at_zero(&store, &t, &cfg, &bounds);
         let enqueue = async {
             // Once the backlog's window is in flight.
             while !t.log.borrow().iter().any(|l| l == "low sent") {

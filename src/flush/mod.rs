@@ -837,17 +837,14 @@ pub async fn run<S: Store, T: Transport>(
             if !hurry_claiming && holding == 0 && !writing {
                 hold_since = now;
             }
-            let in_bound = now < hold_since.saturating_add(hold_bound(config));
             held = (hurry_claiming || holding > 0 || writing)
-                && in_bound
+                && now < hold_since.saturating_add(hold_bound(config))
                 && (bounds.sleep.is_some() || !running.is_empty());
             // While a hurried record is written or claimed, no `low` publish starts: it
             // would queue on the relay's connection ahead of the record's own (bounded
             // as `held`; a hurry no claim takes, when the run stopped claiming, holds
             // nothing).
-            let low_held = (hurry_claiming || writing)
-                && in_bound
-                && (bounds.sleep.is_some() || !running.is_empty());
+            let low_held = held && (hurry_claiming || writing);
             // The next batch is claimed while fewer than a window's worth of
             // publishes per relay wait to start.
             let claim_window = if low_claims { low_window } else { window };
@@ -1014,8 +1011,8 @@ pub async fn run<S: Store, T: Transport>(
             {
                 return Poll::Ready(Some(Step::Timer));
             }
-            if bounds.nudge.is_some_and(|n| n.poll_fired(cx)) {
-                bounds.nudge.inspect(|n| n.reset());
+            if let Some(nudge) = bounds.nudge.filter(|n| n.poll_fired(cx)) {
+                nudge.reset();
                 return Poll::Ready(Some(Step::Poll));
             }
             Poll::Pending
