@@ -5,9 +5,9 @@
 #![cfg(target_arch = "wasm32")]
 
 use futures_util::future::{join, select, Either};
-use nostr_outbox::core::{EnqueueOutcome, ListQuery, Policy, Stage};
+use nostr_outbox::core::{Completion, EnqueueOutcome, ListQuery, Policy, Stage};
 use nostr_outbox::store::conformance::{
-    self, fixture_claim, fixture_plan, nostr_event, nostr_plan, ALICE,
+    self, fixture_claim, fixture_plan, fixture_retry, nostr_event, nostr_plan, ALICE,
 };
 use nostr_outbox::store::idb::{Durability, IdbOptions, IdbStore, SCHEMA_VERSION};
 use nostr_outbox::store::Store;
@@ -345,6 +345,46 @@ async fn two_connections_enqueueing_versions_of_one_slot_never_both_win() {
             "round {round}: exactly the newest may be sent"
         );
     }
+}
+
+/// A completion records over the row as it is stored, never over the copy the store
+/// kept of what its claim wrote: a record another connection (another tab) cancelled
+/// while this one held its lease stays cancelled, and the completion fails as a lost
+/// lease. (The store may use its copy only while the row holds the very document the
+/// claim wrote; using it regardless fails this test.)
+#[wasm_bindgen_test]
+async fn a_completion_sees_another_connections_cancel_of_its_record() {
+    let name = random_name("cancel-across");
+    let (a, b) = (open(&name).await, open(&name).await);
+    a.enqueue(fixture_plan(1, &RELAYS, Policy::All).with_id("x"), 1_000)
+        .await
+        .expect("enqueue");
+    let claimed = a
+        .claim(&fixture_claim("tab-a", "lease-a", 1, 60_000), 2_000)
+        .await
+        .expect("claim");
+    let revision = claimed.first().expect("one record claimed").revision;
+    let cancelled = b.cancel("x", 2_100).await.expect("cancel from tab b");
+    let completion = Completion {
+        id: "x".into(),
+        lease_id: "lease-a".into(),
+        revision,
+        results: Vec::new(),
+        jitter: 0,
+    };
+    let done = a
+        .complete_attempt(&completion, &fixture_retry(), 2_200)
+        .await;
+    assert_eq!(
+        done.map(|r| r.stage).map_err(|e| e.code()),
+        Err("lease_expired"),
+        "the completion finds the cancel, not its own lease"
+    );
+    assert_eq!(
+        a.get("x").await.expect("get"),
+        Some(cancelled),
+        "the cancel stands"
+    );
 }
 
 #[wasm_bindgen_test]

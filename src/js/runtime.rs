@@ -576,7 +576,8 @@ impl<S: Store + 'static, T: Transport + 'static> Shared<S, T> {
     ) -> Result<(), RunError> {
         self.probe_if_due().await;
         let clock = sys::now_ms;
-        let mut random = sys::next_random_u32;
+        let mut words = sys::RandomWords::new();
+        let mut random = || words.next_u32();
         let mut observer = |ev: FlushEvent<'_>| (self.on_event)(ev);
         let keep_going = || !self.closed.get() && sys::is_online();
         let sleep = |ms: u64| -> LocalBoxFuture<'static, ()> {
