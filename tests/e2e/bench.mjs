@@ -119,6 +119,26 @@ async function cleanup() {
   await server?.close().catch(() => {});
   server = null;
 }
+/**
+ * What a flush that left records `retryable` tells about its relays (`late` from the
+ * page's `lateAnswers`), asked before they are dropped: where the unanswered events were
+ * in the queue, the last attempt's messages, and per relay how many of them it stored (an
+ * event stored but not answered: the relay's `OK` was lost or late; not stored: the
+ * `EVENT` never reached it in time) and the end of its log.
+ */
+async function diagnoseLate(late, rs) {
+  const parts = [];
+  for (const [url, ids] of Object.entries(late.byRelay)) {
+    const r = rs.find((x) => url.replace(/\/$/, "") === x.url);
+    let stored = "unknown";
+    if (r) stored = await queryRelay(r.url, ids.slice(0, 500)).then((evs) => `${evs.length}`, (e) => `unknown (${e.message})`);
+    const log = (r?.stderr() || "").trim().split("\n").slice(-4).join(" | ").slice(-600) || "(nothing)";
+    parts.push(`${url}: ${ids.length} unanswered, ${stored} of them stored by the relay; its stderr: ${log}`);
+  }
+  const p = late.positions;
+  const at = p.length > 10 ? `${p.slice(0, 5).join(", ")}, ..., ${p.slice(-5).join(", ")}` : p.join(", ");
+  return `; their places in the queue (0..${late.n - 1}): ${at}; last messages ${JSON.stringify(late.messages)}; ${parts.join("; ")}`;
+}
 async function freshRelay() {
   const r = await relay();
   relays.add(r);
@@ -410,10 +430,11 @@ async function benchFlush(page, { label, n, relayCount, policy, comparePage = nu
     // The queue is filled before the clock (and the CPU count) starts.
     await call(p, "flushPrepare", { n, relays: rs.map((x) => x.url), policy, options });
     const r = await measured(key, () => call(p, "flushRun"), (r) => r.status.satisfied === n);
+    const diagnosis = r.late ? await diagnoseLate(r.late, rs) : "";
     for (const x of rs) await dropRelay(x);
     // Only retryable records (their relay did not answer in time) make a try to repeat.
     const late = r.status.satisfied + r.status.retryable === n;
-    if (r.status.satisfied !== n) throw new (late ? Incomplete : Error)(`${label}: the outbox (${key}) left ${n - r.status.satisfied} of ${n} unsatisfied: ${JSON.stringify(r.status)}, OK->commit ${JSON.stringify(r.result.okToCommit)}`);
+    if (r.status.satisfied !== n) throw new (late ? Incomplete : Error)(`${label}: the outbox (${key}) left ${n - r.status.satisfied} of ${n} unsatisfied: ${JSON.stringify(r.status)}, OK->commit ${JSON.stringify(r.result.okToCommit)}${diagnosis}`);
     t[key].push(r.ms);
     details[key].push(r.result);
   };

@@ -137,18 +137,20 @@ export async function relay({ port } = {}) {
     ].join("\n"),
   );
   let child = null;
+  let stderr = "";
   const handle = {
     url: `ws://127.0.0.1:${port}`,
     port,
     dataDir,
     running: () => child !== null,
+    /** The last 4 000 characters the relay wrote to stderr (its log, RUST_LOG=warn). */
+    stderr: () => stderr,
     async start() {
       if (child) return;
       child = spawn(relayBinary(), ["--config", config, "--db", dataDir], {
         stdio: ["ignore", "ignore", "pipe"],
         env: { ...process.env, RUST_LOG: "warn" },
       });
-      let stderr = "";
       child.stderr.on("data", (d) => { stderr = (stderr + d).slice(-4000); });
       child.once("exit", () => { child = null; });
       try {

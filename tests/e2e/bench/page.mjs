@@ -133,6 +133,28 @@ function withTransport(options) {
   return options;
 }
 
+/**
+ * Diagnosis of a flush that left records `retryable` (a relay did not answer in time):
+ * their event ids, where they were in the queue (position from 0 of `n`), and the
+ * messages of their last attempt, per relay, so the bench can ask each relay whether it
+ * stored them.
+ */
+async function lateAnswers(outbox, { n, offset }) {
+  const records = await outbox.list({ stage: "retryable", limit: 1000 });
+  const position = new Map(EVENTS.slice(offset, offset + n).map((e, i) => [e.id, i]));
+  const byRelay = {};
+  const messages = {};
+  for (const r of records) {
+    for (const e of r.evidence) {
+      if (e.outcome === "accepted" || e.outcome === "duplicate") continue;
+      (byRelay[e.relay] ||= []).push(r.event.id);
+      messages[e.message] = (messages[e.message] || 0) + 1;
+    }
+  }
+  const positions = records.map((r) => position.get(r.event.id) ?? -1).sort((a, b) => a - b);
+  return { n, byRelay, messages, positions };
+}
+
 async function openOutbox(options) {
   const name = `bench-${rand()}`;
   const outbox = await pkg.Outbox.open({ name, ...options });
@@ -443,18 +465,21 @@ const bench = {
     const box = await openOutbox({ policy, ...withTransport(options) });
     await box.outbox.enqueueMany(items(EVENTS.slice(offset, offset + n), relays));
     state.flush = box;
+    state.flushArgs = { n, offset };
     return true;
   },
 
   async flushRun() {
+    const args = state.flushArgs;
     const box = state.flush;
     state.flush = null;
     const t = now();
     const result = await box.outbox.flush();
     const ms = now() - t;
     const status = await box.outbox.status();
+    const late = status.retryable ? await lateAnswers(box.outbox, args) : undefined;
     await closeAndDelete(box);
-    return { ms, result, status };
+    return { ms, result, status, late };
   },
 
   /**
