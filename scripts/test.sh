@@ -83,8 +83,9 @@ some_tests() {
   return "$rc"
 }
 
-# Test targets that carry browser tests (they use wasm_bindgen_test).
-browser_tests=()
+# Test targets that carry browser tests (they use wasm_bindgen_test), and the library's
+# own (src/js has wasm-only units tested in the browser).
+browser_tests=(--lib)
 for f in tests/*.rs; do
   case "$f" in tests/bench_*) continue ;; esac  # benchmarks run in `make bench`
   if grep -q 'wasm_bindgen_test' "$f"; then browser_tests+=(--test "$(basename "$f" .rs)"); fi
