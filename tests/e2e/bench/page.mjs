@@ -134,14 +134,19 @@ function withTransport(options) {
 }
 
 /**
- * Diagnosis of a flush that left records `retryable` (a relay did not answer in time):
- * their event ids, where they were in the queue (position from 0 of `n`), and the
- * messages of their last attempt, per relay, so the bench can ask each relay whether it
- * stored them.
+ * Diagnosis of a flush that left records `retryable` (a relay did not answer in time) or
+ * `pending` (never attempted, or every try reached no relay): their event ids, where they
+ * were in claim order (position from 0 of `n`), their attempts, and the messages of their
+ * unsettled relays, per relay, so the bench can ask each relay whether it stored them.
  */
 async function lateAnswers(outbox, { n, offset }) {
-  const records = await outbox.list({ stage: "retryable", limit: 1000 });
-  const position = new Map(EVENTS.slice(offset, offset + n).map((e, i) => [e.id, i]));
+  const records = [
+    ...(await outbox.list({ stage: "retryable", limit: 1000 })),
+    ...(await outbox.list({ stage: "pending", limit: 1000 })),
+  ];
+  // Claim order: one `enqueueMany` gives every record the same creation time, so a flush
+  // claims them in the order of their ids.
+  const position = new Map(EVENTS.slice(offset, offset + n).map((e) => e.id).sort().map((id, i) => [id, i]));
   const byRelay = {};
   const messages = {};
   for (const r of records) {
@@ -152,7 +157,10 @@ async function lateAnswers(outbox, { n, offset }) {
     }
   }
   const positions = records.map((r) => position.get(r.event.id) ?? -1).sort((a, b) => a - b);
-  return { n, byRelay, messages, positions };
+  const attempts = {};
+  for (const r of records) attempts[`${r.stage} after ${r.attempts}`] = (attempts[`${r.stage} after ${r.attempts}`] || 0) + 1;
+  const untried = records.filter((r) => r.evidence.length === 0).length;
+  return { n, byRelay, messages, positions, attempts, untried };
 }
 
 async function openOutbox(options) {
@@ -477,7 +485,7 @@ const bench = {
     const result = await box.outbox.flush();
     const ms = now() - t;
     const status = await box.outbox.status();
-    const late = status.retryable ? await lateAnswers(box.outbox, args) : undefined;
+    const late = status.retryable || status.pending ? await lateAnswers(box.outbox, args) : undefined;
     await closeAndDelete(box);
     return { ms, result, status, late };
   },
