@@ -75,8 +75,13 @@ thread_local! {
 /// (`crypto.getRandomValues`); an error where there is none. Never `Math.random`.
 pub(crate) fn random_u32() -> Result<u32, getrandom::Error> {
     let n = getrandom::u32()?;
-    MIXED.with(|m| m.set(m.get().rotate_left(32) ^ u64::from(n)));
+    mix(n);
     Ok(n)
+}
+
+/// Mixes a word drawn from the cryptographic source into [`MIXED`].
+fn mix(word: u32) {
+    MIXED.with(|m| m.set(m.get().rotate_left(32) ^ u64::from(word)));
 }
 
 /// Random words for one flush run's lease ids and retry jitter, drawn from the
@@ -108,8 +113,7 @@ impl RandomWords {
             for (word, b) in self.words.iter_mut().zip(bytes.chunks_exact(4)) {
                 *word = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
             }
-            let first = u64::from(self.words[0]);
-            MIXED.with(|m| m.set(m.get().rotate_left(32) ^ first));
+            mix(self.words[0]);
             self.used = 0;
         }
         self.used += 1;

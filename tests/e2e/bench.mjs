@@ -122,9 +122,10 @@ async function cleanup() {
 /**
  * What a flush that left records `retryable` or `pending` tells about its relays (`late`
  * from the page's `lateAnswers`), asked before they are dropped: those records' stages
- * and attempts, where they were in claim order, the last attempt's messages, and per relay how many of them it stored (an
- * event stored but not answered: the relay's `OK` was lost or late; not stored: the
- * `EVENT` never reached it in time) and the end of its log.
+ * and attempts, where they were in claim order, the last attempt's messages, and per
+ * relay how many of them it stored (an event stored but not answered: the relay's `OK`
+ * was lost or late; not stored: the `EVENT` never reached it in time) and the end of its
+ * log.
  */
 async function diagnoseLate(late, rs) {
   const parts = [];

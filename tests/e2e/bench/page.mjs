@@ -147,18 +147,19 @@ async function lateAnswers(outbox, { n, offset }) {
   // Claim order: one `enqueueMany` gives every record the same creation time, so a flush
   // claims them in the order of their ids.
   const position = new Map(EVENTS.slice(offset, offset + n).map((e) => e.id).sort().map((id, i) => [id, i]));
+  const count = (o, k) => { o[k] = (o[k] || 0) + 1; };
   const byRelay = {};
   const messages = {};
+  const attempts = {};
   for (const r of records) {
+    count(attempts, `${r.stage} after ${r.attempts}`);
     for (const e of r.evidence) {
       if (e.outcome === "accepted" || e.outcome === "duplicate") continue;
       (byRelay[e.relay] ||= []).push(r.event.id);
-      messages[e.message] = (messages[e.message] || 0) + 1;
+      count(messages, e.message);
     }
   }
   const positions = records.map((r) => position.get(r.event.id) ?? -1).sort((a, b) => a - b);
-  const attempts = {};
-  for (const r of records) attempts[`${r.stage} after ${r.attempts}`] = (attempts[`${r.stage} after ${r.attempts}`] || 0) + 1;
   const untried = records.filter((r) => r.evidence.length === 0).length;
   return { n, byRelay, messages, positions, attempts, untried };
 }
