@@ -387,6 +387,105 @@ async fn a_completion_sees_another_connections_cancel_of_its_record() {
     );
 }
 
+/// The completion of lease `lease` of record `id` at `revision`, with no answers.
+fn bare_completion(id: &str, lease: &str, revision: u64) -> Completion {
+    Completion {
+        id: id.into(),
+        lease_id: lease.into(),
+        revision,
+        results: Vec::new(),
+        jitter: 0,
+    }
+}
+
+/// Tab `a` claims record `id` (lease `lease-a`, 60 s from 2 000), `change` runs in tab
+/// `b`, then `a` completes its lease at 2 200 (its clock): the completion must find
+/// what `b` wrote and fail as a lost lease, and `b`'s record must stand. Completing
+/// from the record `a`'s claim kept, without comparing it with the row, overwrites
+/// `b`'s change: each caller below fails so.
+async fn completion_after(
+    id: &str,
+    a: &IdbStore,
+    b: &IdbStore,
+    change: impl AsyncFnOnce(&IdbStore),
+) {
+    let claimed = a
+        .claim(&fixture_claim("tab-a", "lease-a", 1, 60_000), 2_000)
+        .await
+        .expect("claim");
+    let revision = claimed.first().expect("one record claimed").revision;
+    change(b).await;
+    let after_b = b.get(id).await.expect("get from b");
+    let done = a
+        .complete_attempt(
+            &bare_completion(id, "lease-a", revision),
+            &fixture_retry(),
+            2_200,
+        )
+        .await;
+    assert_eq!(
+        done.map(|r| r.stage).map_err(|e| e.code()),
+        Err("lease_expired"),
+        "the completion finds b's change, not its own lease"
+    );
+    assert_eq!(a.get(id).await.expect("get"), after_b, "b's change stands");
+}
+
+/// Another tab's claim after the lease expired by its clock (clocks of two contexts
+/// may differ; here `b`'s is 70 s ahead).
+#[wasm_bindgen_test]
+async fn a_completion_sees_another_connections_claim_after_its_lease_expired() {
+    let name = random_name("reclaim-across");
+    let (a, b) = (open(&name).await, open(&name).await);
+    a.enqueue(fixture_plan(1, &RELAYS, Policy::All).with_id("x"), 1_000)
+        .await
+        .expect("enqueue");
+    completion_after("x", &a, &b, async |b: &IdbStore| {
+        let got = b
+            .claim(&fixture_claim("tab-b", "lease-b", 1, 60_000), 62_100)
+            .await
+            .expect("claim from b");
+        assert_eq!(got.len(), 1, "b claims the expired lease's record");
+    })
+    .await;
+}
+
+/// The Web Lock holder's take-over of a lease another owner holds.
+#[wasm_bindgen_test]
+async fn a_completion_sees_another_connections_take_over() {
+    let name = random_name("take-over-across");
+    let (a, b) = (open(&name).await, open(&name).await);
+    a.enqueue(fixture_plan(1, &RELAYS, Policy::All).with_id("x"), 1_000)
+        .await
+        .expect("enqueue");
+    completion_after("x", &a, &b, async |b: &IdbStore| {
+        let got = b
+            .take_over(&fixture_claim("tab-b", "lease-b", 8, 60_000), 2_100)
+            .await
+            .expect("take over from b");
+        assert_eq!(got.len(), 1, "b takes the lease over");
+    })
+    .await;
+}
+
+/// A newer version of a replaceable event, enqueued in another tab, withdraws the
+/// leased one.
+#[wasm_bindgen_test]
+async fn a_completion_sees_another_connections_newer_version() {
+    let name = random_name("supersede-across");
+    let (a, b) = (open(&name).await, open(&name).await);
+    let old = nostr_event(1, ALICE, 0, 100, "", &[]);
+    let id = old.id.clone();
+    a.enqueue(nostr_plan(old), 1_000).await.expect("enqueue");
+    completion_after(&id, &a, &b, async |b: &IdbStore| {
+        let newer = nostr_plan(nostr_event(2, ALICE, 0, 200, "", &[]));
+        b.enqueue(newer, 2_100).await.expect("enqueue from b");
+    })
+    .await;
+    let old = a.get(&id).await.expect("get").expect("old profile");
+    assert_eq!(old.stage, Stage::Superseded);
+}
+
 #[wasm_bindgen_test]
 async fn two_connections_never_lease_the_same_record() {
     let name = random_name("two-tabs");
