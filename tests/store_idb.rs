@@ -354,37 +354,21 @@ async fn two_connections_enqueueing_versions_of_one_slot_never_both_win() {
 /// claim wrote; using it regardless fails this test.)
 #[wasm_bindgen_test]
 async fn a_completion_sees_another_connections_cancel_of_its_record() {
-    let name = random_name("cancel-across");
+    let (a, b) = two_tabs_with_x("cancel-across").await;
+    completion_after("x", &a, &b, async |b: &IdbStore| {
+        b.cancel("x", 2_100).await.expect("cancel from tab b");
+    })
+    .await;
+}
+
+/// Two connections to a new database (two tabs), and record `x` enqueued at 1 000.
+async fn two_tabs_with_x(prefix: &str) -> (IdbStore, IdbStore) {
+    let name = random_name(prefix);
     let (a, b) = (open(&name).await, open(&name).await);
     a.enqueue(fixture_plan(1, &RELAYS, Policy::All).with_id("x"), 1_000)
         .await
         .expect("enqueue");
-    let claimed = a
-        .claim(&fixture_claim("tab-a", "lease-a", 1, 60_000), 2_000)
-        .await
-        .expect("claim");
-    let revision = claimed.first().expect("one record claimed").revision;
-    let cancelled = b.cancel("x", 2_100).await.expect("cancel from tab b");
-    let completion = Completion {
-        id: "x".into(),
-        lease_id: "lease-a".into(),
-        revision,
-        results: Vec::new(),
-        jitter: 0,
-    };
-    let done = a
-        .complete_attempt(&completion, &fixture_retry(), 2_200)
-        .await;
-    assert_eq!(
-        done.map(|r| r.stage).map_err(|e| e.code()),
-        Err("lease_expired"),
-        "the completion finds the cancel, not its own lease"
-    );
-    assert_eq!(
-        a.get("x").await.expect("get"),
-        Some(cancelled),
-        "the cancel stands"
-    );
+    (a, b)
 }
 
 /// The completion of lease `lease` of record `id` at `revision`, with no answers.
@@ -435,11 +419,7 @@ async fn completion_after(
 /// may differ; here `b`'s is 70 s ahead).
 #[wasm_bindgen_test]
 async fn a_completion_sees_another_connections_claim_after_its_lease_expired() {
-    let name = random_name("reclaim-across");
-    let (a, b) = (open(&name).await, open(&name).await);
-    a.enqueue(fixture_plan(1, &RELAYS, Policy::All).with_id("x"), 1_000)
-        .await
-        .expect("enqueue");
+    let (a, b) = two_tabs_with_x("reclaim-across").await;
     completion_after("x", &a, &b, async |b: &IdbStore| {
         let got = b
             .claim(&fixture_claim("tab-b", "lease-b", 1, 60_000), 62_100)
@@ -453,11 +433,7 @@ async fn a_completion_sees_another_connections_claim_after_its_lease_expired() {
 /// The Web Lock holder's take-over of a lease another owner holds.
 #[wasm_bindgen_test]
 async fn a_completion_sees_another_connections_take_over() {
-    let name = random_name("take-over-across");
-    let (a, b) = (open(&name).await, open(&name).await);
-    a.enqueue(fixture_plan(1, &RELAYS, Policy::All).with_id("x"), 1_000)
-        .await
-        .expect("enqueue");
+    let (a, b) = two_tabs_with_x("take-over-across").await;
     completion_after("x", &a, &b, async |b: &IdbStore| {
         let got = b
             .take_over(&fixture_claim("tab-b", "lease-b", 8, 60_000), 2_100)
