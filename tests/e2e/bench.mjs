@@ -97,6 +97,16 @@ const median = (xs) => {
 const ms = (x) => `${x.toFixed(x < 10 ? 2 : 0)} ms`;
 const rate = (n, t) => `${Math.round((n / t) * 1000)}/s`;
 const list = (xs, f = (x) => x.toFixed(0)) => `[${xs.map(f).join(", ")}]`;
+/**
+ * A durable side's IndexedDB work per 1 000 publishes (page.mjs counts it in each timed
+ * flush): medians over the rounds; bytes as page.mjs estimates them.
+ */
+function idbLine(rounds, publishes) {
+  const per = (k) => (median(rounds.map((r) => r[k])) * 1000) / publishes;
+  const n = (k) => per(k).toFixed(0);
+  const kb = (k) => `${(per(k) / 1024).toFixed(0)} KB`;
+  return `IndexedDB per 1000 publishes: ${n("tx")} transactions; ${n("put")} rows written (${kb("putBytes")}); ${n("get")} rows read one by one (${kb("getBytes")}); ${n("range")} range reads of ${n("rangeRows")} rows (${kb("rangeBytes")}); ${n("del")} deletes`;
+}
 const sleep = (t) => new Promise((r) => setTimeout(r, t));
 const load = () => loadavg().map((x) => x.toFixed(2)).join(" ");
 const results = { figures: {}, loads: [] };
@@ -401,6 +411,7 @@ async function benchFlush(page, { label, n, relayCount, policy, comparePage = nu
   line(`\n== ${label}: ${n} queued events flushed to ${relayCount} local nostr-rs-relay${relayCount > 1 ? "s" : ""}${policy ? ` (policy ${JSON.stringify(policy)})` : ""}, fresh relays per side and round`);
   const t = { outbox: [], floor: [], ...Object.fromEntries(peerWidths.map((w) => [`peer${w}`, []])) };
   const details = { outbox: [], peer: [], compare: [], floor: [] };
+  const idbWork = {}; // per durable side, each round's IndexedDB counts (page.mjs)
   // CPU time by process kind, per side, summed over the rounds (off with --no-cpu).
   const cpu = {};
   // Runs `fn`, counting its CPU for `key` once `done(r)` says its result is whole (a try
@@ -442,6 +453,7 @@ async function benchFlush(page, { label, n, relayCount, policy, comparePage = nu
     if (r.status.satisfied !== n) throw new (late ? Incomplete : Error)(`${label}: the outbox (${key}) left ${n - r.status.satisfied} of ${n} unsatisfied: ${JSON.stringify(r.status)}, OK->commit ${JSON.stringify(r.result.okToCommit)}, ${r.result.ticks} claims, ${r.result.attempts} attempts${diagnosis}`);
     t[key].push(r.ms);
     details[key].push(r.result);
+    (idbWork[key] ||= []).push(r.idb);
   };
   if (comparePage) t.compare = [];
   // The floor (write "record": a state-row write per record; "answer": per answer).
@@ -464,6 +476,7 @@ async function benchFlush(page, { label, n, relayCount, policy, comparePage = nu
     if (!whole(r)) throw unanswered ? new Incomplete(`${label}: ${left}`) : new Error(`${label}: ${left}`);
     (t[key] ||= []).push(r.ms);
     (details[key] ||= []).push({ ...r.result, relaysHave: has });
+    (idbWork[key] ||= []).push(r.idb);
   };
   const sides = {
     outbox: again(outboxSide(page, "outbox")),
@@ -522,6 +535,7 @@ async function benchFlush(page, { label, n, relayCount, policy, comparePage = nu
     line(`   floor, a state-row write per answer               ${ms(m.floorAnswer)} (${rate(pubs, m.floorAnswer)} publishes)   runs ${list(t.floorAnswer)}; ${a[0].recordTxs} recording transactions, ${a[0].puts} puts; OK-to-commit median ${median(a.map((d) => d.okToCommit.medianMs)).toFixed(1)} ms, p99 ${median(a.map((d) => d.okToCommit.p99Ms)).toFixed(1)} ms`);
   }
   for (const [key, acc] of Object.entries(cpu)) line(`   ${key.padEnd(8)} ${cpuLine(acc, pubs * RUNS)}`);
+  for (const [key, rounds] of Object.entries(idbWork)) line(`   ${key.padEnd(8)} ${idbLine(rounds, pubs)}`);
   // The better nostr-tools width among those that got every OK in every round.
   const complete = peerWidths.filter((w) => details.peer.filter((p) => p.width === String(w)).every((p) => p.ok === pubs));
   const best = Math.min(...(complete.length ? complete : peerWidths).map((w) => m[`peer${w}`]));
@@ -536,6 +550,7 @@ async function benchFlush(page, { label, n, relayCount, policy, comparePage = nu
     ...Object.fromEntries(peerWidths.map((w) => [`ratioVsPeer${w}`, m[`peer${w}`] / m.outbox])),
     ratioVsBestPeer: best / m.outbox,
     ...(CPU ? { cpu } : {}),
+    idbWork,
   };
   const perWidth = peerWidths.map((w) => `${w} in flight ${r[`ratioVsPeer${w}`].toFixed(2)}`).join(", ");
   line(`BENCH ${label}: nostr-tools time / outbox time: ${perWidth} (goal >= 0.8 against the faster complete one: ${r.ratioVsBestPeer.toFixed(2)})`);

@@ -16,6 +16,66 @@ const state = {}; // long-running measurements (recovery, memory)
 const now = () => performance.now();
 const rand = () => Math.random().toString(36).slice(2);
 
+// ---------- IndexedDB work counters ----------
+
+/**
+ * What a side asks of IndexedDB, counted by wrapping the prototypes' methods once (the
+ * wasm's web-sys calls go through them too): transactions, rows written and their bytes,
+ * single-row reads, range reads and the rows and bytes they return, deletes. Bytes are
+ * estimated: a string's length, 8 per number or boolean, the sum over an array's or
+ * object's members. Unlike CPU times on this shared machine they do not drift between
+ * rounds, so they show where two durable designs differ. Reset at the start of each timed
+ * flush; the cost (a call and, per read, one more success listener) is paid by every side.
+ */
+const idb = {};
+function idbReset() {
+  for (const k of ["tx", "put", "putBytes", "get", "getBytes", "range", "rangeRows", "rangeBytes", "del"]) idb[k] = 0;
+}
+function bytes(v, depth = 0) {
+  if (typeof v === "string") return v.length;
+  if (typeof v === "number" || typeof v === "boolean") return 8;
+  if (v === null || typeof v !== "object" || depth > 4) return 0;
+  let sum = 0;
+  for (const x of Array.isArray(v) ? v : Object.values(v)) sum += bytes(x, depth + 1);
+  return sum;
+}
+function countIdb() {
+  const wrap = (proto, name, after) => {
+    const f = proto[name];
+    proto[name] = function (...args) {
+      const r = f.apply(this, args);
+      after(r, args);
+      return r;
+    };
+  };
+  const onResult = (r, fn) => r.addEventListener("success", () => fn(r.result));
+  wrap(IDBDatabase.prototype, "transaction", () => idb.tx++);
+  for (const m of ["put", "add"]) {
+    wrap(IDBObjectStore.prototype, m, (_, [v]) => {
+      idb.put++;
+      idb.putBytes += bytes(v);
+    });
+  }
+  wrap(IDBObjectStore.prototype, "delete", () => idb.del++);
+  for (const proto of [IDBObjectStore.prototype, IDBIndex.prototype]) {
+    wrap(proto, "get", (r) => {
+      idb.get++;
+      onResult(r, (v) => (idb.getBytes += bytes(v)));
+    });
+    for (const m of ["getAll", "getAllKeys"]) {
+      wrap(proto, m, (r) => {
+        idb.range++;
+        onResult(r, (rows) => {
+          idb.rangeRows += rows.length;
+          for (const x of rows) idb.rangeBytes += bytes(x);
+        });
+      });
+    }
+  }
+}
+idbReset();
+countIdb();
+
 // ---------- raw IndexedDB: the physical limit ----------
 
 /**
@@ -482,13 +542,15 @@ const bench = {
     const args = state.flushArgs;
     const box = state.flush;
     state.flush = null;
+    idbReset();
     const t = now();
     const result = await box.outbox.flush();
     const ms = now() - t;
+    const work = { ...idb };
     const status = await box.outbox.status();
     const late = status.retryable || status.pending ? await lateAnswers(box.outbox, args) : undefined;
     await closeAndDelete(box);
-    return { ms, result, status, late };
+    return { ms, result, status, late, idb: work };
   },
 
   /**
@@ -511,13 +573,15 @@ const bench = {
   async floorRun({ write = "record" } = {}) {
     const { name, db } = state.floor;
     state.floor = null;
+    idbReset();
     const t = now();
     const result = await floorFlush(db, { write });
     const ms = now() - t;
+    const work = { ...idb };
     const verify = await floorVerify(db);
     db.close();
     await deleteDb(name);
-    return { ms, result, verify };
+    return { ms, result, verify, idb: work };
   },
 
   /**
