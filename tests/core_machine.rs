@@ -363,15 +363,24 @@ fn release_retry_cancel_errors() {
     );
     assert_eq!(cancel(&c, 3).unwrap_err().code(), "already_terminal");
     assert_eq!(retry(&c, 3).unwrap_err().code(), "not_retryable");
-    // Exhausted by rejection: retry re-opens the rejected target.
+    // Exhausted by rejection: delivery to the other relay goes on (`delivering`),
+    // unless the record asked to stop at the verdict; retry re-opens the rejected
+    // target of the exhausted record.
     let l = leased(&r, "l", 0);
-    let x = done(
-        &l,
-        "l",
-        &[(RELAYS[0], Outcome::Rejected(RejectReason::Pow))],
-        1,
-    )
-    .unwrap();
+    let refused = [(RELAYS[0], Outcome::Rejected(RejectReason::Pow))];
+    let going_on = done(&l, "l", &refused, 1).unwrap();
+    assert_eq!(
+        (going_on.stage, going_on.satisfaction, going_on.reason),
+        (Stage::Delivering, Satisfaction::Exhausted, None)
+    );
+    assert_eq!(going_on.unsettled_targets(), RELAYS[1..].to_vec());
+    assert_eq!(retry(&going_on, 5).unwrap_err().code(), "not_retryable");
+    let stop = created(
+        fixture_plan(1, &RELAYS, Policy::All).with_stop_when_satisfied(true),
+        0,
+    );
+    let l = leased(&stop, "l", 0);
+    let x = done(&l, "l", &refused, 1).unwrap();
     assert_eq!(
         (x.stage, x.reason),
         (Stage::Exhausted, Some(StopReason::Rejected))

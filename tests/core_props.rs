@@ -93,7 +93,8 @@ fn plan(item: u8, variant: u8) -> Plan {
     };
     let mut p = fixture_plan(u32::from(item) + 1, &RELAYS, base)
         .with_id(item_id(item))
-        .with_max_attempts(u32::from(item % 3) + 2);
+        .with_max_attempts(u32::from(item % 3) + 2)
+        .with_stop_when_satisfied(item == 3);
     if item == 4 {
         p = p.with_deadline_ms(Some(40_000));
     }
@@ -242,6 +243,14 @@ fn check_record(r: &Record) -> Result<(), TestCaseError> {
             prop_assert_eq!(r.satisfaction, Satisfaction::Pending);
             prop_assert_eq!(r.stage == Stage::Pending, r.evidence.is_empty());
         }
+        Stage::Delivering => {
+            // The verdict is in, some target can still accept, and the record did not
+            // ask to stop at the verdict.
+            prop_assert!(r.lease.is_none() && r.due_ms.is_some(), "{r:?}");
+            prop_assert_ne!(r.satisfaction, Satisfaction::Pending);
+            prop_assert!(r.has_open_targets(), "delivering with nothing open: {r:?}");
+            prop_assert!(!r.stop_when_satisfied, "{r:?}");
+        }
         Stage::Leased => {
             let l = r.lease.as_ref().expect("leased without lease");
             prop_assert_eq!(r.due_ms, Some(l.expires_ms));
@@ -273,6 +282,18 @@ fn check_record(r: &Record) -> Result<(), TestCaseError> {
         }
     }
     Ok(())
+}
+
+/// A claim or takeover ended `prev` because its deadline passed: `exhausted` as
+/// `expired` before a verdict; after one, the terminal stage the verdict gives.
+fn expired_at_claim(prev: &Record, r: &Record) -> bool {
+    match prev.satisfaction {
+        Satisfaction::Pending => r.reason == Some(StopReason::Expired),
+        Satisfaction::Satisfied => r.stage == Stage::Satisfied && r.reason.is_none(),
+        Satisfaction::Exhausted => {
+            r.stage == Stage::Exhausted && r.reason == Some(StopReason::Rejected)
+        }
+    }
 }
 
 fn snapshot(store: &MemoryStore) -> BTreeMap<String, Record> {
@@ -368,7 +389,7 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
                         if r.stage == Stage::Leased {
                             leases.push((r.id.clone(), lease_id.clone(), r.revision));
                         } else {
-                            prop_assert_eq!(r.reason, Some(StopReason::Expired));
+                            prop_assert!(expired_at_claim(prev, r), "{prev:?} -> {r:?}");
                         }
                     }
                     // Claim order: nothing ready was skipped for a later one.
@@ -427,7 +448,7 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
                             prop_assert_eq!(r.takeovers, prev.takeovers + 1, "counted");
                             leases.push((r.id.clone(), lease_id.clone(), r.revision));
                         } else {
-                            prop_assert_eq!(r.reason, Some(StopReason::Expired));
+                            prop_assert!(expired_at_claim(prev, r), "{prev:?} -> {r:?}");
                         }
                     }
                 }
@@ -492,7 +513,23 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
                                     "attempt numbering"
                                 );
                             }
-                            if r.stage == Stage::Retryable {
+                            // No target that can still accept is dropped while budget
+                            // and time remain: delivery ends with open targets only when
+                            // the record asked to stop at its verdict, its attempt budget
+                            // is spent, or its deadline ends it.
+                            if r.is_terminal() && r.has_open_targets() {
+                                prop_assert!(
+                                    r.stop_when_satisfied
+                                        || r.attempts >= r.attempt_limit
+                                        || r.effective_deadline_ms().is_some(),
+                                    "open targets dropped: {r:?}"
+                                );
+                            }
+                            // Delivery stops at the verdict exactly when asked to.
+                            if r.satisfaction != Satisfaction::Pending && r.stop_when_satisfied {
+                                prop_assert!(r.is_terminal(), "{r:?}");
+                            }
+                            if matches!(r.stage, Stage::Retryable | Stage::Delivering) {
                                 prop_assert!(r.due_ms.unwrap() > now);
                                 let rate_limited = !unreached
                                     && r.evidence.iter().any(|e| {

@@ -19,6 +19,7 @@ enum Seen {
     Delivered(String),
     Retrying(String, Option<u64>),
     Exhausted(String, Option<StopReason>),
+    Settled(String, Stage),
     Lost(String),
     Released(String),
     Woken(String),
@@ -35,6 +36,7 @@ fn record_into(log: &mut Vec<Seen>) -> impl FnMut(FlushEvent<'_>) + '_ {
             FlushEvent::Delivered { record } => Seen::Delivered(record.id.clone()),
             FlushEvent::Retrying { record } => Seen::Retrying(record.id.clone(), record.due_ms),
             FlushEvent::Exhausted { record } => Seen::Exhausted(record.id.clone(), record.reason),
+            FlushEvent::Settled { record } => Seen::Settled(record.id.clone(), record.stage),
             FlushEvent::LostClaim { id } => Seen::Lost(id.to_string()),
             FlushEvent::Released { record } => Seen::Released(record.id.clone()),
             FlushEvent::Woken { record } => Seen::Woken(record.id.clone()),
@@ -490,4 +492,105 @@ fn filtered_flushes_touch_only_their_lanes_and_relays() {
         let err = flush_all(&store, &t, &cfg).await.unwrap_err();
         assert_eq!(err.code(), "invalid_argument");
     });
+}
+
+/// The case through the flusher: policy `all`, a accepts, b refuses for good,
+/// c is down. The verdict (`exhausted`) is reported once, at the first attempt; c
+/// keeps being tried (b never again) and gets the event once it is back; the end of
+/// delivery is reported as `Settled`.
+#[test]
+fn delivery_goes_on_after_the_verdict_and_is_reported_once() {
+    block_on(async {
+        let store = MemoryStore::new();
+        let t = ScriptedTransport::new();
+        t.always(RELAYS[0], Outcome::Accepted, "");
+        t.always(
+            RELAYS[1],
+            Outcome::Rejected(RejectReason::Blocked),
+            "blocked: no",
+        );
+        t.script(
+            RELAYS[2],
+            [
+                Outcome::Unreachable,
+                Outcome::Unreachable,
+                Outcome::Accepted,
+            ],
+        );
+        let id = store
+            .enqueue(fixture_plan(1, &RELAYS, Policy::All), 0)
+            .await
+            .unwrap()
+            .record
+            .id;
+        let mut log = Vec::new();
+        let mut now = 0u64;
+        for _ in 0..3 {
+            tick(
+                &store,
+                &t,
+                &config(16, 4),
+                &|| now,
+                &mut counter(),
+                &mut record_into(&mut log),
+            )
+            .await
+            .unwrap();
+            now = store.get(&id).await.unwrap().unwrap().due_ms.unwrap_or(now);
+        }
+        let rec = store.get(&id).await.unwrap().unwrap();
+        assert_eq!(
+            (rec.stage, rec.reason),
+            (Stage::Exhausted, Some(StopReason::Rejected))
+        );
+        assert_eq!(
+            (t.count(RELAYS[0], &id), t.count(RELAYS[1], &id)),
+            (1, 1),
+            "settled targets are sent once"
+        );
+        assert_eq!(t.count(RELAYS[2], &id), 3, "c is tried until it accepts");
+        assert_eq!(
+            log,
+            vec![
+                Seen::Started(id.clone(), 1, 3),
+                Seen::Exhausted(id.clone(), None),
+                Seen::Started(id.clone(), 2, 1),
+                Seen::Retrying(id.clone(), log_due(&log, 3)),
+                Seen::Started(id.clone(), 2, 1),
+                Seen::Settled(id.clone(), Stage::Exhausted),
+            ]
+        );
+        // Asked to stop at the verdict: today's behaviour, c is not tried again.
+        let t = ScriptedTransport::new();
+        t.always(RELAYS[0], Outcome::Accepted, "");
+        t.always(RELAYS[1], Outcome::Rejected(RejectReason::Blocked), "");
+        t.always(RELAYS[2], Outcome::Unreachable, "");
+        let plan = fixture_plan(2, &RELAYS, Policy::All).with_stop_when_satisfied(true);
+        let id = store.enqueue(plan, 0).await.unwrap().record.id;
+        let mut log = Vec::new();
+        tick(
+            &store,
+            &t,
+            &config(16, 4),
+            &|| 0,
+            &mut counter(),
+            &mut record_into(&mut log),
+        )
+        .await
+        .unwrap();
+        assert_eq!(
+            log.last(),
+            Some(&Seen::Exhausted(id.clone(), Some(StopReason::Rejected)))
+        );
+        let rec = store.get(&id).await.unwrap().unwrap();
+        assert_eq!(rec.stage, Stage::Exhausted);
+    });
+}
+
+/// The due time a `Retrying` entry at `index` of `log` carries.
+fn log_due(log: &[Seen], index: usize) -> Option<u64> {
+    match log.get(index) {
+        Some(Seen::Retrying(_, due)) => *due,
+        _ => None,
+    }
 }

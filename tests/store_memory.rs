@@ -5,7 +5,8 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use futures::executor::block_on;
 use nostr_outbox::core::{
-    ClaimRequest, Completion, Enqueued, ListQuery, Lookups, Plan, Record, RetryConfig, StageCounts,
+    ClaimRequest, Completion, Enqueued, ListQuery, Lookups, Plan, Record, RetryConfig, Stage,
+    StageCounts,
 };
 use nostr_outbox::store::{conformance, MemoryStore, Store, StoreError};
 
@@ -45,6 +46,9 @@ enum Defect {
     NoNostrRules,
     /// `take_over` also takes the caller's own live leases (its work in flight).
     TakeOverOwnLeases,
+    /// Delivery stops at the policy's verdict: a record that would go on delivering to
+    /// its open targets is ended instead.
+    StopsAtVerdict,
 }
 
 impl Broken {
@@ -111,7 +115,14 @@ impl Store for Broken {
         retry: &RetryConfig,
         now_ms: u64,
     ) -> Result<Record, StoreError> {
-        self.inner.complete_attempt(completion, retry, now_ms).await
+        let r = self
+            .inner
+            .complete_attempt(completion, retry, now_ms)
+            .await?;
+        if let (Defect::StopsAtVerdict, Stage::Delivering) = (self.defect, r.stage) {
+            return self.inner.cancel(&r.id, now_ms).await;
+        }
+        Ok(r)
     }
     async fn release(
         &self,
@@ -183,4 +194,6 @@ fn the_suite_catches_broken_stores() {
     assert!(msg.contains("replaceable_versions_supersede"), "{msg}");
     let msg = suite_fails_on(Defect::TakeOverOwnLeases);
     assert!(msg.contains("take_over_orphaned_leases"), "{msg}");
+    let msg = suite_fails_on(Defect::StopsAtVerdict);
+    assert!(msg.contains("policies"), "{msg}");
 }

@@ -258,6 +258,10 @@ pub struct StageCounts {
     pub leased: u32,
     /// Records in `retryable`.
     pub retryable: u32,
+    /// Records in `delivering`: the policy's verdict is in, delivery to the targets
+    /// still open goes on.
+    #[serde(default)]
+    pub delivering: u32,
     /// Records in `satisfied`.
     pub satisfied: u32,
     /// Records in `exhausted`.
@@ -280,6 +284,7 @@ impl StageCounts {
             Stage::Pending => &mut self.pending,
             Stage::Leased => &mut self.leased,
             Stage::Retryable => &mut self.retryable,
+            Stage::Delivering => &mut self.delivering,
             Stage::Satisfied => &mut self.satisfied,
             Stage::Exhausted => &mut self.exhausted,
             Stage::Cancelled => &mut self.cancelled,
@@ -299,6 +304,7 @@ impl StageCounts {
             Stage::Pending => self.pending,
             Stage::Leased => self.leased,
             Stage::Retryable => self.retryable,
+            Stage::Delivering => self.delivering,
             Stage::Satisfied => self.satisfied,
             Stage::Exhausted => self.exhausted,
             Stage::Cancelled => self.cancelled,
@@ -351,6 +357,7 @@ pub fn new_record(plan: Plan, digest: String, now_ms: u64) -> Record {
         takeovers: 0,
         lane: plan.lane,
         priority: plan.priority,
+        stop_when_satisfied: plan.stop_when_satisfied,
     };
     record.satisfaction = record.evaluate();
     record
@@ -421,6 +428,29 @@ fn bump(record: &mut Record, now_ms: u64) {
     record.updated_ms = record.updated_ms.max(now_ms);
 }
 
+/// Ends delivery with the terminal stage its verdict gives: `satisfied` when the policy
+/// is met, `exhausted` as `rejected` when it can no longer be, else `exhausted` for
+/// `unmet` (the budget or the deadline ran out first).
+fn end_delivery(record: &mut Record, unmet: StopReason) {
+    match record.satisfaction {
+        Satisfaction::Satisfied => finish(record, Stage::Satisfied, None),
+        Satisfaction::Exhausted => finish(record, Stage::Exhausted, Some(StopReason::Rejected)),
+        Satisfaction::Pending => finish(record, Stage::Exhausted, Some(unmet)),
+    }
+}
+
+/// The stage of a record that waits for its next attempt: `pending` before any,
+/// `delivering` once the policy's verdict is in, else `retryable`.
+fn waiting_stage(record: &Record) -> Stage {
+    if record.evidence.is_empty() {
+        Stage::Pending
+    } else if record.satisfaction == Satisfaction::Pending {
+        Stage::Retryable
+    } else {
+        Stage::Delivering
+    }
+}
+
 fn finish(record: &mut Record, stage: Stage, reason: Option<StopReason>) {
     record.stage = stage;
     record.reason = reason;
@@ -451,7 +481,7 @@ fn lease_to(record: &Record, request: &ClaimRequest, now_ms: u64) -> Claimed {
     let mut next = record.clone();
     bump(&mut next, now_ms);
     if record.is_expired_at(now_ms) {
-        finish(&mut next, Stage::Exhausted, Some(StopReason::Expired));
+        end_delivery(&mut next, StopReason::Expired);
         return Claimed::Expired(next);
     }
     let expires_ms = now_ms.saturating_add(request.lease_ms);
@@ -566,9 +596,17 @@ fn truncate(mut s: String, max: usize) -> String {
 
 /// Records one attempt under its lease and releases the lease with the next stage:
 /// appends one evidence entry per unsettled target (unreported ones as
-/// `notAttempted`), re-evaluates the policy, then ends as `satisfied`, `exhausted`
-/// (rejected, attempt budget spent, or the next retry would fall past the deadline)
-/// or `retryable` at `now + delay` from the retry schedule.
+/// `notAttempted`) and re-evaluates the policy.
+///
+/// The policy's verdict (`satisfied`, or `exhausted` when it can no longer be met) is
+/// what the application is told; it ends delivery only when the record was enqueued
+/// with [`Record::stop_when_satisfied`] or no target is left open. Otherwise the
+/// record waits as `delivering` (verdict in) or `retryable` (no verdict yet) until
+/// `now + delay` from the retry schedule, and delivery to the open targets goes on.
+/// When the attempt budget is spent or the next retry would fall past the deadline,
+/// delivery ends with the stage the verdict gives: `satisfied`, `exhausted` as
+/// `rejected`, or (no verdict) `exhausted` as `maxAttempts` / `expired`. A target that
+/// accepted or refused for good is never in an attempt again.
 ///
 /// An attempt that reached no relay at all (every answer `unreachable` or
 /// `notAttempted`) is not counted: `attempts` and the budget stay, the next claim tries
@@ -697,33 +735,27 @@ pub fn complete_attempt(
         && open
             .iter()
             .all(|t| next.target_state(t) != TargetState::Open);
-    match next.satisfaction {
-        Satisfaction::Satisfied => finish(&mut next, Stage::Satisfied, None),
-        Satisfaction::Exhausted => {
-            finish(&mut next, Stage::Exhausted, Some(StopReason::Rejected));
-        }
-        Satisfaction::Pending if !unreached && !settled_scope && attempt >= next.attempt_limit => {
-            finish(&mut next, Stage::Exhausted, Some(StopReason::MaxAttempts));
-        }
-        Satisfaction::Pending => {
-            let at = if settled_scope {
-                now_ms
-            } else {
-                now_ms.saturating_add(retry.delay_ms(
-                    backoff_after,
-                    completion.jitter,
-                    rate_limited,
-                ))
-            };
-            if next.effective_deadline_ms().is_some_and(|d| at >= d) {
-                finish(&mut next, Stage::Exhausted, Some(StopReason::Expired));
-            } else {
-                next.stage = Stage::Retryable;
-                next.lease = None;
-                next.reason = None;
-                next.retry_not_before_ms = Some(at);
-                next.due_ms = Some(at);
-            }
+    // The verdict stops delivery when the record asked for that or when no target is
+    // left open; otherwise delivery goes on (stage `delivering`) like a pending record's.
+    let verdict = next.satisfaction != Satisfaction::Pending;
+    if verdict && (next.stop_when_satisfied || !next.has_open_targets()) {
+        end_delivery(&mut next, StopReason::Rejected);
+    } else if !unreached && !settled_scope && attempt >= next.attempt_limit {
+        end_delivery(&mut next, StopReason::MaxAttempts);
+    } else {
+        let at = if settled_scope {
+            now_ms
+        } else {
+            now_ms.saturating_add(retry.delay_ms(backoff_after, completion.jitter, rate_limited))
+        };
+        if next.effective_deadline_ms().is_some_and(|d| at >= d) {
+            end_delivery(&mut next, StopReason::Expired);
+        } else {
+            next.stage = waiting_stage(&next);
+            next.lease = None;
+            next.reason = None;
+            next.retry_not_before_ms = Some(at);
+            next.due_ms = Some(at);
         }
     }
     Ok(next)
@@ -741,11 +773,7 @@ pub fn release(
     let mut next = record.clone();
     bump(&mut next, now_ms);
     next.lease = None;
-    next.stage = if next.evidence.is_empty() {
-        Stage::Pending
-    } else {
-        Stage::Retryable
-    };
+    next.stage = waiting_stage(&next);
     next.due_ms = Some(next.retry_not_before_ms.unwrap_or(now_ms).max(now_ms));
     Ok(next)
 }
@@ -758,7 +786,7 @@ pub fn release(
 /// keeps its pause). Evidence, attempts and the budget stay; the revision grows.
 /// `None` when the record does not qualify.
 pub fn relay_back(record: &Record, relay: &str, now_ms: u64) -> Option<Record> {
-    let waiting = record.stage == Stage::Retryable
+    let waiting = matches!(record.stage, Stage::Retryable | Stage::Delivering)
         && !record.has_active_lease(now_ms)
         && record.due_ms.is_some_and(|d| d > now_ms);
     if !waiting {
@@ -805,16 +833,12 @@ pub fn retry(record: &Record, now_ms: u64) -> Result<Record, CoreError> {
     bump(&mut next, now_ms);
     next.rearmed_after_attempt = next.attempts;
     next.attempt_limit = next.attempts.saturating_add(next.max_attempts);
-    next.stage = if next.evidence.is_empty() {
-        Stage::Pending
-    } else {
-        Stage::Retryable
-    };
+    next.satisfaction = next.evaluate();
+    next.stage = waiting_stage(&next);
     next.reason = None;
     next.lease = None;
     next.retry_not_before_ms = None;
     next.due_ms = Some(now_ms);
-    next.satisfaction = next.evaluate();
     Ok(next)
 }
 

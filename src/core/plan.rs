@@ -48,6 +48,12 @@ pub struct Plan {
     /// The claim priority (`normal` when not given).
     #[serde(default)]
     pub priority: Priority,
+    /// Stop delivering at the policy's verdict: once the record is satisfied (or can no
+    /// longer be), the targets still open are not tried again. `false` (the default):
+    /// delivery goes on to every target that has not settled, until the deadline or
+    /// the attempt budget ends it (stage `delivering`).
+    #[serde(default)]
+    pub stop_when_satisfied: bool,
 }
 
 impl Plan {
@@ -63,7 +69,15 @@ impl Plan {
             deadline_ms: None,
             lane: DEFAULT_LANE.to_string(),
             priority: Priority::Normal,
+            stop_when_satisfied: false,
         }
+    }
+
+    /// Sets whether delivery stops at the policy's verdict
+    /// ([`Plan::stop_when_satisfied`]).
+    pub fn with_stop_when_satisfied(mut self, stop: bool) -> Plan {
+        self.stop_when_satisfied = stop;
+        self
     }
 
     /// Replaces the lane.
@@ -155,6 +169,10 @@ impl Plan {
         if !is_default_lane(&self.lane) || !self.priority.is_default() {
             field(self.lane.as_bytes());
             field(&[self.priority.rank()]);
+        }
+        // Likewise stopping at the verdict, which joins only when asked for.
+        if self.stop_when_satisfied {
+            field(b"stopWhenSatisfied");
         }
         hex(&h.finalize())
     }

@@ -24,7 +24,14 @@ pub enum Stage {
     Leased,
     /// At least one attempt made; claimable again from its retry time.
     Retryable,
-    /// Terminal: the policy is met.
+    /// The policy's verdict is in ([`Record::satisfaction`] is `satisfied`, or
+    /// `exhausted` when it can no longer be met) and delivery goes on to the targets
+    /// still open, until they settle or the record's deadline or attempt budget ends
+    /// it; claimable again from its retry time, like `retryable`. A record enqueued
+    /// with [`Record::stop_when_satisfied`] never enters it.
+    Delivering,
+    /// Terminal: the policy is met and delivery is over (every target settled, or the
+    /// budget or deadline ended delivery to the ones still open).
     Satisfied,
     /// Terminal: rejections, the attempt budget or the deadline ended it. `retry`
     /// re-arms it.
@@ -39,10 +46,11 @@ pub enum Stage {
 
 impl Stage {
     /// Every stage, in declaration order.
-    pub const ALL: [Stage; 7] = [
+    pub const ALL: [Stage; 8] = [
         Stage::Pending,
         Stage::Leased,
         Stage::Retryable,
+        Stage::Delivering,
         Stage::Satisfied,
         Stage::Exhausted,
         Stage::Cancelled,
@@ -58,12 +66,16 @@ impl Stage {
     }
 
     /// True while the record may still be sent: queued (`pending`, `leased`,
-    /// `retryable`) or `exhausted` (which `retry` re-arms). A newer version or a
-    /// deletion supersedes exactly these.
+    /// `retryable`, `delivering`) or `exhausted` (which `retry` re-arms). A newer
+    /// version or a deletion supersedes exactly these.
     pub fn may_send(self) -> bool {
         matches!(
             self,
-            Stage::Pending | Stage::Leased | Stage::Retryable | Stage::Exhausted
+            Stage::Pending
+                | Stage::Leased
+                | Stage::Retryable
+                | Stage::Delivering
+                | Stage::Exhausted
         )
     }
 
@@ -78,6 +90,7 @@ impl Stage {
             Stage::Pending => "pending",
             Stage::Leased => "leased",
             Stage::Retryable => "retryable",
+            Stage::Delivering => "delivering",
             Stage::Satisfied => "satisfied",
             Stage::Exhausted => "exhausted",
             Stage::Cancelled => "cancelled",
@@ -121,6 +134,7 @@ impl<'de> Deserialize<'de> for Stage {
                 "pending",
                 "leased",
                 "retryable",
+                "delivering",
                 "satisfied",
                 "exhausted",
                 "cancelled",
@@ -333,6 +347,15 @@ pub struct Record {
     /// Its claim priority. Absent in stored documents while `normal`.
     #[serde(default, skip_serializing_if = "Priority::is_default")]
     pub priority: Priority,
+    /// Delivery stops at the policy's verdict (today's `satisfied` or `exhausted` at
+    /// once) instead of going on to the targets still open
+    /// ([`super::Plan::stop_when_satisfied`]). Absent in stored documents while false.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub stop_when_satisfied: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -352,7 +375,12 @@ impl Record {
 
     /// The settled state of `target` derived from its latest evidence.
     pub fn target_state(&self, target: &str) -> TargetState {
-        match self.latest_evidence(target) {
+        self.state_of(self.latest_evidence(target))
+    }
+
+    /// The settled state that `latest` (a target's latest evidence, if any) gives.
+    fn state_of(&self, latest: Option<&Evidence>) -> TargetState {
+        match latest {
             None => TargetState::Open,
             Some(e) if e.outcome.is_accepted() => TargetState::Accepted,
             Some(e)
@@ -385,11 +413,38 @@ impl Record {
 
     /// The policy evaluated over the current evidence.
     pub fn evaluate(&self) -> Satisfaction {
-        self.policy.evaluate(
-            self.targets
+        self.evaluate_before(u32::MAX)
+    }
+
+    /// The policy evaluated over the evidence of the attempts numbered below `attempt`
+    /// only: what the verdict was before that attempt was recorded. The flusher
+    /// compares it with [`Record::satisfaction`] to tell a new verdict (reported once)
+    /// from one already reported.
+    pub fn evaluate_before(&self, attempt: u32) -> Satisfaction {
+        self.policy.evaluate(self.targets.iter().map(|t| {
+            let latest = self
+                .evidence
                 .iter()
-                .map(|t| (t.as_str(), self.target_state(t))),
-        )
+                .rev()
+                .find(|e| e.target == *t && e.attempt < attempt);
+            (t.as_str(), self.state_of(latest))
+        }))
+    }
+
+    /// True when the policy's verdict (`satisfied`, or `exhausted` when it can no longer
+    /// be met) came with the latest recorded attempt: the attempts before it gave none,
+    /// or another. The flusher reports a verdict once, when it is new.
+    pub fn verdict_is_new(&self) -> bool {
+        let latest = self.evidence.iter().map(|e| e.attempt).max().unwrap_or(0);
+        self.satisfaction != Satisfaction::Pending
+            && self.evaluate_before(latest) != self.satisfaction
+    }
+
+    /// True when some target is still open: an attempt would send to it.
+    pub fn has_open_targets(&self) -> bool {
+        self.targets
+            .iter()
+            .any(|t| self.target_state(t) == TargetState::Open)
     }
 
     /// True while a lease is held at `now_ms`.

@@ -18,7 +18,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::core::machine::{MAX_CLAIM, MAX_LEASE_FIELD_LEN, MAX_LEASE_MS};
 use crate::core::{
-    ClaimRequest, Completion, CoreError, Priority, Record, RetryConfig, Signal, Stage, TargetResult,
+    ClaimRequest, Completion, CoreError, Priority, Record, RetryConfig, Satisfaction, Signal,
+    Stage, TargetResult,
 };
 use crate::store::{Store, StoreError};
 use crate::transport::{PublishReport, Transport};
@@ -146,12 +147,17 @@ pub struct TickStats {
     pub attempts: u32,
     /// Single publishes to a relay.
     pub publishes: u32,
-    /// Records that became satisfied.
+    /// Records that became satisfied (some may still be delivering).
     pub satisfied: u32,
-    /// Records scheduled for another attempt.
+    /// Records scheduled for another attempt, their verdict not in yet.
     pub retrying: u32,
-    /// Records that became exhausted (rejected, out of attempts, or expired).
+    /// Records that became exhausted (rejected, out of attempts, or expired; a rejected
+    /// one may still be delivering).
     pub exhausted: u32,
+    /// Records whose delivery ended after their verdict was counted (in `satisfied` or
+    /// `exhausted`) by an earlier attempt.
+    #[serde(default)]
+    pub settled: u32,
     /// Results that arrived after their lease was lost; they changed nothing.
     pub lost_claims: u32,
     /// Claimed records handed back without an attempt: half their lease had passed
@@ -178,6 +184,7 @@ impl TickStats {
         self.satisfied += other.satisfied;
         self.retrying += other.retrying;
         self.exhausted += other.exhausted;
+        self.settled += other.settled;
         self.lost_claims += other.lost_claims;
         self.released += other.released;
         self.woken += other.woken;
@@ -197,8 +204,15 @@ pub enum FlushEvent<'a> {
         /// The unsettled targets it publishes to.
         targets: &'a [String],
     },
-    /// The record became satisfied.
+    /// The record became satisfied (the policy is met). Delivery to its targets still
+    /// open goes on (stage `delivering`) unless it asked to stop at the verdict.
     Delivered {
+        /// The record as stored.
+        record: &'a Record,
+    },
+    /// Delivery ended for a record whose verdict was reported before (`Delivered`, or
+    /// `Exhausted` as `rejected`): its stage is now `satisfied` or `exhausted`.
+    Settled {
         /// The record as stored.
         record: &'a Record,
     },
@@ -207,7 +221,9 @@ pub enum FlushEvent<'a> {
         /// The record as stored.
         record: &'a Record,
     },
-    /// The record became exhausted (see `record.reason`).
+    /// The record became exhausted: its policy can no longer be met (`satisfaction`
+    /// `exhausted`; delivery to the targets still open may go on, stage
+    /// `delivering`), or the budget or deadline ended it first (see `record.reason`).
     Exhausted {
         /// The record as stored.
         record: &'a Record,
@@ -400,9 +416,12 @@ fn begin_attempts(
             stats.attempts += 1;
             stats.publishes += targets.len() as u32;
             work.push((record, targets));
-        } else {
+        } else if record.satisfaction == Satisfaction::Pending {
             stats.exhausted += 1;
             observer(FlushEvent::Exhausted { record: &record });
+        } else {
+            stats.settled += 1;
+            observer(FlushEvent::Settled { record: &record });
         }
     }
     work
@@ -443,14 +462,20 @@ fn finish_attempts(
 ) -> Result<(), StoreError> {
     for (completion, result) in completions.iter().zip(recorded) {
         match result {
-            Ok(next) => match next.stage {
-                Stage::Satisfied => {
+            // A verdict is reported once, when it is new; the end of delivery after it
+            // is reported apart (`Settled`).
+            Ok(next) => match (next.verdict_is_new(), next.satisfaction, next.stage) {
+                (true, Satisfaction::Satisfied, _) => {
                     stats.satisfied += 1;
                     observer(FlushEvent::Delivered { record: &next });
                 }
-                Stage::Exhausted => {
+                (true, _, _) | (false, Satisfaction::Pending, Stage::Exhausted) => {
                     stats.exhausted += 1;
                     observer(FlushEvent::Exhausted { record: &next });
+                }
+                (false, _, Stage::Satisfied | Stage::Exhausted) => {
+                    stats.settled += 1;
+                    observer(FlushEvent::Settled { record: &next });
                 }
                 _ => {
                     stats.retrying += 1;

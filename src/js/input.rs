@@ -159,17 +159,19 @@ shape! {
         max_attempts: Uint,
         lane: String,
         priority: String,
+        stop_when_satisfied: bool,
     }
 }
 
 /// The keys of `enqueue` options.
-pub(crate) const ENQUEUE_KEYS: [&str; 6] = [
+pub(crate) const ENQUEUE_KEYS: [&str; 7] = [
     "policy",
     "id",
     "deadline",
     "maxAttempts",
     "lane",
     "priority",
+    "stopWhenSatisfied",
 ];
 
 shape! {
@@ -183,11 +185,12 @@ shape! {
         max_attempts: Uint,
         lane: String,
         priority: String,
+        stop_when_satisfied: bool,
     }
 }
 
 /// The keys of an `enqueueMany` item.
-pub(crate) const ITEM_KEYS: [&str; 8] = [
+pub(crate) const ITEM_KEYS: [&str; 9] = [
     "event",
     "relays",
     "policy",
@@ -196,6 +199,7 @@ pub(crate) const ITEM_KEYS: [&str; 8] = [
     "maxAttempts",
     "lane",
     "priority",
+    "stopWhenSatisfied",
 ];
 
 impl ItemInput {
@@ -208,6 +212,7 @@ impl ItemInput {
             max_attempts: self.max_attempts,
             lane: self.lane,
             priority: self.priority,
+            stop_when_satisfied: self.stop_when_satisfied,
         };
         (self.event, self.relays, options)
     }

@@ -40,12 +40,13 @@ pub const DEFAULT_NAME: &str = "nostr-outbox";
 const DEFAULT_LIST_LIMIT: u32 = 100;
 
 /// The keys of `Outbox.open` options.
-const OPEN_KEYS: [&str; 20] = [
+const OPEN_KEYS: [&str; 21] = [
     "name",
     "storage",
     "durability",
     "policy",
     "maxAttempts",
+    "stopWhenSatisfied",
     "baseDelayMs",
     "maxDelayMs",
     "publishTimeoutMs",
@@ -63,8 +64,8 @@ const OPEN_KEYS: [&str; 20] = [
     "transport",
 ];
 /// The keys of `handleSync` options: those of `Outbox.open`, and `tag`.
-const SYNC_KEYS: [&str; 21] = {
-    let mut keys = [""; 21];
+const SYNC_KEYS: [&str; 22] = {
+    let mut keys = [""; 22];
     let mut i = 0;
     while i < OPEN_KEYS.len() {
         keys[i] = OPEN_KEYS[i];
@@ -82,6 +83,7 @@ shape! {
         durability: String,
         policy: input::PolicyInput,
         max_attempts: Uint,
+        stop_when_satisfied: bool,
         base_delay_ms: Uint,
         max_delay_ms: Uint,
         publish_timeout_ms: Uint,
@@ -132,6 +134,7 @@ pub(crate) struct OpenConfig {
     durability: Durability,
     policy: Policy,
     max_attempts: Option<u32>,
+    stop_when_satisfied: bool,
     flush: FlushConfig,
     ws: WsTransportConfig,
     signer: Option<js_sys::Function>,
@@ -276,6 +279,9 @@ impl OpenConfig {
             .with_details(Details::field("maxAttempts")));
         }
         let policy = r.policy("policy", o.policy)?.unwrap_or(Policy::All);
+        let stop_when_satisfied = r
+            .boolean("stopWhenSatisfied", o.stop_when_satisfied)?
+            .unwrap_or(false);
         let request_persistence = r
             .boolean("requestPersistence", o.request_persistence)?
             .unwrap_or(false);
@@ -290,6 +296,7 @@ impl OpenConfig {
             durability,
             policy,
             max_attempts,
+            stop_when_satisfied,
             flush,
             ws,
             signer,
@@ -314,6 +321,7 @@ struct Inner {
     events: Rc<Events>,
     policy: Policy,
     max_attempts: Option<u32>,
+    stop_when_satisfied: bool,
     persisted: Option<bool>,
     closed: Cell<bool>,
 }
@@ -468,6 +476,7 @@ impl Outbox {
                 FlushEvent::Delivered { record } => ("delivered", record),
                 FlushEvent::Retrying { record } => ("retrying", record),
                 FlushEvent::Exhausted { record } => ("exhausted", record),
+                FlushEvent::Settled { record } => ("settled", record),
                 // Handed back unattempted (only its stage and lease changed), or due at
                 // once because its relay answered again (only its due time changed).
                 FlushEvent::Released { record } | FlushEvent::Woken { record } => {
@@ -505,6 +514,7 @@ impl Outbox {
                 events,
                 policy: config.policy,
                 max_attempts: config.max_attempts,
+                stop_when_satisfied: config.stop_when_satisfied,
                 persisted,
                 closed: Cell::new(false),
             }),
@@ -578,6 +588,10 @@ impl Inner {
         if let Some(lane) = r.string("lane", o.lane)? {
             plan = plan.with_lane(lane);
         }
+        plan = plan.with_stop_when_satisfied(
+            r.boolean("stopWhenSatisfied", o.stop_when_satisfied)?
+                .unwrap_or(self.stop_when_satisfied),
+        );
         if let Some(p) = r.choice("priority", o.priority, &["high", "normal", "low"])? {
             plan = plan.with_priority(Priority::parse("priority", p)?);
         }

@@ -9,7 +9,8 @@ use serde::Serialize;
 use wasm_bindgen::prelude::*;
 
 use crate::core::{
-    EnqueueOutcome, Evidence, Outcome, Policy, Record, Stage, StageCounts, TargetState,
+    EnqueueOutcome, Evidence, Outcome, Policy, Record, Satisfaction, Stage, StageCounts,
+    TargetState,
 };
 use crate::flush::{FlushSummary, Latency};
 
@@ -127,6 +128,8 @@ struct RecordHead<'a> {
 #[serde(rename_all = "camelCase")]
 struct RecordTail<'a> {
     policy: PolicyView<'a>,
+    satisfaction: Satisfaction,
+    stop_when_satisfied: bool,
     targets: Vec<TargetView<'a>>,
     evidence: Vec<EvidenceView<'a>>,
     attempts: u32,
@@ -154,6 +157,8 @@ impl<'a> RecordTail<'a> {
         };
         RecordTail {
             policy: PolicyView::new(&r.policy),
+            satisfaction: r.satisfaction,
+            stop_when_satisfied: r.stop_when_satisfied,
             targets: r
                 .targets
                 .iter()
@@ -169,7 +174,7 @@ impl<'a> RecordTail<'a> {
             max_attempts: r.max_attempts,
             attempt_limit: r.attempt_limit,
             next_attempt_at: match r.stage {
-                Stage::Pending | Stage::Retryable => r.due_ms,
+                Stage::Pending | Stage::Retryable | Stage::Delivering => r.due_ms,
                 _ => None,
             },
             lease: match (r.stage, &r.lease) {
@@ -269,6 +274,7 @@ struct StatusView {
     pending: u32,
     leased: u32,
     retryable: u32,
+    delivering: u32,
     satisfied: u32,
     exhausted: u32,
     cancelled: u32,
@@ -283,6 +289,7 @@ pub(crate) fn status(c: &StageCounts) -> JsValue {
         pending: c.pending,
         leased: c.leased,
         retryable: c.retryable,
+        delivering: c.delivering,
         satisfied: c.satisfied,
         exhausted: c.exhausted,
         cancelled: c.cancelled,

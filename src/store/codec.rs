@@ -419,6 +419,7 @@ mod doc_props {
                 },
                 priority: crate::core::Priority::from_rank((revision % 3) as u8)
                     .unwrap_or_default(),
+                stop_when_satisfied: revision % 5 == 0,
             },
         )
     }

@@ -214,6 +214,7 @@ macro_rules! conformance_cases {
             lost_claim_changes_nothing,
             attempt_records_evidence,
             policies,
+            delivery_goes_on_after_the_verdict,
             exhaustion,
             unreachable_attempts_keep_the_budget,
             complete_many,
@@ -1198,14 +1199,10 @@ async fn run_policy<S: Store>(
     n: u32,
     policy: Policy,
     answers: &[Outcome],
+    stop: bool,
 ) -> Record {
-    let id = ok(
-        case,
-        "enqueue",
-        s.enqueue(fixture_plan(n, &RELAYS, policy), 0).await,
-    )
-    .record
-    .id;
+    let plan = fixture_plan(n, &RELAYS, policy).with_stop_when_satisfied(stop);
+    let id = ok(case, "enqueue", s.enqueue(plan, 0).await).record.id;
     let r = claim_one(case, s, "l", 0, &id).await;
     let results = RELAYS
         .iter()
@@ -1220,7 +1217,10 @@ async fn run_policy<S: Store>(
     )
 }
 
-/// `all`, `any`, `atLeast(k)` and `required` decide satisfied / pending / exhausted.
+/// `all`, `any`, `atLeast(k)` and `required` decide satisfied / pending / exhausted;
+/// a record that asked to stop at the verdict ends there (the third column), any other
+/// goes on delivering to its targets still open (the fourth: `delivering` while one
+/// is, else the verdict's terminal stage).
 pub async fn policies<S: Store>(s: &S) {
     const C: &str = "policies";
     use Outcome::{Accepted as A, Rejected as R, Timeout as T};
@@ -1228,88 +1228,272 @@ pub async fn policies<S: Store>(s: &S) {
     let req = |i: &[usize]| Policy::Required {
         relays: i.iter().map(|i| RELAYS[*i].to_string()).collect(),
     };
-    let cases: Vec<(Policy, [Outcome; 3], Stage, Satisfaction)> = vec![
+    let cases: Vec<(Policy, [Outcome; 3], Stage, Satisfaction, Stage)> = vec![
         (
             Policy::All,
             [A, A, A],
             Stage::Satisfied,
             Satisfaction::Satisfied,
+            Stage::Satisfied,
         ),
         (
             Policy::All,
             [A, A, T],
             Stage::Retryable,
             Satisfaction::Pending,
+            Stage::Retryable,
         ),
         (
             Policy::All,
             [A, A, no],
             Stage::Exhausted,
             Satisfaction::Exhausted,
+            Stage::Exhausted,
         ),
         (
             Policy::Any,
             [T, no, A],
             Stage::Satisfied,
             Satisfaction::Satisfied,
+            Stage::Delivering,
         ),
         (
             Policy::Any,
             [T, no, T],
             Stage::Retryable,
             Satisfaction::Pending,
+            Stage::Retryable,
         ),
         (
             Policy::Any,
             [no, no, no],
             Stage::Exhausted,
             Satisfaction::Exhausted,
+            Stage::Exhausted,
         ),
         (
             Policy::AtLeast { k: 2 },
             [A, no, A],
             Stage::Satisfied,
             Satisfaction::Satisfied,
+            Stage::Satisfied,
         ),
         (
             Policy::AtLeast { k: 2 },
             [A, no, T],
             Stage::Retryable,
             Satisfaction::Pending,
+            Stage::Retryable,
         ),
         (
             Policy::AtLeast { k: 2 },
             [A, no, no],
             Stage::Exhausted,
             Satisfaction::Exhausted,
+            Stage::Exhausted,
         ),
         (
             req(&[0]),
             [A, no, T],
             Stage::Satisfied,
             Satisfaction::Satisfied,
+            Stage::Delivering,
         ),
         (
             req(&[0, 2]),
             [A, A, T],
             Stage::Retryable,
             Satisfaction::Pending,
+            Stage::Retryable,
         ),
         (
             req(&[1]),
             [A, no, A],
             Stage::Exhausted,
             Satisfaction::Exhausted,
+            Stage::Exhausted,
         ),
     ];
-    for (n, (policy, answers, stage, sat)) in cases.into_iter().enumerate() {
-        let what = format!("{policy:?} with {answers:?}");
-        let r = run_policy(C, s, n as u32 + 1, policy, &answers).await;
-        check_eq!(C, (r.stage, r.satisfaction), (stage, sat), "{what}");
-        if stage == Stage::Exhausted {
-            check_eq!(C, r.reason, Some(StopReason::Rejected), "{what}: reason");
+    for (n, (policy, answers, stop_stage, sat, go_on_stage)) in cases.into_iter().enumerate() {
+        for (stop, stage, k) in [(true, stop_stage, 1), (false, go_on_stage, 101)] {
+            let what = format!("{policy:?} with {answers:?}, stopWhenSatisfied {stop}");
+            let r = run_policy(C, s, n as u32 + k, policy.clone(), &answers, stop).await;
+            check_eq!(C, (r.stage, r.satisfaction), (stage, sat), "{what}");
+            if stage == Stage::Exhausted {
+                check_eq!(C, r.reason, Some(StopReason::Rejected), "{what}: reason");
+            }
+            if stage == Stage::Delivering {
+                // Due again like a retryable record, for the open targets only.
+                check_eq!(C, r.due_ms, Some(1 + 1_000), "{what}: due");
+                check_eq!(C, r.reason, None, "{what}: reason");
+                let open: Vec<String> = RELAYS
+                    .iter()
+                    .zip(&answers)
+                    .filter(|(_, o)| **o == T)
+                    .map(|(t, _)| t.to_string())
+                    .collect();
+                check_eq!(C, r.unsettled_targets(), open, "{what}: open targets");
+            }
         }
     }
+}
+
+/// The policy's verdict is what the application is told; delivery goes on to every
+/// target that has not settled. Policy `all` over a (accepts), b (refuses for good) and
+/// c (down): the record is `delivering` with satisfaction `exhausted`, b is never sent
+/// the event again, c gets it when it is back (woken by `relay_back`), and the record
+/// ends `exhausted` (rejected). Policy `any` with a budget of 2: satisfied at the
+/// first attempt, `delivering` until the budget ends it as `satisfied` with b and c
+/// still open. `status` counts `delivering` records.
+pub async fn delivery_goes_on_after_the_verdict<S: Store>(s: &S) {
+    const C: &str = "delivery_goes_on_after_the_verdict";
+    let [a, b, c] = RELAYS;
+    let id = ok(
+        C,
+        "enqueue",
+        s.enqueue(fixture_plan(1, &RELAYS, Policy::All), 0).await,
+    )
+    .record
+    .id;
+    let r = claim_one(C, s, "l1", 0, &id).await;
+    check_eq!(C, r.attempt_targets(), RELAYS.to_vec(), "first attempt");
+    let blocked = Outcome::Rejected(RejectReason::Blocked);
+    let results = vec![
+        answer(a, Outcome::Accepted),
+        answer(b, blocked),
+        answer(c, Outcome::Unreachable),
+    ];
+    let r = ok(
+        C,
+        "complete 1",
+        s.complete_attempt(&completion(&r, "l1", results), &fixture_retry(), 1)
+            .await,
+    );
+    check_eq!(
+        C,
+        (r.stage, r.satisfaction, r.reason, r.attempts),
+        (Stage::Delivering, Satisfaction::Exhausted, None, 1),
+        "a refusal for good leaves c in delivery"
+    );
+    check_eq!(C, ok(C, "status", s.status().await).delivering, 1, "status");
+    // c is still down: the try reaches no relay and is not counted.
+    let due = r.due_ms.unwrap_or(0);
+    let r = claim_one(C, s, "l2", due, &id).await;
+    check_eq!(
+        C,
+        r.attempt_targets(),
+        vec![c.to_string()],
+        "only c is tried"
+    );
+    let r = ok(
+        C,
+        "complete 2",
+        s.complete_attempt(
+            &completion(&r, "l2", vec![answer(c, Outcome::Unreachable)]),
+            &fixture_retry(),
+            due + 1,
+        )
+        .await,
+    );
+    check_eq!(
+        C,
+        (r.stage, r.attempts),
+        (Stage::Delivering, 1),
+        "an unreached try keeps waiting"
+    );
+    // c is back: the record is due at once and c gets the event.
+    let now = due + 2;
+    let woken = ok(C, "relay_back", s.relay_back(c, now).await);
+    check_eq!(
+        C,
+        woken.iter().map(|w| w.id.as_str()).collect::<Vec<_>>(),
+        vec![id.as_str()],
+        "relay_back wakes a delivering record"
+    );
+    let r = claim_one(C, s, "l3", now, &id).await;
+    check_eq!(C, r.attempt_targets(), vec![c.to_string()], "c again");
+    let r = ok(
+        C,
+        "complete 3",
+        s.complete_attempt(
+            &completion(&r, "l3", vec![answer(c, Outcome::Accepted)]),
+            &fixture_retry(),
+            now + 1,
+        )
+        .await,
+    );
+    check_eq!(
+        C,
+        (r.stage, r.satisfaction, r.reason),
+        (
+            Stage::Exhausted,
+            Satisfaction::Exhausted,
+            Some(StopReason::Rejected)
+        ),
+        "every target settled"
+    );
+    check_eq!(
+        C,
+        r.evidence.iter().filter(|e| e.target == b).count(),
+        1,
+        "b, refused for good, was never sent the event again"
+    );
+    check_eq!(
+        C,
+        r.target_state(c),
+        crate::core::TargetState::Accepted,
+        "c got it"
+    );
+    check_eq!(C, ok(C, "status", s.status().await).delivering, 0, "status");
+
+    // `any` with a budget of 2: satisfied at once, delivered on until the budget ends.
+    let plan = fixture_plan(2, &RELAYS, Policy::Any).with_max_attempts(2);
+    let id = ok(C, "enqueue any", s.enqueue(plan, 0).await).record.id;
+    let r = claim_one(C, s, "m1", 0, &id).await;
+    let results = vec![
+        answer(a, Outcome::Accepted),
+        answer(b, Outcome::Timeout),
+        answer(c, Outcome::Error),
+    ];
+    let r = ok(
+        C,
+        "complete any 1",
+        s.complete_attempt(&completion(&r, "m1", results), &fixture_retry(), 1)
+            .await,
+    );
+    check_eq!(
+        C,
+        (r.stage, r.satisfaction),
+        (Stage::Delivering, Satisfaction::Satisfied),
+        "satisfied, b and c still open"
+    );
+    let due = r.due_ms.unwrap_or(0);
+    let r = claim_one(C, s, "m2", due, &id).await;
+    check_eq!(
+        C,
+        r.attempt_targets(),
+        vec![b.to_string(), c.to_string()],
+        "the accepted target is not sent again"
+    );
+    let results = vec![answer(b, Outcome::Timeout), answer(c, Outcome::Error)];
+    let r = ok(
+        C,
+        "complete any 2",
+        s.complete_attempt(&completion(&r, "m2", results), &fixture_retry(), due + 1)
+            .await,
+    );
+    check_eq!(
+        C,
+        (r.stage, r.satisfaction, r.reason, r.attempts),
+        (Stage::Satisfied, Satisfaction::Satisfied, None, 2),
+        "the budget ends delivery, the record stays satisfied"
+    );
+    check_eq!(
+        C,
+        r.unsettled_targets(),
+        vec![b.to_string(), c.to_string()],
+        "the targets it never reached stay open in its evidence"
+    );
 }
 
 /// An attempt that reached no relay (all unreachable) is not counted: the record keeps

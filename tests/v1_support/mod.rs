@@ -58,6 +58,7 @@ fn base(id: &str, targets: &[&str], policy: Policy) -> Record {
         takeovers: 0,
         lane: nostr_outbox::core::DEFAULT_LANE.into(),
         priority: nostr_outbox::core::Priority::Normal,
+        stop_when_satisfied: false,
     }
 }
 

@@ -973,17 +973,20 @@ impl Store for IdbStore {
     }
 
     async fn relay_back(&self, relay: &str, now_ms: u64) -> Result<Vec<Record>, StoreError> {
-        // Only `retryable` rows can qualify: read those through the stage index.
+        // Only `retryable` and `delivering` rows can qualify: read those through the
+        // stage index.
         self.run(async |db| {
             let tx = Tx::open(db, true, Durability::Relaxed)?;
             let store = tx.store()?;
             let index = store.index(IDX_STAGE)?;
-            let page = get_all(&index, stage_range(Stage::Retryable), None).await?;
             let mut woken = Vec::new();
-            for record in self.decode_page(page) {
-                if let Some(next) = core::relay_back(&record, relay, now_ms) {
-                    sys::put(&store, &to_row(&next)?)?;
-                    woken.push(next);
+            for stage in [Stage::Retryable, Stage::Delivering] {
+                let page = get_all(&index, stage_range(stage), None).await?;
+                for record in self.decode_page(page) {
+                    if let Some(next) = core::relay_back(&record, relay, now_ms) {
+                        sys::put(&store, &to_row(&next)?)?;
+                        woken.push(next);
+                    }
                 }
             }
             tx.commit().await?;
