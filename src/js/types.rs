@@ -83,15 +83,24 @@ export interface StorageAdapter {
  * Where a record is in its life. `satisfied`, `exhausted`, `cancelled` and `superseded`
  * are terminal; `superseded`: a newer version of its replaceable or addressable event,
  * or a NIP-09 deletion of it, was enqueued, so it is not sent (see `supersededBy`).
+ * `delivering`: the policy's verdict is in (`satisfaction` is `"satisfied"`, or
+ * `"exhausted"` when it can no longer be met) and delivery goes on to the targets still
+ * open until they settle or the deadline or attempt budget ends it (not with
+ * `stopWhenSatisfied`). Delivery over, a satisfied record ends `satisfied` and one that
+ * can no longer be satisfied `exhausted` (reason `rejected`).
  */
 export type Stage =
   | "pending"
   | "leased"
   | "retryable"
+  | "delivering"
   | "satisfied"
   | "exhausted"
   | "cancelled"
   | "superseded";
+
+/** The policy's verdict over a record's evidence. */
+export type Satisfaction = "pending" | "satisfied" | "exhausted";
 
 /**
  * When a record counts as delivered: every target (`"all"`), one (`"any"`), at least
@@ -184,6 +193,11 @@ export interface OutboxOptions {
   policy?: Policy;
   /** Default attempt budget per record (1..=1000). Default 10. */
   maxAttempts?: number;
+  /**
+   * Default of `enqueue`'s `stopWhenSatisfied`: stop delivering at the policy's verdict.
+   * Default `false` (every target that has not settled keeps getting the event).
+   */
+  stopWhenSatisfied?: boolean;
   /** Delay after the first failed attempt, doubled each attempt. Default 1000 ms. */
   baseDelayMs?: number;
   /** Largest retry delay. Default 300000 ms. */
@@ -256,6 +270,14 @@ export interface EnqueueOptions {
   lane?: string;
   /** Claim priority, default `"normal"`: due `"high"` records are published first. */
   priority?: Priority;
+  /**
+   * Stop delivering once the policy's verdict is in (satisfied, or no longer
+   * satisfiable): the targets still open are not tried again. Default: the outbox's
+   * `stopWhenSatisfied` (`false`): delivery goes on to every target that has not
+   * accepted or refused for good, until the deadline or the attempt budget (stage
+   * `delivering`).
+   */
+  stopWhenSatisfied?: boolean;
 }
 
 /**
@@ -340,6 +362,14 @@ export interface OutboxRecord {
   /** The signed event exactly as enqueued. */
   event: SignedEvent;
   policy: Policy;
+  /**
+   * The policy's verdict over the evidence: `"pending"`, `"satisfied"`, or `"exhausted"`
+   * (it can no longer be met). It is what `delivered` / `exhausted` report; the stage
+   * says whether delivery goes on (`delivering`).
+   */
+  satisfaction: Satisfaction;
+  /** Delivery stops at the verdict (`enqueue`'s `stopWhenSatisfied`). */
+  stopWhenSatisfied: boolean;
   /** Normalized target relays (sorted) with their latest evidence. */
   targets: TargetStatus[];
   /** Every answer of every relay in every attempt, oldest first. */
@@ -353,7 +383,7 @@ export interface OutboxRecord {
   maxAttempts: number;
   /** The highest attempt number allowed (`retry` raises it). */
   attemptLimit: number;
-  /** When the next attempt may run (pending/retryable), unix ms; else null. */
+  /** When the next attempt may run (pending/retryable/delivering), unix ms; else null. */
   nextAttemptAt: number | null;
   /** The attempt in flight (stage `leased`). */
   /**
@@ -388,6 +418,8 @@ export interface OutboxStatus {
   pending: number;
   leased: number;
   retryable: number;
+  /** Verdict in, delivery to the targets still open going on. */
+  delivering: number;
   satisfied: number;
   exhausted: number;
   cancelled: number;
@@ -441,9 +473,14 @@ export interface FlushResult {
   claimed: number;
   attempts: number;
   publishes: number;
+  /** Records that became satisfied in this run (some may still be delivering). */
   delivered: number;
+  /** Records scheduled for another attempt, their verdict not in yet. */
   retrying: number;
+  /** Records that became exhausted in this run (some may still be delivering). */
   exhausted: number;
+  /** Records whose delivery ended after an earlier run reported their verdict. */
+  settled: number;
   /** Results that arrived after their lease was lost; they changed nothing. */
   lostClaims: number;
   /**
@@ -548,12 +585,25 @@ export interface OutboxEventMap {
   enqueued: CustomEvent<OutboxRecord>;
   /** An attempt starts (stage `leased`; the open targets are being published to). */
   attempt: CustomEvent<OutboxRecord>;
-  /** The policy is met (stage `satisfied`). */
+  /**
+   * The policy is met (`satisfaction` `"satisfied"`), once per record. The stage is
+   * `satisfied`, or `delivering` while targets still open keep getting the event.
+   */
   delivered: CustomEvent<OutboxRecord>;
   /** The attempt failed in part; another follows at `nextAttemptAt`. */
   retrying: CustomEvent<OutboxRecord>;
-  /** It stopped: see `reason`. */
+  /**
+   * The policy can no longer be met (`satisfaction` `"exhausted"`, stage `exhausted`, or
+   * `delivering` while targets still open keep getting the event), or the budget or
+   * deadline ended the record first (stage `exhausted`, see `reason`). Once per verdict.
+   */
   exhausted: CustomEvent<OutboxRecord>;
+  /**
+   * Delivery ended for a record whose verdict was reported earlier (`delivered` or
+   * `exhausted`): its stage is now `satisfied` or `exhausted`; `targets` say which
+   * relays got it.
+   */
+  settled: CustomEvent<OutboxRecord>;
   /**
    * A record will not be sent (stage `superseded`): a newer version or a deletion was
    * enqueued (`reason`, `supersededBy`), or it was enqueued older than a version held.

@@ -363,12 +363,14 @@ pub struct FlushView {
     pub attempts: u32,
     /// Single publishes to a relay.
     pub publishes: u32,
-    /// Records that became satisfied.
+    /// Records that became satisfied (some still delivering).
     pub delivered: u32,
-    /// Records scheduled for another attempt.
+    /// Records scheduled for another attempt, their verdict not in yet.
     pub retrying: u32,
-    /// Records that became exhausted.
+    /// Records that became exhausted (some still delivering).
     pub exhausted: u32,
+    /// Records whose delivery ended after an earlier run reported their verdict.
+    pub settled: u32,
     /// Results that arrived after their lease was lost.
     pub lost_claims: u32,
     /// Claimed records handed back unattempted (half their lease passed before a
@@ -406,6 +408,7 @@ impl FlushView {
         self.delivered += s.satisfied;
         self.retrying += s.retrying;
         self.exhausted += s.exhausted;
+        self.settled += s.settled;
         self.lost_claims += s.lost_claims;
         self.released += s.released;
         self.woken += s.woken;

@@ -24,6 +24,7 @@ import init, {
   type SignedEvent,
   type Stage,
   type StopReason,
+  type Satisfaction,
   type StorageEstimateResult,
   type TargetStatus,
 } from "nostr-outbox";
@@ -132,6 +133,19 @@ export async function main(): Promise<void> {
   outbox.addEventListener("attempt", { handleEvent: (e) => console.log(e.detail.lease?.attempt) });
   outbox.addEventListener("enqueued", (e) => console.log(e.detail.id), { once: true });
   outbox.addEventListener("change", (e) => console.log(e.detail.stage));
+  // Delivery after the verdict: the stage `delivering`, the verdict, the end of delivery.
+  outbox.addEventListener("settled", (e) => {
+    const verdict: Satisfaction = e.detail.satisfaction;
+    const stillOpen: number = e.detail.targets.filter((t) => t.state === "open").length;
+    console.log(verdict, stillOpen, e.detail.stopWhenSatisfied);
+  });
+  const goingOn: OutboxRecord[] = await outbox.list({ stage: "delivering" });
+  const delivering: number = (await outbox.status()).delivering;
+  await outbox.enqueue(signed, relays, { policy: "any", stopWhenSatisfied: true });
+  const settled: number = stats.settled;
+  console.log(goingOn.length, delivering, settled);
+  // @ts-expect-error a boolean
+  await outbox.enqueue(signed, relays, { stopWhenSatisfied: "yes" });
   outbox.addEventListener("superseded", (e) => console.log(e.detail.reason, e.detail.supersededBy));
   outbox.addEventListener("error", (e) => console.log(e.detail.code));
   outbox.removeEventListener("delivered", onDelivered);
