@@ -951,6 +951,7 @@ async fn run_tick<S: Store>(store: &S, t: &WsTransport, now: &Cell<u64>) -> Vec<
             FlushEvent::Delivered { .. } => "delivered".to_string(),
             FlushEvent::Retrying { .. } => "retrying".to_string(),
             FlushEvent::Exhausted { .. } => "exhausted".to_string(),
+            FlushEvent::Settled { .. } => "settled".to_string(),
             FlushEvent::LostClaim { .. } => "lost".to_string(),
             FlushEvent::Released { .. } => "released".to_string(),
             FlushEvent::Woken { .. } => "woken".to_string(),

@@ -125,7 +125,7 @@ async function render() {
       b.textContent = "retry";
       b.onclick = () => outbox.retry(r.id).then(render, showError);
       actions.append(b);
-    } else if (!["satisfied", "cancelled"].includes(r.stage)) {
+    } else if (!["satisfied", "cancelled", "superseded"].includes(r.stage)) {
       const b = document.createElement("button");
       b.textContent = "cancel";
       b.onclick = () => outbox.cancel(r.id).then(render, showError);
@@ -154,7 +154,7 @@ async function main() {
     connectTimeoutMs: 2000,
     requestPersistence: true,
   });
-  for (const type of ["enqueued", "attempt", "delivered", "retrying", "exhausted"]) {
+  for (const type of ["enqueued", "attempt", "delivered", "retrying", "exhausted", "settled"]) {
     outbox.addEventListener(type, (e) => {
       log(`${type} ${shortId(e.detail.id)} → ${e.detail.stage}`);
       render();
