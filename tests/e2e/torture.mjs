@@ -476,7 +476,7 @@ export async function runTorture(opts = {}) {
       const res = await call(session.tabs[0], "status").catch((e) => ({ ok: false, error: String(e) }));
       if (res.ok) {
         status = res.value;
-        if (status.pending + status.leased + status.retryable === 0) { quiet = true; break; }
+        if (status.pending + status.leased + status.retryable + (status.delivering ?? 0) === 0) { quiet = true; break; }
       }
       await call(choose(session.tabs), chance(0.3) ? "swFlush" : "flush").catch(() => {});
       await sleep(1500);

@@ -29,7 +29,7 @@ export class BenchObject extends DurableObject {
         // Until nothing waits (as the agent's flushAll).
         for (let i = 0; i < 1000; i++) {
           const s = await this.outbox.status();
-          if (s.pending + s.leased + s.retryable === 0) return Response.json(s);
+          if (s.pending + s.leased + s.retryable + (s.delivering ?? 0) === 0) return Response.json(s);
           const r = await this.outbox.flush();
           if (r.claimed === 0) await new Promise((f) => setTimeout(f, 20));
         }

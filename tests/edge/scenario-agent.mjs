@@ -50,7 +50,7 @@ async function durable(path) {
 // adapter's declared commit size is the limit (Deno KV: 64 920 bytes, about 27 notes).
 const CHUNK = config.chunk ?? 100;
 const chunks = (items, n = CHUNK) => Array.from({ length: Math.ceil(items.length / n) }, (_, i) => items.slice(i * n, i * n + n));
-const waiting = (s) => s.pending + s.leased + s.retryable;
+const waiting = (s) => s.pending + s.leased + s.retryable + (s.delivering ?? 0);
 
 // Flushes until nothing waits (or `limitMs` passes); sleeps until the next due time.
 async function flushAll(outbox, limitMs) {
