@@ -157,11 +157,22 @@ async fn deletions_withdraw_queued_notes_and_name_where_to_send() {
         let now = now_s();
         let sent = event(1, vec![], "sent to A", now - 5);
         let queued = event(1, vec![], "still queued", now - 4);
+        let delivering = event(1, vec![], "sent to A, still going to B", now - 3);
         ok(
             &o,
             "enqueue",
             &[
                 js(sent.clone()),
+                relays(&[A, B]),
+                js(json!({ "policy": "any", "stopWhenSatisfied": true })),
+            ],
+        )
+        .await;
+        ok(
+            &o,
+            "enqueue",
+            &[
+                js(delivering.clone()),
                 relays(&[A, B]),
                 js(json!({ "policy": "any" })),
             ],
@@ -174,10 +185,32 @@ async fn deletions_withdraw_queued_notes_and_name_where_to_send() {
         let accepted = ok(&o, "acceptedRelays", &[js(json!([sent_id, queued_id]))]).await;
         assert_eq!(accepted, json!([A]), "where the deletion should go");
         let superseded = counter(&o, "superseded");
-        let deletion = event(5, vec![vec!["e", sent_id], vec!["e", queued_id]], "", now);
+        let delivering_id = delivering["id"].as_str().expect("id");
+        let going = ok(&o, "get", &[js(json!(delivering_id))]).await;
+        assert_eq!(going["stage"], json!("delivering"));
+        let deletion = event(
+            5,
+            vec![
+                vec!["e", sent_id],
+                vec!["e", queued_id],
+                vec!["e", delivering_id],
+            ],
+            "",
+            now,
+        );
         let r = ok(&o, "enqueue", &[js(deletion.clone()), relays(&[A])]).await;
         assert_eq!(r["disposition"], json!("created"));
-        assert_eq!(count(&superseded), 1, "only the queued note is withdrawn");
+        assert_eq!(
+            count(&superseded),
+            2,
+            "the queued note and the one still delivering are withdrawn"
+        );
+        let stopped = ok(&o, "get", &[js(json!(delivering_id))]).await;
+        assert_eq!(
+            (&stopped["stage"], &stopped["satisfaction"]),
+            (&json!("superseded"), &json!("satisfied")),
+            "a note still delivering to B stops there; A keeps its acceptance"
+        );
         let gone = ok(&o, "get", &[js(json!(queued_id))]).await;
         assert_eq!(gone["stage"], json!("superseded"));
         assert_eq!(gone["reason"], json!("deleted"));
