@@ -102,9 +102,6 @@ run_tier browser-chrome in_browser Chrome scripts/with-relays.sh scripts/browser
 run_tier browser-firefox in_browser Firefox scripts/with-relays.sh scripts/browser-test.sh firefox "${browser_tests[@]}"
 # WebKit (Safari's engine): WebKitGTK's MiniBrowser through WebKitWebDriver, under Xvfb.
 run_tier browser-webkit some_tests in_browser Safari scripts/with-relays.sh scripts/browser-test.sh webkit "${browser_tests[@]}"
-if [ -x tests/js/run.sh ]; then
-  run_tier js bash tests/js/run.sh
-fi
 # End-to-end in real Chromium (playwright-core + /usr/bin/chromium) on the built package.
 run_tier package bash scripts/build.sh
 run_tier js-package bash tests/ts/run.sh
