@@ -36,16 +36,33 @@ run_tier() {
   elif [ $rc != 0 ] && [ "$failed" = 0 ]; then
     failed=1
   fi
+  # A test that failed in a discarded try (scripts/wasm-test-runner.sh's WebKit retries)
+  # and fails again in this tier, in another try or in the kept one, fails the tier: a
+  # failure of ours must not hide behind an engine fault. (wasm-bindgen-test names are
+  # module paths, unique across the tier's binaries.)
+  local discarded_names kept_failures twice
+  discarded_names=$(sed -nE 's/^wasm-test-runner: discarded failure: ([^ ]+) .*/\1/p' "$log")
+  kept_failures=$(sed -nE 's/^test ([^ ]+) \.\.\. FAIL(ED)?$/\1/p' "$log" | sort -u)
+  twice=
+  if [ -n "$discarded_names" ]; then
+    twice=$(printf '%s\n' "$discarded_names" "$kept_failures" | sed '/^$/d' | sort | uniq -d | paste -sd' ')
+  fi
+  if [ -n "$twice" ]; then
+    echo "test.sh: failed twice in tier $name (a discarded try and another): $twice" | tee -a "$log"
+    rc=1
+    [ "$failed" != 0 ] || failed=1
+  fi
   total_passed=$((total_passed + passed))
   total_failed=$((total_failed + failed))
   TIER_NAMES+=("$name")
   if [ $rc = 0 ]; then TIER_STATUS+=("ok"); else TIER_STATUS+=("FAILED"); fi
   local detail="$passed passed, $failed failed, $((end - start)) s"
-  local retries
+  local retries discarded
   retries=$(grep -ac 'wasm-test-runner: harness start-up failure' "$log")
   [ "$retries" = 0 ] || detail="$detail, $retries harness start-up retries"
   retries=$(grep -ac 'wasm-test-runner: webkit engine fault retry' "$log")
-  [ "$retries" = 0 ] || detail="$detail, $retries WebKit engine-fault retries"
+  discarded=$(grep -ac 'wasm-test-runner: discarded failure' "$log")
+  [ "$retries" = 0 ] || detail="$detail, $retries WebKit engine-fault retries of $discarded failed tests (named above)"
   TIER_DETAIL+=("$detail")
 }
 
@@ -121,8 +138,17 @@ run_tier e2e-webkit some_tests bash -c "cd tests/e2e && node --test --test-concu
 for i in "${!TIER_NAMES[@]}"; do
   [ "${TIER_STATUS[$i]}" = ok ] && continue
   printf '\n--- why %s failed (from %s/%s.log):\n' "${TIER_NAMES[$i]}" "$LOG_DIR" "${TIER_NAMES[$i]}"
-  grep -aE "^test .* FAILED|panicked at|^not ok|Failed to detect|^error(\[|:)|^failures:$|AssertionError|Error: |rerun pass|expected every browser|no test ran" \
+  grep -aE "^test .* FAIL(ED)?$|panicked at|^not ok|Failed to detect|^error(\[|:)|^failures:$|AssertionError|Error: |rerun pass|expected every browser|no test ran|failed twice" \
     "$LOG_DIR/${TIER_NAMES[$i]}.log" | grep -av '# TODO' | head -n 30
+done
+
+# Every rerun of a test binary (scripts/wasm-test-runner.sh), with the tests that failed
+# in the discarded try, just above the table too: a rerun is never silent.
+for i in "${!TIER_NAMES[@]}"; do
+  reruns=$(grep -aE '^wasm-test-runner: (harness start-up failure|webkit engine fault retry|discarded failure|failed twice)' \
+    "$LOG_DIR/${TIER_NAMES[$i]}.log")
+  [ -n "$reruns" ] || continue
+  printf '\n--- reruns in %s (from %s/%s.log):\n%s\n' "${TIER_NAMES[$i]}" "$LOG_DIR" "${TIER_NAMES[$i]}" "$reruns"
 done
 
 printf '\n%-16s %-7s %s\n' tier status detail
