@@ -38,14 +38,15 @@ run_tier() {
   fi
   # A test that failed in a discarded try (scripts/wasm-test-runner.sh's WebKit retries)
   # and fails again in this tier, in another try or in the kept one, fails the tier: a
-  # failure of ours must not hide behind an engine fault. (wasm-bindgen-test names are
-  # module paths, unique across the tier's binaries.)
-  local discarded_names kept_failures twice
-  discarded_names=$(sed -nE 's/^wasm-test-runner: discarded failure: ([^ ]+) .*/\1/p' "$log")
-  kept_failures=$(sed -nE 's/^test ([^ ]+) \.\.\. FAIL(ED)?$/\1/p' "$log" | sort -u)
-  twice=
-  if [ -n "$discarded_names" ]; then
-    twice=$(printf '%s\n' "$discarded_names" "$kept_failures" | sed '/^$/d' | sort | uniq -d | paste -sd' ')
+  # failure of ours must not hide behind an engine fault. A test is named by its binary
+  # (cargo's "Running … (…/NAME-HASH.wasm)" line before its output) and its name.
+  local twice=
+  if grep -aq '^wasm-test-runner: discarded failure: ' "$log"; then
+    twice=$(awk '
+      /^ *Running .*\)$/ { bin = $NF; gsub(/^\(|\)$/, "", bin); n = split(bin, p, "/"); bin = p[n] }
+      /^wasm-test-runner: discarded failure: / { b = $5; sub(/^\(/, "", b); sub(/,$/, "", b); print b "::" $4; next }
+      /^test [^ ]+ \.\.\. FAIL(ED)?$/ { if (!seen[bin "::" $2]++) print bin "::" $2 }
+    ' "$log" | sort | uniq -d | paste -sd' ')
   fi
   if [ -n "$twice" ]; then
     echo "test.sh: failed twice in tier $name (a discarded try and another): $twice" | tee -a "$log"
