@@ -14,7 +14,8 @@
 # (a private Xvfb, stopped when the run ends). WEBKITWEBDRIVER overrides the driver's path.
 #
 # Known WebKit flake, not fixed in the engine (scripts/wasm-test-runner.sh runs a WebKit
-# binary whose tests failed again, up to three times, and says so): in WebKitGTK 2.50.6
+# binary whose tests failed again, up to three times, and says so, naming the failed tests;
+# a test that fails in two tries fails the binary): in WebKitGTK 2.50.6
 # (x86_64) the debug test binaries now and then compute wrong on fixed inputs, never in
 # Chromium or Firefox: k256's overflow/magnitude checks firing, a valid signature checked
 # invalid, a SHA-256 event id off, a misaligned pointer in serde_json, an out-of-bounds

@@ -148,7 +148,7 @@ else
 fi
 
 step "Node packages for JS tests"
-for dir in tests/js tests/e2e tests/edge www; do
+for dir in tests/ts tests/e2e tests/edge www; do
   [ -f "$dir/package.json" ] || continue
   if [ ! -d "$dir/node_modules" ] || [ "$dir/package-lock.json" -nt "$dir/node_modules/.package-lock.json" ]; then
     (cd "$dir" && npm ci --silent --no-audit --no-fund >/dev/null)

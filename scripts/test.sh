@@ -36,16 +36,34 @@ run_tier() {
   elif [ $rc != 0 ] && [ "$failed" = 0 ]; then
     failed=1
   fi
+  # A test that failed in a discarded try (scripts/wasm-test-runner.sh's WebKit retries)
+  # and fails again in this tier, in another try or in the kept one, fails the tier: a
+  # failure of ours must not hide behind an engine fault. A test is named by its binary
+  # (cargo's "Running … (…/NAME-HASH.wasm)" line before its output) and its name.
+  local twice=
+  if grep -aq '^wasm-test-runner: discarded failure: ' "$log"; then
+    twice=$(awk '
+      /^ *Running .*\)$/ { bin = $NF; gsub(/^\(|\)$/, "", bin); n = split(bin, p, "/"); bin = p[n] }
+      /^wasm-test-runner: discarded failure: / { b = $5; sub(/^\(/, "", b); sub(/,$/, "", b); print b "::" $4; next }
+      /^test [^ ]+ \.\.\. FAIL(ED)?$/ { if (!seen[bin "::" $2]++) print bin "::" $2 }
+    ' "$log" | sort | uniq -d | paste -sd' ')
+  fi
+  if [ -n "$twice" ]; then
+    echo "test.sh: failed twice in tier $name (a discarded try and another): $twice" | tee -a "$log"
+    rc=1
+    [ "$failed" != 0 ] || failed=1
+  fi
   total_passed=$((total_passed + passed))
   total_failed=$((total_failed + failed))
   TIER_NAMES+=("$name")
   if [ $rc = 0 ]; then TIER_STATUS+=("ok"); else TIER_STATUS+=("FAILED"); fi
   local detail="$passed passed, $failed failed, $((end - start)) s"
-  local retries
+  local retries discarded
   retries=$(grep -ac 'wasm-test-runner: harness start-up failure' "$log")
   [ "$retries" = 0 ] || detail="$detail, $retries harness start-up retries"
   retries=$(grep -ac 'wasm-test-runner: webkit engine fault retry' "$log")
-  [ "$retries" = 0 ] || detail="$detail, $retries WebKit engine-fault retries"
+  discarded=$(grep -ac 'wasm-test-runner: discarded failure' "$log")
+  [ "$retries" = 0 ] || detail="$detail, $retries WebKit engine-fault retries of $discarded failed tests (named above)"
   TIER_DETAIL+=("$detail")
 }
 
@@ -102,9 +120,6 @@ run_tier browser-chrome in_browser Chrome scripts/with-relays.sh scripts/browser
 run_tier browser-firefox in_browser Firefox scripts/with-relays.sh scripts/browser-test.sh firefox "${browser_tests[@]}"
 # WebKit (Safari's engine): WebKitGTK's MiniBrowser through WebKitWebDriver, under Xvfb.
 run_tier browser-webkit some_tests in_browser Safari scripts/with-relays.sh scripts/browser-test.sh webkit "${browser_tests[@]}"
-if [ -x tests/js/run.sh ]; then
-  run_tier js bash tests/js/run.sh
-fi
 # End-to-end in real Chromium (playwright-core + /usr/bin/chromium) on the built package.
 run_tier package bash scripts/build.sh
 run_tier js-package bash tests/ts/run.sh
@@ -124,8 +139,17 @@ run_tier e2e-webkit some_tests bash -c "cd tests/e2e && node --test --test-concu
 for i in "${!TIER_NAMES[@]}"; do
   [ "${TIER_STATUS[$i]}" = ok ] && continue
   printf '\n--- why %s failed (from %s/%s.log):\n' "${TIER_NAMES[$i]}" "$LOG_DIR" "${TIER_NAMES[$i]}"
-  grep -aE "^test .* FAILED|panicked at|^not ok|Failed to detect|^error(\[|:)|^failures:$|AssertionError|Error: |rerun pass|expected every browser|no test ran" \
+  grep -aE "^test .* FAIL(ED)?$|panicked at|^not ok|Failed to detect|^error(\[|:)|^failures:$|AssertionError|Error: |rerun pass|expected every browser|no test ran|failed twice" \
     "$LOG_DIR/${TIER_NAMES[$i]}.log" | grep -av '# TODO' | head -n 30
+done
+
+# Every rerun of a test binary (scripts/wasm-test-runner.sh), with the tests that failed
+# in the discarded try, just above the table too: a rerun is never silent.
+for i in "${!TIER_NAMES[@]}"; do
+  reruns=$(grep -aE '^wasm-test-runner: (harness start-up failure|webkit engine fault retry|discarded failure|failed twice)' \
+    "$LOG_DIR/${TIER_NAMES[$i]}.log")
+  [ -n "$reruns" ] || continue
+  printf '\n--- reruns in %s (from %s/%s.log):\n%s\n' "${TIER_NAMES[$i]}" "$LOG_DIR" "${TIER_NAMES[$i]}" "$reruns"
 done
 
 printf '\n%-16s %-7s %s\n' tier status detail

@@ -38,9 +38,14 @@
 # WebKitGTK 2.50.6's wasm engine now and then miscomputes in the debug test binaries
 # (scripts/browser-test.sh has the figures; never the same test twice here, never in
 # Chromium or Firefox; a CI run saw one binary fault three times in a row). A failure of
-# ours is deterministic and fails every try. The discarded try's output is
-# printed with its libtest summary renamed (`test result (discarded …)`), so the tier
-# counts only the last try; each retry prints a `webkit engine fault retry` line.
+# ours is deterministic and fails every try: so a test that fails in two tries of a
+# binary ends the retries and fails the binary, whatever the budget left (a try that
+# failed without naming a failed test, e.g. a hang, counts as the test `unnamed:<binary>`). The
+# discarded try's output is printed with its libtest summary and FAIL lines renamed
+# (`test result (discarded …)`, `... FAIL (discarded, WebKit retry)`), so the tier counts
+# only the last try; each retry prints a `webkit engine fault retry` line naming the
+# tests that failed, then one `discarded failure: NAME` line per test (scripts/test.sh
+# lists them above its table and fails the tier if a name comes back).
 set -uo pipefail
 runner="${WASM_BINDGEN_TEST_RUNNER_BIN:-wasm-bindgen-test-runner}"
 attempts="${OUTBOX_HARNESS_ATTEMPTS:-5}"
@@ -60,9 +65,24 @@ kick() {
     printf "GET /__outbox_harness_kick HTTP/1.1\r\nHost: 127.0.0.1:%s\r\nConnection: close\r\n\r\n" "$1" >&3
     cat <&3 >/dev/null' _ "$1" >/dev/null 2>&1 &
 }
+# failed_tests FILE: the tests a try's output says failed, one name a line, sorted: its
+# `test NAME ... FAIL` (wasm-bindgen-test) or `... FAILED` (libtest) lines and the names
+# under its last `failures:` header.
+failed_tests() {
+  {
+    sed -nE 's/^test ([^ ]+) \.\.\. FAIL(ED)?$/\1/p' "$1"
+    awk '/^failures:$/ { list = ""; inlist = 1; next }
+         inlist && /^    [^ ]/ { sub(/^ +/, ""); list = list $0 "\n"; next }
+         inlist && NF { inlist = 0 }
+         END { printf "%s", list }' "$1"
+  } | sort -u
+}
 webkit=0
 [ -n "${SAFARIDRIVER:-}" ] && webkit=1
 fault_retries="${OUTBOX_WEBKIT_FAULT_RETRIES:-3}"
+fault_try=0
+failed_before=
+bin="$(basename "${1:-?}")"
 rc=1
 for ((i = 1; i <= attempts; i++)); do
   out="$(mktemp)"
@@ -116,13 +136,31 @@ for ((i = 1; i <= attempts; i++)); do
   [ -n "$tail_pid" ] && wait "$tail_pid" 2>/dev/null
   grep -qE "$started_re" "$out" && started=1
   if [ "$webkit" = 1 ]; then
-    if [ "$rc" != 0 ] && [ "$started" = 1 ] && [ "$fault_retries" -gt 0 ]; then
-      sed 's/test result: /test result (discarded, WebKit retry): /' "$out"
-      rm -f "$out"
-      fault_retries=$((fault_retries - 1))
-      echo "wasm-test-runner: webkit engine fault retry: $(basename "${1:-?}") failed in WebKit; running it again (see the header; a real failure fails again)"
-      i=$((i - 1))
-      continue
+    if [ "$rc" != 0 ] && [ "$started" = 1 ]; then
+      fault_try=$((fault_try + 1))
+      failed_now="$(failed_tests "$out")"
+      [ -n "$failed_now" ] || failed_now="unnamed:$bin"
+      again=
+      [ -n "$failed_before" ] && again="$(comm -12 <(echo "$failed_now") <(echo "$failed_before"))"
+      if [ -n "$again" ]; then
+        cat "$out"
+        rm -f "$out"
+        echo "wasm-test-runner: failed twice in $bin (try $fault_try): $(paste -sd" " <<<"$again"): a failure of ours, not a WebKit engine fault; not run again"
+        [ "$rc" = 0 ] && rc=1
+        exit "$rc"
+      fi
+      if [ "$fault_retries" -gt 0 ]; then
+        sed -E 's/test result: /test result (discarded, WebKit retry): /; s/^(test [^ ]+ \.\.\. FAIL(ED)?)$/\1 (discarded, WebKit retry)/' "$out"
+        rm -f "$out"
+        fault_retries=$((fault_retries - 1))
+        echo "wasm-test-runner: webkit engine fault retry: $bin failed in WebKit (try $fault_try): $(paste -sd" " <<<"$failed_now"); running it again (see the header; a real failure fails again)"
+        while IFS= read -r name; do
+          echo "wasm-test-runner: discarded failure: $name ($bin, try $fault_try)"
+        done <<<"$failed_now"
+        failed_before="$(printf '%s\n%s\n' "$failed_before" "$failed_now" | sed '/^$/d' | sort -u)"
+        i=$((i - 1))
+        continue
+      fi
     fi
     cat "$out"
   fi
@@ -132,12 +170,12 @@ for ((i = 1; i <= attempts; i++)); do
   fi
   rm -f "$out"
   if [ "$kicks" != 0 ]; then
-    echo "wasm-test-runner: $kicks kick(s) of the test server in $(basename "${1:-?}") for a request it had left unread (tiny_http pool starvation)"
+    echo "wasm-test-runner: $kicks kick(s) of the test server in $bin for a request it had left unread (tiny_http pool starvation)"
   fi
   if [ "$rc" = 0 ] || [ "$never_started" = 0 ]; then
     exit "$rc"
   fi
-  echo "wasm-test-runner: harness start-up failure in $(basename "${1:-?}"): the browser never started the tests (attempt $i of $attempts)"
+  echo "wasm-test-runner: harness start-up failure in $bin: the browser never started the tests (attempt $i of $attempts)"
   rc=1
 done
 exit "$rc"

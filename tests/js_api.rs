@@ -45,12 +45,45 @@ export function transport(answers) {
     },
   };
 }
+// Holds the Web Lock `name` as another context would; resolves to a function that
+// releases it and resolves once navigator.locks no longer shows it held.
 export function holdLock(name) {
   let release;
+  let done;
   const held = new Promise((resolve) => {
-    navigator.locks.request(name, () => new Promise((r) => { release = r; resolve(); }));
+    done = navigator.locks.request(name, () => new Promise((r) => { release = r; resolve(); }));
   });
-  return held.then(() => () => release());
+  return held.then(() => async () => {
+    release();
+    await done;
+    while ((await navigator.locks.query()).held.some((l) => l.name === name)) {
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  });
+}
+// Calls `outbox.flush()` while another context holds the Web Lock `name`: resolves to the
+// flush's result, or to "queued" once navigator.locks shows a request waiting for `name`
+// (the flush waiting for the lock instead of skipping the run).
+export function flushUnlessQueued(outbox, name) {
+  let settled = false;
+  const done = outbox.flush().finally(() => { settled = true; });
+  const queued = (async () => {
+    while (!settled) {
+      const { pending = [] } = await navigator.locks.query();
+      if (pending.some((l) => l.name === name)) return "queued";
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    return done;
+  })();
+  return Promise.race([done, queued]);
+}
+// Starts a timer of `ms`, then calls `outbox.flush()`: resolves to the flush's result if it
+// settles first, to "timer" if the timer fires first (a wait of `ms` the flush starts,
+// e.g. a connect timeout of `ms`, cannot end before a timer of `ms` started before it).
+export function flushBeforeTimer(outbox, ms) {
+  let timer;
+  const fired = new Promise((r) => { timer = setTimeout(() => r("timer"), ms); });
+  return Promise.race([outbox.flush(), fired]).finally(() => clearTimeout(timer));
 }
 export async function waitFor(c, n, ms) {
   const end = Date.now() + ms;
@@ -90,6 +123,10 @@ extern "C" {
     fn transport(answers: &JsValue) -> JsValue;
     #[wasm_bindgen(js_name = holdLock)]
     fn hold_lock(name: &str) -> js_sys::Promise;
+    #[wasm_bindgen(js_name = flushUnlessQueued)]
+    fn flush_unless_queued(outbox: &JsValue, name: &str) -> js_sys::Promise;
+    #[wasm_bindgen(js_name = flushBeforeTimer)]
+    fn flush_before_timer(outbox: &JsValue, ms: u32) -> js_sys::Promise;
     #[wasm_bindgen(js_name = waitFor)]
     fn wait_for(c: &JsValue, n: u32, ms: u32) -> js_sys::Promise;
     #[wasm_bindgen(js_name = channelSpy)]
@@ -1170,16 +1207,30 @@ async fn record_events_reach_other_contexts_of_the_database() {
 async fn unreachable_relays_schedule_a_retry() {
     // The default WebSocket transport, against a closed port on 127.0.0.1: the
     // connection fails fast, the target is `unreachable`, the record waits for a retry.
-    let o = open(json!({ "storage": "memory", "baseDelayMs": 60000, "connectTimeoutMs": 3000 }))
-        .await
-        .expect("open");
+    // Fast: on the refusal, not at the connect timeout (the flush settles before a timer
+    // of `connectTimeoutMs` started before it).
+    let connect_timeout_ms = 30_000;
+    let o = open(json!({
+        "storage": "memory",
+        "baseDelayMs": 60000,
+        "connectTimeoutMs": connect_timeout_ms
+    }))
+    .await
+    .expect("open");
     let retrying = counter(&o, "retrying");
     let attempts = counter(&o, "attempt");
     let relay = "ws://127.0.0.1:59999";
     ok(&o, "enqueue", &[js(event_obj(0)), relays(&[relay])]).await;
     let start = js_sys::Date::now();
-    let s = ok(&o, "flush", &[]).await;
-    assert!(js_sys::Date::now() - start < 3000.0, "fails fast");
+    let s = JsFuture::from(flush_before_timer(&o, connect_timeout_ms))
+        .await
+        .expect("flush");
+    assert_ne!(
+        s.as_string().as_deref(),
+        Some("timer"),
+        "fails fast: the flush waited for the connect timeout"
+    );
+    let s = rust(&s);
     assert_eq!(s["retrying"], json!(1));
     assert_eq!(count(&retrying), 1);
     assert_eq!(count(&attempts), 1);
@@ -1208,19 +1259,25 @@ async fn flush_is_skipped_while_another_context_holds_the_lock() {
         &[js(event_obj(0)), relays(&["ws://127.0.0.1:59999"])],
     )
     .await;
-    let release: Function = JsFuture::from(hold_lock(&format!("nostr-outbox:{n}")))
+    let lock = format!("nostr-outbox:{n}");
+    let release: Function = JsFuture::from(hold_lock(&lock)).await.expect("lock").into();
+    // Returns at once: it never queues for the lock (which is released only after).
+    let s = JsFuture::from(flush_unless_queued(&o, &lock))
         .await
-        .expect("lock")
-        .into();
-    let start = js_sys::Date::now();
-    let s = ok(&o, "flush", &[]).await;
+        .expect("flush");
+    if s.as_string().as_deref() == Some("queued") {
+        let _ = release.call0(&JsValue::UNDEFINED);
+        panic!("the flush waited for the lock instead of skipping the run");
+    }
+    let s = rust(&s);
     assert_eq!(s["ran"], json!(false));
     assert_eq!(s["skipped"], json!("locked"));
     assert_eq!(s["claimed"], json!(0));
-    assert!(js_sys::Date::now() - start < 1000.0, "returns promptly");
     assert_eq!(ok(&o, "status", &[]).await["pending"], json!(1));
-    release.call0(&JsValue::UNDEFINED).unwrap();
-    pause(10).await;
+    let released = release.call0(&JsValue::UNDEFINED).unwrap();
+    JsFuture::from(js_sys::Promise::from(released))
+        .await
+        .expect("release");
     let s = ok(&o, "flush", &[]).await;
     assert_eq!(s["ran"], json!(true));
     assert_eq!(s["claimed"], json!(1));

@@ -7,7 +7,7 @@
 #   3. Bun: sqlite on bun:sqlite (a temp file), memory-storage;
 #   4. workerd (miniflare): durable-object on a KV-backed and a SQLite-backed Durable
 #      Object, persisted to a temp dir, read back after a miniflare restart; syncAlarm.
-#   5. tsc -p tests/edge: the adapters' .d.ts with lib ES2023 only (tsc from tests/js);
+#   5. tsc -p tests/edge: the adapters' .d.ts with lib ES2023 only (tsc from tests/ts);
 #   5b. the Rust store conformance suite, compiled to wasm (examples/conformance_wasm.rs),
 #      on Deno KV and node:sqlite (Deno), bun:sqlite (Bun) and KV- and SQLite-backed
 #      Durable Objects (workerd): every case on a fresh prefix or table;
@@ -65,10 +65,10 @@ if (cd ../.. && cargo build -q --locked --example conformance_wasm --target wasm
 else
   echo "test conformance::build ... FAILED"; failed=$((failed + 1))
 fi
-if [ ! -x ../js/node_modules/.bin/tsc ]; then
-  (cd ../js && npm ci --no-audit --no-fund >/dev/null) || echo "npm ci in tests/js failed" >&2
+if [ ! -x ../ts/node_modules/.bin/tsc ]; then
+  (cd ../ts && npm ci --no-audit --no-fund >/dev/null) || echo "npm ci in tests/ts failed" >&2
 fi
-if ../js/node_modules/.bin/tsc -p .; then
+if ../ts/node_modules/.bin/tsc -p .; then
   echo "test types::adapters_declarations ... ok"; passed=$((passed + 1))
 else
   echo "test types::adapters_declarations ... FAILED"; failed=$((failed + 1))

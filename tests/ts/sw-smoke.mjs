@@ -3,7 +3,7 @@
 // evaluation and flushes with handleSync on a Background Sync event and on a message;
 // the page enqueues with its own Outbox and sees `delivered` relayed from the worker
 // (BroadcastChannel). Also: flush is skipped while offline and the \`online\` event
-// resumes auto-flush. Run: node tests/ts/sw-smoke.mjs  (needs tests/js/node_modules)
+// resumes auto-flush. Run: node tests/ts/sw-smoke.mjs  (needs tests/ts/node_modules)
 import { createServer } from "node:http";
 import { readFile, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -13,7 +13,7 @@ import { createRequire } from "node:module";
 import assert from "node:assert/strict";
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
-const require = createRequire(join(ROOT, "tests/js/package.json"));
+const require = createRequire(join(ROOT, "tests/ts/package.json"));
 const { chromium } = require("playwright-core");
 
 const vectors = JSON.parse(await readFile(join(ROOT, "tests/data/event_vectors.json"), "utf8"));
