@@ -46,9 +46,9 @@ pub fn version() -> String {
 /// path and the query kept byte for byte. Throws an `OutboxError` (`invalid_relay_url`,
 /// the message says why) for a URL the outbox refuses: not `ws://` or `wss://`, userinfo,
 /// a fragment, a bad host or port, a non-ASCII host (give it in punycode).
-#[wasm_bindgen(js_name = normalizeRelayUrl)]
-pub fn normalize_relay_url(url: &str) -> Result<String, JsValue> {
+#[wasm_bindgen(js_name = normalizeRelayUrl, unchecked_return_type = "string")]
+pub fn normalize_relay_url(url: &str) -> Result<JsValue, JsValue> {
     crate::nostr::RelayUrl::parse(url)
-        .map(|u| u.as_str().to_owned())
+        .map(|u| JsValue::from_str(u.as_str()))
         .map_err(|e| ApiError::from(e).into_js())
 }
