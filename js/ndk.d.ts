@@ -25,7 +25,8 @@ export interface NDKEventLike {
 /**
  * `event.publish(relaySet?, timeoutMs?, requiredRelayCount?)` through the outbox: resolves
  * with the relays that accepted within `timeoutMs`, throws NDK's `NDKPublishError` when fewer
- * than `requiredRelayCount` did (the event stays queued while its policy can still be met).
+ * than `requiredRelayCount` did (its `errors` are `PublishError`s; a relay that is down fails
+ * at once with `queued: true`). Every relay of the set gets the event when it can.
  */
 export function outboxPublish(
   outbox: Outbox,

@@ -7,12 +7,24 @@
 //   with the `Set<NDKRelay>` that accepted within `timeoutMs` (default 10 000 ms) and throws
 //   NDK's `NDKPublishError` (`errors: Map<NDKRelay, Error>`, `publishedToRelays`,
 //   `intendedRelaySet`; `ndk` emits "event:publish-failed") when fewer than
-//   `requiredRelayCount` (default 1) did. `requiredRelayCount` is the record's policy
-//   (`{ atLeast: n }`): the outbox keeps delivering until that many relays accepted.
+//   `requiredRelayCount` (default 1) did. A relay that is down counts as failed at once
+//   (its error: `connection failure: …`, `queued: true`), not after `timeoutMs`.
+//   `requiredRelayCount` is the record's policy (`{ atLeast: n }`): it decides the success
+//   reported, not where the event goes: every relay in the set gets it when it can.
 // - `installOutbox(outbox)` makes `NDKEvent.prototype.publish` do that (returns the undo).
 // Imports from @nostr-dev-kit/ndk only what the app already has (NDK itself).
 import { NDKEvent, NDKPublishError, calculateRelaySetFromEvent } from "@nostr-dev-kit/ndk";
-import { publishThrough, normalizeRelayUrl } from "./publish.js";
+import { normalizeRelayUrl } from "./nostr_outbox.js";
+import { publishThrough } from "./publish.js";
+
+// The URL as the outbox keys it; an invalid one as given (enqueue refuses it with its error).
+const relayKey = (url) => {
+  try {
+    return normalizeRelayUrl(url);
+  } catch {
+    return url;
+  }
+};
 
 export function outboxPublish(outbox) {
   return async function publish(event, relaySet, timeoutMs, requiredRelayCount) {
@@ -31,7 +43,7 @@ export function outboxPublish(outbox) {
     const answers = await Promise.allSettled(
       publishThrough(outbox, urls, rawEvent, {
         maxWait: timeoutMs || 10_000,
-        policy: { atLeast: Math.min(requiredRelayCount, new Set(urls.map(normalizeRelayUrl)).size) },
+        policy: { atLeast: Math.min(requiredRelayCount, new Set(urls.map(relayKey)).size) },
       }),
     );
     const published = new Set();

@@ -1,36 +1,42 @@
 // `outbox.publish(relays, event, options)`: nostr-tools' `SimplePool.publish` contract on
 // top of the outbox's public API (enqueue, `change` events, records' `targets`). Written in
 // JavaScript, not Rust: the .wasm is at its size budget and this needs nothing the public
-// API does not give.
+// API does not give (relay URLs are normalized by the .wasm's own `normalizeRelayUrl`, so
+// a relay's promise is matched with the record's target whatever the URL looks like).
 //
 // One promise per relay, in the order given. The event is enqueued first (idempotent by
 // id: publishing it again is a replay, never a second record). A promise resolves with the
 // relay's OK message once that relay accepted (`duplicate:` included) and rejects with a
-// `PublishError` whose message starts as nostr-tools' does (the relay's `blocked: …`,
-// `publish timed out`, `connection failure: …`) when the relay refused for good, the
-// record stopped, or `maxWait` passed. After `maxWait` the event is still queued
-// (`err.queued`, `err.id`): a transient failure does not end its delivery.
-import { Outbox } from "./nostr_outbox.js";
+// `PublishError` whose message reads as nostr-tools' does (the relay's `blocked: …`,
+// `publish timed out`, `connection failure: …`; the outbox's own words are in `detail`):
+// - at once (`queued: false`) when the relay refused for good, or when the record stopped
+//   (terminal stage) without it;
+// - at once (`queued: true`) when the relay is known to be unreachable (its latest answer
+//   is `unreachable`: connection refused, its circuit open), as nostr-tools rejects a
+//   refused connection at once; the outbox keeps delivering the event to it;
+// - after `maxWait` (`queued: true`) when it has not answered by then.
+// A record still in delivery (any stage but the terminal ones, e.g. `delivering` once its
+// policy is met while other targets are open) keeps every open relay's promise waiting.
+import { Outbox, normalizeRelayUrl } from "./nostr_outbox.js";
 
 const TERMINAL = ["satisfied", "exhausted", "cancelled", "superseded"];
 
-/** A relay's publish did not succeed (yet). `queued`: the outbox still delivers it. */
+/**
+ * A relay's publish did not succeed (yet). `queued`: the outbox still delivers it; `detail`:
+ * the relay's or the transport's full message behind `message`.
+ */
 export class PublishError extends Error {
-  constructor(message, { relay, id, queued, outcome }) {
+  constructor(message, { relay, id, queued, outcome = null, detail = null, stage = null, reason = null }) {
     super(message);
     this.name = "PublishError";
     this.relay = relay;
     this.id = id;
     this.queued = queued;
     this.outcome = outcome;
+    this.detail = detail;
+    this.stage = stage;
+    this.reason = reason;
   }
-}
-
-/** The relay URL as the outbox stores it (lowercase scheme and host, no default port, no lone `/`). */
-export function normalizeRelayUrl(url) {
-  const u = new URL(String(url).trim());
-  const path = u.pathname === "/" ? "" : u.pathname;
-  return `${u.protocol}//${u.host}${path}${u.search}`;
 }
 
 // 8 hex digits of FNV-1a over the plan's relays and policy (an id suffix, not a digest).
@@ -40,17 +46,24 @@ function planHash(relays, policy) {
   return h.toString(16).padStart(8, "0");
 }
 
-// The first words of the error, as nostr-tools would have said it for the latest answer.
+// What nostr-tools would have said for this latest answer: its words for a failed
+// connection (`connection failure: connection failed` / `… connection timed out`, `relay
+// connection closed` when it closed before the OK), `publish timed out`, or the relay's own
+// message (minus the outbox's notes on AUTH).
 function failure(latest) {
+  const detail = latest?.message ?? "";
   switch (latest?.outcome) {
     case undefined:
     case "timeout":
     case "notAttempted":
       return "publish timed out";
     case "unreachable":
-      return `connection failure: ${latest.message}`;
+      if (!detail.startsWith("circuit open") && /before the relay answered|while authenticating/.test(detail)) {
+        return "relay connection closed";
+      }
+      return `connection failure: connection ${/timeout|timed out/.test(detail) ? "timed out" : "failed"}`;
     default:
-      return latest.message || latest.outcome;
+      return detail.replace(/ \((no signer configured|authentication failed: .*)\)$/s, "") || latest.outcome;
   }
 }
 
@@ -70,11 +83,11 @@ export function publishThrough(outbox, relays, event, options = {}) {
       new Promise((resolve, reject) => {
         let url;
         try {
-          url = normalizeRelayUrl(relay);
+          url = normalizeRelayUrl(String(relay));
         } catch {
-          url = String(relay);
+          url = String(relay); // enqueue refuses it: every promise gets its OutboxError
         }
-        if (waiting.has(url)) reject(new PublishError("duplicate url", { relay, id: null, queued: false, outcome: null }));
+        if (waiting.has(url)) reject(new PublishError("duplicate url", { relay, id: null, queued: false }));
         else waiting.set(url, { relay, resolve, reject });
       }),
   );
@@ -96,12 +109,24 @@ export function publishThrough(outbox, relays, event, options = {}) {
     for (const t of record.targets) {
       const w = waiting.get(t.relay);
       if (!w) continue;
-      const info = { relay: w.relay, id: record.id, outcome: t.latest?.outcome ?? null };
-      if (t.state === "accepted") w.resolve(t.latest?.message ?? "");
-      else if (t.state === "rejected") w.reject(new PublishError(t.latest?.message || "rejected", { ...info, queued: false }));
+      const latest = t.latest;
+      const info = {
+        relay: w.relay,
+        id: record.id,
+        outcome: latest?.outcome ?? null,
+        detail: latest?.message ?? null,
+        stage: record.stage,
+        reason: record.reason ?? null,
+      };
+      if (t.state === "accepted") w.resolve(latest?.message ?? "");
+      else if (t.state === "rejected") w.reject(new PublishError(latest?.message || "rejected", { ...info, queued: false }));
       else if (terminal) {
-        const why = record.reason ? `${record.stage}: ${record.reason}` : record.stage;
-        w.reject(new PublishError(`${failure(t.latest)} (not sent: the outbox record ${record.id} is ${why})`, { ...info, queued: false }));
+        // Stopped without this relay: its deadline or budget ran out, it was cancelled or
+        // superseded (or the outbox was told to stop delivering at satisfaction).
+        const message = latest ? failure(latest) : `not sent: ${record.reason ?? record.stage}`;
+        w.reject(new PublishError(message, { ...info, queued: false }));
+      } else if (latest?.outcome === "unreachable") {
+        w.reject(new PublishError(failure(latest), { ...info, queued: true }));
       } else continue;
       waiting.delete(t.relay);
     }
@@ -135,11 +160,14 @@ export function publishThrough(outbox, relays, event, options = {}) {
         for (const [url, w] of waiting) {
           const latest = targets.get(url)?.latest ?? null;
           w.reject(
-            new PublishError(`${failure(latest)} (still queued as ${record.id}: the outbox keeps delivering it)`, {
+            new PublishError(failure(latest), {
               relay: w.relay,
               id: record.id,
               queued: true,
               outcome: latest?.outcome ?? null,
+              detail: latest?.message ?? null,
+              stage: record.stage,
+              reason: record.reason ?? null,
             }),
           );
         }

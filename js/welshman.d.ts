@@ -17,7 +17,10 @@ export interface PublishOptions {
   signal?: AbortSignal;
   /** Ignored: the outbox owns the sockets. */
   context?: unknown;
-  /** ms to wait for each relay (default 10 000); after it the status is "timeout" and the event stays queued. */
+  /**
+   * ms to wait for each relay's answer (default 10 000); after it the status is "timeout" and
+   * the event stays queued. A relay that is down is "timeout" at once (still queued).
+   */
   timeout?: number;
   onSuccess?: (result: PublishResult) => void;
   onFailure?: (result: PublishResult) => void;

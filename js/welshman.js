@@ -1,8 +1,10 @@
 // nostr-outbox/welshman: `publish(options)` with the shape and per-relay statuses of
 // @welshman/net's `publish` ("pending", then "success" | "failure" | "timeout" |
 // "aborted"; `detail` is the relay's message), through the outbox. A "timeout" means the
-// relay did not accept within `timeout` and the event is still queued: the outbox keeps
-// delivering the same signed event (never re-signed). Aborting stops waiting, not the
+// relay has not accepted and the event is still queued: it did not answer within `timeout`,
+// or it is down (reported at once, detail `connection failure: …`, as welshman would after
+// its whole timeout); the outbox keeps delivering the same signed event to it (never
+// re-signed). "failure" means it will not get it (refused for good). Aborting stops waiting, not the
 // delivery (cancel it with `outbox.cancel(event.id)`). Imports nothing from welshman.
 import { publishThrough } from "./publish.js";
 

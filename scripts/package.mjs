@@ -74,7 +74,7 @@ writeFileSync(
 export * from "./${base}.js";
 export { default } from "./${base}.js";
 export { OutboxError } from "${errorPath}";
-export * from "./publish.js"; // PublishError, normalizeRelayUrl; also adds Outbox.prototype.publish
+export * from "./publish.js"; // PublishError; also adds Outbox.prototype.publish
 `,
 );
 writeFileSync(
@@ -109,7 +109,7 @@ import initWasm from "./${base}.js";
 import { OutboxError } from "${edgeErrorPath}";
 export * from "./${base}.js";
 export { OutboxError };
-export * from "./publish.js"; // PublishError, normalizeRelayUrl; also adds Outbox.prototype.publish
+export * from "./publish.js"; // PublishError; also adds Outbox.prototype.publish
 
 /** Loads the .wasm: given a module, bytes, a URL or a response, that; else the file
  * beside this module (read from disk where \`fetch\` cannot read \`file:\` URLs). */

@@ -39,3 +39,16 @@ pub use outbox::Outbox;
 pub fn version() -> String {
     crate::VERSION.to_string()
 }
+
+/// The relay URL as the outbox stores it (a record's `targets[].relay`, its evidence):
+/// surrounding whitespace trimmed, scheme and host lowercased, an IPv6 literal in its
+/// compressed form, the default port and a path of exactly `/` dropped, the rest of the
+/// path and the query kept byte for byte. Throws an `OutboxError` (`invalid_relay_url`,
+/// the message says why) for a URL the outbox refuses: not `ws://` or `wss://`, userinfo,
+/// a fragment, a bad host or port, a non-ASCII host (give it in punycode).
+#[wasm_bindgen(js_name = normalizeRelayUrl, unchecked_return_type = "string")]
+pub fn normalize_relay_url(url: &str) -> Result<JsValue, JsValue> {
+    crate::nostr::RelayUrl::parse(url)
+        .map(|u| JsValue::from_str(u.as_str()))
+        .map_err(|e| ApiError::from(e).into_js())
+}

@@ -4,7 +4,7 @@
 import init, { type Outbox, type SignedEvent } from "nostr-outbox";
 import wasmUrl from "nostr-outbox/nostr_outbox_bg.wasm";
 import { outboxPool } from "nostr-outbox/nostr-tools";
-import { outboxPublishMethod, outboxRelayPool, type PublishResponse } from "nostr-outbox/applesauce";
+import { outboxPublishMethod, outboxRelayPool, type OutboxPublishMethodError, type PublishResponse } from "nostr-outbox/applesauce";
 import { outboxPublish as ndkPublish, installOutbox, type NDKEventLike, type NDKRelaySetLike } from "nostr-outbox/ndk";
 import { outboxPublish as welshmanPublish, type PublishResult } from "nostr-outbox/welshman";
 
@@ -34,6 +34,11 @@ export async function adapters(): Promise<void> {
   const responses: PublishResponse[] = await method(signed);
   const fromPool: PublishResponse[] = await outboxRelayPool(outbox).publish(["wss://a.example"], signed, { timeout: 1000 });
   console.log(responses[0]?.ok, fromPool[0]?.from);
+  // No relay accepted: the method (so `actions.run`) rejects with the relays' errors.
+  const failed = (await method(signed).catch((e: unknown) => e)) as OutboxPublishMethodError;
+  const stillQueued: boolean = failed.queued;
+  const recordId: string | null = failed.id;
+  console.log(stillQueued, recordId, failed.errors.length, failed.responses[0]?.message);
   // @ts-expect-error relays are strings
   outboxPublishMethod(outbox, { relays: [1] });
 

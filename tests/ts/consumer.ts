@@ -232,7 +232,10 @@ export async function wrongUsages(outbox: Outbox): Promise<void> {
     if (settled.status === "rejected" && settled.reason instanceof PublishError) {
       const queued: boolean = settled.reason.queued;
       const id: string | null = settled.reason.id;
-      console.log(queued, id, settled.reason.relay, settled.reason.outcome, settled.reason.message);
+      const detail: string | null = settled.reason.detail;
+      const stage: Stage | null = settled.reason.stage;
+      const reason: StopReason | null = settled.reason.reason;
+      console.log(queued, id, settled.reason.relay, settled.reason.outcome, settled.reason.message, detail, stage, reason);
     }
   }
   // @ts-expect-error relays come first, as in nostr-tools

@@ -2,7 +2,7 @@
 import { SimplePool } from "nostr-tools/pool";
 import { finalizeEvent, generateSecretKey } from "nostr-tools/pure";
 import { outboxPool } from "nostr-outbox/nostr-tools";
-import { openOutbox } from "./outbox.js";
+import { openOutbox, SLOW } from "./outbox.js";
 
 const sk = generateSecretKey();
 const outbox = await openOutbox("app-nostr-tools");
@@ -12,13 +12,13 @@ window.app = {
   outbox,
   async post(relays, content) {
     const event = finalizeEvent({ kind: 1, created_at: Math.floor(Date.now() / 1000), tags: [], content }, sk);
-    const settled = await Promise.allSettled(pool.publish(relays, event, { maxWait: 1500 }));
+    const settled = await Promise.allSettled(pool.publish(relays, event, { maxWait: SLOW }));
     return {
       event,
       report: settled.map((s) =>
         s.status === "fulfilled"
           ? { ok: true, message: s.value }
-          : { ok: false, isError: s.reason instanceof Error, message: s.reason.message, queued: s.reason.queued },
+          : { ok: false, isError: s.reason instanceof Error, message: s.reason.message, queued: s.reason.queued, outcome: s.reason.outcome, detail: s.reason.detail },
       ),
     };
   },

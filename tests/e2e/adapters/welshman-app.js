@@ -2,7 +2,7 @@
 import { PublishStatus } from "@welshman/net";
 import { finalizeEvent, generateSecretKey } from "nostr-tools/pure";
 import { outboxPublish } from "nostr-outbox/welshman";
-import { openOutbox } from "./outbox.js";
+import { openOutbox, SLOW } from "./outbox.js";
 
 const sk = generateSecretKey();
 const outbox = await openOutbox("app-welshman");
@@ -16,7 +16,7 @@ window.app = {
     const results = await publish({
       event,
       relays,
-      timeout: 1500,
+      timeout: SLOW,
       onPending: (r) => seen.push(`${r.status}`),
       onSuccess: (r) => seen.push(`${r.status}`),
       onFailure: (r) => seen.push(`${r.status}`),
