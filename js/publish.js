@@ -174,7 +174,10 @@ export function publishThrough(outbox, relays, event, options = {}) {
         waiting.clear();
         done();
       }, maxWait);
-      if (!outbox.autoFlush) outbox.flush().catch(() => {});
+      // The relays still waiting must get the event when they are back, with no call from
+      // the app: that takes a flusher that runs at the retry times and probes relays that
+      // were down, so publish() turns auto-flush on (it flushes now, too).
+      if (!outbox.autoFlush) outbox.startAutoFlush();
     })
     .catch((err) => {
       for (const w of waiting.values()) w.reject(err);

@@ -35,7 +35,8 @@ before(async () => {
   await page.evaluate(async (IMPORT_PACKAGE) => {
     const m = await eval(IMPORT_PACKAGE);
     window.m = m;
-    window.outbox = await m.Outbox.open({ name: "publish", connectTimeoutMs: 1000, baseDelayMs: 300, maxDelayMs: 1000, autoFlush: true });
+    // No autoFlush: publish() must turn it on itself (the first test checks).
+    window.outbox = await m.Outbox.open({ name: "publish", connectTimeoutMs: 1000, baseDelayMs: 300, maxDelayMs: 1000 });
     // Each relay's promise settled, as { ok, value } or { ok: false, error fields }.
     window.settle = (promises) => Promise.all(promises.map((p) => p.then(
       (value) => ({ ok: true, value }),
@@ -86,7 +87,12 @@ function assertDown(answer, { relay, id, queued = true }) {
 
 test("a relay that is down: `connection failure` at once (not after maxWait), still queued, delivered when it is back", { timeout: PROMPT }, async () => {
   const [event] = signedEvents(1, { content: () => "publish while down" });
-  const down = await page.evaluate(([url, event, maxWait]) => settle(outbox.publish([url], event, { maxWait })), [nrr.url, event, SLOW]);
+  const [down, autoFlush] = await page.evaluate(async ([url, event, maxWait]) => {
+    const before = outbox.autoFlush;
+    const answers = await settle(outbox.publish([url], event, { maxWait }));
+    return [answers, { before, after: outbox.autoFlush }];
+  }, [nrr.url, event, SLOW]);
+  assert.deepEqual(autoFlush, { before: false, after: true }, "publish() turns auto-flush on so the event reaches the relay later");
   assert.equal(down.length, 1);
   assertDown(down[0], { relay: nrr.url, id: event.id });
   assert.equal(down[0].stage === "satisfied" || down[0].stage === "exhausted", false, "the record is still delivered");
