@@ -298,18 +298,10 @@ impl StageCounts {
         *slot = slot.saturating_add(1);
     }
 
-    /// The count for `stage`.
+    /// The count for `stage` (through [`StageCounts::get_mut`]: one match of the stages).
     pub fn get(&self, stage: Stage) -> u32 {
-        match stage {
-            Stage::Pending => self.pending,
-            Stage::Leased => self.leased,
-            Stage::Retryable => self.retryable,
-            Stage::Delivering => self.delivering,
-            Stage::Satisfied => self.satisfied,
-            Stage::Exhausted => self.exhausted,
-            Stage::Cancelled => self.cancelled,
-            Stage::Superseded => self.superseded,
-        }
+        let mut copy = *self;
+        *copy.get_mut(stage)
     }
 
     /// All records.
