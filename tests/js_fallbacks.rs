@@ -2,7 +2,11 @@
 //! without Web Locks (old Safari, some embedded webviews) two outboxes of one database
 //! both flush, and the expiring leases alone keep every record to one publisher;
 //! without a cryptographic random source (`crypto.getRandomValues`) `open` refuses
-//! with `no_random_source` (never a `Math.random` stand-in).
+//! with `no_random_source` (never a `Math.random` stand-in). Nor is there a stand-in
+//! once open: a random source that fails later fails the flush with `no_random_source`
+//! (at its start, or after the run finished what it had claimed, claiming no more); a
+//! clock that cannot be read (`Date.now()`) or a missing `setTimeout` is `unsupported`
+//! at `open`, and later of the call that needs it.
 #![cfg(target_arch = "wasm32")]
 
 use nostr_outbox::js::{Outbox, OutboxError};
@@ -57,6 +61,51 @@ export function slowOkTransport(log) {
     },
   };
 }
+// Publishes at once (no timer) and logs every publish.
+export function okTransport(log) {
+  return {
+    publish(relay, event) {
+      log.push(JSON.parse(event).id + " " + relay);
+      return Promise.resolve({ ok: true, message: "" });
+    },
+  };
+}
+// The same, but its first publish hides the random source (`restoreCrypto()` puts it
+// back), as a page replacing `globalThis.crypto` during a flush would.
+export function cryptoLosingTransport(log) {
+  return {
+    publish(relay, event) {
+      if (log.length === 0) globalThis.__restoreCrypto = hideCrypto();
+      log.push(JSON.parse(event).id + " " + relay);
+      return Promise.resolve({ ok: true, message: "" });
+    },
+  };
+}
+export function restoreCrypto() {
+  const restore = globalThis.__restoreCrypto;
+  delete globalThis.__restoreCrypto;
+  return restore ? restore() : false;
+}
+// Hides `globalThis.setTimeout` (as a runtime without timers would); returns a
+// function that puts it back.
+export function hideSetTimeout() {
+  const original = Object.getOwnPropertyDescriptor(globalThis, "setTimeout");
+  Object.defineProperty(globalThis, "setTimeout", { value: undefined, configurable: true, writable: true });
+  return () => {
+    if (original) Object.defineProperty(globalThis, "setTimeout", original);
+    else delete globalThis.setTimeout;
+    return typeof globalThis.setTimeout === "function";
+  };
+}
+// Breaks `Date.now` (it returns NaN, or throws); returns a function that puts it back.
+export function breakClock(throws) {
+  const original = Date.now;
+  Date.now = throws ? () => { throw new Error("no clock here"); } : () => NaN;
+  return () => {
+    Date.now = original;
+    return Number.isFinite(Date.now());
+  };
+}
 export async function raceFlushes(a, b, rounds) {
   const stats = [];
   for (let i = 0; i < rounds; i++) stats.push(...(await Promise.all([a.flush(), b.flush()])));
@@ -72,6 +121,16 @@ extern "C" {
     fn hide_crypto() -> js_sys::Function;
     #[wasm_bindgen(js_name = slowOkTransport)]
     fn slow_ok_transport(log: &js_sys::Array) -> JsValue;
+    #[wasm_bindgen(js_name = okTransport)]
+    fn ok_transport(log: &js_sys::Array) -> JsValue;
+    #[wasm_bindgen(js_name = cryptoLosingTransport)]
+    fn crypto_losing_transport(log: &js_sys::Array) -> JsValue;
+    #[wasm_bindgen(js_name = restoreCrypto)]
+    fn restore_crypto() -> bool;
+    #[wasm_bindgen(js_name = hideSetTimeout)]
+    fn hide_set_timeout() -> js_sys::Function;
+    #[wasm_bindgen(js_name = breakClock)]
+    fn break_clock(throws: bool) -> js_sys::Function;
     #[wasm_bindgen(js_name = raceFlushes)]
     fn race_flushes(a: &JsValue, b: &JsValue, rounds: u32) -> js_sys::Promise;
 }
@@ -264,4 +323,180 @@ async fn the_lock_holder_takes_over_a_dead_tabs_leases_and_without_locks_nobody_
     assert_eq!(status["leased"], json!(10), "{status}");
     assert_eq!(log.length(), 0, "nothing published");
     call(&outbox, "close", &[]).await.expect("resolved");
+}
+
+/// A memory outbox over `transport`, claiming `batch` records at a time.
+async fn open_memory(transport: JsValue, batch: u32) -> JsValue {
+    let options = js(json!({ "storage": "memory", "batchSize": batch }));
+    js_sys::Reflect::set(&options, &"transport".into(), &transport).expect("set");
+    JsFuture::from(Outbox::open(options)).await.expect("open")
+}
+
+/// `result` is an `OutboxError` with `code`; its message.
+fn refused(result: Result<JsValue, JsValue>, code: &str) -> String {
+    let e = match result {
+        Ok(v) => panic!("expected `{code}`, got {v:?}"),
+        Err(e) => e,
+    };
+    assert!(e.is_instance_of::<OutboxError>(), "{e:?}");
+    let e: OutboxError = e.unchecked_into();
+    assert_eq!(e.code(), code, "{:?}", String::from(e.message()));
+    String::from(e.message())
+}
+
+async fn enqueue_all(outbox: &JsValue, events: &[Value]) {
+    for ev in events {
+        call(
+            outbox,
+            "enqueue",
+            &[js(ev.clone()), js(json!(["wss://one.example"]))],
+        )
+        .await
+        .expect("resolved");
+    }
+}
+
+#[wasm_bindgen_test]
+async fn a_random_source_lost_after_open_fails_the_flush_that_needs_it() {
+    let log = js_sys::Array::new();
+    let outbox = open_memory(ok_transport(&log), 8).await;
+    enqueue_all(&outbox, &valid_events(3)).await;
+    let restore = hide_crypto();
+    let flushed = call(&outbox, "flush", &[]).await;
+    let restored = restore.call0(&JsValue::UNDEFINED).expect("restore");
+    assert_eq!(
+        restored,
+        JsValue::TRUE,
+        "crypto is back for the other tests"
+    );
+    let message = refused(flushed, "no_random_source");
+    assert!(message.contains("crypto.getRandomValues"), "{message}");
+    // Nothing was claimed or sent: the run failed before its first claim.
+    let status = rust(&call(&outbox, "status", &[]).await.expect("status"));
+    assert_eq!(
+        (&status["pending"], &status["leased"]),
+        (&json!(3), &json!(0)),
+        "{status}"
+    );
+    assert_eq!(log.length(), 0, "nothing published");
+    // With the source back, the next flush delivers them.
+    let stats = rust(&call(&outbox, "flush", &[]).await.expect("flush"));
+    assert_eq!(stats["delivered"], json!(3), "{stats}");
+    call(&outbox, "close", &[]).await.expect("resolved");
+}
+
+#[wasm_bindgen_test]
+async fn a_random_source_lost_during_a_flush_stops_its_claims_and_fails_it() {
+    // The run starts with 64 random words; a claim (of one record here) takes 4 for its
+    // lease id, a completion 1 for its jitter, so the words run out after at most 16
+    // claims of the 80 records. The first publish takes the source away.
+    let log = js_sys::Array::new();
+    let outbox = open_memory(crypto_losing_transport(&log), 1).await;
+    let events = valid_events(80);
+    assert_eq!(events.len(), 80, "enough vectors");
+    enqueue_all(&outbox, &events).await;
+    let flushed = call(&outbox, "flush", &[]).await;
+    assert!(restore_crypto(), "crypto is back for the other tests");
+    refused(flushed, "no_random_source");
+    // What the run claimed was published once and recorded; then it claimed no more.
+    let sent = log.length();
+    let status = rust(&call(&outbox, "status", &[]).await.expect("status"));
+    assert!(sent > 0 && sent <= 16, "{sent} published");
+    assert_eq!(status["satisfied"], json!(sent), "{status}");
+    assert_eq!(status["leased"], json!(0), "{status}");
+    assert!(status["pending"].as_u64() > Some(50), "{status}");
+    // With the source back, the next flush delivers the rest, each record once.
+    let stats = rust(&call(&outbox, "flush", &[]).await.expect("flush"));
+    let status = rust(&call(&outbox, "status", &[]).await.expect("status"));
+    assert_eq!(
+        status["satisfied"].as_u64(),
+        stats["delivered"].as_u64().map(|n| n + u64::from(sent)),
+        "{stats} {status}"
+    );
+    assert_eq!(status["pending"], json!(0), "{status}");
+    let mut published: Vec<String> = log.iter().filter_map(|v| v.as_string()).collect();
+    let all = published.len();
+    published.sort();
+    published.dedup();
+    assert_eq!(published.len(), all, "a record was published twice");
+    assert_eq!(json!(all), status["satisfied"], "{status}");
+    call(&outbox, "close", &[]).await.expect("resolved");
+}
+
+#[wasm_bindgen_test]
+async fn without_set_timeout_open_and_flush_fail_with_unsupported() {
+    let log = js_sys::Array::new();
+    let restore = hide_set_timeout();
+    let opened = JsFuture::from(Outbox::open(js(json!({ "storage": "memory" })))).await;
+    assert_eq!(
+        restore.call0(&JsValue::UNDEFINED).expect("restore"),
+        JsValue::TRUE
+    );
+    let message = refused(opened, "unsupported");
+    assert!(message.contains("setTimeout"), "{message}");
+
+    // Gone after open: the flush fails before it claims anything (it used to run with
+    // every wait ending at once).
+    let outbox = open_memory(ok_transport(&log), 8).await;
+    enqueue_all(&outbox, &valid_events(2)).await;
+    let restore = hide_set_timeout();
+    let flushed = call(&outbox, "flush", &[]).await;
+    assert_eq!(
+        restore.call0(&JsValue::UNDEFINED).expect("restore"),
+        JsValue::TRUE
+    );
+    let message = refused(flushed, "unsupported");
+    assert!(message.contains("setTimeout"), "{message}");
+    let status = rust(&call(&outbox, "status", &[]).await.expect("status"));
+    assert_eq!(status["pending"], json!(2), "{status}");
+    assert_eq!(log.length(), 0, "nothing published");
+    let stats = rust(&call(&outbox, "flush", &[]).await.expect("flush"));
+    assert_eq!(stats["delivered"], json!(2), "{stats}");
+    call(&outbox, "close", &[]).await.expect("resolved");
+}
+
+#[wasm_bindgen_test]
+async fn a_clock_that_cannot_be_read_is_unsupported_never_zero() {
+    for throws in [false, true] {
+        let restore = break_clock(throws);
+        let opened = JsFuture::from(Outbox::open(js(json!({ "storage": "memory" })))).await;
+        assert_eq!(
+            restore.call0(&JsValue::UNDEFINED).expect("restore"),
+            JsValue::TRUE
+        );
+        let message = refused(opened, "unsupported");
+        assert!(message.contains("Date.now()"), "{message}");
+
+        // Broken after open: every call that reads the clock fails, and writes nothing.
+        let log = js_sys::Array::new();
+        let outbox = open_memory(ok_transport(&log), 8).await;
+        enqueue_all(&outbox, &valid_events(1)).await;
+        let restore = break_clock(throws);
+        let enqueued = call(
+            &outbox,
+            "enqueue",
+            &[
+                js(valid_events(2)[1].clone()),
+                js(json!(["wss://one.example"])),
+            ],
+        )
+        .await;
+        let flushed = call(&outbox, "flush", &[]).await;
+        let purged = call(&outbox, "purge", &[JsValue::UNDEFINED]).await;
+        assert_eq!(
+            restore.call0(&JsValue::UNDEFINED).expect("restore"),
+            JsValue::TRUE
+        );
+        refused(enqueued, "unsupported");
+        refused(flushed, "unsupported");
+        refused(purged, "unsupported");
+        let status = rust(&call(&outbox, "status", &[]).await.expect("status"));
+        assert_eq!(
+            (&status["pending"], &status["total"]),
+            (&json!(1), &json!(1)),
+            "{status}"
+        );
+        assert_eq!(log.length(), 0, "nothing published");
+        call(&outbox, "close", &[]).await.expect("resolved");
+    }
 }

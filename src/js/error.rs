@@ -2,9 +2,9 @@
 //! `Error` subclass defined in `error.js`) with a stable string `code`, a human
 //! message and optional structured `details`. Every Rust error's `code()` is passed
 //! through unchanged; this layer only adds `invalid_options` (a malformed options
-//! object), `storage_unavailable`, `no_random_source` and `closed`. The `details` are
-//! a typed [`Details`] (the `OutboxErrorDetails` of the TypeScript declarations),
-//! handed to JavaScript as a plain object through serde-wasm-bindgen.
+//! object), `storage_unavailable`, `no_random_source`, `unsupported` and `closed`. The
+//! `details` are a typed [`Details`] (the `OutboxErrorDetails` of the TypeScript
+//! declarations), handed to JavaScript as a plain object through serde-wasm-bindgen.
 
 use serde::Serialize;
 use wasm_bindgen::prelude::*;
@@ -177,6 +177,19 @@ impl ApiError {
                 "this runtime has no cryptographic random source (crypto.getRandomValues): {cause}"
             ),
         )
+    }
+
+    /// This runtime's clock (`Date.now()`) cannot be read (`unsupported`).
+    pub(crate) fn no_clock() -> ApiError {
+        ApiError::new(
+            "unsupported",
+            "this runtime's clock cannot be read (Date.now() threw or is not a time)",
+        )
+    }
+
+    /// This runtime has no working `setTimeout` (`unsupported`).
+    pub(crate) fn no_timer() -> ApiError {
+        ApiError::new("unsupported", "this runtime has no working setTimeout")
     }
 
     /// The outbox was closed.

@@ -176,6 +176,21 @@ export function ioBoundToRequest() {
   return typeof globalThis.WebSocketPair === "function";
 }
 
+// The clock in unix ms; -1 where it cannot be read (Date.now missing or throwing, or
+// not a finite time): the outbox then fails with `unsupported`, never reads it as 0.
+export function clock() {
+  try {
+    const now = Date.now();
+    return Number.isFinite(now) && now >= 0 ? now : -1;
+  } catch {
+    return -1;
+  }
+}
+
+export function hasTimers() {
+  return typeof globalThis.setTimeout === "function" && typeof globalThis.clearTimeout === "function";
+}
+
 export function hasWebSocket() {
   return typeof globalThis.WebSocket === "function";
 }

@@ -3,9 +3,10 @@
 //! [`crate::core`] (serde derives read by serde-wasm-bindgen), calls the
 //! [`crate::store`] and the flusher runtime, and converts records, counts and errors
 //! back to plain JavaScript objects (serde-wasm-bindgen again). It reads the clock
-//! (`Date.now()`) and randomness (`crypto.getRandomValues` through getrandom; `open`
-//! refuses with `no_random_source` where there is none) for the layers below; it
-//! holds no delivery rule.
+//! (`Date.now()`) and randomness (`crypto.getRandomValues` through getrandom) for the
+//! layers below, with no stand-in: `open` refuses with `unsupported` (no clock, no
+//! `setTimeout`) or `no_random_source`, and so does a later call that needs one that
+//! failed. It holds no delivery rule.
 //!
 //! - `outbox`: the `Outbox` class (open, enqueue, get, list, status, retry, cancel,
 //!   purge, flush, auto-flush, events, close).

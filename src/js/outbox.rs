@@ -288,7 +288,9 @@ impl OpenConfig {
         let auto_flush = r.boolean("autoFlush", o.auto_flush)?.unwrap_or(false);
         let broadcast = r.boolean("broadcast", o.broadcast)?.unwrap_or(true);
         // The flusher's owner id, drawn once every option is known good: a runtime
-        // without `crypto.getRandomValues` cannot make lease ids, and says so here.
+        // without `crypto.getRandomValues` cannot make lease ids, and says so here, as
+        // one without a clock or a working `setTimeout` does (`unsupported`).
+        sys::check_runtime()?;
         flush.owner = format!("outbox-{}", random_hex(4)?);
         Ok(OpenConfig {
             name,
@@ -353,6 +355,9 @@ fn run_error(e: RunError) -> ApiError {
     match e {
         RunError::Closed => ApiError::closed(),
         RunError::Store(e) => e.into(),
+        RunError::Clock => ApiError::no_clock(),
+        RunError::Timer => ApiError::no_timer(),
+        RunError::Random(e) => ApiError::no_random_source(e),
     }
 }
 
@@ -489,9 +494,7 @@ impl Outbox {
             sink.emit_record(kind, &detail);
         });
         let sink = events.clone();
-        let on_error = Box::new(move |e: &crate::store::StoreError| {
-            sink.emit_local("error", &ApiError::from(e.clone()).into_js());
-        });
+        let on_error = Box::new(move |e| sink.emit_local("error", &run_error(e).into_js()));
         let runtime = Runtime::new(
             store.clone(),
             transport.clone(),
@@ -531,6 +534,13 @@ impl Outbox {
         } else {
             Ok(self.inner.clone())
         }
+    }
+
+    /// [`Outbox::live`] and the clock, for a call that writes: `unsupported` where the
+    /// clock cannot be read (never a made-up time).
+    fn live_at(&self) -> Result<(Rc<Inner>, u64), ApiError> {
+        let inner = self.live()?;
+        Ok((inner, sys::now_ms()?))
     }
 
     /// Runs the flusher once (used by `handleSync`). With `network_restored` (a
@@ -607,6 +617,7 @@ impl Inner {
     /// flusher is kicked, told how many of them must not wait behind a backlog.
     async fn enqueue_verified(
         &self,
+        now_ms: u64,
         plans: Vec<Plan>,
         signatures: &[SignatureCheck],
         indexed: bool,
@@ -627,7 +638,7 @@ impl Inner {
             .then(|| self.runtime.hold());
         let answers = self
             .store
-            .enqueue_many_checked(plans, sys::now_ms(), &mut check)
+            .enqueue_many_checked(plans, now_ms, &mut check)
             .await?;
         let answers = answers.ok_or_else(|| {
             failed.unwrap_or_else(|| ApiError::new("invalid_event", "invalid event signature"))
@@ -679,14 +690,14 @@ impl Outbox {
     /// Enqueues a signed event for `relays`.
     #[wasm_bindgen(skip_typescript)]
     pub fn enqueue(&self, event: JsValue, relays: JsValue, options: JsValue) -> Promise {
-        let inner = self.live();
+        let live = self.live_at();
         promise(async move {
-            let inner = inner?;
+            let (inner, now) = live?;
             let (o, r) =
                 input::read::<PlanOptions>(&options, "enqueue options", &input::ENQUEUE_KEYS)?;
             let (plan, signature) = inner.plan(&event, &relays, o, &r)?;
             let answer = inner
-                .enqueue_verified(vec![plan], std::slice::from_ref(&signature), false)
+                .enqueue_verified(now, vec![plan], std::slice::from_ref(&signature), false)
                 .await?
                 .pop()
                 .ok_or_else(|| ApiError::new("storage", "enqueue produced no answer"))?;
@@ -699,9 +710,9 @@ impl Outbox {
     /// Enqueues many items in one transaction, all or nothing.
     #[wasm_bindgen(js_name = enqueueMany, skip_typescript)]
     pub fn enqueue_many(&self, items: JsValue) -> Promise {
-        let inner = self.live();
+        let live = self.live_at();
         promise(async move {
-            let inner = inner?;
+            let (inner, now) = live?;
             if !Array::is_array(&items) {
                 return Err(ApiError::argument(
                     "items",
@@ -737,7 +748,9 @@ impl Outbox {
                     }
                 }
             }
-            let answers = inner.enqueue_verified(plans, &signatures, true).await?;
+            let answers = inner
+                .enqueue_verified(now, plans, &signatures, true)
+                .await?;
             let out = Array::new();
             for answer in &answers {
                 let (result, record) = enqueue_result(answer);
@@ -816,11 +829,11 @@ impl Outbox {
     /// Re-arms an exhausted record.
     #[wasm_bindgen(skip_typescript)]
     pub fn retry(&self, id: JsValue) -> Promise {
-        let inner = self.live();
+        let live = self.live_at();
         promise(async move {
-            let inner = inner?;
+            let (inner, now) = live?;
             let id = item_id(&id)?;
-            let record = inner.store.retry(&id, sys::now_ms()).await?;
+            let record = inner.store.retry(&id, now).await?;
             let detail = view::record(&record);
             inner.changed(&detail);
             inner.runtime.kick();
@@ -850,11 +863,11 @@ impl Outbox {
     /// Cancels a record that is not terminal yet.
     #[wasm_bindgen(skip_typescript)]
     pub fn cancel(&self, id: JsValue) -> Promise {
-        let inner = self.live();
+        let live = self.live_at();
         promise(async move {
-            let inner = inner?;
+            let (inner, now) = live?;
             let id = item_id(&id)?;
-            let record = inner.store.cancel(&id, sys::now_ms()).await?;
+            let record = inner.store.cancel(&id, now).await?;
             let detail = view::record(&record);
             inner.changed(&detail);
             Ok(detail)
@@ -864,12 +877,12 @@ impl Outbox {
     /// Deletes terminal records last changed before `before` (default: now).
     #[wasm_bindgen(skip_typescript)]
     pub fn purge(&self, options: JsValue) -> Promise {
-        let inner = self.live();
+        let live = self.live_at();
         promise(async move {
-            let inner = inner?;
+            let (inner, now) = live?;
             let (o, r) =
                 input::read::<input::PurgeOptions>(&options, "purge options", &input::PURGE_KEYS)?;
-            let before = r.uint("before", o.before)?.unwrap_or_else(sys::now_ms);
+            let before = r.uint("before", o.before)?.unwrap_or(now);
             Ok(JsValue::from(inner.store.purge(before).await?))
         })
     }

@@ -23,8 +23,12 @@
 //!   and timer closure is owned here and removed on `stop_auto` or drop.
 //!
 //! The clock is `Date.now()` and randomness `crypto.getRandomValues`, read only here
-//! and in the API layer. No delivery rule lives here: claims, retries and outcomes are
-//! the store's and [`crate::core`]'s.
+//! and in the API layer. A run needs them and `setTimeout`, with no stand-in: it checks
+//! all three before it claims anything, and when one fails during the run it claims
+//! nothing more, stops holding, records what it has under way (the retry jitter of
+//! those attempts is the middle of its range) and fails with `unsupported` or
+//! `no_random_source`; a lease id is only ever made of fresh random words. No delivery
+//! rule lives here: claims, retries and outcomes are the store's and [`crate::core`]'s.
 
 use std::cell::{Cell, RefCell};
 use std::future::Future;
@@ -42,12 +46,10 @@ use super::view::FlushView;
 use crate::core::Signal;
 use crate::flush::{self, FlushConfig, FlushEvent};
 use crate::store::{Store, StoreError};
-use crate::transport::websocket::Sleep;
+use crate::transport::websocket::{timer_failures, Sleep, Timer};
 use crate::transport::Transport;
 use futures_util::future::LocalBoxFuture;
 
-/// The longest `setTimeout` delay browsers honour (2^31 − 1 ms).
-const MAX_TIMER_MS: u64 = 2_147_483_647;
 /// A timer fires this much after the due time, so the claim sees the record as due.
 const TIMER_SLACK_MS: u64 = 5;
 /// Auto-flush probes the relays that could not be reached this long after the run that
@@ -81,6 +83,12 @@ pub(crate) enum RunError {
     Closed,
     /// The store failed.
     Store(StoreError),
+    /// The clock could not be read (`unsupported`).
+    Clock,
+    /// A timer could not be set (`unsupported`).
+    Timer,
+    /// The random source failed (`no_random_source`).
+    Random(getrandom::Error),
 }
 
 type RunResult = Result<FlushView, RunError>;
@@ -148,32 +156,6 @@ impl Drop for Listener {
     }
 }
 
-/// A `setTimeout` owned by the runtime; cleared on drop.
-struct Timer {
-    id: JsValue,
-    _closure: Closure<dyn FnMut()>,
-}
-
-impl Timer {
-    fn new(delay_ms: u64, f: impl FnMut() + 'static) -> Timer {
-        let closure = Closure::<dyn FnMut()>::new(f);
-        let id = sys::set_timeout(
-            closure.as_ref().unchecked_ref(),
-            delay_ms.min(MAX_TIMER_MS) as f64,
-        );
-        Timer {
-            id,
-            _closure: closure,
-        }
-    }
-}
-
-impl Drop for Timer {
-    fn drop(&mut self) {
-        sys::clear_timeout(&self.id);
-    }
-}
-
 /// Holds the Web Lock until released (or dropped).
 struct LockGuard(Option<js_sys::Function>);
 
@@ -222,8 +204,8 @@ struct State {
     auto: Option<Auto>,
 }
 
-/// What the runtime reports besides flush events.
-pub(crate) type ErrorSink = Box<dyn Fn(&StoreError)>;
+/// What the runtime reports besides flush events: why a run failed.
+pub(crate) type ErrorSink = Box<dyn Fn(RunError)>;
 /// Where the runtime sends the flusher's per-record events.
 pub(crate) type EventSink = Box<dyn Fn(FlushEvent<'_>)>;
 
@@ -465,7 +447,11 @@ impl<S: Store + 'static, T: Transport + 'static> Shared<S, T> {
 
     /// Arms the auto-flush timer after a run.
     fn schedule(self: &Rc<Self>, result: &RunResult) {
-        let now = sys::now_ms();
+        // Without a clock no time can be set: the failure is reported, and the next
+        // run (`flush()`, an enqueue, `online`) fails at its start until it is back.
+        let Some(now) = sys::clock() else {
+            return (self.on_error)(RunError::Clock);
+        };
         let at = match result {
             // Due records that could not be claimed (e.g. unreadable rows) must not
             // spin the timer: look again after the lock retry delay.
@@ -479,8 +465,8 @@ impl<S: Store + 'static, T: Transport + 'static> Shared<S, T> {
             Ok(view) if view.skipped == Some("locked") => Some(now + self.config.lock_retry_ms),
             Ok(_) => None,
             Err(RunError::Closed) => None,
-            Err(RunError::Store(e)) => {
-                (self.on_error)(e);
+            Err(e) => {
+                (self.on_error)(e.clone());
                 Some(now + self.config.error_retry_ms)
             }
         };
@@ -508,9 +494,12 @@ impl<S: Store + 'static, T: Transport + 'static> Shared<S, T> {
         let Some(auto) = state.auto.as_mut() else {
             return;
         };
-        auto.timer = at.map(|at| {
+        // No timer (`setTimeout` gone since the run's check): nothing is armed, and the
+        // next run fails at its start with `unsupported`.
+        auto.timer = at.and_then(|at| {
             let weak = Rc::downgrade(self);
-            Timer::new(at.saturating_sub(now) + TIMER_SLACK_MS, move || {
+            let delay = at.saturating_sub(now) + TIMER_SLACK_MS;
+            Timer::new(u32::try_from(delay).unwrap_or(u32::MAX), move || {
                 Shared::wake(&weak)
             })
         });
@@ -521,7 +510,8 @@ impl<S: Store + 'static, T: Transport + 'static> Shared<S, T> {
     /// transport, and the run that follows makes the records waiting for it due; when
     /// none opens, the next probe waits 1.5 times as long (up to PROBE_MAX_MS).
     async fn probe_if_due(&self) {
-        if self.probe_at.get().is_none_or(|at| at > sys::now_ms()) {
+        let due = self.probe_at.get().zip(sys::clock());
+        if due.is_none_or(|(at, now)| at > now) {
             return;
         }
         self.probe_at.set(None);
@@ -574,12 +564,35 @@ impl<S: Store + 'static, T: Transport + 'static> Shared<S, T> {
         take_over: bool,
         filter: &Filter,
     ) -> Result<(), RunError> {
+        // The clock, a timer and the random words, checked before anything is claimed.
+        let start = sys::clock().ok_or(RunError::Clock)?;
+        if !sys::has_timers() {
+            return Err(RunError::Timer);
+        }
+        let words = RefCell::new(sys::RandomWords::new());
+        words.borrow_mut().ready(64).map_err(RunError::Random)?;
+        let timers = timer_failures();
         self.probe_if_due().await;
-        let clock = sys::now_ms;
-        let mut words = sys::RandomWords::new();
-        let mut random = || words.next_u32();
+        // A clock that fails during the run reads as its last reading (time stands
+        // still: no lease looks expired early) and stops the run.
+        let (last, clock_failed) = (Cell::new(start), Cell::new(false));
+        let clock = || match sys::clock() {
+            Some(now) => {
+                last.set(now);
+                now
+            }
+            None => {
+                clock_failed.set(true);
+                last.get()
+            }
+        };
+        let sound = || !clock_failed.get() && timer_failures() == timers;
+        let mut random = || words.borrow_mut().next_u32();
         let mut observer = |ev: FlushEvent<'_>| (self.on_event)(ev);
-        let keep_going = || !self.closed.get() && sys::is_online();
+        // Asked before each claim, whose lease id takes 4 words.
+        let keep_going = || {
+            sound() && words.borrow_mut().ready(4).is_ok() && !self.closed.get() && sys::is_online()
+        };
         let sleep = |ms: u64| -> LocalBoxFuture<'static, ()> {
             Box::pin(Sleep::new(u32::try_from(ms).unwrap_or(u32::MAX)))
         };
@@ -589,7 +602,8 @@ impl<S: Store + 'static, T: Transport + 'static> Shared<S, T> {
             take_over,
             sleep: Some(&sleep),
             hurry: Some(&|| self.hurry.replace(0)),
-            hold: Some(&|| self.writing.get() > 0),
+            // Without a timer the held run's look again would come at once: no hold.
+            hold: Some(&|| self.writing.get() > 0 && sound()),
             nudge: Some(&self.nudge),
         };
         let filtered;
@@ -614,6 +628,13 @@ impl<S: Store + 'static, T: Transport + 'static> Shared<S, T> {
         )
         .await
         .map_err(RunError::Store)?;
+        if clock_failed.get() {
+            return Err(RunError::Clock);
+        }
+        if timer_failures() != timers {
+            return Err(RunError::Timer);
+        }
+        words.borrow_mut().ready(0).map_err(RunError::Random)?;
         view.add(&summary);
         view.next_due_at = summary.next_due_ms;
         view.ran = true;

@@ -1,12 +1,13 @@
-//! Bindings to `glue.js` and to a few globals (`setTimeout`, `clearTimeout`,
-//! `Date.now`): the clock, randomness (`crypto.getRandomValues` through getrandom),
-//! Web Locks, visibility, online state and event dispatch. Every call works without a
-//! DOM. No business rule.
-
-use std::cell::Cell;
+//! Bindings to `glue.js`: the clock (`Date.now`), randomness
+//! (`crypto.getRandomValues` through getrandom), the check that timers exist, Web
+//! Locks, visibility, online state and event dispatch. Every call works without a
+//! DOM. No business rule, and no stand-in: a clock, timer or random source that fails
+//! is an `OutboxError` of the call that needed it.
 
 use js_sys::Promise;
 use wasm_bindgen::prelude::*;
+
+use super::error::ApiError;
 
 #[wasm_bindgen(module = "/src/js/glue.js")]
 extern "C" {
@@ -35,6 +36,10 @@ extern "C" {
     pub(crate) fn register_sync(registration: &JsValue, tag: &str) -> Promise;
     #[wasm_bindgen(js_name = ioBoundToRequest)]
     pub(crate) fn io_bound_to_request() -> bool;
+    #[wasm_bindgen(js_name = clock)]
+    fn glue_clock() -> f64;
+    #[wasm_bindgen(js_name = hasTimers)]
+    pub(crate) fn has_timers() -> bool;
     #[wasm_bindgen(js_name = hasWebSocket)]
     pub(crate) fn has_web_socket() -> bool;
     #[wasm_bindgen(js_name = hasIndexedDb)]
@@ -47,95 +52,85 @@ extern "C" {
     pub(crate) fn close_channel(joined: &JsValue);
 }
 
-#[wasm_bindgen]
-extern "C" {
-    #[wasm_bindgen(js_name = setTimeout)]
-    pub(crate) fn set_timeout(callback: &js_sys::Function, ms: f64) -> JsValue;
-    #[wasm_bindgen(js_name = clearTimeout)]
-    pub(crate) fn clear_timeout(id: &JsValue);
+/// The current time in unix milliseconds (`Date.now()`); `None` where it cannot be read
+/// (`Date.now` missing or throwing, or not a finite number of milliseconds since 1970).
+pub(crate) fn clock() -> Option<u64> {
+    let now = glue_clock();
+    (now >= 0.0).then_some(now as u64)
 }
 
-/// The current time in unix milliseconds (`Date.now()`).
-pub(crate) fn now_ms() -> u64 {
-    let now = js_sys::Date::now();
-    if now.is_finite() && now > 0.0 {
-        now as u64
-    } else {
-        0
-    }
+/// [`clock`], or `unsupported` where it cannot be read (never a made-up time: a clock
+/// read as 0 would make every lease look expired).
+pub(crate) fn now_ms() -> Result<u64, ApiError> {
+    clock().ok_or_else(ApiError::no_clock)
 }
 
-thread_local! {
-    /// Every random word drawn so far, mixed: the state of [`next_random_u32`]'s
-    /// stand-in when the random source goes away after `open` drew from it.
-    static MIXED: Cell<u64> = const { Cell::new(0) };
+/// What `Outbox.open` needs of the runtime besides randomness (a flush run checks the
+/// same): a clock, and `setTimeout` and `clearTimeout` (a timer that fails later is
+/// counted by the transport's timer module, and the run it fails in says so).
+/// `unsupported` otherwise.
+pub(crate) fn check_runtime() -> Result<(), ApiError> {
+    now_ms()?;
+    has_timers().then_some(()).ok_or_else(ApiError::no_timer)
 }
 
 /// A uniformly random `u32` from the runtime's cryptographic source
 /// (`crypto.getRandomValues`); an error where there is none. Never `Math.random`.
 pub(crate) fn random_u32() -> Result<u32, getrandom::Error> {
-    let n = getrandom::u32()?;
-    mix(n);
-    Ok(n)
-}
-
-/// Mixes a word drawn from the cryptographic source into [`MIXED`].
-fn mix(word: u32) {
-    MIXED.with(|m| m.set(m.get().rotate_left(32) ^ u64::from(word)));
+    getrandom::u32()
 }
 
 /// Random words for one flush run's lease ids and retry jitter, drawn from the
 /// cryptographic source 64 at a time: one `crypto.getRandomValues` call per word (one
 /// per completion) was 58 ms of the 4.5 s the page's thread worked in a profiled flush
-/// of 5 000 (`bench.mjs --profile=flush`). Should the source fail, words come from
-/// [`next_random_u32`].
+/// of 5 000 (`bench.mjs --profile=flush`). There is no stand-in source: once a refill
+/// fails the pool says so ([`RandomWords::ready`]) and the run claims nothing more.
 pub(crate) struct RandomWords {
     words: [u32; 64],
     used: usize,
+    failed: Option<getrandom::Error>,
 }
 
 impl RandomWords {
-    /// An empty pool (the first word fills it).
+    /// An empty pool (the first [`RandomWords::ready`] or word fills it).
     pub(crate) fn new() -> RandomWords {
         RandomWords {
             words: [0; 64],
             used: 64,
+            failed: None,
         }
     }
 
-    /// The next word.
-    pub(crate) fn next_u32(&mut self) -> u32 {
-        if self.used == self.words.len() {
+    /// Makes sure `n` (at most 64) more words are at hand, refilling the pool when
+    /// fewer are left; the source's error, for good, once a refill failed (`ready(0)`
+    /// tells whether one did).
+    pub(crate) fn ready(&mut self, n: usize) -> Result<(), getrandom::Error> {
+        if self.failed.is_none() && self.words.len() - self.used < n {
             let mut bytes = [0u8; 256];
-            if getrandom::fill(&mut bytes).is_err() {
-                return next_random_u32();
+            match getrandom::fill(&mut bytes) {
+                Ok(()) => {
+                    for (word, b) in self.words.iter_mut().zip(bytes.chunks_exact(4)) {
+                        *word = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+                    }
+                    self.used = 0;
+                }
+                Err(e) => self.failed = Some(e),
             }
-            for (word, b) in self.words.iter_mut().zip(bytes.chunks_exact(4)) {
-                *word = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
-            }
-            mix(self.words[0]);
-            self.used = 0;
+        }
+        self.failed.map_or(Ok(()), Err)
+    }
+
+    /// The next word. Once a refill failed and the pool is spent, the middle of the
+    /// range: only the retry jitter of attempts already under way is drawn then, as a
+    /// caller draws a lease id's words only after [`RandomWords::ready`] said yes, so a
+    /// lease id is only ever made of fresh random words.
+    pub(crate) fn next_u32(&mut self) -> u32 {
+        if self.ready(1).is_err() {
+            return u32::MAX / 2;
         }
         self.used += 1;
         self.words[self.used - 1]
     }
-}
-
-/// A random `u32` for lease ids and retry jitter. `Outbox.open` has drawn from the
-/// cryptographic source (it refuses to open without one); should the source vanish
-/// afterwards (a page replacing `globalThis.crypto`), the words come from a SplitMix64
-/// sequence seeded by every word drawn before, so lease ids stay distinct.
-pub(crate) fn next_random_u32() -> u32 {
-    random_u32().unwrap_or_else(|_| {
-        MIXED.with(|m| {
-            let state = m.get().wrapping_add(0x9e37_79b9_7f4a_7c15);
-            m.set(state);
-            let mut z = state;
-            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-            (z ^ (z >> 31)) as u32
-        })
-    })
 }
 
 #[cfg(test)]

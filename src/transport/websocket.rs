@@ -46,7 +46,7 @@ mod timer;
 
 use conn::{Answer, AuthState, BusyGuard, Conn, ConnState, Counters};
 use timer::now_ms;
-pub(crate) use timer::Sleep;
+pub(crate) use timer::{failures as timer_failures, Sleep, Timer};
 
 /// How the WebSocket transport times, limits and protects its connections. Every field
 /// is checked by [`WsTransportConfig::validate`]; JSON/JS names are camelCase and every

@@ -1,9 +1,11 @@
 //! Timers for the WebSocket transport: `globalThis.setTimeout`/`clearTimeout` (so they
 //! work in windows, dedicated/shared/service workers and edge runtimes alike), a
 //! [`Timer`] that owns its callback and cancels it on drop, a [`Sleep`] future, and
-//! [`Notify`], a list of wakers to wake when a connection's state changes.
+//! [`Notify`], a list of wakers to wake when a connection's state changes. A timer
+//! that cannot be set is counted ([`failures`]), never silent: the flusher checks
+//! `setTimeout` before a run and stops one during which a timer failed.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
@@ -27,6 +29,17 @@ pub(crate) fn now_ms() -> f64 {
     js_sys::Date::now()
 }
 
+thread_local! {
+    /// How many timers could not be set (`setTimeout` missing or throwing).
+    static FAILURES: Cell<u32> = const { Cell::new(0) };
+}
+
+/// How many timers could not be set so far in this thread: a caller compares two
+/// readings to learn whether one failed in between.
+pub(crate) fn failures() -> u32 {
+    FAILURES.with(Cell::get)
+}
+
 /// A scheduled callback. It owns its closure; dropping the timer cancels it and frees
 /// the closure (nothing is ever `forget`-ed).
 pub(crate) struct Timer {
@@ -36,11 +49,14 @@ pub(crate) struct Timer {
 
 impl Timer {
     /// Runs `f` once after `ms` milliseconds (clamped to setTimeout's range). `None` when
-    /// the runtime has no `setTimeout`.
+    /// the runtime has no working `setTimeout` (counted in [`failures`]).
     pub(crate) fn new(ms: u32, f: impl FnMut() + 'static) -> Option<Timer> {
         let closure = Closure::<dyn FnMut()>::new(f);
         let ms = i32::try_from(ms).unwrap_or(i32::MAX);
-        let handle = set_timeout(closure.as_ref().unchecked_ref(), ms).ok()?;
+        let Ok(handle) = set_timeout(closure.as_ref().unchecked_ref(), ms) else {
+            FAILURES.with(|n| n.set(n.get().wrapping_add(1)));
+            return None;
+        };
         Some(Timer {
             handle,
             _closure: closure,
@@ -61,7 +77,10 @@ struct SleepState {
 }
 
 /// A future that completes after a number of milliseconds. Dropping it cancels the
-/// underlying timeout.
+/// underlying timeout. Where no timer can be set it completes at once, and the failure
+/// is counted ([`failures`]): a flush run that sees it claims nothing more, stops
+/// holding, and fails with `unsupported` (`src/js/runtime.rs`), so no loop of its waits
+/// outlives what it has under way.
 pub(crate) struct Sleep {
     ms: u32,
     state: Rc<RefCell<SleepState>>,
@@ -101,7 +120,7 @@ impl Future for Sleep {
                 }
             });
             if this.timer.is_none() {
-                // No timer available: elapse at once rather than hang.
+                // No timer (counted): elapse at once rather than hang.
                 return Poll::Ready(());
             }
         }
