@@ -1,8 +1,12 @@
 //! Reading JavaScript arguments and options objects into Rust values. Every options
-//! object (and every `enqueueMany` item) is a serde struct of [`Field`]s read by
-//! serde-wasm-bindgen in one pass; [`read`] refuses unknown keys, and [`Reader`] turns
-//! each field into its value or a typed [`ApiError`] naming the option, the type given
-//! and the type expected. Ranges and every domain rule stay with [`crate::core`] and
+//! object (and every `enqueueMany` item) is a struct of [`Field`]s, each read with one
+//! property read and one type check ([`FromJs`]); [`read`] refuses unknown keys, and
+//! [`Reader`] turns each field into its value or a typed [`ApiError`] naming the option,
+//! the type given and the type expected.
+//!
+//! Not through serde: a derived `Deserialize` per options struct (six of them) compiled
+//! a visitor each, about 12 KB of the .wasm (2 KB a struct); a field read here is a call
+//! of one shared function per type. Ranges and every domain rule stay with [`crate::core`] and
 //! [`crate::nostr`]; this module only checks shapes.
 //!
 //! The fast path costs one property read per known key and one `Object.keys` count;
@@ -11,7 +15,7 @@
 //! as JavaScript values ([`Raw`]) and read where they are used.
 
 use js_sys::{Array, Object, Reflect};
-use serde::de::{self, DeserializeOwned, Deserializer};
+use serde::de::{self, Deserializer};
 use serde::Deserialize;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
@@ -49,9 +53,9 @@ pub(crate) fn type_name(v: &JsValue) -> &'static str {
     }
 }
 
-/// One key of an options object as serde read it. A value of the wrong type is not a
-/// serde error (that would lose which key it was): it is kept as [`Field::Bad`], and
-/// [`Reader`] says what is wrong with it.
+/// One key of an options object as read. A value of the wrong type is not an error yet
+/// (that would lose which key it was): it is kept as [`Field::Bad`], and [`Reader`]
+/// says what is wrong with it.
 #[derive(Debug, Default)]
 pub(crate) enum Field<T> {
     /// The key is not there.
@@ -70,9 +74,54 @@ impl<T> Field<T> {
     }
 }
 
-impl<'de, T: Deserialize<'de>> Deserialize<'de> for Field<T> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Field<T>, D::Error> {
-        Ok(T::deserialize(d).map_or(Field::Bad, Field::Given))
+impl<T: FromJs> Field<T> {
+    /// Reads `key` of `obj` (own or inherited): absent when `undefined`. A getter or
+    /// Proxy trap that throws rethrows, for [`read`]'s catch to report.
+    pub(crate) fn read(obj: &JsValue, key: &str) -> Field<T> {
+        let v = Reflect::get(obj, &JsValue::from_str(key))
+            .unwrap_or_else(|e| wasm_bindgen::throw_val(e));
+        if v.is_undefined() {
+            Field::Absent
+        } else {
+            T::from_js(v).map_or(Field::Bad, Field::Given)
+        }
+    }
+}
+
+/// A type an options field holds, read from a JavaScript value (`None`: another type).
+pub(crate) trait FromJs: Sized {
+    /// The value, if `v` is of this type.
+    fn from_js(v: JsValue) -> Option<Self>;
+}
+
+impl FromJs for String {
+    fn from_js(v: JsValue) -> Option<String> {
+        v.as_string()
+    }
+}
+
+impl FromJs for bool {
+    fn from_js(v: JsValue) -> Option<bool> {
+        v.as_bool()
+    }
+}
+
+impl FromJs for Raw {
+    fn from_js(v: JsValue) -> Option<Raw> {
+        Some(Raw(v))
+    }
+}
+
+impl FromJs for Uint {
+    fn from_js(v: JsValue) -> Option<Uint> {
+        let n = v.as_f64()?;
+        ((0.0..=MAX_SAFE).contains(&n) && n.fract() == 0.0).then_some(Uint(n as u64))
+    }
+}
+
+impl FromJs for PolicyInput {
+    fn from_js(v: JsValue) -> Option<PolicyInput> {
+        serde_wasm_bindgen::from_value(v).ok()
     }
 }
 
@@ -122,25 +171,31 @@ pub(crate) enum PolicyInput {
 }
 
 /// An options struct of [`Field`]s.
-pub(crate) trait Shape: DeserializeOwned + Default {
+pub(crate) trait Shape: Default {
     /// How many keys it has.
     const KEYS: usize;
+    /// Reads every key of the struct from `obj` (an object).
+    fn from_object(obj: &JsValue) -> Self;
     /// How many of its keys were there.
     fn given(&self) -> usize;
 }
 
-/// Declares an options struct: every field a [`Field`], camelCase keys, absent keys
-/// [`Field::Absent`].
+/// Declares an options struct: every field a [`Field`] read from its key (the
+/// camelCase name after `=`), absent keys [`Field::Absent`].
 macro_rules! shape {
-    ($(#[$m:meta])* $name:ident { $($(#[$fm:meta])* $field:ident: $ty:ty,)* }) => {
+    ($(#[$m:meta])* $name:ident { $($(#[$fm:meta])* $field:ident: $ty:ty = $key:literal,)* }) => {
         $(#[$m])*
-        #[derive(Debug, Default, serde::Deserialize)]
-        #[serde(default, rename_all = "camelCase")]
+        #[derive(Debug, Default)]
         pub(crate) struct $name {
             $($(#[$fm])* pub(crate) $field: $crate::js::input::Field<$ty>,)*
         }
         impl $crate::js::input::Shape for $name {
             const KEYS: usize = 0 $(+ { let _ = stringify!($field); 1 })*;
+            fn from_object(obj: &wasm_bindgen::JsValue) -> $name {
+                $name {
+                    $($field: $crate::js::input::Field::read(obj, $key),)*
+                }
+            }
             fn given(&self) -> usize {
                 0 $(+ usize::from(self.$field.is_given()))*
             }
@@ -153,13 +208,13 @@ shape! {
     /// The options of one plan: `enqueue` options (and the same keys of an
     /// `enqueueMany` item).
     PlanOptions {
-        policy: PolicyInput,
-        id: String,
-        deadline: Uint,
-        max_attempts: Uint,
-        lane: String,
-        priority: String,
-        stop_when_satisfied: bool,
+        policy: PolicyInput = "policy",
+        id: String = "id",
+        deadline: Uint = "deadline",
+        max_attempts: Uint = "maxAttempts",
+        lane: String = "lane",
+        priority: String = "priority",
+        stop_when_satisfied: bool = "stopWhenSatisfied",
     }
 }
 
@@ -177,15 +232,15 @@ pub(crate) const ENQUEUE_KEYS: [&str; 7] = [
 shape! {
     /// One `enqueueMany` item.
     ItemInput {
-        event: Raw,
-        relays: Raw,
-        policy: PolicyInput,
-        id: String,
-        deadline: Uint,
-        max_attempts: Uint,
-        lane: String,
-        priority: String,
-        stop_when_satisfied: bool,
+        event: Raw = "event",
+        relays: Raw = "relays",
+        policy: PolicyInput = "policy",
+        id: String = "id",
+        deadline: Uint = "deadline",
+        max_attempts: Uint = "maxAttempts",
+        lane: String = "lane",
+        priority: String = "priority",
+        stop_when_satisfied: bool = "stopWhenSatisfied",
     }
 }
 
@@ -221,10 +276,10 @@ impl ItemInput {
 shape! {
     /// `list` options.
     ListOptions {
-        stage: String,
-        limit: Uint,
-        after: String,
-        lane: String,
+        stage: String = "stage",
+        limit: Uint = "limit",
+        after: String = "after",
+        lane: String = "lane",
     }
 }
 
@@ -236,9 +291,9 @@ shape! {
     /// read with each method's own keys (`read` then checks every key), so the .wasm has
     /// one reader for both.
     FilterOptions {
-        lane: String,
-        lanes: Raw,
-        relays: Raw,
+        lane: String = "lane",
+        lanes: Raw = "lanes",
+        relays: Raw = "relays",
     }
 }
 
@@ -263,7 +318,7 @@ pub(crate) fn parse_lanes(v: &JsValue) -> Result<Vec<String>, ApiError> {
 shape! {
     /// `purge` options.
     PurgeOptions {
-        before: Uint,
+        before: Uint = "before",
     }
 }
 
@@ -297,9 +352,9 @@ pub(crate) fn read<T: Shape>(
     known: &[&str],
 ) -> Result<(T, Reader), ApiError> {
     let mut shape = T::default();
-    // Only the serde read is per shape; the rest is one copy (`read_object`).
+    // Only the field reads are per shape; the rest is one copy (`read_object`).
     let reader = read_object(value, what, (known, T::KEYS), &mut || {
-        shape = serde_wasm_bindgen::from_value::<T>(value.clone()).map_err(|e| e.to_string())?;
+        shape = T::from_object(value);
         Ok(shape.given())
     })?;
     Ok((shape, reader))
