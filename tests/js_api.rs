@@ -17,36 +17,14 @@ use wasm_bindgen_test::*;
 
 #[path = "js_support/mod.rs"]
 mod js_support;
-use js_support::{call, js, rust};
+use js_support::{call, counter, js, rust, sleep, transport, valid_events};
 
 wasm_bindgen_test_configure!(run_in_browser);
 
-const VECTORS: &str = include_str!("data/event_vectors.json");
 const A: &str = "wss://a.example";
 const B: &str = "wss://b.example";
 
 #[wasm_bindgen(inline_js = r#"
-export function sleep(ms) { return new Promise((r) => setTimeout(r, ms)); }
-export function counter(outbox, type) {
-  const c = { n: 0, details: [] };
-  outbox.addEventListener(type, (e) => { c.n += 1; c.details.push(e.detail); });
-  return c;
-}
-export function transport(answers) {
-  // answers: relay -> { ok, message } | "throw"; missing relays throw.
-  const log = [];
-  return {
-    log,
-    publish(relay, event) {
-      log.push([relay, JSON.parse(event).id]);
-      const a = answers[relay];
-      if (!a || a === "throw") return Promise.reject(new Error("connection refused"));
-      return Promise.resolve(a);
-    },
-  };
-}
-// Holds the Web Lock `name` as another context would; resolves to a function that
-// releases it and resolves once navigator.locks no longer shows it held.
 export function holdLock(name) {
   let release;
   let done;
@@ -118,9 +96,6 @@ export function postLog() {
 export function note(log, what) { log.push(what); }
 "#)]
 extern "C" {
-    fn sleep(ms: u32) -> js_sys::Promise;
-    fn counter(outbox: &JsValue, kind: &str) -> JsValue;
-    fn transport(answers: &JsValue) -> JsValue;
     #[wasm_bindgen(js_name = holdLock)]
     fn hold_lock(name: &str) -> js_sys::Promise;
     #[wasm_bindgen(js_name = flushUnlessQueued)]
@@ -140,20 +115,8 @@ extern "C" {
 
 // ---------------------------------------------------------------- helpers
 
-fn events() -> Vec<String> {
-    let doc: Value = serde_json::from_str(VECTORS).expect("vectors");
-    doc["vectors"]
-        .as_array()
-        .expect("array")
-        .iter()
-        .filter(|v| v["valid_sig"] == json!(true))
-        .map(|v| v["json"].as_str().expect("json").to_string())
-        .filter(|j| !j.contains("expiration"))
-        .collect()
-}
-
 fn event_obj(i: usize) -> Value {
-    serde_json::from_str(&events()[i]).expect("event json")
+    valid_events().swap_remove(i)
 }
 
 fn name(prefix: &str) -> String {

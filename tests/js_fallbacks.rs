@@ -22,8 +22,6 @@ use js_support::{call, js, rust};
 
 wasm_bindgen_test_configure!(run_in_browser);
 
-const VECTORS: &str = include_str!("data/event_vectors.json");
-
 #[wasm_bindgen(inline_js = r#"
 export function hideWebLocks() {
   const had = "locks" in navigator;
@@ -136,17 +134,9 @@ extern "C" {
 }
 
 fn valid_events(n: usize) -> Vec<Value> {
-    let doc: Value = serde_json::from_str(VECTORS).expect("vectors");
-    doc["vectors"]
-        .as_array()
-        .expect("array")
-        .iter()
-        .filter(|v| v["valid_sig"] == json!(true))
-        .map(|v| v["json"].as_str().expect("json").to_string())
-        .filter(|j| !j.contains("expiration"))
-        .take(n)
-        .map(|j| serde_json::from_str(&j).expect("event"))
-        .collect()
+    let mut all = js_support::valid_events();
+    all.truncate(n);
+    all
 }
 
 async fn open(name: &str, log: &js_sys::Array) -> JsValue {

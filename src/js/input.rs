@@ -229,18 +229,26 @@ pub(crate) const ENQUEUE_KEYS: [&str; 7] = [
     "stopWhenSatisfied",
 ];
 
-shape! {
-    /// One `enqueueMany` item.
-    ItemInput {
-        event: Raw = "event",
-        relays: Raw = "relays",
-        policy: PolicyInput = "policy",
-        id: String = "id",
-        deadline: Uint = "deadline",
-        max_attempts: Uint = "maxAttempts",
-        lane: String = "lane",
-        priority: String = "priority",
-        stop_when_satisfied: bool = "stopWhenSatisfied",
+/// One `enqueueMany` item: the event, the relays and the keys of [`PlanOptions`] (read
+/// by its reader, not by a copy of it).
+#[derive(Debug, Default)]
+pub(crate) struct ItemInput {
+    event: Field<Raw>,
+    relays: Field<Raw>,
+    plan: PlanOptions,
+}
+
+impl Shape for ItemInput {
+    const KEYS: usize = 2 + PlanOptions::KEYS;
+    fn from_object(obj: &JsValue) -> ItemInput {
+        ItemInput {
+            event: Field::read(obj, "event"),
+            relays: Field::read(obj, "relays"),
+            plan: PlanOptions::from_object(obj),
+        }
+    }
+    fn given(&self) -> usize {
+        usize::from(self.event.is_given()) + usize::from(self.relays.is_given()) + self.plan.given()
     }
 }
 
@@ -260,16 +268,7 @@ pub(crate) const ITEM_KEYS: [&str; 9] = [
 impl ItemInput {
     /// The event, the relays and the plan options.
     pub(crate) fn split(self) -> (Field<Raw>, Field<Raw>, PlanOptions) {
-        let options = PlanOptions {
-            policy: self.policy,
-            id: self.id,
-            deadline: self.deadline,
-            max_attempts: self.max_attempts,
-            lane: self.lane,
-            priority: self.priority,
-            stop_when_satisfied: self.stop_when_satisfied,
-        };
-        (self.event, self.relays, options)
+        (self.event, self.relays, self.plan)
     }
 }
 

@@ -3,7 +3,7 @@
 #![allow(dead_code)]
 
 use js_sys::{Array, Function, Reflect};
-use serde_json::Value;
+use serde_json::{json, Value};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
@@ -34,4 +34,51 @@ pub async fn call(obj: &JsValue, method: &str, args: &[JsValue]) -> Result<JsVal
         Ok(p) => JsFuture::from(p).await,
         Err(v) => Ok(v),
     }
+}
+
+/// The valid signed events of `tests/data/event_vectors.json` without an expiration, as
+/// JSON values, in file order.
+pub fn valid_events() -> Vec<Value> {
+    let doc: Value =
+        serde_json::from_str(include_str!("../data/event_vectors.json")).expect("vectors");
+    doc["vectors"]
+        .as_array()
+        .expect("array")
+        .iter()
+        .filter(|v| v["valid_sig"] == json!(true))
+        .map(|v| v["json"].as_str().expect("json"))
+        .filter(|j| !j.contains("expiration"))
+        .map(|j| serde_json::from_str(j).expect("event"))
+        .collect()
+}
+
+#[wasm_bindgen(inline_js = r#"
+export function sleep(ms) { return new Promise((r) => setTimeout(r, ms)); }
+export function counter(outbox, type) {
+  const c = { n: 0, details: [] };
+  outbox.addEventListener(type, (e) => { c.n += 1; c.details.push(e.detail); });
+  return c;
+}
+export function transport(answers) {
+  // answers: relay -> { ok, message } | "throw", read at each publish (a test may change
+  // them); missing relays throw (refused connection). `log` lists [relay, id] per publish.
+  const log = [];
+  return {
+    log,
+    publish(relay, event) {
+      log.push([relay, JSON.parse(event).id]);
+      const a = answers[relay];
+      if (!a || a === "throw") return Promise.reject(new Error("connection refused"));
+      return Promise.resolve(a);
+    },
+  };
+}
+"#)]
+extern "C" {
+    /// A promise that resolves after `ms`.
+    pub fn sleep(ms: u32) -> js_sys::Promise;
+    /// `{ n, details }`: how many `kind` events `outbox` fired, and their details.
+    pub fn counter(outbox: &JsValue, kind: &str) -> JsValue;
+    /// A custom transport answering from `answers` (see the JavaScript above).
+    pub fn transport(answers: &JsValue) -> JsValue;
 }
