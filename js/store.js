@@ -43,8 +43,19 @@ export function createOutboxStore(outbox, query) {
   let dirty = false;
   let running = null; // the read loop's promise while it runs
 
+  // A listener that throws does not stop the others or the store: its error is reported
+  // as uncaught, in a task of its own.
   const notify = () => {
-    for (const entry of [...entries]) if (entries.has(entry)) entry.listener(snapshot);
+    for (const entry of [...entries]) {
+      if (!entries.has(entry)) continue;
+      try {
+        entry.listener(snapshot);
+      } catch (error) {
+        setTimeout(() => {
+          throw error;
+        });
+      }
+    }
   };
 
   function update(status, list) {

@@ -105,7 +105,7 @@ async function enqueueFromAnotherTab(name, event) {
 test("store: the same snapshot until the data changes, one read per burst, unsubscribe stops it", async () => {
   const { page, problems } = await newPage();
   await page.goto(`${server.url}/tests/e2e/pages/blank.html`);
-  const events = signedEvents(5);
+  const events = signedEvents(6);
   const r = await page.evaluate(async ([IMPORT_PACKAGE, events, relays]) => {
     const m = await eval(IMPORT_PACKAGE);
     const { createOutboxStore } = await import("/pkg/store.js");
@@ -197,6 +197,18 @@ test("store: the same snapshot until the data changes, one read per burst, unsub
       otherLane: { reads: reads > readsNow, dmReads: dmReads - dmReadsNow, same: dm.getSnapshot() === dmOne },
     };
 
+    // A listener that throws: the others are still called, the store goes on.
+    const stopBad = store.subscribe(() => { throw new Error("a listener's bug"); });
+    const laterBefore = later.length;
+    const afterBad = [];
+    const stopAfter = store.subscribe((s) => afterBad.push(s));
+    await outbox.enqueue(events[5], relays);
+    await until(() => store.getSnapshot().records.length === 6);
+    await store.refresh();
+    out.throwing = { others: later.length > laterBefore && afterBad.length > 0, records: store.getSnapshot().records.length };
+    stopBad();
+    stopAfter();
+
     // A failed read is in the snapshot; the data stays.
     await outbox.close();
     await store.refresh();
@@ -221,8 +233,9 @@ test("store: the same snapshot until the data changes, one read per burst, unsub
   assert.deepEqual(r.afterUnsubscribe, { calls: 0, reads: 0, snapshotKept: true });
   assert.deepEqual(r.resubscribed, { total: 3, records: 3 });
   assert.deepEqual(r.lane, { before: 0, after: 1, records: ["dm"], otherLane: { reads: true, dmReads: 0, same: true } }, "a lane's store: that lane's counts and changes");
-  assert.deepEqual(r.closed, { code: "closed", records: 5, loading: false }, "a failed read keeps the data");
-  assert.deepEqual(problems, []);
+  assert.deepEqual(r.throwing, { others: true, records: 6 });
+  assert.deepEqual(r.closed, { code: "closed", records: 6, loading: false }, "a failed read keeps the data");
+  assert.deepEqual(problems, ["pageerror: a listener's bug"], "the listener's error is reported, once");
   await page.close();
 });
 
