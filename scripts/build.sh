@@ -39,6 +39,12 @@ edge_raw=$(stat -c %s pkg/edge/nostr_outbox_bg.wasm)
 edge_gz=$(gzip -9 -c pkg/edge/nostr_outbox_bg.wasm | wc -c)
 awk -v r="$edge_raw" -v g="$edge_gz" 'BEGIN { printf "edge wasm: %d bytes raw, %d bytes gzipped (%.1f KiB)\n", r, g, g / 1024 }'
 printf 'js glue:   %d bytes raw, %d bytes gzipped\n' "$js" "$jsgz"
+# The UI entries (nostr-outbox/store, /react, /svelte), each with the store it imports.
+for entry in store react svelte; do
+  files="pkg/$entry.js" with=""
+  [ "$entry" = store ] || { files="$files pkg/store.js"; with=" (with store.js)"; }
+  printf '%-10s %d bytes gzipped%s\n' "$entry:" "$(cat $files | gzip -9 | wc -c)" "$with"
+done
 # Size by crate, from the names kept above; the table is markdown for docs/BENCHMARKS.md.
 # It never fails the build: a problem is one line. NOSTR_OUTBOX_SIZE_BY_CRATE=0 skips it.
 if [ "${NOSTR_OUTBOX_SIZE_BY_CRATE:-1}" != 0 ] && [ -f "$named" ]; then

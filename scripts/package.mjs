@@ -9,8 +9,10 @@
 // - js/*.js and js/*.d.ts are copied next to it: publish.js (installs `outbox.publish`,
 //   nostr-tools' per-relay promises; imported by index.js) and one entry per adapter
 //   (`nostr-outbox/nostr-tools`, `/applesauce`, `/ndk`, `/welshman`, and the storage adapters
-//   `/memory-storage`, `/durable-object`, `/deno-kv`, `/sqlite`), each in `exports`; a lone
-//   .d.ts (storage-adapter.d.ts) is a types-only entry.
+//   `/memory-storage`, `/durable-object`, `/deno-kv`, `/sqlite`), and the UI entries
+//   (`/store`: a store with `subscribe`/`getSnapshot`; `/react`: `useOutbox`, react a peer;
+//   `/svelte`: a readable store), each in `exports`; a lone .d.ts (storage-adapter.d.ts) is a
+//   types-only entry.
 // - edge/ (when scripts/build.sh built it): the edge build (storage adapters, no
 //   IndexedDB) with its own entry, whose `init()` reads the .wasm file where `fetch`
 //   cannot (Node, Bun, Deno) and says what to pass where there is no module URL
@@ -228,10 +230,11 @@ const pkg = {
   ],
   // index.js and publish.js add `publish` to Outbox.prototype; everything else is pure.
   sideEffects: ["./index.js", "./publish.js", "./edge/index.js", "./edge/publish.js"],
-  // Only nostr-outbox/ndk imports its library (NDKPublishError, calculateRelaySetFromEvent),
-  // which an app using it already has; the other adapters import nothing of theirs.
-  peerDependencies: { "@nostr-dev-kit/ndk": ">=3 <4" },
-  peerDependenciesMeta: { "@nostr-dev-kit/ndk": { optional: true } },
+  // Only nostr-outbox/ndk imports its library (NDKPublishError, calculateRelaySetFromEvent)
+  // and nostr-outbox/react React (useSyncExternalStore, React 18 or later), which an app
+  // using them already has; the other entries import nothing of theirs (svelte included).
+  peerDependencies: { "@nostr-dev-kit/ndk": ">=3 <4", react: ">=18" },
+  peerDependenciesMeta: { "@nostr-dev-kit/ndk": { optional: true }, react: { optional: true } },
 };
 writeFileSync(join(dir, "package.json"), JSON.stringify(pkg, null, 2) + "\n");
 console.log(`package: ${pkg.name}@${pkg.version} (${dir}/index.js, exports, types)`);

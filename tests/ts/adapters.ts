@@ -7,6 +7,9 @@ import { outboxPool } from "nostr-outbox/nostr-tools";
 import { outboxPublishMethod, outboxRelayPool, type OutboxPublishMethodError, type PublishResponse } from "nostr-outbox/applesauce";
 import { outboxPublish as ndkPublish, installOutbox, type NDKEventLike, type NDKRelaySetLike } from "nostr-outbox/ndk";
 import { outboxPublish as welshmanPublish, type PublishResult } from "nostr-outbox/welshman";
+import { createOutboxStore, type OutboxSnapshot, type OutboxStore } from "nostr-outbox/store";
+import { useOutbox, useOutboxStore } from "nostr-outbox/react";
+import { outboxStore, type OutboxReadable } from "nostr-outbox/svelte";
 
 declare const outbox: Outbox;
 declare const signed: SignedEvent;
@@ -61,4 +64,33 @@ export async function adapters(): Promise<void> {
   // @ts-expect-error no such status
   const s: PublishResult["status"] = "done";
   console.log(s);
+}
+
+// The UI entries: React's useSyncExternalStore contract, Svelte's store contract.
+declare function useSyncExternalStore<T>(subscribe: (onChange: () => void) => () => void, getSnapshot: () => T, getServerSnapshot?: () => T): T;
+interface SvelteReadable<T> { subscribe(run: (value: T) => void, invalidate?: () => void): () => void }
+export async function uiStores(): Promise<void> {
+  const store: OutboxStore = createOutboxStore(outbox, { stage: "pending", limit: 20, lane: "dm" });
+  const snap: OutboxSnapshot = useSyncExternalStore(store.subscribe, store.getSnapshot, store.getServerSnapshot);
+  const pending: number | undefined = snap.status?.pending;
+  const ids: string[] = snap.records.map((r) => r.id);
+  const unsubscribe: () => void = store.subscribe((s) => console.log(s.loading, s.error));
+  unsubscribe();
+  await store.refresh();
+  // @ts-expect-error snapshots are read-only
+  snap.records.push(snap.records[0]!);
+  // @ts-expect-error no such stage
+  createOutboxStore(outbox, { stage: "sent" });
+
+  const fromHook: OutboxSnapshot = useOutbox(outbox, { lane: "dm" });
+  console.log(pending, ids, fromHook.loading, useOutbox(outbox).records.length, useOutboxStore(store).status?.total);
+  // @ts-expect-error the hook takes an outbox, not a relay list
+  useOutbox(["wss://a.example"]);
+
+  const readable: OutboxReadable = outboxStore(outbox, { stage: "exhausted" });
+  const svelte: SvelteReadable<OutboxSnapshot> = readable; // assignable to Svelte's Readable
+  const stop: () => void = svelte.subscribe((value) => console.log(value.records.length));
+  stop();
+  // @ts-expect-error the store is read-only (no set)
+  readable.set(snap);
 }

@@ -9,6 +9,7 @@ import init, {
   type StorageEntry,
   type SyncEvent,
 } from "nostr-outbox";
+import { createOutboxStore } from "nostr-outbox/store";
 
 const rows = new Map<string, StorageEntry>();
 let writes = 0;
@@ -35,6 +36,9 @@ export async function run(wasm: ArrayBuffer): Promise<FlushResult> {
   const storage: "indexeddb" | "memory" | "adapter" = outbox.storage;
   const delivered: string[] = [];
   outbox.addEventListener("delivered", (e) => delivered.push(`${e.detail.id} ${storage}`));
+  // The UI store takes the edge build's outbox too (no DOM types needed).
+  const stop = createOutboxStore(outbox, { limit: 10 }).subscribe((s) => delivered.push(String(s.status?.total)));
+  stop();
   try {
     return await outbox.flush();
   } catch (e) {
