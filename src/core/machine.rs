@@ -731,6 +731,7 @@ pub fn complete_attempt(
     // left open; otherwise delivery goes on (stage `delivering`) like a pending record's.
     let verdict = next.satisfaction != Satisfaction::Pending;
     if verdict && (next.stop_when_satisfied || !next.has_open_targets()) {
+        // The verdict gives the stage; the reason for an unmet policy is not used here.
         end_delivery(&mut next, StopReason::Rejected);
     } else if !unreached && !settled_scope && attempt >= next.attempt_limit {
         end_delivery(&mut next, StopReason::MaxAttempts);
@@ -778,7 +779,7 @@ pub fn release(
 /// keeps its pause). Evidence, attempts and the budget stay; the revision grows.
 /// `None` when the record does not qualify.
 pub fn relay_back(record: &Record, relay: &str, now_ms: u64) -> Option<Record> {
-    let waiting = matches!(record.stage, Stage::Retryable | Stage::Delivering)
+    let waiting = Stage::AFTER_ATTEMPT.contains(&record.stage)
         && !record.has_active_lease(now_ms)
         && record.due_ms.is_some_and(|d| d > now_ms);
     if !waiting {

@@ -57,6 +57,11 @@ impl Stage {
         Stage::Superseded,
     ];
 
+    /// The stages of a record that waits for its next attempt after one was made (its
+    /// retry time in `due_ms`): what [`super::machine::relay_back`] may wake, and what a
+    /// store reads for it.
+    pub const AFTER_ATTEMPT: [Stage; 2] = [Stage::Retryable, Stage::Delivering];
+
     /// True for `satisfied`, `exhausted`, `cancelled` and `superseded`.
     pub fn is_terminal(self) -> bool {
         matches!(

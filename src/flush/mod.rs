@@ -416,15 +416,24 @@ fn begin_attempts(
             stats.attempts += 1;
             stats.publishes += targets.len() as u32;
             work.push((record, targets));
-        } else if record.satisfaction == Satisfaction::Pending {
-            stats.exhausted += 1;
-            observer(FlushEvent::Exhausted { record: &record });
         } else {
-            stats.settled += 1;
-            observer(FlushEvent::Settled { record: &record });
+            report_end(&record, stats, observer);
         }
     }
     work
+}
+
+/// Counts and reports a record whose delivery ended without a new verdict (its deadline
+/// passed at the claim, or its budget or deadline ran out after an attempt): `Exhausted`
+/// when it never had a verdict, `Settled` when its verdict was reported before.
+fn report_end(record: &Record, stats: &mut TickStats, observer: &mut dyn FnMut(FlushEvent<'_>)) {
+    if record.satisfaction == Satisfaction::Pending {
+        stats.exhausted += 1;
+        observer(FlushEvent::Exhausted { record });
+    } else {
+        stats.settled += 1;
+        observer(FlushEvent::Settled { record });
+    }
 }
 
 /// The completion of one attempt: its results in target order.
@@ -464,24 +473,20 @@ fn finish_attempts(
         match result {
             // A verdict is reported once, when it is new; the end of delivery after it
             // is reported apart (`Settled`).
-            Ok(next) => match (next.verdict_is_new(), next.satisfaction, next.stage) {
-                (true, Satisfaction::Satisfied, _) => {
+            Ok(next) if next.verdict_is_new() => {
+                if next.satisfaction == Satisfaction::Satisfied {
                     stats.satisfied += 1;
                     observer(FlushEvent::Delivered { record: &next });
-                }
-                (true, _, _) | (false, Satisfaction::Pending, Stage::Exhausted) => {
+                } else {
                     stats.exhausted += 1;
                     observer(FlushEvent::Exhausted { record: &next });
                 }
-                (false, _, Stage::Satisfied | Stage::Exhausted) => {
-                    stats.settled += 1;
-                    observer(FlushEvent::Settled { record: &next });
-                }
-                _ => {
-                    stats.retrying += 1;
-                    observer(FlushEvent::Retrying { record: &next });
-                }
-            },
+            }
+            Ok(next) if next.is_terminal() => report_end(&next, stats, observer),
+            Ok(next) => {
+                stats.retrying += 1;
+                observer(FlushEvent::Retrying { record: &next });
+            }
             Err(e) if e.is_item_error() => {
                 stats.lost_claims += 1;
                 observer(FlushEvent::LostClaim { id: &completion.id });

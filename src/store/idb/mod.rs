@@ -973,14 +973,14 @@ impl Store for IdbStore {
     }
 
     async fn relay_back(&self, relay: &str, now_ms: u64) -> Result<Vec<Record>, StoreError> {
-        // Only `retryable` and `delivering` rows can qualify: read those through the
-        // stage index.
+        // Only rows waiting after an attempt (`Stage::AFTER_ATTEMPT`) can qualify: read
+        // those through the stage index.
         self.run(async |db| {
             let tx = Tx::open(db, true, Durability::Relaxed)?;
             let store = tx.store()?;
             let index = store.index(IDX_STAGE)?;
             let mut woken = Vec::new();
-            for stage in [Stage::Retryable, Stage::Delivering] {
+            for stage in Stage::AFTER_ATTEMPT {
                 let page = get_all(&index, stage_range(stage), None).await?;
                 for record in self.decode_page(page) {
                     if let Some(next) = core::relay_back(&record, relay, now_ms) {

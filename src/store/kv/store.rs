@@ -842,10 +842,12 @@ impl<B: KvBackend> Store for KvStore<B> {
     }
 
     async fn relay_back(&self, relay: &str, now_ms: u64) -> Result<Vec<Record>, StoreError> {
-        // Only `retryable` and `delivering` records can qualify: read those through
-        // the stage index.
-        let mut waiting = self.ids_in_stage(Stage::Retryable).await?;
-        waiting.extend(self.ids_in_stage(Stage::Delivering).await?);
+        // Only records waiting after an attempt (`Stage::AFTER_ATTEMPT`) can qualify:
+        // read those through the stage index.
+        let mut waiting = Vec::new();
+        for stage in Stage::AFTER_ATTEMPT {
+            waiting.extend(self.ids_in_stage(stage).await?);
+        }
         self.in_commits(&waiting, &|record| {
             Ok(core::relay_back(record, relay, now_ms).map(|next| (Some(next.clone()), next)))
         })
