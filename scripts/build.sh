@@ -39,8 +39,8 @@ edge_raw=$(stat -c %s pkg/edge/nostr_outbox_bg.wasm)
 edge_gz=$(gzip -9 -c pkg/edge/nostr_outbox_bg.wasm | wc -c)
 awk -v r="$edge_raw" -v g="$edge_gz" 'BEGIN { printf "edge wasm: %d bytes raw, %d bytes gzipped (%.1f KiB)\n", r, g, g / 1024 }'
 printf 'js glue:   %d bytes raw, %d bytes gzipped\n' "$js" "$jsgz"
-# The UI entries (nostr-outbox/store, /react, /svelte), each with the store it imports.
-for entry in store react svelte; do
+# The UI entries (nostr-outbox/store, /react, /svelte, /inspector), each with the store it imports.
+for entry in store react svelte inspector; do
   files="pkg/$entry.js" with=""
   [ "$entry" = store ] || { files="$files pkg/store.js"; with=" (with store.js)"; }
   printf '%-10s %d bytes gzipped%s\n' "$entry:" "$(cat $files | gzip -9 | wc -c)" "$with"

@@ -11,7 +11,7 @@
 //   (`nostr-outbox/nostr-tools`, `/applesauce`, `/ndk`, `/welshman`, and the storage adapters
 //   `/memory-storage`, `/durable-object`, `/deno-kv`, `/sqlite`), and the UI entries
 //   (`/store`: a store with `subscribe`/`getSnapshot`; `/react`: `useOutbox`, react a peer;
-//   `/svelte`: a readable store), each in `exports`; a lone .d.ts (storage-adapter.d.ts) is a
+//   `/svelte`: a readable store; `/inspector`: the <nostr-outbox-inspector> element), each in `exports`; a lone .d.ts (storage-adapter.d.ts) is a
 //   types-only entry.
 // - edge/ (when scripts/build.sh built it): the edge build (storage adapters, no
 //   IndexedDB) with its own entry, whose `init()` reads the .wasm file where `fetch`
@@ -228,8 +228,9 @@ const pkg = {
     "README.md",
     ...licenses,
   ],
-  // index.js and publish.js add `publish` to Outbox.prototype; everything else is pure.
-  sideEffects: ["./index.js", "./publish.js", "./edge/index.js", "./edge/publish.js"],
+  // index.js and publish.js add `publish` to Outbox.prototype; inspector.js defines the
+  // <nostr-outbox-inspector> element; everything else is pure.
+  sideEffects: ["./index.js", "./publish.js", "./inspector.js", "./edge/index.js", "./edge/publish.js"],
   // Only nostr-outbox/ndk imports its library (NDKPublishError, calculateRelaySetFromEvent)
   // and nostr-outbox/react React (useSyncExternalStore, React 18 or later), which an app
   // using them already has; the other entries import nothing of theirs (svelte included).

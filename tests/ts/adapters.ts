@@ -10,6 +10,7 @@ import { outboxPublish as welshmanPublish, type PublishResult } from "nostr-outb
 import { createOutboxStore, type OutboxSnapshot, type OutboxStore } from "nostr-outbox/store";
 import { useOutbox, useOutboxStore } from "nostr-outbox/react";
 import { outboxStore, type OutboxReadable } from "nostr-outbox/svelte";
+import { OutboxInspector, STAGES } from "nostr-outbox/inspector";
 
 declare const outbox: Outbox;
 declare const signed: SignedEvent;
@@ -93,4 +94,20 @@ export async function uiStores(): Promise<void> {
   stop();
   // @ts-expect-error the store is read-only (no set)
   readable.set(snap);
+
+  // <nostr-outbox-inspector>: typed through the tag name and the class.
+  const inspector = document.createElement("nostr-outbox-inspector");
+  const asClass: OutboxInspector = inspector;
+  asClass.outbox = outbox;
+  inspector.stage = "exhausted";
+  inspector.lane = "dm";
+  inspector.lanes = ["default", "dm"];
+  inspector.limit = 50;
+  console.log(STAGES.length, inspector.snapshot?.status?.total, inspector.refresh());
+  // @ts-expect-error no such stage
+  inspector.stage = "sent";
+  // @ts-expect-error the outbox property takes an outbox
+  inspector.outbox = ["wss://a.example"];
+  // @ts-expect-error the snapshot is read-only
+  inspector.snapshot = null;
 }
