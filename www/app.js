@@ -1,6 +1,8 @@
 // The nostr-outbox demo page. It uses the package exactly as an app would:
 //   import init, { Outbox, registerBackgroundSync } from "nostr-outbox"
+//   import "nostr-outbox/inspector"   (<nostr-outbox-inspector>: the queue's table)
 import init, { Outbox, OutboxError, registerBackgroundSync, version } from "nostr-outbox";
+import "nostr-outbox/inspector";
 import { generateSecretKey, getPublicKey, finalizeEvent } from "nostr-tools/pure";
 
 const $ = (sel) => document.querySelector(sel);
@@ -68,72 +70,16 @@ async function toggleRelay(r) {
 // --- the outbox ------------------------------------------------------------------------
 let outbox;
 const shortId = (id) => `${id.slice(0, 8)}…`;
-const openDetails = new Set();
 
 function showStats(stats) {
   if (stats && stats.ran) log(`flush: ${stats.delivered} delivered, ${stats.retrying} retrying, ${stats.exhausted} exhausted`);
   else if (stats && stats.skipped) log(`flush skipped (${stats.skipped})`);
-  return render();
 }
 
 function showError(err) {
   const text = err instanceof OutboxError ? `${err.code}: ${err.message}` : String(err);
   $("#compose-error").textContent = text;
   log(`error ${text}`);
-}
-
-function countdown(at) {
-  if (at == null) return "";
-  const s = Math.max(0, Math.round((at - Date.now()) / 1000));
-  return s === 0 ? "due" : `in ${s}s`;
-}
-
-async function render() {
-  const [records, counts] = await Promise.all([outbox.list({ limit: 50 }), outbox.status()]);
-  $("#counts").textContent = Object.entries(counts)
-    .filter(([k, v]) => k !== "total" && v > 0)
-    .map(([k, v]) => `${v} ${k}`)
-    .join(" · ");
-  $("#empty").hidden = records.length > 0;
-  const rows = records.reverse().map((r) => {
-    const tr = document.createElement("tr");
-    tr.dataset.id = r.id;
-    tr.dataset.stage = r.stage;
-    const relaysCell = r.targets.map((t) => {
-      const latest = t.latest ? `${t.latest.outcome}${t.latest.message ? ` (${t.latest.message})` : ""}` : "not tried yet";
-      return `<span class="ev ${t.state}" title="${t.relay}"></span>`.replace("></span>", `>${t.relay.replace("ws://127.0.0.1:", ":")} — ${latest}</span>`);
-    }).join("");
-    tr.innerHTML = `<td class="note"></td><td class="stage ${r.stage}">${r.stage}${r.reason ? ` (${r.reason})` : ""}</td>
-      <td>${relaysCell}</td><td>${r.attempts}</td><td class="next">${countdown(r.nextAttemptAt)}</td><td></td>`;
-    tr.querySelector(".note").textContent = `${r.event.content.slice(0, 40)} · ${shortId(r.id)}`;
-    // The full evidence history: every relay's answer in every attempt.
-    const details = document.createElement("details");
-    details.className = "evidence";
-    details.innerHTML = `<summary>${r.evidence.length} answers</summary><ol></ol>`;
-    details.open = openDetails.has(r.id);
-    details.ontoggle = () => (details.open ? openDetails.add(r.id) : openDetails.delete(r.id));
-    details.querySelector("ol").append(...r.evidence.map((e) => {
-      const li = document.createElement("li");
-      const why = e.rejectReason ? `/${e.rejectReason}` : "";
-      li.textContent = `#${e.attempt} ${e.relay.replace("ws://127.0.0.1:", ":")} ${e.outcome}${why}${e.message ? ` “${e.message}”` : ""} at ${new Date(e.at).toLocaleTimeString()}`;
-      return li;
-    }));
-    tr.children[2].append(details);
-    const actions = tr.lastElementChild;
-    if (r.stage === "exhausted") {
-      const b = document.createElement("button");
-      b.textContent = "retry";
-      b.onclick = () => outbox.retry(r.id).then(render, showError);
-      actions.append(b);
-    } else if (!["satisfied", "cancelled", "superseded"].includes(r.stage)) {
-      const b = document.createElement("button");
-      b.textContent = "cancel";
-      b.onclick = () => outbox.cancel(r.id).then(render, showError);
-      actions.append(b);
-    }
-    return tr;
-  });
-  $("#queue tbody").replaceChildren(...rows);
 }
 
 async function main() {
@@ -154,11 +100,11 @@ async function main() {
     connectTimeoutMs: 2000,
     requestPersistence: true,
   });
+  // The inspector reads the outbox on every `change` (this tab's, other tabs' and the
+  // service worker's) and ticks the retry countdowns itself.
+  $("#inspector").outbox = outbox;
   for (const type of ["enqueued", "attempt", "delivered", "retrying", "exhausted", "settled"]) {
-    outbox.addEventListener(type, (e) => {
-      log(`${type} ${shortId(e.detail.id)} → ${e.detail.stage}`);
-      render();
-    });
+    outbox.addEventListener(type, (e) => log(`${type} ${shortId(e.detail.id)} → ${e.detail.stage}`));
   }
   outbox.addEventListener("error", (e) => showError(e.detail));
   $("#auto").onchange = (e) => (e.target.checked ? outbox.startAutoFlush() : outbox.stopAutoFlush());
@@ -194,7 +140,6 @@ async function main() {
       $("#content").value = "";
       const reg = await navigator.serviceWorker?.getRegistration("/www/");
       if (reg) registerBackgroundSync(reg, "nostr-outbox-demo").catch(() => {});
-      await render();
     } catch (err) {
       showError(err);
     }
@@ -202,9 +147,7 @@ async function main() {
   $("#flush").onclick = () => outbox.flush().then(showStats, showError);
 
   await refreshRelays();
-  await render();
-  // Retry countdowns tick every second; records change through the events above.
-  setInterval(() => render().catch(() => {}), 1000);
+  await $("#inspector").refresh();
   document.body.dataset.ready = "true";
 }
 

@@ -1,6 +1,8 @@
 // Drives the demo (`make demo`'s page and server) in real Chromium: a note posted while
 // relay A is down is queued with evidence; when relay A comes back it is delivered, and
-// relay A really has the event. Saves a screenshot to tests/e2e/out/demo.png.
+// relay A really has the event. The queue is the page's <nostr-outbox-inspector>
+// (nostr-outbox/inspector; playwright's CSS locators pierce its open shadow root). Saves a
+// screenshot to tests/e2e/out/demo.png.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
@@ -48,18 +50,19 @@ test("demo: queued while relay A is down, delivered when it is back", async () =
   await page.click("#post");
 
   // Relay B accepts, relay A is unreachable: the record waits for a retry.
-  const row = page.locator("#queue tbody tr").first();
+  const rows = page.locator('#inspector tr[part~="row"]');
+  const row = rows.first();
   await page.waitForFunction(() => {
-    const tr = document.querySelector("#queue tbody tr");
+    const tr = document.querySelector("#inspector")?.shadowRoot?.querySelector('tr[part~="row"]');
     return tr && ["retryable", "pending", "leased"].includes(tr.dataset.stage) && /unreachable|timeout/.test(tr.textContent);
   }, null, { timeout: 30_000 });
   const id = await row.getAttribute("data-id");
   assert.match(id, /^[0-9a-f]{64}$/);
-  assert.equal(await page.locator("#queue tbody tr").count(), 1);
+  assert.equal(await rows.count(), 1);
   assert.deepEqual(await queryRelay(relayA, [id]).catch(() => "down"), "down", "relay A is down");
 
   await page.click("#relay-A");
-  await page.waitForSelector('#queue tbody tr[data-stage="satisfied"]', { timeout: 60_000 });
+  await page.waitForSelector('#inspector tr[part~="row"][data-stage="satisfied"]', { timeout: 60_000 });
   const text = await row.textContent();
   assert.match(text, /accepted/);
   const stored = await queryRelay(relayA, [id]);
