@@ -21,7 +21,7 @@ export class OutboxInspector extends HTMLElement {
   stage: OutboxStage | "";
   /** The lane filter, `""` for every lane (it also scopes the counts); reflects the `lane` attribute. */
   lane: string;
-  /** How many records are read (`list`'s `limit`, oldest first); 100 by default; reflects `limit`. */
+  /** Records per page (`list`'s `limit`, creation order); 100 by default; reflects `limit`. */
   limit: number;
   /** Lanes the lane filter offers besides those seen in records. */
   lanes: string[];

@@ -53,6 +53,7 @@ ul.relays, ol { margin: 0; padding: 0; list-style: none; }
 [part~="evidence"] dl { display: grid; grid-template-columns: max-content 1fr; gap: .1rem .8rem; margin: 0 0 .4rem; }
 [part~="evidence"] dd { margin: 0; }
 [part~="evidence"] table { font-size: .9em; }
+[part~="pager"] { margin: .5rem 0 0; }
 [part~="empty"] { color: var(--outbox-inspector-muted-color, #5f6368); }
 `;
 
@@ -102,6 +103,7 @@ export class OutboxInspector extends Base {
   #ui = null;
   #snapshot = null;
   #readError = false;
+  #after = null; // the page's cursor: the last id of the page before, or null for the first
 
   constructor() {
     super();
@@ -118,10 +120,19 @@ export class OutboxInspector extends Base {
     const caption = el("caption", { part: "caption" }, "Outbox records");
     const table = el("table", { part: "table" }, caption, el("thead", { part: "head" }, el("tr", {}, ...COLUMNS.map((c) => el("th", { scope: "col" }, c)))), tbody);
     const empty = el("p", { part: "empty" }, "No outbox.");
-    root.append(style, el("div", { part: "root" }, toolbar, countsRegion, error, table, empty));
+    // Pages of `limit` records in creation order (`list`'s `after` cursor).
+    const firstPage = el("button", { type: "button", part: "button page-button first-page", hidden: true }, "First page");
+    const nextPage = el("button", { type: "button", part: "button page-button next-page", hidden: true }, "Next page");
+    const pager = el("div", { part: "pager" }, firstPage, " ", nextPage);
+    root.append(style, el("div", { part: "root" }, toolbar, countsRegion, error, table, empty, pager));
+    firstPage.addEventListener("click", () => this.#page(null, nextPage));
+    nextPage.addEventListener("click", () => {
+      const records = this.#snapshot?.records ?? [];
+      if (records.length) this.#page(records[records.length - 1].id, records.length >= this.limit ? nextPage : firstPage);
+    });
     stageSelect.addEventListener("change", () => (this.stage = stageSelect.value));
     laneSelect.addEventListener("change", () => (this.lane = laneSelect.value));
-    this.#ui = { stageSelect, laneSelect, counts, error, tbody, table, empty };
+    this.#ui = { stageSelect, laneSelect, counts, error, tbody, table, empty, firstPage, nextPage };
   }
 
   /** The Outbox shown (or `null`). Setting it reads the new outbox at once when connected. */
@@ -134,6 +145,7 @@ export class OutboxInspector extends Base {
       throw new TypeError("nostr-outbox-inspector: outbox must be an Outbox");
     }
     this.#outbox = value ?? null;
+    this.#after = null;
     this.#clearRows();
     this.#ui.error.textContent = "";
     this.#resubscribe();
@@ -157,7 +169,7 @@ export class OutboxInspector extends Base {
     else this.removeAttribute("lane");
   }
 
-  /** How many records are read (`list`'s `limit`, oldest first), 100 by default. */
+  /** Records per page (`list`'s `limit`, creation order), 100 by default; the pager moves with `after`. */
   get limit() {
     const n = Number(this.getAttribute("limit"));
     return Number.isInteger(n) && n > 0 ? n : 100;
@@ -185,6 +197,7 @@ export class OutboxInspector extends Base {
     if (oldValue === newValue) return;
     if (name === "stage") this.#ui.stageSelect.value = newValue ?? "";
     if (name === "lane") this.#renderLanes();
+    this.#after = null;
     this.#clearRows();
     this.#resubscribe();
   }
@@ -227,12 +240,24 @@ export class OutboxInspector extends Base {
     const query = { limit: this.limit };
     if (this.stage) query.stage = this.stage;
     if (this.lane) query.lane = this.lane;
+    if (this.#after) query.after = this.#after;
     const store = createOutboxStore(this.#outbox, query);
     this.#store = store;
     this.#unsubscribe = store.subscribe((s) => {
       if (this.#store === store) this.#render(s);
     });
     this.#render(store.getSnapshot());
+  }
+
+  /** Shows the page after `after` (null: the first); focus goes to `focus` once the buttons are placed. */
+  #page(after, focus) {
+    this.#after = after;
+    this.#clearRows();
+    this.#resubscribe();
+    this.#store?.refresh().then(() => {
+      const target = focus.hidden ? (this.#ui.firstPage.hidden ? this.#ui.stageSelect : this.#ui.firstPage) : focus;
+      target.focus();
+    });
   }
 
   #clearRows() {
@@ -259,6 +284,7 @@ export class OutboxInspector extends Base {
       ui.table.removeAttribute("aria-busy");
       ui.empty.textContent = this.#outbox ? "Not shown: the element is not in a document." : "No outbox.";
       ui.empty.hidden = false;
+      ui.firstPage.hidden = ui.nextPage.hidden = true;
       return;
     }
     if (snapshot.loading) {
@@ -274,8 +300,10 @@ export class OutboxInspector extends Base {
     for (const r of snapshot.records) this.#seenLanes.add(r.lane);
     this.#renderLanes();
     this.#renderRows(snapshot.records);
-    ui.empty.textContent = this.stage || this.lane ? "No records match the filters." : "No records.";
+    ui.empty.textContent = this.#after ? "No more records." : this.stage || this.lane ? "No records match the filters." : "No records.";
     ui.empty.hidden = snapshot.records.length > 0;
+    ui.firstPage.hidden = this.#after === null;
+    ui.nextPage.hidden = snapshot.records.length < this.limit;
   }
 
   #renderCounts(status) {

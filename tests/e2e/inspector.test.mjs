@@ -158,6 +158,21 @@ async function scenario(label, call, press) {
   await call("choose", "stage-filter", "");
   await until("every stage again", view, (x) => x.rows.length === 3);
 
+  // Pages of `limit` records: two, then the one after them, then the first page again.
+  const ids = (await view()).rows.map((x) => x.id);
+  await call("paging", 2, null);
+  v = await until("a page of two", view, (x) => x.rows.length === 2);
+  assert.deepEqual(v.rows.map((x) => x.id), ids.slice(0, 2));
+  assert.deepEqual(await call("pager"), { "first-page": false, "next-page": true });
+  assert.equal(await call("paging", null, "next-page"), true);
+  v = await until("the next page", view, (x) => x.rows.length === 1 && x.rows[0].id === ids[2]);
+  assert.deepEqual(await call("pager"), { "first-page": true, "next-page": false });
+  assert.equal(v.counts.total, 3, "the counts are the outbox's, not the page's");
+  await call("paging", null, "first-page");
+  await until("the first page again", view, (x) => x.rows.length === 2 && x.rows[0].id === ids[0]);
+  await call("paging", 100, null);
+  await until("one page of all", view, (x) => x.rows.length === 3);
+
   // Accessibility: axe-core on the element, with a record's evidence open.
   assert.equal(await call("click", note.id, "evidence-button"), true); // closes it
   assert.equal(await call("click", note.id, "evidence-button"), true); // opens it again

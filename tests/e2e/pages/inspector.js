@@ -69,6 +69,18 @@ window.choose = (filter, value) => {
   return { attribute: inspector().getAttribute(filter === "stage-filter" ? "stage" : "lane") };
 };
 
+/** Sets the element's `limit`; presses a pager button (first-page, next-page) when named. */
+window.paging = async (limit, part) => {
+  if (limit !== null) inspector().limit = limit;
+  if (part) {
+    const b = shadow().querySelector(`button[part~="${part}"]`);
+    if (b.hidden) return false;
+    b.click();
+  }
+  return true;
+};
+window.pager = () => Object.fromEntries(["first-page", "next-page"].map((p) => [p, !shadow().querySelector(`button[part~="${p}"]`).hidden]));
+
 /** A row's evidence as shown (after its Evidence button was clicked). */
 window.evidence = (id) => {
   const tr = row(id);
