@@ -94,7 +94,7 @@ proptest! {
         specs in prop::collection::vec(spec(), 0..24),
         f in filters(),
     ) {
-        block_on(check(&MemoryStore::new(), &specs, f));
+        block_on(check(&MemoryStore::in_memory(), &specs, f));
         block_on(check(&KvStore::new(MemoryKv::new()), &specs, f));
     }
 }

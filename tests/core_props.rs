@@ -306,7 +306,7 @@ fn snapshot(store: &MemoryStore) -> BTreeMap<String, Record> {
 
 fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
     block_on(async {
-        let store = MemoryStore::new();
+        let store = MemoryStore::in_memory();
         let mut now = 1_000u64;
         // id -> the digest and event it was created with (minus purged ids).
         let mut model: BTreeMap<String, Record> = BTreeMap::new();

@@ -197,7 +197,7 @@ fn check_invariants(model: &Model, store: &MemoryStore) -> Result<(), TestCaseEr
 
 fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
     block_on(async {
-        let store = MemoryStore::new();
+        let store = MemoryStore::in_memory();
         let retry = RetryConfig::default();
         let mut now = 1_000_000u64;
         let mut model = Model {

@@ -29,7 +29,7 @@ fn config(owner: &str) -> FlushConfig {
 #[test]
 fn dead_flusher_item_is_redelivered_and_its_late_result_is_lost() {
     block_on(async {
-        let store = MemoryStore::new();
+        let store = MemoryStore::in_memory();
         let t = ScriptedTransport::new();
         t.always(RELAYS[0], Outcome::Accepted, "");
         let id = store
@@ -129,7 +129,7 @@ impl Transport for Slow<'_> {
 #[test]
 fn answer_after_lease_expiry_is_a_lost_claim_and_is_redelivered() {
     block_on(async {
-        let store = MemoryStore::new();
+        let store = MemoryStore::in_memory();
         let id = store
             .enqueue(fixture_plan(1, &RELAYS[..1], Policy::All), 0)
             .await
@@ -187,7 +187,7 @@ fn answer_after_lease_expiry_is_a_lost_claim_and_is_redelivered() {
 /// A store with 40 records to one relay: 30 leased for ten minutes by a flusher that
 /// died, 2 leased by `live` itself, 8 pending.
 async fn crashed_store() -> (MemoryStore, Vec<String>, Vec<String>) {
-    let store = MemoryStore::new();
+    let store = MemoryStore::in_memory();
     for n in 1..=40u32 {
         store
             .enqueue(fixture_plan(n, &RELAYS[..1], Policy::All), u64::from(n))

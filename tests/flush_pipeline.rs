@@ -42,7 +42,7 @@ struct Slow {
 impl Slow {
     fn new(turns: u32, fail_on: Option<usize>) -> Slow {
         Slow {
-            inner: MemoryStore::new(),
+            inner: MemoryStore::in_memory(),
             turns,
             claims: Cell::new(0),
             groups: RefCell::new(Vec::new()),
@@ -168,7 +168,7 @@ async fn fill_low(store: &impl Store, n: u32) {
 #[test]
 fn a_slow_relay_holds_one_slot_not_the_whole_batch() {
     block_on(async {
-        let store = MemoryStore::new();
+        let store = MemoryStore::in_memory();
         let ids = fill(&store, 6, 1).await;
         // The first record's relay answers after 200 turns, the others after one.
         let t = Paced::new(&ids[0], 200);
@@ -204,7 +204,7 @@ fn a_slow_relay_holds_one_slot_not_the_whole_batch() {
 #[test]
 fn the_publish_window_spans_claimed_batches_and_never_exceeds_concurrency() {
     block_on(async {
-        let store = MemoryStore::new();
+        let store = MemoryStore::in_memory();
         fill(&store, 8, 1).await;
         let mut t = Paced::new("none", 0);
         t.turns = 10;
@@ -281,7 +281,7 @@ fn low_records_yield_the_window_and_the_batch() {
 #[test]
 fn normal_records_pass_a_low_backlog_in_the_window() {
     block_on(async {
-        let store = MemoryStore::new();
+        let store = MemoryStore::in_memory();
         fill_low(&store, 100).await;
         for i in 101..=140u32 {
             store
@@ -303,7 +303,7 @@ fn normal_records_pass_a_low_backlog_in_the_window() {
 #[test]
 fn every_relay_has_its_own_window() {
     block_on(async {
-        let store = MemoryStore::new();
+        let store = MemoryStore::in_memory();
         let relays: Vec<String> = (0..40).map(|r| format!("wss://r{r}.example")).collect();
         let mut ids = Vec::new();
         for i in 0..30u32 {
@@ -403,7 +403,7 @@ fn a_storage_failure_stops_the_run_and_loses_nothing() {
 #[test]
 fn keep_going_stops_claiming_but_finishes_what_was_claimed() {
     block_on(async {
-        let store = MemoryStore::new();
+        let store = MemoryStore::in_memory();
         fill(&store, 6, 1).await;
         let t = Paced::new("none", 0);
         let claims = Cell::new(0u32);
@@ -524,7 +524,7 @@ async fn flush_until(store: &MemoryStore, t: &Sluggish<'_>, stage: Stage, n: u32
 #[test]
 fn a_slow_relay_never_outlasts_a_lease() {
     block_on(async {
-        let store = MemoryStore::new();
+        let store = MemoryStore::in_memory();
         let ids = fill(&store, 12, 1).await;
         let now = Cell::new(0u64);
         // One publish at a time, 3 s each, under a 10 s lease: the fourth record of a
@@ -551,7 +551,7 @@ fn a_slow_relay_never_outlasts_a_lease() {
 #[test]
 fn a_slow_relay_skips_its_late_publishes_and_the_rest_is_recorded() {
     block_on(async {
-        let store = MemoryStore::new();
+        let store = MemoryStore::in_memory();
         let ids = fill(&store, 8, 2).await;
         let now = Cell::new(0u64);
         let t = Sluggish::new(&now, RELAYS[1], Outcome::Accepted);
@@ -607,7 +607,7 @@ impl Transport for Flapping {
 #[test]
 fn a_relay_that_answers_again_wakes_the_records_waiting_for_it() {
     block_on(async {
-        let store = MemoryStore::new();
+        let store = MemoryStore::in_memory();
         let waiting = fill(&store, 4, 1).await;
         let t = Flapping {
             up: Cell::new(false),

@@ -47,7 +47,7 @@ proptest! {
         concurrency in 1u32..5,
     ) {
         block_on(async {
-            let store = MemoryStore::new();
+            let store = MemoryStore::in_memory();
             let t = ScriptedTransport::new();
             for (relay, script) in RELAYS.iter().zip(&scripts) {
                 t.script(relay, script.iter().map(|c| outcome(*c)));

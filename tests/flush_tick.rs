@@ -47,7 +47,7 @@ fn record_into(log: &mut Vec<Seen>) -> impl FnMut(FlushEvent<'_>) + '_ {
 #[test]
 fn tick_delivers_to_every_relay_once() {
     block_on(async {
-        let store = MemoryStore::new();
+        let store = MemoryStore::in_memory();
         let t = ScriptedTransport::new();
         for r in RELAYS {
             t.always(r, Outcome::Accepted, "");
@@ -107,7 +107,7 @@ fn tick_delivers_to_every_relay_once() {
 #[test]
 fn retries_only_unsettled_relays_until_satisfied() {
     block_on(async {
-        let store = MemoryStore::new();
+        let store = MemoryStore::in_memory();
         let t = ScriptedTransport::new();
         t.always(RELAYS[0], Outcome::Accepted, "");
         t.script(
@@ -187,7 +187,7 @@ fn retries_only_unsettled_relays_until_satisfied() {
 #[test]
 fn terminal_rejection_exhausts_and_rate_limit_defers() {
     block_on(async {
-        let store = MemoryStore::new();
+        let store = MemoryStore::in_memory();
         let t = ScriptedTransport::new();
         t.always(
             RELAYS[0],
@@ -227,7 +227,7 @@ fn terminal_rejection_exhausts_and_rate_limit_defers() {
 #[test]
 fn expired_records_are_reported_not_published() {
     block_on(async {
-        let store = MemoryStore::new();
+        let store = MemoryStore::in_memory();
         let t = ScriptedTransport::new();
         let plan = fixture_plan(1, &RELAYS, Policy::All).with_deadline_ms(Some(50));
         let id = store.enqueue(plan, 0).await.unwrap().record.id;
@@ -254,7 +254,7 @@ fn expired_records_are_reported_not_published() {
 #[test]
 fn a_run_does_not_chase_records_that_come_due_again_during_it() {
     block_on(async {
-        let store = MemoryStore::new();
+        let store = MemoryStore::in_memory();
         let t = ScriptedTransport::new();
         t.always(RELAYS[0], Outcome::Unreachable, "down");
         let mut cfg = config(16, 4);
@@ -284,7 +284,7 @@ fn a_run_does_not_chase_records_that_come_due_again_during_it() {
 #[test]
 fn flush_until_idle_reports_next_due() {
     block_on(async {
-        let store = MemoryStore::new();
+        let store = MemoryStore::in_memory();
         let t = ScriptedTransport::new();
         t.script(RELAYS[0], [Outcome::Unreachable, Outcome::Accepted]);
         let mut cfg = config(16, 4);
@@ -326,7 +326,7 @@ fn flush_until_idle_reports_next_due() {
 #[test]
 fn config_is_validated() {
     block_on(async {
-        let store = MemoryStore::new();
+        let store = MemoryStore::in_memory();
         let t = ScriptedTransport::new();
         let bad = [
             FlushConfig {
@@ -370,7 +370,7 @@ fn config_is_validated() {
 #[test]
 fn publishes_run_concurrently_within_the_bound() {
     block_on(async {
-        let store = MemoryStore::new();
+        let store = MemoryStore::in_memory();
         for n in 1..=4 {
             store
                 .enqueue(fixture_plan(n, &RELAYS, Policy::All), 0)
@@ -408,7 +408,7 @@ fn publishes_run_concurrently_within_the_bound() {
 #[test]
 fn a_high_priority_record_goes_before_a_low_backlog() {
     block_on(async {
-        let store = MemoryStore::new();
+        let store = MemoryStore::in_memory();
         let t = ScriptedTransport::new();
         t.always(RELAYS[0], Outcome::Accepted, "");
         for n in 1..=20u32 {
@@ -448,7 +448,7 @@ fn a_high_priority_record_goes_before_a_low_backlog() {
 #[test]
 fn filtered_flushes_touch_only_their_lanes_and_relays() {
     block_on(async {
-        let store = MemoryStore::new();
+        let store = MemoryStore::in_memory();
         let t = ScriptedTransport::new();
         for r in RELAYS {
             t.always(r, Outcome::Accepted, "");
@@ -501,7 +501,7 @@ fn filtered_flushes_touch_only_their_lanes_and_relays() {
 #[test]
 fn delivery_goes_on_after_the_verdict_and_is_reported_once() {
     block_on(async {
-        let store = MemoryStore::new();
+        let store = MemoryStore::in_memory();
         let t = ScriptedTransport::new();
         t.always(RELAYS[0], Outcome::Accepted, "");
         t.always(

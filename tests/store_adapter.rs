@@ -7,7 +7,9 @@
 #![cfg(all(target_arch = "wasm32", feature = "adapter"))]
 
 use nostr_outbox::core::{ListQuery, Policy};
-use nostr_outbox::js::kv::{AdapterStore, JsKv};
+use nostr_outbox::js::kv::JsKv;
+
+type AdapterStore = KvStore<JsKv>;
 use nostr_outbox::store::conformance::{self, fixture_plan};
 use nostr_outbox::store::kv::KvStore;
 use nostr_outbox::store::{Store, StoreError};

@@ -6,10 +6,12 @@
 
 use futures_util::future::{join, select, Either};
 use nostr_outbox::core::{Completion, EnqueueOutcome, ListQuery, Policy, Stage};
+use nostr_outbox::store::codec::StoredRow;
 use nostr_outbox::store::conformance::{
     self, fixture_claim, fixture_plan, fixture_retry, nostr_event, nostr_plan, ALICE,
 };
 use nostr_outbox::store::idb::{Durability, IdbOptions, IdbStore, SCHEMA_VERSION};
+use nostr_outbox::store::kv::keys as kv_keys;
 use nostr_outbox::store::Store;
 use std::collections::BTreeMap;
 use wasm_bindgen::prelude::*;
@@ -68,50 +70,64 @@ export function rawCount(db, store) {
   });
 }
 export function rawClose(db) { db.close(); }
-// Reads the row `id`, sets the fields of `patch` (JSON; the string "__delete__" deletes a
-// field) and writes it back.
+// The `kv` key of item `id`'s row: `r/` and the hex of its UTF-8 bytes.
+function rowKey(id) {
+  return "r/" + Array.from(new TextEncoder().encode(id), (b) => b.toString(16).padStart(2, "0")).join("");
+}
+// Reads the row of item `id` (`[json, version]` in `kv`), sets the fields of `patch`
+// (JSON; the string "__delete__" deletes a field) in its JSON and writes it back.
 export function rawPatchRow(db, id, patch) {
   return new Promise((resolve, reject) => {
-    const tx = db.transaction("records", "readwrite");
-    const store = tx.objectStore("records");
-    const req = store.get(id);
+    const tx = db.transaction("kv", "readwrite");
+    const store = tx.objectStore("kv");
+    const req = store.get(rowKey(id));
     req.onsuccess = () => {
-      const row = req.result;
+      const [json, version] = req.result;
+      const row = JSON.parse(json);
       for (const [k, v] of Object.entries(JSON.parse(patch))) {
         if (v === "__delete__") delete row[k];
         else row[k] = v;
       }
-      store.put(row);
+      store.put([JSON.stringify(row), version], rowKey(id));
     };
     tx.oncomplete = () => resolve();
     tx.onerror = () => reject(tx.error);
   });
 }
-// Every row of `records` described as JSON: its own keys in order, each value's type,
-// and whether it is a plain object.
+// Every row of `kv` described as JSON: whether it is a `[string, number]` pair, and for
+// a record's row (`r/…`) its JSON's own keys in order and each value's type.
 export function rawRowShapes(db) {
   return new Promise((resolve, reject) => {
-    const req = db.transaction("records").objectStore("records").getAll();
-    req.onsuccess = () => resolve(JSON.stringify(req.result.map((row) => ({
-      plain: Object.getPrototypeOf(row) === Object.prototype,
-      keys: Object.keys(row),
-      types: Object.keys(row).map((k) => typeof row[k]),
-      stage: row.stage,
-    }))));
-    req.onerror = () => reject(req.error);
+    const tx = db.transaction("kv");
+    const keys = tx.objectStore("kv").getAllKeys();
+    const rows = tx.objectStore("kv").getAll();
+    tx.oncomplete = () => resolve(JSON.stringify(rows.result.map((pair, i) => {
+      const shape = {
+        key: keys.result[i],
+        pair: Array.isArray(pair) && pair.length === 2 && typeof pair[0] === "string" && typeof pair[1] === "number",
+      };
+      if (keys.result[i].startsWith("r/")) {
+        const row = JSON.parse(pair[0]);
+        shape.keys = Object.keys(row);
+        shape.types = Object.keys(row).map((k) => typeof row[k]);
+        shape.stage = row.stage;
+      }
+      return shape;
+    })));
+    tx.onerror = () => reject(tx.error);
   });
 }
 export function rawVersion(db) { return db.version; }
-// Emulates Chromium (156) aborting a transaction over quota at its commit with an add
-// still unanswered, and never answering it: while on, an `add` to the `lookup` store
-// that its transaction's abort answers with AbortError gets no event at all (swallowed
+// Emulates Chromium (156) aborting a transaction over quota at its commit with a write
+// still unanswered, and never answering it: while on, a `put` to the `kv` store that
+// its transaction's abort answers with AbortError gets no event at all (swallowed
 // before any other listener) and its readyState stays "pending".
 let unanswered = false;
-const realAdd = IDBObjectStore.prototype.add;
+const realPut = IDBObjectStore.prototype.put;
 const readyState = Object.getOwnPropertyDescriptor(IDBRequest.prototype, "readyState").get;
-IDBObjectStore.prototype.add = function (...args) {
-  const req = realAdd.apply(this, args);
-  if (unanswered && this.name === "lookup") {
+IDBObjectStore.prototype.put = function (...args) {
+  const req = realPut.apply(this, args);
+  if (unanswered && this.name === "kv") {
     let silenced = false;
     req.addEventListener("error", (event) => {
       if (req.error && req.error.name === "AbortError") {
@@ -199,7 +215,7 @@ async fn records_survive_close_and_reopen() {
 }
 
 #[wasm_bindgen_test]
-async fn rows_are_plain_objects_of_the_documented_shape() {
+async fn rows_are_value_version_pairs_holding_json_of_the_documented_shape() {
     let name = random_name("shape");
     let store = open(&name).await;
     let plans: Vec<_> = (0..2)
@@ -219,8 +235,11 @@ async fn rows_are_plain_objects_of_the_documented_shape() {
         serde_json::from_str(&shapes.as_string().expect("json")).expect("parse");
     let mut seen = Vec::new();
     for shape in shapes.as_array().expect("array") {
-        assert_eq!(shape["plain"], true, "{shape}");
-        let stage = shape["stage"].as_str().expect("stage").to_string();
+        assert_eq!(shape["pair"], true, "{shape}");
+        let Some(stage) = shape["stage"].as_str() else {
+            continue; // an index key or the slot lock: no JSON of its own
+        };
+        let stage = stage.to_string();
         let (keys, types) = if stage == "cancelled" {
             (
                 serde_json::json!(["id", "v", "stage", "createdMs", "eventId", "rank", "doc"]),
@@ -631,25 +650,24 @@ async fn corrupt_rows_are_reported_skipped_and_kept() {
         .expect("enqueue");
     store.close();
 
-    // Damage one row behind the store's back: a due row whose document is garbage.
+    // Damage one row behind the store's back: a due row whose document is garbage,
+    // filed in the claim order, the list order and the stage index as a row would be.
     let db = JsFuture::from(raw_open(&name, SCHEMA_VERSION))
         .await
         .expect("raw open");
-    let bad = js_sys::Object::new();
-    for (k, v) in [
-        ("id", JsValue::from_str("broken")),
-        ("v", JsValue::from_f64(1.0)),
-        ("stage", JsValue::from_str("pending")),
-        ("dueMs", JsValue::from_f64(500.0)),
-        ("createdMs", JsValue::from_f64(500.0)),
-        ("eventId", JsValue::from_str("00")),
-        ("doc", JsValue::from_str("{not json")),
-    ] {
-        js_sys::Reflect::set(&bad, &JsValue::from_str(k), &v).expect("set");
+    let bad = serde_json::json!({
+        "id": "broken", "v": 1, "stage": "pending", "dueMs": 500, "createdMs": 500,
+        "eventId": "00", "rank": 1, "doc": "{not json",
+    });
+    let row: StoredRow = serde_json::from_value(bad.clone()).expect("row fields");
+    let pair = |value: &str| js_sys::Array::of2(&value.into(), &JsValue::from_f64(1e9)).into();
+    let mut puts = vec![(kv_keys::row_key("broken"), pair(&bad.to_string()))];
+    puts.extend(kv_keys::index_keys(&row).into_iter().map(|k| (k, pair(""))));
+    for (key, value) in puts {
+        JsFuture::from(raw_put(&db, "kv", &value, Some(&key)))
+            .await
+            .expect("put corrupt row");
     }
-    JsFuture::from(raw_put(&db, "records", &bad, None))
-        .await
-        .expect("put corrupt row");
     raw_close(&db);
     let store = open(&name).await;
 
@@ -664,7 +682,12 @@ async fn corrupt_rows_are_reported_skipped_and_kept() {
         2,
         "both healthy records claimed past the corrupt head"
     );
-    assert!(store.corrupt_records().iter().any(|c| c.id == "broken"));
+    assert!(store
+        .corrupt_rows()
+        .await
+        .expect("corrupt rows")
+        .iter()
+        .any(|c| c.id == "broken"));
     assert_eq!(store.purge(u64::MAX).await.expect("purge"), 0);
     assert_eq!(
         store.get("broken").await.expect_err("still there").code(),
@@ -673,10 +696,9 @@ async fn corrupt_rows_are_reported_skipped_and_kept() {
     );
     store.close();
 
-    // A fresh connection that has not met the row: status() reads every row once, so
-    // the corrupt row is counted apart, not as the `pending` its index field claims.
+    // A fresh connection: status() reads every row, so the corrupt row is counted
+    // apart, not as the `pending` its index field claims.
     let store = open(&name).await;
-    assert!(store.corrupt_records().is_empty());
     let counts = store.status().await.expect("status");
     assert_eq!(counts.corrupt, 1, "{counts:?}");
     assert_eq!(counts.leased, 2, "{counts:?}");

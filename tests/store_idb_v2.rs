@@ -26,12 +26,18 @@ export function dumpRows(name) {
     const req = indexedDB.open(name);
     req.onsuccess = () => {
       const db = req.result;
-      const tx = db.transaction("records");
-      const all = tx.objectStore("records").getAll();
-      const due = tx.objectStore("records").index("due").getAllKeys();
+      // Schema v5: the rows under `r/` in `kv`, the claim order under `p/`.
+      const tx = db.transaction("kv");
+      const keys = tx.objectStore("kv").getAllKeys();
+      const all = tx.objectStore("kv").getAll();
       tx.oncomplete = () => {
         db.close();
-        resolve(JSON.stringify({ rows: all.result.map(r => [r.id.slice(-2), r.rank, r.lane]), due: due.result }));
+        const rows = keys.result
+          .map((k, i) => [k, all.result[i][0]])
+          .filter(([k]) => k.startsWith("r/"))
+          .map(([, v]) => JSON.parse(v));
+        const due = keys.result.filter((k) => k.startsWith("p/"));
+        resolve(JSON.stringify({ rows: rows.map(r => [r.id.slice(-2), r.rank, r.lane]), due }));
       };
     };
     req.onerror = () => reject(req.error);
@@ -101,7 +107,7 @@ async fn v2_fixture_database_is_migrated_to_v3_in_place() {
     let store = IdbStore::open(IdbOptions::new(name.as_str()))
         .await
         .expect("open the v2 database");
-    assert_eq!(SCHEMA_VERSION, 4);
+    assert_eq!(SCHEMA_VERSION, 5);
     let want = fixture_records();
     for record in &want {
         assert_eq!(record.lane, DEFAULT_LANE);

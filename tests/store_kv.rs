@@ -818,7 +818,7 @@ mod same_as_memory {
             Op::List(None, 4, false),
             Op::Purge(0),
         ];
-        let want = block_on(run(&MemoryStore::new(), &ops));
+        let want = block_on(run(&MemoryStore::in_memory(), &ops));
         assert!(
             want[0].contains("Ok(") && want[3].contains("Ok("),
             "{want:?}"
@@ -835,7 +835,7 @@ mod same_as_memory {
         #![proptest_config(ProptestConfig::with_cases(64))]
         #[test]
         fn kv_store_answers_as_the_memory_store(ops in prop::collection::vec(op(), 1..40)) {
-            let want = block_on(run(&MemoryStore::new(), &ops));
+            let want = block_on(run(&MemoryStore::in_memory(), &ops));
             let got = block_on(run(
                 &KvStore::new(MemoryKv::with_limits(KvLimits::DENO_KV)),
                 &ops,

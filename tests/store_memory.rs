@@ -15,7 +15,7 @@ macro_rules! cases {
         $(
             #[test]
             fn $case() {
-                block_on(conformance::$case(&MemoryStore::new()));
+                block_on(conformance::$case(&MemoryStore::in_memory()));
             }
         )*
     };
@@ -163,7 +163,7 @@ fn suite_fails_on(defect: Defect) -> String {
     let result = catch_unwind(AssertUnwindSafe(|| {
         block_on(conformance::run_all(|| async move {
             Broken {
-                inner: MemoryStore::new(),
+                inner: MemoryStore::in_memory(),
                 defect,
             }
         }))

@@ -1022,7 +1022,7 @@ async fn relay_down_then_back<S: Store>(store: &S, tag: &str) {
 
 #[wasm_bindgen_test]
 async fn flush_of_many_records_shares_one_connection_per_relay() {
-    let store = MemoryStore::new();
+    let store = MemoryStore::in_memory();
     let t = transport(|_| {});
     let now = Cell::new(js_sys::Date::now() as u64);
     let targets = vec![norm(&relay()), norm(&fault("/accept?t=many"))];
@@ -1064,7 +1064,7 @@ async fn flush_of_many_records_shares_one_connection_per_relay() {
 
 #[wasm_bindgen_test]
 async fn flush_delivers_once_the_relay_is_back_memory_store() {
-    relay_down_then_back(&MemoryStore::new(), "memory").await;
+    relay_down_then_back(&MemoryStore::in_memory(), "memory").await;
 }
 
 #[wasm_bindgen_test]
@@ -1078,7 +1078,7 @@ async fn flush_delivers_once_the_relay_is_back_indexeddb_store() {
 
 #[wasm_bindgen_test]
 async fn policy_all_with_a_blocking_relay_is_exhausted_with_evidence() {
-    let store = MemoryStore::new();
+    let store = MemoryStore::in_memory();
     let t = transport(|_| {});
     let now = Cell::new(js_sys::Date::now() as u64);
     let good = [relay(), fault("/accept?t=all")];
@@ -1118,7 +1118,7 @@ async fn policy_all_with_a_blocking_relay_is_exhausted_with_evidence() {
 
 #[wasm_bindgen_test]
 async fn at_least_two_is_satisfied_while_one_relay_is_down() {
-    let store = MemoryStore::new();
+    let store = MemoryStore::in_memory();
     let t = transport(|_| {});
     let now = Cell::new(js_sys::Date::now() as u64);
     let targets: Vec<String> = [relay(), fault("/accept?t=atleast"), closed()]

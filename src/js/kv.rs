@@ -17,7 +17,7 @@ use wasm_bindgen_futures::JsFuture;
 use super::error::ApiError;
 use super::view::SERIALIZER;
 use crate::store::kv::{
-    KvBackend, KvCommit, KvCommitted, KvEntry, KvLimits, KvMutation, KvRange, KvStore, KvValue,
+    KvBackend, KvCommit, KvCommitted, KvEntry, KvLimits, KvMutation, KvRange, KvValue,
 };
 use crate::store::StoreError;
 use crate::transport::websocket::describe_js_error;
@@ -41,9 +41,6 @@ pub struct JsKv {
     adapter: JsAdapter,
     limits: KvLimits,
 }
-
-/// The store over an adapter.
-pub type AdapterStore = KvStore<JsKv>;
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -11,7 +11,7 @@ use js_sys::{Array, Promise};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::future_to_promise;
 
-use super::backend::{AnyStore, AnyTransport, JsTransport};
+use super::backend::{AnyKv, AnyStore, AnyTransport, JsTransport};
 use super::error::{ApiError, Details};
 use super::events::Events;
 use super::input::{self, shape, ItemInput, PlanOptions, Raw, Reader, Uint};
@@ -28,10 +28,9 @@ use crate::flush::{FlushConfig, FlushEvent};
 use crate::nostr::SignatureCheck;
 use crate::store::idb::{persistence, Durability};
 #[cfg(feature = "indexeddb")]
-use crate::store::idb::{IdbOptions, IdbStore};
-#[cfg(feature = "adapter")]
-use crate::store::kv::KvStore;
-use crate::store::{MemoryStore, Store};
+use crate::store::idb::{IdbKv, IdbOptions};
+use crate::store::kv::{KvStore, MemoryKv};
+use crate::store::Store;
 use crate::transport::websocket::{WsTransport, WsTransportConfig};
 
 /// The default database name.
@@ -400,14 +399,14 @@ async fn open_store(
 ) -> Result<AnyStore, ApiError> {
     let unavailable = |message: &str| Err(ApiError::new("storage_unavailable", message));
     match storage {
-        StorageChoice::Memory => Ok(AnyStore::Memory(MemoryStore::new())),
+        StorageChoice::Memory => Ok(KvStore::new(AnyKv::Memory(MemoryKv::new()))),
         #[cfg(feature = "adapter")]
         StorageChoice::Adapter(kv) => {
             // Rows written before priorities (key layout 1) move to the current layout
             // before anything reads the claim order.
-            let store = KvStore::new(kv);
+            let store = KvStore::new(AnyKv::Js(kv));
             store.migrate().await?;
-            Ok(AnyStore::Kv(store))
+            Ok(store)
         }
         #[cfg(not(feature = "adapter"))]
         StorageChoice::Adapter(_) => unavailable(
@@ -415,13 +414,13 @@ async fn open_store(
              import \"nostr-outbox/edge\" to open one",
         ),
         #[cfg(feature = "indexeddb")]
-        StorageChoice::IndexedDb if sys::has_indexed_db() => Ok(AnyStore::Idb(
-            IdbStore::open(IdbOptions {
+        StorageChoice::IndexedDb if sys::has_indexed_db() => Ok(KvStore::new(AnyKv::Idb(
+            IdbKv::open(IdbOptions {
                 name: name.to_string(),
                 durability,
             })
             .await?,
-        )),
+        ))),
         StorageChoice::IndexedDb => {
             let _ = (name, durability);
             if cfg!(feature = "indexeddb") {
@@ -447,7 +446,7 @@ impl Outbox {
         let local = !matches!(config.storage, StorageChoice::IndexedDb);
         let store = open_store(config.storage, &config.name, config.durability).await?;
         if config.transport.is_none() && !sys::has_web_socket() {
-            store.close();
+            store.backend().close();
             return Err(ApiError::new(
                 "unsupported",
                 "this runtime has no global WebSocket (Node before 22): open with a \
@@ -944,14 +943,7 @@ impl Outbox {
     /// `"indexeddb"`, `"memory"` or `"adapter"`.
     #[wasm_bindgen(getter, skip_typescript)]
     pub fn storage(&self) -> String {
-        match &*self.inner.store {
-            AnyStore::Memory(_) => "memory",
-            #[cfg(feature = "indexeddb")]
-            AnyStore::Idb(_) => "indexeddb",
-            #[cfg(feature = "adapter")]
-            AnyStore::Kv(_) => "adapter",
-        }
-        .to_string()
+        self.inner.store.backend().kind().to_string()
     }
 
     /// True once `close()` was called.
@@ -1007,7 +999,7 @@ impl Outbox {
                 inner.runtime.close().await;
                 inner.events.close();
                 inner.transport.close();
-                inner.store.close();
+                inner.store.backend().close();
             }
             Ok(JsValue::UNDEFINED)
         })

@@ -1,6 +1,6 @@
-//! Persistence of outbox records: the [`Store`] trait, the [`memory::MemoryStore`]
-//! and the [`conformance`] suite every store must pass (and, on wasm32, the
-//! IndexedDB store). A store only loads and writes records atomically; every
+//! Persistence of outbox records: the [`Store`] trait, written once as [`kv::KvStore`]
+//! over memory ([`memory::MemoryStore`]), IndexedDB and storage adapters,
+//! and the [`conformance`] suite every backend must pass. A store only loads and writes records atomically; every
 //! decision (replay or conflict, readiness, the next stage) comes from
 //! [`crate::core`]'s pure functions.
 

@@ -32,7 +32,6 @@ use std::task::Poll;
 
 use indexed_db_futures::database::{Database, VersionChangeEvent};
 use indexed_db_futures::error::{Error as IdbError, OpenDbError};
-use indexed_db_futures::index::Index;
 use indexed_db_futures::internals::{QuerySourceInternal, SystemRepr};
 use indexed_db_futures::object_store::ObjectStore;
 use indexed_db_futures::prelude::*;
@@ -44,7 +43,7 @@ use js_sys::Reflect;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
-use super::schema::{self, LOOKUP, RECORDS};
+use super::schema;
 use crate::core::Signal;
 use crate::store::StoreError;
 
@@ -231,7 +230,8 @@ pub(super) async fn open(name: &str, version: u32) -> Result<Conn, Failure> {
             let raw_request = raw_request.clone();
             move |event: VersionChangeEvent, db: Database| {
                 let tx = versionchange_transaction(raw_request.borrow().as_ref())?;
-                schema::upgrade(&db, &tx, event.old_version() as u32)
+                let _ = event;
+                schema::upgrade(&db, &tx)
             }
         })
         .build()?;
@@ -288,8 +288,8 @@ fn versionchange_transaction(
     })
 }
 
-/// A transaction over the `records` and `lookup` stores. A read-only one is committed
-/// when dropped (the crate aborts every transaction dropped without `commit`).
+/// A transaction over some object stores. A read-only one is committed when dropped
+/// (the crate aborts every transaction dropped without `commit`).
 pub(super) struct Tx<'a> {
     tx: Option<Transaction<'a>>,
     readonly: bool,
@@ -310,10 +310,10 @@ impl Drop for Tx<'_> {
 }
 
 impl<'a> Tx<'a> {
-    /// Starts a transaction over `records` and `lookup` (an enqueue and a purge write
-    /// both; lists and lookups by event id read both).
+    /// Starts a transaction over `stores`.
     pub(super) fn open(
         db: &'a Database,
+        stores: &[&str],
         readwrite: bool,
         durability: Durability,
     ) -> Result<Tx<'a>, Failure> {
@@ -327,7 +327,7 @@ impl<'a> Tx<'a> {
             Durability::Relaxed => TransactionDurability::Relaxed,
         };
         let tx = db
-            .transaction([RECORDS, LOOKUP])
+            .transaction(stores)
             .with_mode(mode)
             .with_options(TransactionOptions::new().with_durability(durability))
             .build()?;
@@ -344,14 +344,9 @@ impl<'a> Tx<'a> {
             .ok_or_else(|| Failure::Store(StoreError::Backend("transaction already ended".into())))
     }
 
-    /// The `records` store of this transaction.
-    pub(super) fn store(&self) -> Result<ObjectStore<'_>, Failure> {
-        Ok(self.inner()?.object_store(RECORDS)?)
-    }
-
-    /// The `lookup` store of this transaction.
-    pub(super) fn lookup(&self) -> Result<ObjectStore<'_>, Failure> {
-        Ok(self.inner()?.object_store(LOOKUP)?)
+    /// The object store `name` of this transaction.
+    pub(super) fn store(&self, name: &str) -> Result<ObjectStore<'_>, Failure> {
+        Ok(self.inner()?.object_store(name)?)
     }
 
     /// Commits and waits until the data is written; otherwise the error the transaction
@@ -415,19 +410,21 @@ pub(super) fn delete(store: &ObjectStore<'_>, id: &str) -> Result<(), Failure> {
     Ok(())
 }
 
-/// Writes `row` (its failure fails the transaction).
-pub(super) fn put(store: &ObjectStore<'_>, row: &JsValue) -> Result<(), Failure> {
-    drop(store.put(row).primitive()?);
-    Ok(())
+/// Deletes the row stored under `key`, any key (its failure fails the transaction).
+pub(super) fn delete_key(store: &ObjectStore<'_>, key: &JsValue) -> Result<(), Failure> {
+    // escape hatch: a key of any type, as read.
+    let raw: &web_sys::IdbObjectStore = store.as_sys();
+    raw.delete(key).map(drop).map_err(failure)
 }
 
-/// How many entries of `index` are in `range`.
-pub(super) async fn count(index: &Index<'_>, range: KeyRange<JsValue>) -> Result<u32, Failure> {
-    Ok(index
-        .count()
-        .with_query::<JsValue, KeyRange<JsValue>>(range)
-        .primitive()?
-        .await?)
+/// Writes `value` under `key` (its failure fails the transaction).
+pub(super) fn put(store: &ObjectStore<'_>, key: &str, value: &JsValue) -> Result<(), Failure> {
+    // escape hatch: a put with an out-of-line key as plain values (the crate's builder
+    // asks for serde conversions of both).
+    let raw: &web_sys::IdbObjectStore = store.as_sys();
+    raw.put_with_key(value, &JsValue::from_str(key))
+        .map(drop)
+        .map_err(failure)
 }
 
 /// Reads the rows stored under `keys`, every request issued before the first answer is
@@ -452,20 +449,8 @@ pub(super) async fn get_many(
     Ok(rows)
 }
 
-/// The values of `source` (an object store or an index) in `range`, at most `limit`.
-pub(super) async fn get_all<Qs, Sys>(
-    source: &Qs,
-    range: KeyRange<JsValue>,
-    limit: Option<u32>,
-) -> Result<Vec<JsValue>, Failure>
-where
-    Qs: QuerySource + SystemRepr<Repr = Sys>,
-    Sys: QuerySourceInternal,
-{
-    request_all(source, range, limit)?.await
-}
-
-/// [`get_all`] as a request issued now and answered when awaited: a caller issues
+/// The values of `source` (an object store or an index) in `range`, at most `limit`,
+/// as a request issued now and answered when awaited: a caller issues
 /// several, then awaits them in turn (one round trip for all, no join machinery).
 pub(super) fn request_all<Qs, Sys>(
     source: &Qs,
@@ -486,251 +471,19 @@ where
     Ok(async move { Ok(request.await?.collect::<Result<Vec<JsValue>, _>>()?) })
 }
 
-/// What one batch of adds found: which rows' keys already existed, and the first
-/// other failure.
-#[derive(Default)]
-struct AddState {
-    requests: Vec<web_sys::IdbRequest>,
-    cursor: usize,
-    existing: Vec<usize>,
-    failed: Option<JsValue>,
-}
-
-/// A batch of `add` requests in flight (see [`add_rows`]).
-pub(super) struct Adding {
-    state: Rc<RefCell<AddState>>,
-    last: Option<indexed_db_futures::future::VoidRequest>,
-    raw_tx: web_sys::IdbTransaction,
-    /// The transaction's `abort`, which ends [`Adding::finish`]'s wait.
-    aborted: Rc<Signal>,
-    on_error: Closure<dyn FnMut(web_sys::Event)>,
-    on_abort: Closure<dyn FnMut()>,
-}
-
-impl Drop for Adding {
-    /// Removes the listeners from every request and the transaction, so that none
-    /// calls a closure once it is gone (an abandoned batch's requests may still
-    /// answer, with `AbortError`).
-    fn drop(&mut self) {
-        for req in &self.state.borrow().requests {
-            let _ = req.remove_event_listener_with_callback(
-                "error",
-                self.on_error.as_ref().unchecked_ref(),
-            );
-        }
-        let _ = self
-            .raw_tx
-            .remove_event_listener_with_callback("abort", self.on_abort.as_ref().unchecked_ref());
-    }
-}
-
-/// Adds every row of every batch (`(object store, rows)`), each request issued at once,
-/// rows numbered across the batches in order. With `tolerate_existing`, a row whose
-/// key already exists does not abort the transaction: its number is reported by
-/// [`Adding::finish`] so the caller can decide between replay and conflict. Without
-/// it, such a row's error fails the transaction as any other would.
-///
-/// Any other failure (Firefox refuses a write over quota at the request) aborts the
-/// transaction at once, inside the error event, before the caller can commit it, and
-/// [`Adding::finish`] returns it: an add that did not happen is never reported as done.
-///
-/// A transaction's requests answer in the order they were made, so only the last one
-/// is awaited (one call back into the module per batch, not per row), and one error
-/// listener serves every request: it finds the failed request's index by walking
-/// forward from the previous failure's. The wait also ends when the transaction
-/// aborts: Chromium (156) can abort a transaction over quota at its commit with a
-/// request still unanswered and then never answer it (seen in 2 of 25 runs of an
-/// enqueue loop into a full origin: the first add answered success, the second
-/// nothing, the transaction `abort` with `QuotaExceededError`), where the spec asks
-/// for an `error` event on every pending request.
-pub(super) fn add_rows(
-    tx: &Tx<'_>,
-    batches: &[(&ObjectStore<'_>, &[JsValue])],
-    tolerate_existing: bool,
-) -> Result<Adding, Failure> {
-    let state = Rc::new(RefCell::new(AddState::default()));
-    // escape hatch: the transaction, to abort it from inside the error event.
-    let raw_tx: web_sys::IdbTransaction = (**tx.inner()?.as_sys()).clone();
-    let on_error = Closure::<dyn FnMut(web_sys::Event)>::new({
-        let state = state.clone();
-        let raw_tx = raw_tx.clone();
-        move |event: web_sys::Event| {
-            let mut state = state.borrow_mut();
-            let Some(req) = event
-                .target()
-                .and_then(|t| t.dyn_into::<web_sys::IdbRequest>().ok())
-            else {
-                return;
-            };
-            let n = state.requests.len();
-            while state.cursor < n && state.requests[state.cursor] != req {
-                state.cursor += 1;
-            }
-            let error = req.error().ok().flatten();
-            let name = error.as_ref().map(|e| e.name()).unwrap_or_default();
-            if name == "ConstraintError" {
-                if tolerate_existing {
-                    event.prevent_default();
-                    event.stop_propagation();
-                }
-                let at = state.cursor;
-                state.existing.push(at);
-            } else if state.failed.is_none() {
-                state.failed = Some(
-                    error
-                        .map(JsValue::from)
-                        .unwrap_or_else(|| JsValue::from_str("an add failed without an error")),
-                );
-                let _ = raw_tx.abort();
-            } else {
-                // The aborted transaction's other requests: consequences, not news.
-                event.prevent_default();
-                event.stop_propagation();
-            }
-        }
-    });
-    let aborted = Rc::new(Signal::default());
-    let on_abort = Closure::<dyn FnMut()>::new({
-        let aborted = aborted.clone();
-        move || aborted.fire()
-    });
-    // escape hatch: a listener of our own on the transaction (the crate's own is
-    // awaited only by `commit`/`abort`).
-    let _ = raw_tx.add_event_listener_with_callback("abort", on_abort.as_ref().unchecked_ref());
-    let mut adding = Adding {
-        state,
-        last: None,
-        raw_tx: raw_tx.clone(),
-        aborted,
-        on_error,
-        on_abort,
+/// The keys of `source` in `range`, at most `limit`, as a request issued now and
+/// answered when awaited.
+pub(super) fn request_keys(
+    source: &ObjectStore<'_>,
+    range: KeyRange<JsValue>,
+    limit: Option<u32>,
+) -> Result<impl Future<Output = Result<Vec<JsValue>, Failure>>, Failure> {
+    let query = source
+        .get_all_keys::<JsValue>()
+        .with_query::<JsValue, KeyRange<JsValue>>(range);
+    let request = match limit {
+        Some(limit) => query.with_limit(limit).primitive()?,
+        None => query.primitive()?,
     };
-    for (store, row) in batches
-        .iter()
-        .flat_map(|(store, rows)| rows.iter().map(move |row| (store, row)))
-    {
-        let request = match store.add(row).primitive() {
-            Ok(request) => request,
-            Err(e) => {
-                // An add that throws (the connection refuses writes, a value that
-                // cannot be cloned) must not leave the rows before it to be committed.
-                let _ = raw_tx.abort();
-                return Err(e.into());
-            }
-        };
-        // escape hatch: a listener of our own on the request.
-        let raw: &web_sys::IdbRequest = request.as_sys();
-        let _ =
-            raw.add_event_listener_with_callback("error", adding.on_error.as_ref().unchecked_ref());
-        adding.state.borrow_mut().requests.push(raw.clone());
-        adding.last = Some(request);
-    }
-    Ok(adding)
-}
-
-impl Adding {
-    /// Waits until every add has answered or the transaction has aborted; the indexes
-    /// of the rows whose key already existed, or the failure that aborted the
-    /// transaction (the first failed add's error, else the transaction's own).
-    pub(super) async fn finish(mut self) -> Result<Vec<usize>, Failure> {
-        if let Some(mut last) = self.last.take() {
-            let aborted = &self.aborted;
-            std::future::poll_fn(|cx| {
-                // Its own error, if any, is in the state already.
-                let answered = std::pin::Pin::new(&mut last).poll(cx).is_ready();
-                match answered || aborted.poll_fired(cx) {
-                    true => Poll::Ready(()),
-                    false => Poll::Pending,
-                }
-            })
-            .await;
-        }
-        let mut state = self.state.borrow_mut();
-        let result = match state.failed.take() {
-            Some(error) => Err(failure(error)),
-            None if self.aborted.fired() => Err(abort_failure(&self.raw_tx, || {
-                Failure::Store(StoreError::Backend("the transaction was aborted".into()))
-            })),
-            None => Ok(std::mem::take(&mut state.existing)),
-        };
-        drop(state);
-        result
-    }
-}
-
-// The v3 → v4 copy of every row's keys into `lookup`, in the upgrade's
-// `versionchange` transaction: a cursor that needs nothing of Rust (in JavaScript it is
-// a few lines; as a Rust closure driven by the cursor's events it cost 1.2 KB of .wasm).
-// A put that fails fails the upgrade (the database stays at v3). A row without a string
-// id and event id and a finite `createdMs` is not copied: no build writes one, and
-// lists, which meet the rows through `lookup` since v4, no longer meet it (v3's
-// `created` index held such a row when its `createdMs` was a number; lists skipped it
-// as corrupt).
-#[wasm_bindgen(inline_js = r#"
-export function fillLookup(tx) {
-  const lookup = tx.objectStore("lookup");
-  tx.objectStore("records").openCursor().onsuccess = (event) => {
-    const cursor = event.target.result;
-    if (!cursor) return;
-    const { id, eventId, createdMs } = cursor.value;
-    if (typeof id === "string" && typeof eventId === "string" && Number.isFinite(createdMs)) {
-      lookup.put(eventId === id ? { id, createdMs } : { id, eventId, createdMs });
-    }
-    cursor.continue();
-  };
-}
-"#)]
-extern "C" {
-    #[wasm_bindgen(js_name = fillLookup, catch)]
-    pub(super) fn fill_lookup(tx: &web_sys::IdbTransaction) -> Result<(), JsValue>;
-}
-
-/// Rewrites rows of `store` inside the upgrade's `versionchange` transaction: a cursor
-/// walks every row and `rewrite` answers the new row (or `None` to keep it). The
-/// transaction stays open while the cursor runs, so the upgrade commits only once every
-/// row is rewritten; a failed write aborts it (the database stays at its old version
-/// and the next open upgrades again).
-///
-/// escape hatch: the crate's cursors are futures, which an upgrade callback (sync)
-/// cannot await; the walk is driven by the request's `success` events instead. Its
-/// closure is leaked (`forget`, one per upgrade: the cursor calls it until the
-/// transaction ends) and captures nothing from JavaScript: it finds its request through
-/// the event. (A first version kept the request, so the leaked closure kept the upgrade's
-/// connection from being collected; in Firefox that connection then blocked
-/// `deleteDatabase` for good, which `tests/store_idb_quota.rs` caught.)
-pub(super) fn rewrite_rows(
-    store: &web_sys::IdbObjectStore,
-    rewrite: fn(JsValue) -> Option<JsValue>,
-) -> Result<(), JsValue> {
-    let request = store.open_cursor()?;
-    let step = Closure::<dyn FnMut(web_sys::Event)>::new(move |event: web_sys::Event| {
-        let Some(req) = event
-            .target()
-            .and_then(|t| t.dyn_into::<web_sys::IdbRequest>().ok())
-        else {
-            return;
-        };
-        let Ok(result) = req.result() else {
-            return;
-        };
-        let Ok(cursor) = result.dyn_into::<web_sys::IdbCursorWithValue>() else {
-            req.set_onsuccess(None); // null: every row has been seen
-            return;
-        };
-        let written = match cursor.value() {
-            Ok(value) => match rewrite(value) {
-                Some(row) => cursor.update(&row).map(drop),
-                None => Ok(()),
-            },
-            Err(e) => Err(e),
-        };
-        if written.and_then(|()| cursor.continue_()).is_err() {
-            if let Some(tx) = req.transaction() {
-                let _ = tx.abort();
-            }
-        }
-    });
-    request.set_onsuccess(Some(step.as_ref().unchecked_ref()));
-    step.forget();
-    Ok(())
+    Ok(async move { Ok(request.await?.collect::<Result<Vec<JsValue>, _>>()?) })
 }
