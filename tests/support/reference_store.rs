@@ -1,0 +1,288 @@
+//! The reference model of the store for differential tests: every operation written
+//! directly over records in memory (a sorted `Vec` behind a `RefCell`), each transition a
+//! call into `nostr_outbox::core`, with none of the shipped store's keys, rows, commits
+//! or retries. `tests/store_kv.rs` runs random sequences of operations on it and on the
+//! shipped `KvStore` and requires the same answers. (It was the shipped memory store
+//! until the one store replaced it.)
+#![allow(dead_code)]
+
+use std::cell::RefCell;
+
+use nostr_outbox::core::semantics::{self, Lookups};
+use nostr_outbox::core::{
+    self, ClaimRequest, Completion, CoreError, Enqueued, ListQuery, Plan, Record, RetryConfig,
+    StageCounts,
+};
+
+use nostr_outbox::store::{Store, StoreError};
+
+/// Records by id: boxed, in a `Vec` sorted by id (binary search). It behaves as the
+/// `BTreeMap<String, Record>` it replaced (id order) without one more B-tree
+/// instantiation in the .wasm; boxes keep inserts to moving pointers.
+#[derive(Debug, Default)]
+#[allow(clippy::vec_box)] // deliberate: inserts move pointers, not records
+struct Records(Vec<Box<Record>>);
+
+impl Records {
+    fn find(&self, id: &str) -> Result<usize, usize> {
+        self.0.binary_search_by(|r| r.id.as_str().cmp(id))
+    }
+
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    fn get(&self, id: &str) -> Option<&Record> {
+        self.find(id).ok().map(|i| &*self.0[i])
+    }
+
+    /// Inserts `record`, replacing the one with its id.
+    fn insert(&mut self, record: Record) {
+        match self.find(&record.id) {
+            Ok(i) => *self.0[i] = record,
+            Err(i) => self.0.insert(i, Box::new(record)),
+        }
+    }
+
+    /// In id order.
+    fn values(&self) -> impl Iterator<Item = &Record> {
+        self.0.iter().map(|r| &**r)
+    }
+
+    fn retain(&mut self, keep: impl Fn(&Record) -> bool) {
+        self.0.retain(|r| keep(r));
+    }
+
+    /// Every record answering `lookups` (a scan: the rules need it only for
+    /// replaceable, addressable and deletion events).
+    fn related(&self, lookups: &Lookups) -> Vec<Record> {
+        if lookups.is_empty() {
+            return Vec::new();
+        }
+        self.values()
+            .filter(|r| lookups.matches(r))
+            .cloned()
+            .collect()
+    }
+}
+
+/// A non-durable store keeping records in memory, keyed by item id.
+#[derive(Debug, Default)]
+pub struct ReferenceStore {
+    records: RefCell<Records>,
+}
+
+impl ReferenceStore {
+    /// An empty store.
+    pub fn new() -> ReferenceStore {
+        ReferenceStore::default()
+    }
+
+    /// How many records it holds.
+    pub fn len(&self) -> usize {
+        self.records.borrow().len()
+    }
+
+    /// True when it holds no record.
+    pub fn is_empty(&self) -> bool {
+        self.records.borrow().is_empty()
+    }
+
+    /// A copy of every record, in id order.
+    pub fn snapshot(&self) -> Vec<Record> {
+        self.records.borrow().values().cloned().collect()
+    }
+
+    fn update(
+        &self,
+        id: &str,
+        f: impl FnOnce(&Record) -> Result<Record, CoreError>,
+    ) -> Result<Record, StoreError> {
+        let mut map = self.records.borrow_mut();
+        let current = map
+            .get(id)
+            .ok_or_else(|| CoreError::NotFound { id: id.to_string() })?;
+        let next = f(current)?;
+        map.insert(next.clone());
+        Ok(next)
+    }
+}
+
+impl Store for ReferenceStore {
+    async fn enqueue_many(
+        &self,
+        plans: Vec<Plan>,
+        now_ms: u64,
+    ) -> Result<Vec<Enqueued>, StoreError> {
+        let mut map = self.records.borrow_mut();
+        let stored = plans
+            .iter()
+            .map(|p| (map.get(&p.id).cloned(), map.related(&semantics::lookups(p))))
+            .collect();
+        let decided = core::decide_enqueues(plans, stored, now_ms)?;
+        for record in decided.writes {
+            map.insert(record);
+        }
+        Ok(decided.answers)
+    }
+
+    async fn related(&self, lookups: &Lookups) -> Result<Vec<Record>, StoreError> {
+        Ok(self.records.borrow().related(lookups))
+    }
+
+    async fn get(&self, id: &str) -> Result<Option<Record>, StoreError> {
+        Ok(self.records.borrow().get(id).cloned())
+    }
+
+    async fn claim(&self, request: &ClaimRequest, now_ms: u64) -> Result<Vec<Record>, StoreError> {
+        request.validate()?;
+        let mut map = self.records.borrow_mut();
+        let mut due: Vec<&Record> = map
+            .values()
+            .filter(|r| r.due_ms.is_some_and(|d| d <= now_ms))
+            .collect();
+        core::order::sort_records(&mut due, core::claim_order);
+        let mut out = Vec::new();
+        for record in due {
+            if out.len() >= request.limit as usize {
+                break;
+            }
+            if !record.is_ready(now_ms) || !request.admits(record) {
+                continue;
+            }
+            out.push(core::claim(record, request, now_ms)?.into_record());
+        }
+        // Write only once every claim succeeded: all or nothing.
+        for r in &out {
+            map.insert(r.clone());
+        }
+        Ok(out)
+    }
+
+    async fn take_over(
+        &self,
+        request: &ClaimRequest,
+        now_ms: u64,
+    ) -> Result<Vec<Record>, StoreError> {
+        request.validate()?;
+        let mut map = self.records.borrow_mut();
+        let out = core::orphans(map.values(), request, now_ms)
+            .into_iter()
+            .map(|r| core::take_over(r, request, now_ms).map(core::Claimed::into_record))
+            .collect::<Result<Vec<Record>, CoreError>>()?;
+        // Written only once every takeover succeeded: all or nothing.
+        for r in &out {
+            map.insert(r.clone());
+        }
+        Ok(out)
+    }
+
+    async fn complete_attempt(
+        &self,
+        completion: &Completion,
+        retry: &RetryConfig,
+        now_ms: u64,
+    ) -> Result<Record, StoreError> {
+        self.update(&completion.id, |r| {
+            core::complete_attempt(r, completion, now_ms, retry)
+        })
+    }
+
+    async fn release(
+        &self,
+        id: &str,
+        lease_id: &str,
+        revision: u64,
+        now_ms: u64,
+    ) -> Result<Record, StoreError> {
+        self.update(id, |r| core::release(r, lease_id, revision, now_ms))
+    }
+
+    async fn retry(&self, id: &str, now_ms: u64) -> Result<Record, StoreError> {
+        {
+            let map = self.records.borrow();
+            if let Some(record) = map.get(id) {
+                let wanted = Lookups {
+                    slots: semantics::slot_of(record).into_iter().collect(),
+                    event_ids: Vec::new(),
+                };
+                semantics::check_retry(record, &map.related(&wanted))?;
+            }
+        }
+        self.update(id, |r| core::retry(r, now_ms))
+    }
+
+    async fn cancel(&self, id: &str, now_ms: u64) -> Result<Record, StoreError> {
+        self.update(id, |r| core::cancel(r, now_ms))
+    }
+
+    async fn relay_back(&self, relay: &str, now_ms: u64) -> Result<Vec<Record>, StoreError> {
+        let mut map = self.records.borrow_mut();
+        let woken: Vec<Record> = map
+            .values()
+            .filter_map(|r| core::relay_back(r, relay, now_ms))
+            .collect();
+        for record in &woken {
+            map.insert(record.clone());
+        }
+        Ok(woken)
+    }
+
+    async fn purge(&self, before_ms: u64) -> Result<u32, StoreError> {
+        let mut map = self.records.borrow_mut();
+        let before = map.len();
+        map.retain(|r| !core::is_purgeable(r, before_ms));
+        Ok(u32::try_from(before - map.len()).unwrap_or(u32::MAX))
+    }
+
+    async fn list(&self, query: &ListQuery) -> Result<Vec<Record>, StoreError> {
+        query.validate()?;
+        let map = self.records.borrow();
+        let cursor = match &query.after {
+            None => None,
+            Some(id) => {
+                let r = map
+                    .get(id)
+                    .ok_or_else(|| CoreError::NotFound { id: id.clone() })?;
+                Some((r.created_ms, r.id.clone()))
+            }
+        };
+        let mut rows: Vec<&Record> = map
+            .values()
+            .filter(|r| query.stage.is_none_or(|s| r.stage == s))
+            .filter(|r| query.lane.as_ref().is_none_or(|l| r.lane == *l))
+            .filter(|r| {
+                cursor
+                    .as_ref()
+                    .is_none_or(|(c, id)| r.list_key() > (*c, id.as_str()))
+            })
+            .collect();
+        core::order::sort_records(&mut rows, core::list_order);
+        Ok(rows
+            .into_iter()
+            .take(query.limit as usize)
+            .cloned()
+            .collect())
+    }
+
+    async fn status(&self) -> Result<StageCounts, StoreError> {
+        let mut counts = StageCounts::default();
+        for r in self.records.borrow().values() {
+            counts.add(r.stage);
+        }
+        Ok(counts)
+    }
+
+    async fn next_due(&self) -> Result<Option<u64>, StoreError> {
+        Ok(self
+            .records
+            .borrow()
+            .values()
+            .filter_map(|r| r.due_ms)
+            .min())
+    }
+}
