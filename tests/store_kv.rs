@@ -647,11 +647,11 @@ fn memory_kv_keeps_the_contract() {
 /// reference) does, over random sequences of operations, under Deno KV's limits.
 mod same_as_reference {
     use super::*;
+    use crate::reference_store::ReferenceStore;
     use nostr_outbox::core::{
         ClaimRequest, Completion, ListQuery, Outcome, RejectReason, TargetResult,
     };
     use nostr_outbox::store::conformance::{fixture_retry, BOB};
-    use crate::reference_store::ReferenceStore;
     use proptest::prelude::*;
 
     #[derive(Debug, Clone)]

@@ -170,7 +170,7 @@ impl<'a, B: KvBackend> Tx<'a, B> {
         let mut missing: Vec<String> = {
             let seen = self.seen.borrow();
             ids.iter()
-                .filter(|id| !seen.contains_key(*id))
+                .filter(|id| !seen.contains_key(id))
                 .cloned()
                 .collect()
         };
