@@ -184,7 +184,13 @@ impl IdbKv {
 }
 
 /// Writes `mutations` in `tx` as the commit after the one `meta` names (read there),
-/// recording its number. Every check of the caller has been made in `tx`.
+/// recording its number, and waits until every write has answered. Every check of the
+/// caller has been made in `tx`.
+///
+/// A write that fails (Firefox refuses one over quota at the request) aborts `tx` at
+/// once, being unhandled, so waiting for the writes' answers before the caller commits
+/// keeps the commit whole: a transaction asked to commit while a write is pending may
+/// complete without the refused write (Firefox does), which would store part of a commit.
 async fn apply(tx: &Tx<'_>, mutations: &[KvMutation]) -> Result<(), Failure> {
     let meta = tx.store(META)?;
     let kv = tx.store(KV)?;
@@ -199,7 +205,12 @@ async fn apply(tx: &Tx<'_>, mutations: &[KvMutation]) -> Result<(), Failure> {
             KvMutation::Delete { key } => sys::delete(&kv, key)?,
         }
     }
-    sys::put(&meta, COMMIT, &version)
+    sys::put(&meta, COMMIT, &version)?;
+    // Requests are answered in order: this read answers after every write above.
+    match sys::get(&meta, COMMIT)?.await {
+        Ok(_) => Ok(()),
+        Err(e) => Err(tx.failed(e)),
+    }
 }
 
 impl KvBackend for IdbKv {

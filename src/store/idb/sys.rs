@@ -366,6 +366,15 @@ impl<'a> Tx<'a> {
         }
     }
 
+    /// `failure`, or the error this transaction aborted with when it has one (a write
+    /// refused over quota aborts it; a later request then fails with `AbortError`).
+    pub(super) fn failed(&self, failure: Failure) -> Failure {
+        match &self.tx {
+            Some(tx) => abort_failure(tx.as_sys(), || failure),
+            None => failure,
+        }
+    }
+
     /// Rolls back everything this transaction did.
     pub(super) async fn abort(mut self) {
         // The transaction may already have aborted on its own; either way it is over.
