@@ -4,6 +4,8 @@
 
 use thiserror::Error;
 
+use crate::core::ErrorCode;
+
 /// Why an event was refused: its JSON shape, a field's type or format, its id or its
 /// signature. [`EventError::code`] is always `"invalid_event"`; [`EventError::reason`]
 /// gives a finer stable sub-code and [`EventError::field`] the field concerned.
@@ -72,7 +74,7 @@ pub enum EventError {
 impl EventError {
     /// The stable error code for JavaScript: always `"invalid_event"`.
     pub fn code(&self) -> &'static str {
-        "invalid_event"
+        ErrorCode::InvalidEvent.as_str()
     }
 
     /// A finer, stable sub-code: `not_json`, `not_object`, `missing_field`,
@@ -168,7 +170,7 @@ fn describe_scheme(scheme: &str) -> String {
 impl RelayUrlError {
     /// The stable error code for JavaScript: always `"invalid_relay_url"`.
     pub fn code(&self) -> &'static str {
-        "invalid_relay_url"
+        ErrorCode::InvalidRelayUrl.as_str()
     }
 }
 
@@ -214,7 +216,9 @@ pub enum AuthError {
 }
 
 impl AuthError {
-    /// The stable error code for JavaScript: always `"invalid_auth_event"`.
+    /// The stable error code: always `"invalid_auth_event"`. Not an `OutboxError` code
+    /// (not in [`ErrorCode`]): the transport reports a refused AUTH event as a
+    /// publish's message.
     pub fn code(&self) -> &'static str {
         "invalid_auth_event"
     }

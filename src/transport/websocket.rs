@@ -113,7 +113,7 @@ pub struct WsConfigError {
 impl WsConfigError {
     /// The stable error code: `invalid_config`.
     pub fn code(&self) -> &'static str {
-        "invalid_config"
+        crate::core::ErrorCode::InvalidConfig.as_str()
     }
 }
 
