@@ -1,14 +1,16 @@
 //! The lists of the JavaScript API that are written in more than one place stay equal:
 //! the error codes ([`ErrorCode`], the TypeScript union `OutboxErrorCode` and the codes
-//! table of docs/API.md) and the keys of each options object (the shape's keys and the
-//! keys read in `src/js`, the known-keys lists, the TypeScript interface and, for
-//! `Outbox.open`, the options table of docs/API.md). Read from the source text: the
-//! `js` layer is built for wasm32 only, and a table here would grow the .wasm.
+//! table of docs/API.md; the codes the lower layers' errors write are each in it) and the
+//! keys of each options object (the shape's keys and the keys read in `src/js`, the
+//! known-keys lists, the TypeScript interface and, for `Outbox.open`, the options table
+//! of docs/API.md). Read from the source text: the `js` layer is built for wasm32 only,
+//! and one table of keys in the .wasm would grow it.
 #![cfg(not(target_arch = "wasm32"))]
 
 use std::collections::BTreeSet;
 
 use nostr_outbox::core::ErrorCode;
+use nostr_outbox::nostr::{Event, RelayUrl};
 use nostr_outbox::store::StoreError;
 
 fn source(path: &str) -> String {
@@ -183,7 +185,29 @@ fn error_codes_are_one_list() {
             ),
         ],
     );
-    // The store writes its codes itself (src/store/mod.rs): each is one of the list.
+    // The state machine and the WebSocket settings' check (wasm only) write their codes
+    // as strings: each is one of the list.
+    for (path, ty, count) in [
+        ("src/core/error.rs", "CoreError", 14),
+        ("src/transport/websocket.rs", "WsConfigError", 1),
+    ] {
+        let text = source(path);
+        let text = &text[text
+            .find(&format!("impl {ty} {{"))
+            .unwrap_or_else(|| panic!("impl {ty}"))..];
+        let codes = quoted(block(text, "pub fn code(&self)", "}"), '"');
+        assert_eq!(codes.len(), count, "{ty}::code: {codes:?}");
+        for code in &codes {
+            assert!(ours.contains(code), "{ty}::code {code} is not in ErrorCode");
+        }
+    }
+    // So do the nostr layer's errors (src/nostr/error.rs)…
+    let event = Event::parse_json("not json").expect_err("not an event");
+    let url = RelayUrl::parse("https://x").expect_err("not a relay URL");
+    for code in [event.code(), url.code()] {
+        assert!(ours.iter().any(|c| c == code), "nostr error code {code}");
+    }
+    // … and the store (src/store/mod.rs).
     for e in [
         StoreError::QuotaExceeded(String::new()),
         StoreError::Blocked(String::new()),

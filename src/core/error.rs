@@ -10,10 +10,12 @@ use super::record::Stage;
 macro_rules! error_codes {
     ($($(#[$m:meta])* $variant:ident = $code:literal,)*) => {
         /// Every stable code of the JavaScript API (`OutboxError.code`): the one list.
-        /// The errors of every layer take their codes from it (the store's from the same
-        /// strings, `StoreError::code`); the TypeScript union `OutboxErrorCode`
-        /// (`src/js/types.rs`) and the codes table of docs/API.md hold the same codes
-        /// (`tests/api_lists.rs` checks both).
+        /// The JavaScript layer takes its codes from it; the errors of the layers below
+        /// ([`CoreError::code`], `StoreError::code`, the nostr errors' and
+        /// `WsConfigError::code`) write theirs as strings (so the .wasm stays as it was),
+        /// each one of these. The TypeScript union `OutboxErrorCode` (`src/js/types.rs`) and the
+        /// codes table of docs/API.md hold the same codes. `tests/api_lists.rs` checks all
+        /// of it.
         #[derive(Debug, Clone, Copy, PartialEq, Eq)]
         pub enum ErrorCode {
             $($(#[$m])* $variant,)*
@@ -23,7 +25,9 @@ macro_rules! error_codes {
             /// Every code, in declaration order.
             pub const ALL: &'static [ErrorCode] = &[$(ErrorCode::$variant,)*];
 
-            /// The snake_case code as JavaScript sees it.
+            /// The snake_case code as JavaScript sees it. Inlined, so that a code named
+            /// at a call site costs its string, not a lookup in a table of every code.
+            #[inline(always)]
             pub const fn as_str(self) -> &'static str {
                 match self {
                     $(ErrorCode::$variant => $code,)*
@@ -199,28 +203,25 @@ pub enum CoreError {
 }
 
 impl CoreError {
-    /// The stable snake_case code used in JSON and JavaScript.
+    /// The stable snake_case code used in JSON and JavaScript: one of [`ErrorCode`]'s,
+    /// written here as a string (through `ErrorCode::as_str` this match compiled to more
+    /// .wasm); `tests/api_lists.rs` checks that each is in the list.
     pub fn code(&self) -> &'static str {
-        self.error_code().as_str()
-    }
-
-    /// The code, as an [`ErrorCode`].
-    pub fn error_code(&self) -> ErrorCode {
         match self {
-            CoreError::InvalidItemId { .. } => ErrorCode::InvalidItemId,
-            CoreError::InvalidEvent { .. } => ErrorCode::InvalidEvent,
-            CoreError::InvalidTargets { .. } => ErrorCode::InvalidTargets,
-            CoreError::InvalidPolicy { .. } => ErrorCode::InvalidPolicy,
-            CoreError::InvalidArgument { .. } => ErrorCode::InvalidArgument,
-            CoreError::InvalidConfig { .. } => ErrorCode::InvalidConfig,
-            CoreError::PlanConflict { .. } => ErrorCode::PlanConflict,
-            CoreError::NotFound { .. } => ErrorCode::NotFound,
-            CoreError::LeaseExpired { .. } => ErrorCode::LeaseExpired,
-            CoreError::RevisionConflict { .. } => ErrorCode::RevisionConflict,
-            CoreError::NotReady { .. } => ErrorCode::NotReady,
-            CoreError::NotRetryable { .. } => ErrorCode::NotRetryable,
-            CoreError::AlreadyTerminal { .. } => ErrorCode::AlreadyTerminal,
-            CoreError::EventExpired { .. } => ErrorCode::EventExpired,
+            CoreError::InvalidItemId { .. } => "invalid_item_id",
+            CoreError::InvalidEvent { .. } => "invalid_event",
+            CoreError::InvalidTargets { .. } => "invalid_targets",
+            CoreError::InvalidPolicy { .. } => "invalid_policy",
+            CoreError::InvalidArgument { .. } => "invalid_argument",
+            CoreError::InvalidConfig { .. } => "invalid_config",
+            CoreError::PlanConflict { .. } => "plan_conflict",
+            CoreError::NotFound { .. } => "not_found",
+            CoreError::LeaseExpired { .. } => "lease_expired",
+            CoreError::RevisionConflict { .. } => "revision_conflict",
+            CoreError::NotReady { .. } => "not_ready",
+            CoreError::NotRetryable { .. } => "not_retryable",
+            CoreError::AlreadyTerminal { .. } => "already_terminal",
+            CoreError::EventExpired { .. } => "event_expired",
         }
     }
 

@@ -139,7 +139,9 @@ pub struct ApiError {
 }
 
 impl ApiError {
-    /// An error with a code and a message.
+    /// An error with a code and a message. Inlined: the code's string is passed on, as
+    /// a lower layer's is.
+    #[inline(always)]
     pub fn new(code: ErrorCode, message: impl Into<String>) -> ApiError {
         ApiError::coded(code.as_str(), message)
     }

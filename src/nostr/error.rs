@@ -4,8 +4,6 @@
 
 use thiserror::Error;
 
-use crate::core::ErrorCode;
-
 /// Why an event was refused: its JSON shape, a field's type or format, its id or its
 /// signature. [`EventError::code`] is always `"invalid_event"`; [`EventError::reason`]
 /// gives a finer stable sub-code and [`EventError::field`] the field concerned.
@@ -74,7 +72,7 @@ pub enum EventError {
 impl EventError {
     /// The stable error code for JavaScript: always `"invalid_event"`.
     pub fn code(&self) -> &'static str {
-        ErrorCode::InvalidEvent.as_str()
+        "invalid_event"
     }
 
     /// A finer, stable sub-code: `not_json`, `not_object`, `missing_field`,
@@ -170,7 +168,7 @@ fn describe_scheme(scheme: &str) -> String {
 impl RelayUrlError {
     /// The stable error code for JavaScript: always `"invalid_relay_url"`.
     pub fn code(&self) -> &'static str {
-        ErrorCode::InvalidRelayUrl.as_str()
+        "invalid_relay_url"
     }
 }
 
@@ -217,7 +215,7 @@ pub enum AuthError {
 
 impl AuthError {
     /// The stable error code: always `"invalid_auth_event"`. Not an `OutboxError` code
-    /// (not in [`ErrorCode`]): the transport reports a refused AUTH event as a
+    /// (not in `ErrorCode`): the transport reports a refused AUTH event as a
     /// publish's message.
     pub fn code(&self) -> &'static str {
         "invalid_auth_event"

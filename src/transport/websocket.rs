@@ -111,9 +111,10 @@ pub struct WsConfigError {
 }
 
 impl WsConfigError {
-    /// The stable error code: `invalid_config`.
+    /// The stable error code: `invalid_config` (one of `ErrorCode`'s, checked by
+    /// `tests/api_lists.rs`).
     pub fn code(&self) -> &'static str {
-        crate::core::ErrorCode::InvalidConfig.as_str()
+        "invalid_config"
     }
 }
 
