@@ -139,8 +139,8 @@ pub struct ApiError {
 }
 
 impl ApiError {
-    /// An error with a code and a message. Inlined: the code's string is passed on, as
-    /// a lower layer's is.
+    /// An error with a code and a message. Inlined, so that a call site passes its
+    /// code's string (no lookup in a table of every code in the .wasm).
     #[inline(always)]
     pub fn new(code: ErrorCode, message: impl Into<String>) -> ApiError {
         ApiError::coded(code.as_str(), message)
