@@ -6,13 +6,19 @@
 //! evidence of every relay's answer, retries what can succeed later and stops on what
 //! never will.
 //!
-//! Layers (data flows one way, top to bottom):
-//! - [`nostr`]: NIP-01 events, relay URLs and relay messages (pure).
-//! - [`core`]: the outbox state machine (pure: no I/O, no clock, no randomness).
-//! - [`store`]: the [`store::Store`] trait, a memory store and (wasm only) IndexedDB.
-//! - [`transport`]: the [`transport::Transport`] trait and (wasm only) WebSockets.
-//! - [`flush`]: the flusher that drives claim → publish → record → release.
-//! - `js` (wasm only): the wasm-bindgen API, the only layer that knows JavaScript.
+//! Layers, each using only the layers above it (`use crate::…`):
+//! - [`core`]: the outbox state machine and the stable error codes (pure: no I/O, no
+//!   clock, no randomness); it uses no other layer.
+//! - [`nostr`]: NIP-01 events, relay URLs and relay messages (pure); uses `core` (the
+//!   event envelope, outcomes, error codes).
+//! - [`store`]: the [`store::Store`] trait, a memory store and (wasm only) IndexedDB;
+//!   uses `core`, and `nostr` in IndexedDB.
+//! - [`transport`]: the [`transport::Transport`] trait and (wasm only) WebSockets; uses
+//!   `core` and `nostr`.
+//! - [`flush`]: the flusher that drives claim → publish → record → release; uses
+//!   `core`, `store` and `transport`.
+//! - `js` (wasm only): the wasm-bindgen API, the only layer that knows JavaScript; uses
+//!   all of them.
 #![warn(missing_docs)]
 
 pub mod core;

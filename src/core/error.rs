@@ -1,10 +1,99 @@
-//! The typed errors of the state machine. Every variant has a stable snake_case
-//! [`CoreError::code`] that crosses to JavaScript unchanged. This module only names
-//! failures; it decides nothing.
+//! The typed errors of the state machine, and [`ErrorCode`], every stable code of the
+//! JavaScript API. Every variant has a stable snake_case [`CoreError::code`] that crosses
+//! to JavaScript unchanged. This module only names failures; it decides nothing.
 
 use thiserror::Error;
 
 use super::record::Stage;
+
+/// Declares [`ErrorCode`]: each variant once, with its code.
+macro_rules! error_codes {
+    ($($(#[$m:meta])* $variant:ident = $code:literal,)*) => {
+        /// Every stable code of the JavaScript API (`OutboxError.code`): the one list.
+        /// The JavaScript layer takes its codes from it; the errors of the layers below
+        /// ([`CoreError::code`], `StoreError::code`, the nostr errors' and
+        /// `WsConfigError::code`) write theirs as strings (so the .wasm stays as it was),
+        /// each one of these. The TypeScript union `OutboxErrorCode` (`src/js/types.rs`) and the
+        /// codes table of docs/API.md hold the same codes. `tests/api_lists.rs` checks all
+        /// of it.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub enum ErrorCode {
+            $($(#[$m])* $variant,)*
+        }
+
+        impl ErrorCode {
+            /// Every code, in declaration order.
+            pub const ALL: &'static [ErrorCode] = &[$(ErrorCode::$variant,)*];
+
+            /// The snake_case code as JavaScript sees it. Inlined, so that a code named
+            /// at a call site costs its string, not a lookup in a table of every code.
+            #[inline(always)]
+            pub const fn as_str(self) -> &'static str {
+                match self {
+                    $(ErrorCode::$variant => $code,)*
+                }
+            }
+        }
+    };
+}
+
+error_codes! {
+    /// Not a signed NIP-01 event.
+    InvalidEvent = "invalid_event",
+    /// A relay URL the outbox refuses.
+    InvalidRelayUrl = "invalid_relay_url",
+    /// An options object that is not one, has an unknown key or a value of the wrong type.
+    InvalidOptions = "invalid_options",
+    /// An argument of the wrong type or out of range.
+    InvalidArgument = "invalid_argument",
+    /// A malformed item id.
+    InvalidItemId = "invalid_item_id",
+    /// No relays, or too many.
+    InvalidTargets = "invalid_targets",
+    /// A policy that is unknown or does not fit the targets.
+    InvalidPolicy = "invalid_policy",
+    /// A setting out of range.
+    InvalidConfig = "invalid_config",
+    /// The id holds a different plan.
+    PlanConflict = "plan_conflict",
+    /// No record with this id.
+    NotFound = "not_found",
+    /// `retry` of a record that cannot be retried.
+    NotRetryable = "not_retryable",
+    /// `cancel` of a terminal record.
+    AlreadyTerminal = "already_terminal",
+    /// An event whose NIP-40 expiration has passed.
+    EventExpired = "event_expired",
+    /// A lost claim: the lease expired (the flusher's internals).
+    LeaseExpired = "lease_expired",
+    /// A lost claim: the record changed (the flusher's internals).
+    RevisionConflict = "revision_conflict",
+    /// A claim of a record that is not due (the flusher's internals).
+    NotReady = "not_ready",
+    /// The storage quota is full.
+    QuotaExceeded = "quota_exceeded",
+    /// A schema upgrade blocked by another open connection.
+    StorageBlocked = "storage_blocked",
+    /// A database written by a newer version of this library.
+    StorageVersionTooNew = "storage_version_too_new",
+    /// No storage of the kind asked for in this runtime or build.
+    StorageUnavailable = "storage_unavailable",
+    /// A stored record that cannot be read.
+    CorruptRecord = "corrupt_record",
+    /// Any other storage failure.
+    Storage = "storage",
+    /// The outbox was closed.
+    Closed = "closed",
+    /// `handleSync`: records still wait for a retry.
+    SyncIncomplete = "sync_incomplete",
+    /// No cryptographic random source.
+    NoRandomSource = "no_random_source",
+    /// The edge build's `init()` found no module to load (written by the package's
+    /// JavaScript entry, `scripts/package.mjs`).
+    InitFailed = "init_failed",
+    /// The runtime lacks something the outbox needs.
+    Unsupported = "unsupported",
+}
 
 /// Why a state-machine operation refused its input. Nothing is changed when one of
 /// these is returned.
@@ -114,7 +203,9 @@ pub enum CoreError {
 }
 
 impl CoreError {
-    /// The stable snake_case code used in JSON and JavaScript.
+    /// The stable snake_case code used in JSON and JavaScript: one of [`ErrorCode`]'s,
+    /// written here as a string (through `ErrorCode::as_str` this match compiled to more
+    /// .wasm); `tests/api_lists.rs` checks that each is in the list.
     pub fn code(&self) -> &'static str {
         match self {
             CoreError::InvalidItemId { .. } => "invalid_item_id",

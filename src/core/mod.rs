@@ -22,7 +22,7 @@ pub mod semantics;
 pub mod signal;
 
 pub use envelope::{EventEnvelope, EventMeta};
-pub use error::CoreError;
+pub use error::{CoreError, ErrorCode};
 pub use lane::{Priority, DEFAULT_LANE};
 pub use machine::{
     cancel, check_lease, claim, complete_attempt, decide_enqueue, is_purgeable, new_record,

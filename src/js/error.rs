@@ -1,15 +1,16 @@
 //! Errors at the JavaScript boundary: every failure becomes an `OutboxError` (a real
 //! `Error` subclass defined in `error.js`) with a stable string `code`, a human
-//! message and optional structured `details`. Every Rust error's `code()` is passed
-//! through unchanged; this layer only adds `invalid_options` (a malformed options
-//! object), `storage_unavailable`, `no_random_source`, `unsupported` and `closed`. The
+//! message and optional structured `details`. Every code is one of [`ErrorCode`]: every
+//! Rust error's `code()` is passed through unchanged; this layer only adds
+//! `invalid_options` (a malformed options object), `storage_unavailable`,
+//! `no_random_source`, `unsupported`, `closed` and `sync_incomplete`. The
 //! `details` are a typed [`Details`] (the `OutboxErrorDetails` of the TypeScript
 //! declarations), handed to JavaScript as a plain object through serde-wasm-bindgen.
 
 use serde::Serialize;
 use wasm_bindgen::prelude::*;
 
-use crate::core::CoreError;
+use crate::core::{CoreError, ErrorCode};
 use crate::nostr::{EventError, RelayUrlError, TargetsError};
 use crate::store::StoreError;
 use crate::transport::websocket::WsConfigError;
@@ -127,8 +128,8 @@ impl Details {
 /// A failure on its way to JavaScript: code, message, details and an optional cause.
 #[derive(Debug, Clone)]
 pub struct ApiError {
-    /// The stable snake_case code.
-    pub code: &'static str,
+    /// The stable snake_case code: an [`ErrorCode`]'s, or a lower layer's `code()`.
+    code: &'static str,
     /// The human message.
     pub message: String,
     /// Structured details, if any (boxed: an `ApiError` travels in every `Result`).
@@ -138,8 +139,15 @@ pub struct ApiError {
 }
 
 impl ApiError {
-    /// An error with a code and a message.
-    pub fn new(code: &'static str, message: impl Into<String>) -> ApiError {
+    /// An error with a code and a message. Inlined, so that a call site passes its
+    /// code's string (no lookup in a table of every code in the .wasm).
+    #[inline(always)]
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> ApiError {
+        ApiError::coded(code.as_str(), message)
+    }
+
+    /// An error with a lower layer's `code()` (one of [`ErrorCode`]'s) and a message.
+    fn coded(code: &'static str, message: impl Into<String>) -> ApiError {
         ApiError {
             code,
             message: message.into(),
@@ -151,7 +159,7 @@ impl ApiError {
     /// A malformed options object (`invalid_options`), naming the option.
     pub fn options(option: &str, message: impl std::fmt::Display) -> ApiError {
         ApiError::new(
-            "invalid_options",
+            ErrorCode::InvalidOptions,
             format!("invalid options: `{option}` {message}"),
         )
         .with_details(Details::option(option))
@@ -160,7 +168,7 @@ impl ApiError {
     /// A malformed argument (`invalid_argument`), naming it.
     pub fn argument(argument: &str, message: impl std::fmt::Display) -> ApiError {
         ApiError::new(
-            "invalid_argument",
+            ErrorCode::InvalidArgument,
             format!("invalid argument `{argument}`: {message}"),
         )
         .with_details(Details {
@@ -172,7 +180,7 @@ impl ApiError {
     /// This runtime has no cryptographic random source (`crypto.getRandomValues`).
     pub fn no_random_source(cause: impl std::fmt::Display) -> ApiError {
         ApiError::new(
-            "no_random_source",
+            ErrorCode::NoRandomSource,
             format!(
                 "this runtime has no cryptographic random source (crypto.getRandomValues): {cause}"
             ),
@@ -182,19 +190,22 @@ impl ApiError {
     /// This runtime's clock (`Date.now()`) cannot be read (`unsupported`).
     pub(crate) fn no_clock() -> ApiError {
         ApiError::new(
-            "unsupported",
+            ErrorCode::Unsupported,
             "this runtime's clock cannot be read (Date.now() threw or is not a time)",
         )
     }
 
     /// This runtime has no working `setTimeout` (`unsupported`).
     pub(crate) fn no_timer() -> ApiError {
-        ApiError::new("unsupported", "this runtime has no working setTimeout")
+        ApiError::new(
+            ErrorCode::Unsupported,
+            "this runtime has no working setTimeout",
+        )
     }
 
     /// The outbox was closed.
     pub fn closed() -> ApiError {
-        ApiError::new("closed", "the outbox is closed")
+        ApiError::new(ErrorCode::Closed, "the outbox is closed")
     }
 
     /// Adds structured details.
@@ -270,7 +281,7 @@ impl From<StoreError> for ApiError {
         match e {
             StoreError::Core(core) => core.into(),
             StoreError::VersionTooNew { found, supported } => {
-                ApiError::new(e.code(), e.to_string()).with_details(Details {
+                ApiError::coded(e.code(), e.to_string()).with_details(Details {
                     found: Some(found),
                     supported: Some(supported),
                     ..Details::default()
@@ -278,9 +289,9 @@ impl From<StoreError> for ApiError {
             }
             StoreError::Corrupt { ref id, .. } => {
                 let d = Details::id(id.as_str());
-                ApiError::new(e.code(), e.to_string()).with_details(d)
+                ApiError::coded(e.code(), e.to_string()).with_details(d)
             }
-            other => ApiError::new(other.code(), other.to_string()),
+            other => ApiError::coded(other.code(), other.to_string()),
         }
     }
 }
@@ -291,24 +302,24 @@ impl From<EventError> for ApiError {
             field: e.field(),
             ..Details::reason(e.reason())
         };
-        ApiError::new(e.code(), e.to_string()).with_details(details)
+        ApiError::coded(e.code(), e.to_string()).with_details(details)
     }
 }
 
 impl From<RelayUrlError> for ApiError {
     fn from(e: RelayUrlError) -> ApiError {
-        ApiError::new(e.code(), e.to_string())
+        ApiError::coded(e.code(), e.to_string())
     }
 }
 
 impl From<TargetsError> for ApiError {
     fn from(e: TargetsError) -> ApiError {
-        ApiError::new(e.code(), e.to_string()).with_details(Details::index(e.index))
+        ApiError::coded(e.code(), e.to_string()).with_details(Details::index(e.index))
     }
 }
 
 impl From<WsConfigError> for ApiError {
     fn from(e: WsConfigError) -> ApiError {
-        ApiError::new(e.code(), e.to_string()).with_details(Details::field(e.field))
+        ApiError::coded(e.code(), e.to_string()).with_details(Details::field(e.field))
     }
 }

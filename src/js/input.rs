@@ -22,7 +22,7 @@ use wasm_bindgen::JsCast;
 
 use super::error::{ApiError, Details};
 use crate::core::semantics;
-use crate::core::{Lookups, Policy};
+use crate::core::{ErrorCode, Lookups, Policy};
 use crate::nostr::{Event, RelayUrl};
 
 /// The largest integer a JavaScript number holds exactly (2^53 − 1).
@@ -334,7 +334,7 @@ pub(crate) struct Reader {
 /// The error for an unknown key.
 pub(crate) fn unknown_key(key: &str, what: &str, known: &[&str]) -> ApiError {
     ApiError::new(
-        "invalid_options",
+        ErrorCode::InvalidOptions,
         format!(
             "invalid options: unknown option `{key}` in {what} (known: {})",
             known.join(", ")
@@ -373,7 +373,7 @@ fn read_object(
     }
     if !value.is_object() || Array::is_array(value) || value.is_function() {
         return Err(ApiError::new(
-            "invalid_options",
+            ErrorCode::InvalidOptions,
             format!(
                 "invalid options: {what} must be an object, got {}",
                 type_name(value)
@@ -404,14 +404,18 @@ fn read_object(
                 .or_else(|| cause.as_string())
                 .unwrap_or_else(|| type_name(&cause).to_string());
             return Err(ApiError::new(
-                "invalid_options",
+                ErrorCode::InvalidOptions,
                 format!("invalid options: {what} cannot be read: {why}"),
             )
             .with_cause(cause));
         }
     };
-    let given = given
-        .map_err(|e| ApiError::new("invalid_options", format!("invalid options: {what}: {e}")))?;
+    let given = given.map_err(|e| {
+        ApiError::new(
+            ErrorCode::InvalidOptions,
+            format!("invalid options: {what}: {e}"),
+        )
+    })?;
     // A shape shared by methods that take some of its keys each (`known` is fewer than
     // its keys) has every key checked: a key another method takes is unknown here.
     if !plain || known.len() != keys_of_shape || keys.length() as usize != given {
@@ -582,7 +586,7 @@ const REQUIRED_SHAPE: &str = "`required` must be an array of relay URL strings";
 
 fn policy_error(message: impl std::fmt::Display) -> ApiError {
     ApiError::new(
-        "invalid_policy",
+        ErrorCode::InvalidPolicy,
         format!(
             "invalid policy: {message} (expected \"all\", \"any\", {{ atLeast: n }} or {{ required: [urls] }})"
         ),
@@ -634,7 +638,7 @@ pub(crate) fn parse_relays(v: &JsValue) -> Result<Vec<String>, ApiError> {
     for (index, item) in arr.iter().enumerate() {
         let Some(s) = item.as_string() else {
             return Err(ApiError::new(
-                "invalid_relay_url",
+                ErrorCode::InvalidRelayUrl,
                 format!(
                     "target relay #{index}: must be a string, got {}",
                     type_name(&item)
@@ -663,7 +667,7 @@ pub(crate) fn parse_event(v: &JsValue) -> Result<Event, ApiError> {
     } else if v.is_object() && !Array::is_array(v) && !v.is_function() {
         super::sys::event_fields_json(v).map_err(|e| {
             ApiError::new(
-                "invalid_event",
+                ErrorCode::InvalidEvent,
                 "invalid event: its fields cannot be serialized as JSON",
             )
             .with_details(Details::reason("not_json"))
@@ -671,7 +675,7 @@ pub(crate) fn parse_event(v: &JsValue) -> Result<Event, ApiError> {
         })?
     } else {
         return Err(ApiError::new(
-            "invalid_event",
+            ErrorCode::InvalidEvent,
             format!(
                 "invalid event: expected a signed event object or its JSON text, got {}",
                 type_name(v)

@@ -22,7 +22,7 @@ use super::{sys, view};
 use crate::core::plan::MAX_ATTEMPTS_LIMIT;
 use crate::core::semantics;
 use crate::core::{
-    EnqueueOutcome, Enqueued, ListQuery, Plan, Policy, Priority, RetryConfig, Stage,
+    EnqueueOutcome, Enqueued, ErrorCode, ListQuery, Plan, Policy, Priority, RetryConfig, Stage,
 };
 use crate::flush::{FlushConfig, FlushEvent};
 use crate::nostr::SignatureCheck;
@@ -272,7 +272,7 @@ impl OpenConfig {
         let max_attempts = r.uint32("maxAttempts", o.max_attempts)?;
         if max_attempts.is_some_and(|n| n == 0 || n > MAX_ATTEMPTS_LIMIT) {
             return Err(ApiError::new(
-                "invalid_config",
+                ErrorCode::InvalidConfig,
                 format!("invalid configuration `maxAttempts`: must be 1..={MAX_ATTEMPTS_LIMIT}"),
             )
             .with_details(Details::field("maxAttempts")));
@@ -397,7 +397,7 @@ async fn open_store(
     name: &str,
     durability: Durability,
 ) -> Result<AnyStore, ApiError> {
-    let unavailable = |message: &str| Err(ApiError::new("storage_unavailable", message));
+    let unavailable = |message: &str| Err(ApiError::new(ErrorCode::StorageUnavailable, message));
     match storage {
         StorageChoice::Memory => Ok(KvStore::new(AnyKv::Memory(MemoryKv::new()))),
         #[cfg(feature = "adapter")]
@@ -448,7 +448,7 @@ impl Outbox {
         if config.transport.is_none() && !sys::has_web_socket() {
             store.backend().close();
             return Err(ApiError::new(
-                "unsupported",
+                ErrorCode::Unsupported,
                 "this runtime has no global WebSocket (Node before 22): open with a \
                  `transport` ({ publish(relay, eventJson) }, e.g. over the `ws` package)",
             ));
@@ -470,7 +470,8 @@ impl Outbox {
         let channel = format!("nostr-outbox:{}", config.name);
         let events = Rc::new(
             Events::new(&channel, config.broadcast && !local).map_err(|e| {
-                ApiError::new("unsupported", "this runtime has no EventTarget").with_cause(e)
+                ApiError::new(ErrorCode::Unsupported, "this runtime has no EventTarget")
+                    .with_cause(e)
             })?,
         );
         let sink = events.clone();
@@ -640,7 +641,9 @@ impl Inner {
             .enqueue_many_checked(plans, now_ms, &mut check)
             .await?;
         let answers = answers.ok_or_else(|| {
-            failed.unwrap_or_else(|| ApiError::new("invalid_event", "invalid event signature"))
+            failed.unwrap_or_else(|| {
+                ApiError::new(ErrorCode::InvalidEvent, "invalid event signature")
+            })
         })?;
         let mut created = answers
             .iter()
@@ -699,7 +702,7 @@ impl Outbox {
                 .enqueue_verified(now, vec![plan], std::slice::from_ref(&signature), false)
                 .await?
                 .pop()
-                .ok_or_else(|| ApiError::new("storage", "enqueue produced no answer"))?;
+                .ok_or_else(|| ApiError::new(ErrorCode::Storage, "enqueue produced no answer"))?;
             let (result, record) = enqueue_result(&answer);
             inner.created(&answer, &record);
             Ok(result)

@@ -13,6 +13,7 @@ use wasm_bindgen::prelude::*;
 use super::error::{self, ApiError};
 use super::outbox::{promise, OpenConfig, Outbox};
 use super::{sys, view};
+use crate::core::ErrorCode;
 
 /// The default Background Sync tag.
 pub const DEFAULT_SYNC_TAG: &str = "nostr-outbox";
@@ -91,7 +92,7 @@ pub fn handle_sync(event: JsValue, options: JsValue) -> Promise {
         // while records wait for a retry.
         if stats.ran && stats.retrying > 0 && one_off == Some(false) {
             return Err(ApiError::new(
-                "sync_incomplete",
+                ErrorCode::SyncIncomplete,
                 format!(
                     "{} record(s) wait for a retry; rejecting so the browser syncs again",
                     stats.retrying

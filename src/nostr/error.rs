@@ -214,7 +214,9 @@ pub enum AuthError {
 }
 
 impl AuthError {
-    /// The stable error code for JavaScript: always `"invalid_auth_event"`.
+    /// The stable error code: always `"invalid_auth_event"`. Not an `OutboxError` code
+    /// (not in `ErrorCode`): the transport reports a refused AUTH event as a
+    /// publish's message.
     pub fn code(&self) -> &'static str {
         "invalid_auth_event"
     }

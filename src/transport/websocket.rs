@@ -111,7 +111,8 @@ pub struct WsConfigError {
 }
 
 impl WsConfigError {
-    /// The stable error code: `invalid_config`.
+    /// The stable error code: `invalid_config` (one of `ErrorCode`'s, checked by
+    /// `tests/api_lists.rs`).
     pub fn code(&self) -> &'static str {
         "invalid_config"
     }
