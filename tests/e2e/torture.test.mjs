@@ -20,7 +20,32 @@ import { badInputCases, runBadInput } from "./torture/bad-input.mjs";
 import { runTorture, formatTable } from "./torture.mjs";
 
 /** The IndexedDB schema version this build writes (src/store/idb/schema.rs, MAX_VERSION). */
-const SCHEMA = 4;
+const SCHEMA = 5;
+// The IndexedDB layout of schema 5 (docs/STORE.md), evaluated in a page: the `kv` store
+// holds `[value, version]` under ordered keys; a record's row JSON under `r/<hex id>`,
+// its index keys (empty values) under `p/` (claim order), `l/` (list order) and `t/`
+// (per stage).
+const KV_LAYOUT = `(() => {
+  const hex = (text) => Array.from(new TextEncoder().encode(text), (b) => b.toString(16).padStart(2, "0")).join("");
+  const unhex = (h) => new TextDecoder().decode(new Uint8Array(h.match(/../g).map((x) => parseInt(x, 16))));
+  const num = (n) => String(n).padStart(20, "0");
+  // Puts the row as a stored row would be, with the index keys its fields give.
+  const putRow = (store, row) => {
+    const id = hex(row.id);
+    store.put([JSON.stringify(row), 1], "r/" + id);
+    if (Number.isInteger(row.createdMs)) {
+      store.put(["", 1], "l/" + num(row.createdMs) + "/" + id);
+      if (typeof row.stage === "string") store.put(["", 1], "t/" + row.stage + "/" + num(row.createdMs) + "/" + id);
+      if (Number.isInteger(row.dueMs)) store.put(["", 1], "p/1/" + num(row.dueMs) + "/" + num(row.createdMs) + "/" + id);
+    }
+  };
+  // Every row's item id and its JSON, from the keys and values of kv.
+  const rows = (keys, values) => keys
+    .map((k, i) => [k, values[i]])
+    .filter(([k]) => k.startsWith("r/"))
+    .map(([k, v]) => ({ id: unhex(k.slice(2)), row: JSON.parse(v[0]) }));
+  return { putRow, rows };
+})()`;
 
 let web, server, browser, backend, healthy, hostile, fakeOk, slow;
 before(async () => {
@@ -363,13 +388,16 @@ for (const kind of ["aborted", "committed"]) {
       return { status, statusError };
     });
     // Whatever the outbox says, the rows are all still there.
-    const raw = await b.page.evaluate(async (name) => {
+    const raw = await b.page.evaluate(async ([name, KV_LAYOUT]) => {
+      const kv = eval(KV_LAYOUT);
       const req = (r) => new Promise((ok, fail) => { r.onsuccess = () => ok(r.result); r.onerror = () => fail(r.error); });
       const db = await req(indexedDB.open(name));
-      const rows = await req(db.transaction("records").objectStore("records").getAll());
+      const tx = db.transaction("kv");
+      const [keys, values] = await Promise.all([req(tx.objectStore("kv").getAllKeys()), req(tx.objectStore("kv").getAll())]);
       db.close();
-      return { version: db.version, ids: rows.map((r) => r.id), stages: rows.map((r) => r.stage) };
-    }, name);
+      const rows = kv.rows(keys, values);
+      return { version: db.version, ids: rows.map((r) => r.id), stages: rows.map((r) => r.row.stage) };
+    }, [name, KV_LAYOUT]);
     assert.deepEqual(raw.ids.sort(), evs.map((e) => e.id).sort(), "no record lost");
     if (kind === "aborted") {
       assert.equal(upgrade.error, "AbortError", JSON.stringify(upgrade));
@@ -396,12 +424,14 @@ test("storage: undecodable rows are skipped by flush and list, reported by get a
   const { page, errors } = await newPage();
   const name = `corrupt-${Date.now()}`;
   const evs = events(3);
-  const out = await page.evaluate(async ([IMPORT_PACKAGE, name, evs, relays]) => {
+  const out = await page.evaluate(async ([IMPORT_PACKAGE, name, evs, relays, KV_LAYOUT]) => {
     const { Outbox, OutboxError } = await eval(IMPORT_PACKAGE);
+    const kv = eval(KV_LAYOUT);
     const req = (r) => new Promise((ok, fail) => { r.onsuccess = () => ok(r.result); r.onerror = () => fail(r.error); });
     const outbox = await Outbox.open({ name, publishTimeoutMs: 3000 });
     for (const e of evs) await outbox.enqueue(e, relays);
-    // Garbage rows in the records store (docs/STORE.md: { id, v, stage, dueMs?, createdMs, eventId, doc }).
+    // Garbage rows in `kv`, filed in the claim, list and stage orders as a row would be
+    // (docs/STORE.md: { id, v, stage, dueMs?, createdMs, eventId, doc }).
     const db = await req(indexedDB.open(name));
     const garbage = [
       { id: "garbage-doc", v: 1, stage: "pending", dueMs: 0, createdMs: 0, eventId: "x", doc: "{not json" },
@@ -410,8 +440,8 @@ test("storage: undecodable rows are skipped by flush and list, reported by get a
       { id: "garbage-key", v: 1, stage: "pending", dueMs: 3, createdMs: 3, eventId: "z", doc: JSON.stringify({ id: "someone-else" }) },
       { id: "garbage-terminal", v: 1, stage: "satisfied", createdMs: 4, eventId: "w", doc: "[]" },
     ];
-    const tx = db.transaction("records", "readwrite");
-    for (const g of garbage) tx.objectStore("records").put(g);
+    const tx = db.transaction("kv", "readwrite");
+    for (const g of garbage) kv.putRow(tx.objectStore("kv"), g);
     await new Promise((ok, fail) => { tx.oncomplete = ok; tx.onerror = () => fail(tx.error); });
     const describe = (err) => ({ code: err?.code, isOutboxError: err instanceof OutboxError, details: err?.details ?? null });
     const flush = await outbox.flush().catch((err) => ({ error: describe(err) }));
@@ -421,11 +451,13 @@ test("storage: undecodable rows are skipped by flush and list, reported by get a
     for (const g of garbage) gets[g.id] = await outbox.get(g.id).then(() => "decoded", (err) => describe(err));
     const purged = await outbox.purge({ before: Date.now() + 1000 }).catch((err) => ({ error: describe(err) }));
     const flush2 = await outbox.flush().catch((err) => ({ error: describe(err) }));
-    const rows = await req(db.transaction("records").objectStore("records").getAllKeys());
+    const left = db.transaction("kv");
+    const [keys, values] = await Promise.all([req(left.objectStore("kv").getAllKeys()), req(left.objectStore("kv").getAll())]);
+    const rows = kv.rows(keys, values).map((r) => r.id);
     db.close();
     await outbox.close();
     return { flush, listed, status, gets, purged, flush2, rows };
-  }, [IMPORT_PACKAGE, name, evs, [healthy.url]]);
+  }, [IMPORT_PACKAGE, name, evs, [healthy.url], KV_LAYOUT]);
   assert.ok(!out.flush.error, `flush is not stopped by corrupt rows: ${JSON.stringify(out.flush)}`);
   assert.equal(out.flush.delivered, 3, JSON.stringify(out.flush));
   assert.deepEqual(out.listed.sort(), evs.map((e) => e.id).sort(), "list skips the corrupt rows");
@@ -449,14 +481,15 @@ test("storage: status() and list() agree when rows are corrupt, and corruptRecor
   const { page } = await newPage();
   const name = `corrupt-count-${Date.now()}`;
   const evs = events(2);
-  const out = await page.evaluate(async ([IMPORT_PACKAGE, name, evs]) => {
+  const out = await page.evaluate(async ([IMPORT_PACKAGE, name, evs, KV_LAYOUT]) => {
     const { Outbox } = await eval(IMPORT_PACKAGE);
+    const kv = eval(KV_LAYOUT);
     const req = (r) => new Promise((ok, fail) => { r.onsuccess = () => ok(r.result); r.onerror = () => fail(r.error); });
     const outbox = await Outbox.open({ name });
     for (const e of evs) await outbox.enqueue(e, ["ws://127.0.0.1:9"]);
     const db = await req(indexedDB.open(name));
-    const tx = db.transaction("records", "readwrite");
-    tx.objectStore("records").put({ id: "garbage", v: 1, stage: "pending", dueMs: 0, createdMs: 0, eventId: "x", doc: "{not json" });
+    const tx = db.transaction("kv", "readwrite");
+    kv.putRow(tx.objectStore("kv"), { id: "garbage", v: 1, stage: "pending", dueMs: 0, createdMs: 0, eventId: "x", doc: "{not json" });
     await new Promise((ok) => { tx.oncomplete = ok; });
     db.close();
     const status = await outbox.status();
@@ -464,7 +497,7 @@ test("storage: status() and list() agree when rows are corrupt, and corruptRecor
     const corrupt = await outbox.corruptRecords();
     await outbox.close();
     return { status, listed: listed.length, corrupt };
-  }, [IMPORT_PACKAGE, name, evs]);
+  }, [IMPORT_PACKAGE, name, evs, KV_LAYOUT]);
   await page.close();
   assert.equal(out.status.corrupt, 1, JSON.stringify(out));
   assert.equal(out.status.pending, 2, `the corrupt row is not counted as pending: ${JSON.stringify(out)}`);
