@@ -29,7 +29,7 @@ pub mod pipeline;
 
 pub use pipeline::hold_bound;
 use pipeline::{
-    Action, ClaimKind, ClaimTicket, ClaimedBatch, Pipeline, PublishTicket, Recording, Turn,
+    Action, ClaimKind, ClaimTicket, ClaimedBatch, Driver, Pipeline, PublishTicket, Recording,
     Unattempted,
 };
 
@@ -79,7 +79,7 @@ pub struct FlushConfig {
     pub lanes: Vec<String>,
     /// Only records that still wait for one of these relays (normalized URLs, at most
     /// 64), published to those relays only; the records' other targets are left as
-    /// they are ([`ClaimRequest::relays`]). Empty: every record, to all its targets.
+    /// they are ([`crate::core::ClaimRequest::relays`]). Empty: every record, to all its targets.
     #[serde(default)]
     pub relays: Vec<String>,
 }
@@ -591,37 +591,35 @@ pub async fn run<S: Store, T: Transport>(
     bounds: &RunBounds<'_>,
 ) -> Result<FlushSummary, StoreError> {
     config.validate()?;
-    let has_timer = bounds.sleep.is_some();
+    let take_over = bounds.take_over;
     let mut pipeline = Pipeline::new(
         config,
         clock(),
         bounds.max_ticks,
-        bounds.take_over,
-        has_timer,
+        take_over,
+        bounds.sleep.is_some(),
     );
-    let mut stats = TickStats::default();
-    let mut failure: Option<StoreError> = None;
+    let mut report = Report {
+        stats: TickStats::default(),
+        failure: None,
+        observer,
+    };
     let mut running: FuturesUnordered<LocalBoxFuture<'_, Done>> = FuturesUnordered::new();
     let mut timer: Option<LocalBoxFuture<'static, ()>> = None;
-    let mut actions = Vec::new();
     loop {
         if !pipeline.stopped() {
             let now = clock();
             let writing = bounds.hold.is_some_and(|h| h());
-            let next = pipeline.turn(
+            let mut starter = Starter {
+                store,
+                transport,
+                config,
+                bounds,
+                random: &mut *random,
+                running: &mut running,
                 now,
-                &mut Turn {
-                    lease_id: &mut || (bounds.keep_going)().then(|| lease_id(random)),
-                    writing,
-                    recovered: &mut || transport.take_recovered(),
-                },
-                &mut actions,
-            );
-            for action in actions.drain(..) {
-                running.push(perform(
-                    store, transport, config, bounds, random, action, now,
-                ));
-            }
+            };
+            let next = pipeline.turn(now, writing, &mut starter);
             if let Some(ms) = next.timer_ms {
                 timer = bounds.sleep.map(|sleep| sleep(ms));
             }
@@ -639,6 +637,7 @@ pub async fn run<S: Store, T: Transport>(
                 .as_mut()
                 .is_some_and(|t| t.as_mut().poll(cx).is_ready())
             {
+                timer = None;
                 return Poll::Ready(Some(Done::TimerFired));
             }
             if let Some(nudge) = bounds.nudge.filter(|n| n.poll_fired(cx)) {
@@ -656,88 +655,12 @@ pub async fn run<S: Store, T: Transport>(
         if let Some(n) = bounds.hurry.map(|h| h()).filter(|n| *n > 0) {
             pipeline.hurried(n, clock());
         }
-        match done {
-            Done::Claimed(ticket, _, Err(e)) => {
-                pipeline.claimed(ticket, None, 0);
-                failure.get_or_insert(e);
-            }
-            Done::Claimed(ticket, lease_id, Ok((records, more))) => {
-                if let ClaimKind::TakeOver { .. } = ticket.kind {
-                    // Orphans past their deadline come back exhausted: taken, but not
-                    // over (counted as `exhausted` only).
-                    let leased = records.iter().filter(|r| r.stage == Stage::Leased);
-                    let n = u32::try_from(leased.count()).unwrap_or(u32::MAX);
-                    stats.taken_over = stats.taken_over.saturating_add(n);
-                }
-                let taken = records.len();
-                let last = records.last().map(|r| r.priority);
-                let attempts = begin_attempts(records, &mut stats, observer);
-                let claimed = ClaimedBatch {
-                    lease_id,
-                    taken,
-                    last,
-                    more,
-                    attempts,
-                };
-                pipeline.claimed(ticket, Some(claimed), clock());
-            }
-            Done::Published(ticket, relay, report) => {
-                pipeline.published(ticket, relay, report, clock());
-            }
-            Done::Recorded(recording, recorded) => {
-                let now = clock();
-                let result =
-                    finish_attempts(&recording.completions, recorded, &mut stats, observer);
-                pipeline.recorded(recording, now, result.is_ok());
-                if let Err(e) = result {
-                    failure.get_or_insert(e);
-                }
-            }
-            Done::HandedBack(records, released) => {
-                let mut stored = true;
-                for (unattempted, result) in records.iter().zip(released) {
-                    match result {
-                        Ok(next) => {
-                            stats.released += 1;
-                            stats.attempts = stats.attempts.saturating_sub(1);
-                            observer(FlushEvent::Released { record: &next });
-                        }
-                        Err(e) if e.is_item_error() => {
-                            stats.lost_claims += 1;
-                            let id = &unattempted.record.id;
-                            observer(FlushEvent::LostClaim { id });
-                        }
-                        Err(e) => {
-                            stored = false;
-                            failure.get_or_insert(e);
-                        }
-                    }
-                }
-                pipeline.handed_back(stored);
-            }
-            Done::Woken(at, relays, Err(e)) => {
-                pipeline.woken(at, relays, None);
-                failure.get_or_insert(e);
-            }
-            Done::Woken(at, relays, Ok(woken)) => {
-                let n = u32::try_from(woken.len()).unwrap_or(u32::MAX);
-                stats.woken = stats.woken.saturating_add(n);
-                for record in &woken {
-                    observer(FlushEvent::Woken { record });
-                }
-                pipeline.woken(at, relays, Some(woken.len()));
-            }
-            Done::TimerFired => {
-                timer = None;
-                pipeline.timer_fired();
-            }
-            Done::LookedAgain => pipeline.looked_again(),
-            Done::Nudged => {}
-        }
+        report.done(done, &mut pipeline, clock);
     }
-    if let Some(e) = failure {
+    if let Some(e) = report.failure {
         return Err(e);
     }
+    let mut stats = report.stats;
     stats.publishes = stats.publishes.saturating_sub(pipeline.skipped());
     Ok(FlushSummary {
         stats,
@@ -768,87 +691,192 @@ enum Done {
     Nudged,
 }
 
-/// The future that performs `action` at `now` (a recording draws its completions'
-/// retry jitter from `random` first).
-fn perform<'a, S: Store, T: Transport>(
+/// A [`run`]'s turn: answers the pipeline's questions and starts its actions at `now`.
+struct Starter<'r, 'a, S, T> {
     store: &'a S,
     transport: &'a T,
     config: &'a FlushConfig,
-    bounds: &RunBounds<'a>,
-    random: &mut dyn FnMut() -> u32,
-    action: Action,
+    bounds: &'r RunBounds<'r>,
+    random: &'r mut dyn FnMut() -> u32,
+    running: &'r mut FuturesUnordered<LocalBoxFuture<'a, Done>>,
     now: u64,
-) -> LocalBoxFuture<'a, Done> {
-    match action {
-        Action::Claim {
-            request,
-            ticket,
-            due_cutoff,
-        } => Box::pin(async move {
-            let claimed = async {
+}
+
+impl<S: Store, T: Transport> Driver for Starter<'_, '_, S, T> {
+    fn lease_id(&mut self) -> Option<String> {
+        (self.bounds.keep_going)().then(|| lease_id(self.random))
+    }
+
+    fn recovered(&mut self) -> Vec<String> {
+        self.transport.take_recovered()
+    }
+
+    fn start(&mut self, action: Action) {
+        let (store, now) = (self.store, self.now);
+        self.running.push(match action {
+            Action::Claim {
+                request,
+                ticket,
+                due_cutoff,
+            } => Box::pin(async move {
+                let claimed = async {
+                    if let ClaimKind::TakeOver { .. } = ticket.kind {
+                        return Ok((store.take_over(&request, now).await?, true));
+                    }
+                    let records = store.claim(&request, now).await?;
+                    let more = matches!(ticket.kind, ClaimKind::Bulk)
+                        && !records.is_empty()
+                        && due_since(store, due_cutoff).await?;
+                    Ok((records, more))
+                }
+                .await;
+                Done::Claimed(ticket, request.lease_id, claimed)
+            }),
+            Action::Publish {
+                ticket,
+                relay,
+                record,
+            } => {
+                let transport = self.transport;
+                Box::pin(async move {
+                    let report = transport.publish(&relay, &record.event).await;
+                    Done::Published(ticket, relay, report)
+                })
+            }
+            Action::Record(mut recording) => {
+                for completion in &mut recording.completions {
+                    completion.jitter = (self.random)();
+                }
+                let retry = &self.config.retry;
+                Box::pin(async move {
+                    let recorded = store
+                        .complete_attempts(&recording.completions, retry, now)
+                        .await;
+                    Done::Recorded(recording, recorded)
+                })
+            }
+            Action::HandBack(records) => Box::pin(async move {
+                let mut released = Vec::with_capacity(records.len());
+                for unattempted in &records {
+                    let r = &unattempted.record;
+                    let lease_id = &unattempted.lease_id;
+                    let result = store.release(&r.id, lease_id, r.revision, now).await;
+                    let stop = matches!(&result, Err(e) if !e.is_item_error());
+                    released.push(result);
+                    if stop {
+                        break;
+                    }
+                }
+                Done::HandedBack(records, released)
+            }),
+            Action::Wake(relays) => Box::pin(async move {
+                let mut woken = Vec::new();
+                for relay in &relays {
+                    match store.relay_back(relay, now).await {
+                        Ok(records) => woken.extend(records),
+                        Err(e) => return Done::Woken(now, relays, Err(e)),
+                    }
+                }
+                Done::Woken(now, relays, Ok(woken))
+            }),
+            Action::LookAgain => {
+                let sleep = self.bounds.sleep.map(|sleep| sleep(1));
+                Box::pin(async move {
+                    if let Some(sleep) = sleep {
+                        sleep.await;
+                    }
+                    Done::LookedAgain
+                })
+            }
+        });
+    }
+}
+
+/// What a [`run`] tells its caller: the counts, the observer's events and the first
+/// storage failure.
+struct Report<'o> {
+    stats: TickStats,
+    failure: Option<StoreError>,
+    observer: &'o mut dyn FnMut(FlushEvent<'_>),
+}
+
+impl Report<'_> {
+    /// Counts and reports what finished, and tells `pipeline` (at `clock`'s time).
+    fn done(&mut self, done: Done, pipeline: &mut Pipeline<'_>, clock: &dyn Fn() -> u64) {
+        let (stats, observer) = (&mut self.stats, &mut *self.observer);
+        match done {
+            Done::Claimed(ticket, _, Err(e)) => {
+                pipeline.claimed(ticket, None, 0);
+                self.failure.get_or_insert(e);
+            }
+            Done::Claimed(ticket, lease_id, Ok((records, more))) => {
                 if let ClaimKind::TakeOver { .. } = ticket.kind {
-                    return Ok((store.take_over(&request, now).await?, true));
+                    // Orphans past their deadline come back exhausted: taken, but not
+                    // over (counted as `exhausted` only).
+                    let leased = records.iter().filter(|r| r.stage == Stage::Leased);
+                    let n = u32::try_from(leased.count()).unwrap_or(u32::MAX);
+                    stats.taken_over = stats.taken_over.saturating_add(n);
                 }
-                let records = store.claim(&request, now).await?;
-                let more = ticket.kind == ClaimKind::Bulk
-                    && !records.is_empty()
-                    && due_since(store, due_cutoff).await?;
-                Ok((records, more))
+                let taken = records.len();
+                let last = records.last().map(|r| r.priority);
+                let attempts = begin_attempts(records, stats, observer);
+                let claimed = ClaimedBatch {
+                    lease_id,
+                    taken,
+                    last,
+                    more,
+                    attempts,
+                };
+                pipeline.claimed(ticket, Some(claimed), clock());
             }
-            .await;
-            Done::Claimed(ticket, request.lease_id, claimed)
-        }),
-        Action::Publish {
-            ticket,
-            relay,
-            record,
-        } => Box::pin(async move {
-            let report = transport.publish(&relay, &record.event).await;
-            Done::Published(ticket, relay, report)
-        }),
-        Action::HandBack(records) => Box::pin(async move {
-            let mut released = Vec::with_capacity(records.len());
-            for unattempted in &records {
-                let r = &unattempted.record;
-                let lease_id = &unattempted.lease_id;
-                let result = store.release(&r.id, lease_id, r.revision, now).await;
-                let stop = matches!(&result, Err(e) if !e.is_item_error());
-                released.push(result);
-                if stop {
-                    break;
+            Done::Published(ticket, relay, report) => {
+                pipeline.published(ticket, relay, report, clock());
+            }
+            Done::Recorded(recording, recorded) => {
+                let now = clock();
+                let result = finish_attempts(&recording.completions, recorded, stats, observer);
+                pipeline.recorded(recording, now, result.is_ok());
+                if let Err(e) = result {
+                    self.failure.get_or_insert(e);
                 }
             }
-            Done::HandedBack(records, released)
-        }),
-        Action::Wake(relays) => Box::pin(async move {
-            let mut woken = Vec::new();
-            for relay in &relays {
-                match store.relay_back(relay, now).await {
-                    Ok(records) => woken.extend(records),
-                    Err(e) => return Done::Woken(now, relays, Err(e)),
+            Done::HandedBack(records, released) => {
+                let mut stored = true;
+                for (unattempted, result) in records.iter().zip(released) {
+                    match result {
+                        Ok(next) => {
+                            stats.released += 1;
+                            stats.attempts = stats.attempts.saturating_sub(1);
+                            observer(FlushEvent::Released { record: &next });
+                        }
+                        Err(e) if e.is_item_error() => {
+                            stats.lost_claims += 1;
+                            let id = &unattempted.record.id;
+                            observer(FlushEvent::LostClaim { id });
+                        }
+                        Err(e) => {
+                            stored = false;
+                            self.failure.get_or_insert(e);
+                        }
+                    }
                 }
+                pipeline.handed_back(stored);
             }
-            Done::Woken(now, relays, Ok(woken))
-        }),
-        Action::LookAgain => {
-            let sleep = bounds.sleep.map(|sleep| sleep(1));
-            Box::pin(async move {
-                if let Some(sleep) = sleep {
-                    sleep.await;
+            Done::Woken(at, relays, Err(e)) => {
+                pipeline.woken(at, relays, None);
+                self.failure.get_or_insert(e);
+            }
+            Done::Woken(at, relays, Ok(woken)) => {
+                let n = u32::try_from(woken.len()).unwrap_or(u32::MAX);
+                stats.woken = stats.woken.saturating_add(n);
+                for record in &woken {
+                    observer(FlushEvent::Woken { record });
                 }
-                Done::LookedAgain
-            })
-        }
-        Action::Record(mut recording) => {
-            for completion in &mut recording.completions {
-                completion.jitter = random();
+                pipeline.woken(at, relays, Some(woken.len()));
             }
-            Box::pin(async move {
-                let recorded = store
-                    .complete_attempts(&recording.completions, &config.retry, now)
-                    .await;
-                Done::Recorded(recording, recorded)
-            })
+            Done::TimerFired => pipeline.timer_fired(),
+            Done::LookedAgain => pipeline.looked_again(),
+            Done::Nudged => {}
         }
     }
 }

@@ -1,25 +1,29 @@
 //! The flusher's decisions, without I/O: a [`Pipeline`] owns the attempts in flight, the
 //! per-relay publish queues, the groups of completions gathering to be recorded and the
-//! holds, and answers two questions: what to start next at a given time
-//! ([`Pipeline::turn`], a list of [`Action`]s) and what a finished action changes (its
-//! method: [`Pipeline::claimed`], [`Pipeline::published`], …). It reads no clock, draws no
-//! randomness and calls no store or transport: [`super::run`] is the driver that performs
-//! the actions and reports their results, so each rule here is tested without a store.
+//! holds, and answers two questions: what starts at a given time ([`Pipeline::turn`],
+//! which hands its [`Action`]s to a [`Driver`]) and what a finished action changes (one
+//! method each: [`Pipeline::claimed`], [`Pipeline::published`], [`Pipeline::recorded`],
+//! …). It reads no clock, draws no randomness and calls no store or transport:
+//! [`super::run`] is the driver that performs the actions and reports their results, so
+//! each rule here is tested without a store or a transport (`pipeline/tests.rs`).
 //!
-//! The rules, each in one function:
+//! Where each rule lives:
 //! - the hold ([`Pipeline::hold`], bounded by [`hold_bound`]): while a hurried `high`
-//!   record is claimed, published or recorded, or one is being written, no bulk
-//!   transaction starts, and until it is claimed no `low` publish starts;
-//! - the hurry ([`Pipeline::hurried`], [`Pipeline::claim_hurried`]): records enqueued
+//!   record is claimed, published or waits to be recorded, or one is being written, no
+//!   bulk transaction starts, and until it is claimed no `low` publish starts;
+//! - the hurry ([`Pipeline::hurried`], `Pipeline::claim_hurried`): records enqueued
 //!   during the run that must not wait are claimed at once in a claim of their own;
-//! - the low window ([`Pipeline::claim_bulk`], [`Pipeline::start_publishes`]): at most
+//! - the low window (`Pipeline::start_publishes`, `Pipeline::claim_bulk`): at most
 //!   `low_concurrency` publishes of `low` records in flight per relay, and smaller claims
 //!   once the claims have reached `low` records;
-//! - the publish queues ([`RelayQueue`], [`Pipeline::queue`]): per relay, in priority
-//!   order, at most `concurrency` in flight; nothing starts past half a lease;
-//! - group commit ([`Pipeline::record_bulk`]): one bulk recording at a time, written at
-//!   `batch_size` completions, when nothing publishes, at the tail, or by its
-//!   [`Gathering::record_by`]; `high` records are recorded apart at once.
+//! - the publish queues ([`RelayQueue`]; `Pipeline::queue`, `Pipeline::start_publishes`):
+//!   per relay, in priority order, at most `concurrency` in flight; no publish starts
+//!   past half a lease, and a record none of whose publishes started is handed back
+//!   (`Pipeline::close`);
+//! - group commit (`Pipeline::record_bulk`): one bulk recording at a time, written at
+//!   `batch_size` completions, when nothing publishes, at the tail, or by its group's
+//!   bound; `high` records are recorded apart, at once (`Pipeline::close`,
+//!   [`Pipeline::turn`]).
 
 use std::collections::VecDeque;
 use std::rc::Rc;
@@ -161,16 +165,16 @@ pub struct Next {
     pub timer_ms: Option<u64>,
 }
 
-/// What a turn may ask its caller.
-pub struct Turn<'a> {
+/// What a turn asks its driver, and where it sends the actions that start.
+pub trait Driver {
     /// Asked before each claim: the new claim's lease id, or `None` when claims stop
     /// ([`super::RunBounds::keep_going`]).
-    pub lease_id: &'a mut dyn FnMut() -> Option<String>,
-    /// Whether a `high` record is being written ([`super::RunBounds::hold`]).
-    pub writing: bool,
+    fn lease_id(&mut self) -> Option<String>;
     /// Asked when a wake-up may start: the relays that answered again since the last
     /// ask ([`crate::transport::Transport::take_recovered`]).
-    pub recovered: &'a mut dyn FnMut() -> Vec<String>,
+    fn recovered(&mut self) -> Vec<String>;
+    /// Starts `action` (actions come in the order to start them).
+    fn start(&mut self, action: Action);
 }
 
 /// What the hold keeps back during one turn ([`Pipeline::hold`]).
@@ -208,6 +212,7 @@ struct Attempt {
     started: usize,
     /// Publishes not answered (or skipped) yet.
     unanswered: usize,
+    /// The answers so far, in target order.
     results: Vec<TargetResult>,
     /// When each answer arrived.
     answered: Vec<u64>,
@@ -250,21 +255,9 @@ impl Gathering {
     }
 }
 
-/// The completion of one attempt: its results in target order, `jitter` 0 (the driver
-/// draws it).
+/// The completion of one attempt with its results (in target order), `jitter` 0 (the
+/// driver draws it).
 fn completion(record: &Record, lease_id: &str, results: Vec<TargetResult>) -> Completion {
-    // Through the crate's one index sort (a closure here would be a copy of std's sort).
-    let order = crate::core::semantics::sorted_positions(
-        &results
-            .iter()
-            .map(|r| r.target.as_str())
-            .collect::<Vec<_>>(),
-    );
-    let mut results: Vec<Option<TargetResult>> = results.into_iter().map(Some).collect();
-    let results: Vec<TargetResult> = order
-        .into_iter()
-        .filter_map(|i| results[i].take())
-        .collect();
     Completion {
         id: record.id.clone(),
         lease_id: lease_id.to_string(),
@@ -412,8 +405,9 @@ impl<'a> Pipeline<'a> {
         self.waits.latency()
     }
 
-    /// What starts now, appended to `out` in the order to start it, and what then.
-    pub fn turn(&mut self, now: u64, ask: &mut Turn<'_>, out: &mut Vec<Action>) -> Next {
+    /// What starts now (sent to `out` in the order to start it), while a `high` record
+    /// is being `writing` ([`super::RunBounds::hold`]) or not, and what then.
+    pub fn turn(&mut self, now: u64, writing: bool, out: &mut dyn Driver) -> Next {
         if self.stopped {
             return Next::default();
         }
@@ -422,14 +416,14 @@ impl<'a> Pipeline<'a> {
         if !self.recording_high && !self.high.completions.is_empty() {
             self.start_recording(true, out);
         }
-        self.claim_hurried(now, ask, out);
-        let hold = self.hold(now, ask.writing);
-        self.claim_bulk(hold, ask, out);
+        self.claim_hurried(now, out);
+        let hold = self.hold(now, writing);
+        self.claim_bulk(hold, out);
         let closed = self.start_publishes(now, hold, out);
         // A relay that could not be reached answered again: what waits for it comes
         // due now, and this run claims it.
         if !self.waking && !hold.bulk {
-            let relays = (ask.recovered)();
+            let relays = out.recovered();
             if !relays.is_empty() {
                 self.waking = true;
                 self.start(out, Action::Wake(relays));
@@ -453,9 +447,9 @@ impl<'a> Pipeline<'a> {
         Next { again, timer_ms }
     }
 
-    fn start(&mut self, out: &mut Vec<Action>, action: Action) {
+    fn start(&mut self, out: &mut dyn Driver, action: Action) {
         self.in_flight += 1;
-        out.push(action);
+        out.start(action);
     }
 
     fn claim_request(&self, lease_id: String) -> ClaimRequest {
@@ -469,7 +463,7 @@ impl<'a> Pipeline<'a> {
         }
     }
 
-    fn start_claim(&mut self, request: ClaimRequest, kind: ClaimKind, out: &mut Vec<Action>) {
+    fn start_claim(&mut self, request: ClaimRequest, kind: ClaimKind, out: &mut dyn Driver) {
         self.ticks += 1;
         let ticket = ClaimTicket {
             kind,
@@ -490,11 +484,11 @@ impl<'a> Pipeline<'a> {
     /// once, beside a bulk claim in flight, in a claim of their own for at most that
     /// many records (claims come in priority order, so it takes them or anything of
     /// higher priority); the hold starts with it.
-    fn claim_hurried(&mut self, now: u64, ask: &mut Turn<'_>, out: &mut Vec<Action>) {
+    fn claim_hurried(&mut self, now: u64, out: &mut dyn Driver) {
         if self.hurried == 0 || self.hurried_claim_in_flight || self.ticks >= self.max_ticks {
             return;
         }
-        let Some(lease_id) = (ask.lease_id)() else {
+        let Some(lease_id) = out.lease_id() else {
             return;
         };
         let mut request = self.claim_request(lease_id);
@@ -529,7 +523,7 @@ impl<'a> Pipeline<'a> {
     /// publishes per relay wait to start; the low window's once the claims reached
     /// `low` records, which then take at most `low_batch`. After a wake-up it is
     /// filtered by the relays that answered again.
-    fn claim_bulk(&mut self, hold: Hold, ask: &mut Turn<'_>, out: &mut Vec<Action>) {
+    fn claim_bulk(&mut self, hold: Hold, out: &mut dyn Driver) {
         let window = if self.low_claims {
             self.low_window
         } else {
@@ -543,7 +537,7 @@ impl<'a> Pipeline<'a> {
         {
             return;
         }
-        let Some(lease_id) = (ask.lease_id)() else {
+        let Some(lease_id) = out.lease_id() else {
             return;
         };
         let mut request = self.claim_request(lease_id);
@@ -569,7 +563,7 @@ impl<'a> Pipeline<'a> {
     /// fewer than the low window of theirs are in flight and the hold lets them (the
     /// queue is in priority order: once its front is `low`, so is the rest). The
     /// attempts that had nothing left to wait for are returned.
-    fn start_publishes(&mut self, now: u64, hold: Hold, out: &mut Vec<Action>) -> Vec<Attempt> {
+    fn start_publishes(&mut self, now: u64, hold: Hold, out: &mut dyn Driver) -> Vec<Attempt> {
         let mut closed = Vec::new();
         for (q, queue) in self.queues.iter_mut().enumerate() {
             while queue.in_flight < self.window {
@@ -601,7 +595,7 @@ impl<'a> Pipeline<'a> {
                 queue.low_in_flight += usize::from(low);
                 self.publishes_in_flight += 1;
                 self.in_flight += 1;
-                out.push(Action::Publish {
+                out.start(Action::Publish {
                     ticket: PublishTicket {
                         attempt: index,
                         queue: q,
@@ -623,7 +617,7 @@ impl<'a> Pipeline<'a> {
     /// nothing is publishing or nothing is left to claim: no answer waits longer than
     /// that bound or one commit before its transaction starts. Returns the timer to
     /// start, if any.
-    fn record_bulk(&mut self, now: u64, hold: Hold, out: &mut Vec<Action>) -> Option<u64> {
+    fn record_bulk(&mut self, now: u64, hold: Hold, out: &mut dyn Driver) -> Option<u64> {
         if self.recording_bulk || self.bulk.completions.is_empty() {
             return None;
         }
@@ -645,7 +639,7 @@ impl<'a> Pipeline<'a> {
         None
     }
 
-    fn start_recording(&mut self, high: bool, out: &mut Vec<Action>) {
+    fn start_recording(&mut self, high: bool, out: &mut dyn Driver) {
         let gathering = if high { &mut self.high } else { &mut self.bulk };
         let completions = std::mem::take(&mut gathering.completions);
         let answered = std::mem::take(&mut gathering.answered);
@@ -702,7 +696,7 @@ impl<'a> Pipeline<'a> {
         }
         // A hurried record may be in any claim that ran after it was signalled.
         let hurried_in =
-            ticket.kind == ClaimKind::Hurried || ticket.hurries_seen != self.hurries_seen;
+            matches!(ticket.kind, ClaimKind::Hurried) || ticket.hurries_seen != self.hurries_seen;
         let lease_id: Rc<str> = Rc::from(claimed.lease_id);
         for (record, targets) in claimed.attempts {
             let half_lease_ms = record
@@ -787,11 +781,14 @@ impl<'a> Pipeline<'a> {
         let Some(attempt) = self.attempts[ticket.attempt].as_mut() else {
             return;
         };
-        attempt.results.push(TargetResult {
+        // In target order (a completion's order), whatever the order of the answers.
+        let at = attempt.results.partition_point(|r| r.target < relay);
+        let result = TargetResult {
             target: relay,
             outcome: report.outcome,
             message: report.message,
-        });
+        };
+        attempt.results.insert(at, result);
         attempt.answered.push(now);
         attempt.unanswered -= 1;
         if attempt.unanswered == 0 {
@@ -865,10 +862,9 @@ impl<'a> Pipeline<'a> {
             return;
         };
         let filter = &self.config.relays;
-        self.wake_filter = relays
-            .into_iter()
-            .filter(|r| filter.is_empty() || filter.contains(r))
-            .collect();
+        let mut relays = relays;
+        relays.retain(|r| filter.is_empty() || filter.contains(r));
+        self.wake_filter = relays;
         if n > 0 {
             self.more = true;
             self.due_cutoff = self.due_cutoff.max(at);

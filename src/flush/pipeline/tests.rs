@@ -42,6 +42,28 @@ fn batch(from: u32, n: u32, priority: Priority) -> Vec<(Record, Vec<String>)> {
         .collect()
 }
 
+/// A driver by hand: lease ids while `keep_going`, the relays in `recovered`, and
+/// the actions started, listed.
+struct ByHand<'a> {
+    keep_going: bool,
+    recovered: &'a mut Vec<String>,
+    started: Vec<Action>,
+}
+
+impl Driver for ByHand<'_> {
+    fn lease_id(&mut self) -> Option<String> {
+        self.keep_going.then(|| "lease".to_string())
+    }
+
+    fn recovered(&mut self) -> Vec<String> {
+        std::mem::take(self.recovered)
+    }
+
+    fn start(&mut self, action: Action) {
+        self.started.push(action);
+    }
+}
+
 /// A driver's view of a pipeline: what each turn started, answered by hand.
 struct Harness<'a> {
     p: Pipeline<'a>,
@@ -62,20 +84,13 @@ impl<'a> Harness<'a> {
     }
 
     fn turn(&mut self, now: u64) -> (Vec<Action>, Next) {
-        let mut out = Vec::new();
-        let keep_going = self.keep_going;
-        let mut recovered = std::mem::take(&mut self.recovered);
-        let next = self.p.turn(
-            now,
-            &mut Turn {
-                lease_id: &mut || keep_going.then(|| "lease".to_string()),
-                writing: self.writing,
-                recovered: &mut || std::mem::take(&mut recovered),
-            },
-            &mut out,
-        );
-        self.recovered = recovered;
-        (out, next)
+        let mut by_hand = ByHand {
+            keep_going: self.keep_going,
+            recovered: &mut self.recovered,
+            started: Vec::new(),
+        };
+        let next = self.p.turn(now, self.writing, &mut by_hand);
+        (by_hand.started, next)
     }
 
     /// Answers the claim `ticket` with `attempts` (`more` due) at `now`.
@@ -516,4 +531,28 @@ fn a_failure_stops_everything_new() {
     let (actions, next) = h.turn(3);
     assert!(actions.is_empty(), "{actions:?}");
     assert_eq!(next, Next::default());
+}
+
+/// A completion lists its results in target order, whatever order the relays answered
+/// in.
+#[test]
+fn a_completion_lists_results_in_target_order() {
+    let cfg = config(1, 4);
+    let mut h = Harness::new(&cfg, true);
+    let actions = start(&mut h, vec![leased(1, &RELAYS, Priority::Normal, 0)], false);
+    let mut sent = publishes(actions);
+    assert_eq!(sent.len(), 3);
+    while let Some(publish) = sent.pop() {
+        h.accept(publish, 2);
+    }
+    let (actions, _) = h.turn(2);
+    let Some(Action::Record(recording)) = actions.into_iter().next() else {
+        panic!("a recording");
+    };
+    let targets: Vec<&str> = recording.completions[0]
+        .results
+        .iter()
+        .map(|r| r.target.as_str())
+        .collect();
+    assert_eq!(targets, RELAYS);
 }
