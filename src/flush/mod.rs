@@ -546,20 +546,20 @@ pub struct RunBounds<'a> {
 }
 
 /// A whole flush as a pipeline: claims, publishes and recordings overlap instead of
-/// taking turns. Up to `concurrency` publishes are in flight to each relay at any
-/// time, across claimed batches (a slow answer holds one slot, not the whole batch,
-/// and a slow relay does not hold back the others' windows); the next batch is
-/// claimed while the current one publishes (while fewer than `concurrency` publishes
-/// per relay, on average, wait to start); attempts whose relays have all answered are
-/// recorded in groups of about `batch_size` (sooner when nothing else is publishing
-/// or nothing is left to claim), one [`Store::complete_attempts`] call (one
+/// taking turns. Up to `concurrency` publishes are in flight to each relay at any time,
+/// across claimed batches (a slow answer holds one place in its relay's window, not the
+/// whole batch, and a slow relay does not hold back the others' windows); the next
+/// batch is claimed while the current one publishes (while fewer than `concurrency`
+/// publishes per relay, on average, wait to start); attempts whose relays have all
+/// answered are recorded in groups of about `batch_size` (sooner when nothing else is
+/// publishing or nothing is left to claim), one [`Store::complete_attempts`] call (one
 /// transaction in IndexedDB) per group and one recording at a time, beside which the
 /// answers of `high` records are recorded at once in small groups of their own (one
 /// such recording at a time, created before anything else of its turn). While a hurried
 /// `high` record is being enqueued ([`RunBounds::hold`]), claimed or published, no bulk
 /// transaction starts, and until a hurried record is claimed no `low` publish starts,
-/// for at most [`hold_bound`]. Each attempt is recorded under its own lease, exactly as [`tick`] records it; observers see the
-/// same events.
+/// for at most [`hold_bound`]. Each attempt is recorded under its own lease, exactly as
+/// [`tick`] records it; observers see the same events.
 ///
 /// Nothing waits past half a lease, so an attempt is recorded while its lease holds
 /// (given a lease at least twice the transport's longest publish): a publish that
@@ -578,9 +578,11 @@ pub struct RunBounds<'a> {
 /// the next due time. A storage failure stops everything new (no claim, publish or
 /// recording starts), lets what is running finish, and is returned; the leases of
 /// the attempts not recorded expire and those records are published again later
-/// (at-least-once delivery).///
-/// The decisions are the [`Pipeline`]'s; this is its driver: it performs each
-/// [`Action`] with the store, the transport and the timer, and reports each result.
+/// (at-least-once delivery).
+///
+/// The decisions are the [`Pipeline`]'s ([`pipeline`]); this is its driver: it asks it
+/// what starts, performs each [`Action`] with the store, the transport and the timer,
+/// and reports each result back.
 pub async fn run<S: Store, T: Transport>(
     store: &S,
     transport: &T,
