@@ -717,8 +717,8 @@ impl<'a> Pipeline<'a> {
                 half_lease_ms,
                 started: 0,
                 unanswered: targets.len(),
-                results: Vec::with_capacity(targets.len()),
-                answered: Vec::with_capacity(targets.len()),
+                results: Vec::new(),
+                answered: Vec::new(),
                 holds,
             };
             self.queue(attempt, targets);
@@ -863,7 +863,9 @@ impl<'a> Pipeline<'a> {
         };
         let filter = &self.config.relays;
         let mut relays = relays;
-        relays.retain(|r| filter.is_empty() || filter.contains(r));
+        if !filter.is_empty() {
+            relays.retain(|r| filter.contains(r));
+        }
         self.wake_filter = relays;
         if n > 0 {
             self.more = true;
