@@ -6,10 +6,14 @@
 //! observer are arguments, so a run is deterministic under test. A run told it holds
 //! the database's Web Lock ([`RunBounds::take_over`]) first takes over the live leases
 //! of flushers that are gone ([`Store::take_over`]) and attempts those records too.
+//!
+//! Two parts: the [`pipeline`] decides what starts when (the publish queues, the
+//! attempts in flight, group commit, the hurry, the hold and the low window) without
+//! I/O, a clock or randomness; [`run`] is its driver, which performs those actions with
+//! the store, the transport and the timer, reports their results back and tells the
+//! observer.
 
-use std::collections::VecDeque;
 use std::future::poll_fn;
-use std::rc::Rc;
 use std::task::Poll;
 
 use futures_util::future::LocalBoxFuture;
@@ -17,12 +21,17 @@ use futures_util::stream::{FuturesUnordered, StreamExt};
 use serde::{Deserialize, Serialize};
 
 use crate::core::machine::{MAX_CLAIM, MAX_LEASE_FIELD_LEN, MAX_LEASE_MS};
-use crate::core::{
-    ClaimRequest, Completion, CoreError, Priority, Record, RetryConfig, Satisfaction, Signal,
-    Stage, TargetResult,
-};
+use crate::core::{Completion, CoreError, Record, RetryConfig, Satisfaction, Signal, Stage};
 use crate::store::{Store, StoreError};
 use crate::transport::{PublishReport, Transport};
+
+pub mod pipeline;
+
+pub use pipeline::hold_bound;
+use pipeline::{
+    Action, ClaimKind, ClaimTicket, ClaimedBatch, Driver, Pipeline, PublishTicket, Recording,
+    Unattempted,
+};
 
 /// The most publishes in flight to one relay.
 pub const MAX_CONCURRENCY: u32 = 256;
@@ -70,7 +79,7 @@ pub struct FlushConfig {
     pub lanes: Vec<String>,
     /// Only records that still wait for one of these relays (normalized URLs, at most
     /// 64), published to those relays only; the records' other targets are left as
-    /// they are ([`ClaimRequest::relays`]). Empty: every record, to all its targets.
+    /// they are ([`crate::core::ClaimRequest::relays`]). Empty: every record, to all its targets.
     #[serde(default)]
     pub relays: Vec<String>,
 }
@@ -381,17 +390,6 @@ pub async fn tick<S: Store, T: Transport>(
     Ok(summary.stats)
 }
 
-fn claim_request(config: &FlushConfig, random: &mut dyn FnMut() -> u32) -> ClaimRequest {
-    ClaimRequest {
-        owner: config.owner.clone(),
-        lease_id: lease_id(random),
-        limit: config.batch_size,
-        lease_ms: config.lease_ms,
-        lanes: config.lanes.clone(),
-        relays: config.relays.clone(),
-    }
-}
-
 /// Counts a claimed batch, reports each attempt about to start (or each record the
 /// claim exhausted) and lists the leased records with their unsettled targets.
 fn begin_attempts(
@@ -433,31 +431,6 @@ fn report_end(record: &Record, stats: &mut TickStats, observer: &mut dyn FnMut(F
     } else {
         stats.settled += 1;
         observer(FlushEvent::Settled { record });
-    }
-}
-
-/// The completion of one attempt: its results in target order.
-fn completion(
-    record: &Record,
-    lease_id: &str,
-    results: Vec<TargetResult>,
-    random: &mut dyn FnMut() -> u32,
-) -> Completion {
-    // Through the crate's one index sort (a closure here would be a copy of std's sort).
-    let order = crate::core::semantics::sorted_positions(
-        &results
-            .iter()
-            .map(|r| r.target.as_str())
-            .collect::<Vec<_>>(),
-    );
-    let mut slots: Vec<Option<TargetResult>> = results.into_iter().map(Some).collect();
-    let results: Vec<TargetResult> = order.into_iter().filter_map(|i| slots[i].take()).collect();
-    Completion {
-        id: record.id.clone(),
-        lease_id: lease_id.to_string(),
-        revision: record.revision,
-        results,
-        jitter: random(),
     }
 }
 
@@ -572,161 +545,21 @@ pub struct RunBounds<'a> {
     pub nudge: Option<&'a Signal>,
 }
 
-/// What a [`run`] is waiting for.
-enum Step {
-    /// A claim returned (with its lease id), and whether more was due at the start;
-    /// `Some(limit)` for a takeover ([`Store::take_over`]) of at most `limit` records;
-    /// `true` for a hurried claim (see [`RunBounds::hurry`]), and the run's count of
-    /// hurried records when the claim started.
-    Claimed(
-        String,
-        Option<u32>,
-        (bool, u32),
-        Result<(Vec<Record>, bool), StoreError>,
-    ),
-    /// One publish answered: the attempt's slot, the relay's lane, the relay, the
-    /// report, and whether the record is `low`.
-    Published(usize, usize, String, PublishReport, bool),
-    /// A group of completions was recorded (with the arrival times of its answers).
-    /// `true` for a recording of `high` records only (written beside the group).
-    Recorded(
-        bool,
-        Vec<Completion>,
-        Vec<u64>,
-        Vec<Result<Record, StoreError>>,
-    ),
-    /// A group of unattempted records was handed back.
-    Released(Vec<Slot>, Vec<Result<Record, StoreError>>),
-    /// The records waiting for relays that answered again were made due (at that
-    /// time; those relays).
-    Woken(u64, Vec<String>, Result<Vec<Record>, StoreError>),
-    /// The group commit's timer fired.
-    Timer,
-    /// A held run's look again ([`RunBounds::hold`]), or a nudge ([`RunBounds::nudge`]).
-    Poll,
-}
-
-/// One relay's publishes in a [`run`].
-struct Lane {
-    relay: String,
-    /// Publishes in flight (at most the window).
-    inflight: usize,
-    /// Of those, publishes of `low` records (at most [`FlushConfig::low_concurrency`]).
-    low_inflight: usize,
-    /// Slots of the attempts waiting to publish here, oldest first.
-    queue: VecDeque<usize>,
-}
-
-/// An attempt in flight in a [`run`].
-struct Slot {
-    record: Rc<Record>,
-    lease_id: Rc<str>,
-    /// Half the lease: no publish starts from then on, and once its relays have
-    /// answered the attempt is recorded without waiting for a group.
-    hurry_at: u64,
-    /// Publishes started.
-    started: usize,
-    /// Publishes not answered (or skipped) yet.
-    waiting: usize,
-    results: Vec<TargetResult>,
-    /// When each answer arrived (the run's clock).
-    answered: Vec<u64>,
-    /// A `high` record of a hurried claim: until it is recorded, the run starts no
-    /// bulk transaction (see [`hold_bound`]).
-    holds: bool,
-}
-
-/// How long a hurried `high` record may hold back the run's bulk transactions (claims,
-/// group recordings, hand-backs, wake-ups) at most: 200 ms, or a quarter of the lease
-/// when that is shorter (so no bulk answer waits past half its lease).
-///
-/// Why: IndexedDB runs transactions over the same object store one after another, in
-/// the order they were created, so a note's claim and recording queue behind every
-/// bulk transaction created before them (each up to a batch of full rows, tens of ms
-/// on a small machine). Holding new bulk transactions while the note is in flight
-/// leaves it behind only those already started.
-pub fn hold_bound(config: &FlushConfig) -> u64 {
-    (config.lease_ms / 4).min(200)
-}
-
-/// The completions ready to record, and when they must be recorded by.
-struct Ready {
-    completions: Vec<Completion>,
-    /// The arrival times of their answers.
-    answers: Vec<u64>,
-    /// The earliest of: the group commit's bound after the first of them, half the
-    /// lease of any of them; `0` once a recording completed (write what gathered).
-    by: u64,
-    /// Of them, the completions of hurried `high` records that hold bulk transactions
-    /// back ([`hold_bound`]) until their recording starts.
-    holds: usize,
-}
-
-impl Ready {
-    fn new() -> Ready {
-        Ready {
-            completions: Vec::new(),
-            answers: Vec::new(),
-            by: u64::MAX,
-            holds: 0,
-        }
-    }
-
-    /// Adds a completion ready `now`; the first one starts the group's wait.
-    fn push(&mut self, completion: Completion, hurry_at: u64, now: u64, wait: u64) {
-        if self.completions.is_empty() {
-            self.by = self.by.min(now.saturating_add(wait));
-        }
-        self.by = self.by.min(hurry_at);
-        self.completions.push(completion);
-    }
-}
-
-/// Where a slot goes once every relay of it has answered or been skipped: to the
-/// completions `ready` to record, or, when no publish started, to the records to
-/// hand back unattempted. A slot that held bulk transactions back ([`hold_bound`],
-/// counted in `holding`) stops at once when handed back; otherwise its completion
-/// keeps holding until its recording starts ([`Ready::holds`]).
-fn settle(
-    slot: Slot,
-    [ready, urgent]: [&mut Ready; 2],
-    (now, wait): (u64, u64),
-    releases: &mut Vec<Slot>,
-    holding: &mut usize,
-    random: &mut dyn FnMut() -> u32,
-) {
-    if slot.started == 0 {
-        *holding -= usize::from(slot.holds);
-        releases.push(slot);
-        return;
-    }
-    // A `high` record is recorded apart, at once: beside the group in flight (its
-    // small transaction follows that one), not behind a bulk group.
-    let ready = match slot.record.priority {
-        Priority::High => urgent,
-        _ => ready,
-    };
-    ready.answers.extend_from_slice(&slot.answered);
-    ready.holds += usize::from(slot.holds);
-    let done = completion(&slot.record, &slot.lease_id, slot.results, random);
-    ready.push(done, slot.hurry_at, now, wait);
-}
-
 /// A whole flush as a pipeline: claims, publishes and recordings overlap instead of
-/// taking turns. Up to `concurrency` publishes are in flight to each relay at any
-/// time, across claimed batches (a slow answer holds one slot, not the whole batch,
-/// and a slow relay does not hold back the others' windows); the next batch is
-/// claimed while the current one publishes (while fewer than `concurrency` publishes
-/// per relay, on average, wait to start); attempts whose relays have all answered are
-/// recorded in groups of about `batch_size` (sooner when nothing else is publishing
-/// or nothing is left to claim), one [`Store::complete_attempts`] call (one
+/// taking turns. Up to `concurrency` publishes are in flight to each relay at any time,
+/// across claimed batches (a slow answer holds one place in its relay's window, not the
+/// whole batch, and a slow relay does not hold back the others' windows); the next
+/// batch is claimed while the current one publishes (while fewer than `concurrency`
+/// publishes per relay, on average, wait to start); attempts whose relays have all
+/// answered are recorded in groups of about `batch_size` (sooner when nothing else is
+/// publishing or nothing is left to claim), one [`Store::complete_attempts`] call (one
 /// transaction in IndexedDB) per group and one recording at a time, beside which the
 /// answers of `high` records are recorded at once in small groups of their own (one
 /// such recording at a time, created before anything else of its turn). While a hurried
 /// `high` record is being enqueued ([`RunBounds::hold`]), claimed or published, no bulk
 /// transaction starts, and until a hurried record is claimed no `low` publish starts,
-/// for at most [`hold_bound`]. Each attempt is recorded under its own lease, exactly as [`tick`] records it; observers see the
-/// same events.
+/// for at most [`hold_bound`]. Each attempt is recorded under its own lease, exactly as
+/// [`tick`] records it; observers see the same events.
 ///
 /// Nothing waits past half a lease, so an attempt is recorded while its lease holds
 /// (given a lease at least twice the transport's longest publish): a publish that
@@ -746,6 +579,10 @@ fn settle(
 /// recording starts), lets what is running finish, and is returned; the leases of
 /// the attempts not recorded expire and those records are published again later
 /// (at-least-once delivery).
+///
+/// The decisions are the [`Pipeline`]'s ([`pipeline`]); this is its driver: it asks it
+/// what starts, performs each [`Action`] with the store, the transport and the timer,
+/// and reports each result back.
 pub async fn run<S: Store, T: Transport>(
     store: &S,
     transport: &T,
@@ -756,478 +593,258 @@ pub async fn run<S: Store, T: Transport>(
     bounds: &RunBounds<'_>,
 ) -> Result<FlushSummary, StoreError> {
     config.validate()?;
-    let started_ms = clock();
-    let max_ticks = bounds.max_ticks.min(MAX_TICKS);
-    let window = config.concurrency as usize;
-    let low_window = config.concurrency.min(config.low_concurrency);
-    let low_batch = low_window.saturating_mul(LOW_BATCH_PER_PUBLISH);
-    let low_window = low_window as usize;
-    // Whether the last bulk claim reached `low` records: the claims after it take
-    // at most `low_batch`, while fewer than `low_window` per relay wait.
-    let mut low_claims = false;
-    let mut summary = FlushSummary::default();
-    let mut slots: Vec<Option<Slot>> = Vec::new();
-    let mut free: Vec<usize> = Vec::new();
-    // One lane per relay this run has published to: its publishes in flight and the
-    // slots waiting for it, oldest first. `waiting` counts every lane's queue.
-    let mut lanes: Vec<Lane> = Vec::new();
-    let mut waiting = 0usize;
-    let mut ready = Ready::new();
-    let wait = config.group_wait_ms;
-    let mut waits = Waits::default();
+    let take_over = bounds.take_over;
+    let mut pipeline = Pipeline::new(
+        config,
+        clock(),
+        bounds.max_ticks,
+        take_over,
+        bounds.sleep.is_some(),
+    );
+    let mut report = Report {
+        stats: TickStats::default(),
+        failure: None,
+        observer,
+    };
+    let mut running: FuturesUnordered<LocalBoxFuture<'_, Done>> = FuturesUnordered::new();
     let mut timer: Option<LocalBoxFuture<'static, ()>> = None;
-    let mut releases: Vec<Slot> = Vec::new();
-    let mut settled: Vec<usize> = Vec::new();
-    let mut running: FuturesUnordered<LocalBoxFuture<'_, Step>> = FuturesUnordered::new();
-    let (mut claiming, mut recording, mut releasing) = (false, false, false);
-    // A hurried claim in flight (beside a bulk one), the slots that hold bulk
-    // transactions back, and since when they do (see `hold_bound`).
-    let mut hurry_claiming = false;
-    let mut holding = 0usize;
-    let mut hold_since = 0u64;
-    // Hurried records signalled so far: a claim during which this grew may hold one.
-    let mut hurry_seen = 0u32;
-    // `high` records' answers, recorded apart (see `settle`).
-    let mut urgent = Ready::new();
-    let mut recording_urgent = false;
-    // One recording of what `gathered` holds (one copy of its state machine for both
-    // kinds of group).
-    let record = |gathered: &mut Ready, urgently: bool, now: u64| -> LocalBoxFuture<'_, Step> {
-        let group = std::mem::take(&mut gathered.completions);
-        let answers = std::mem::take(&mut gathered.answers);
-        gathered.by = u64::MAX;
-        Box::pin(async move {
-            let recorded = store.complete_attempts(&group, &config.retry, now).await;
-            Step::Recorded(urgently, group, answers, recorded)
-        })
-    };
-    let mut publishing = 0usize;
-    let mut waking = false;
-    // Relays that answered again: the next claim is filtered by them.
-    let mut wake: Vec<String> = Vec::new();
-    // Claims go on while something was due at this time: the start, or when records
-    // were last woken.
-    let mut due_cutoff = started_ms;
-    let mut more = true;
-    // Orphaned leases are taken over first, until a takeover finds fewer than a batch.
-    let mut taking_over = bounds.take_over;
-    let mut failure: Option<StoreError> = None;
-
-    // One claim (one copy of its state machine for the bulk, hurried and takeover
-    // claims): a takeover, or a claim and, unless hurried, whether more was due since
-    // `cutoff` (a hurried claim leaves that to the bulk claims).
-    let claim = |request: ClaimRequest,
-                 take_over: Option<u32>,
-                 hurry: (bool, u32),
-                 (now, cutoff): (u64, u64)|
-     -> LocalBoxFuture<'_, Step> {
-        Box::pin(async move {
-            let claimed = async {
-                if take_over.is_some() {
-                    return Ok((store.take_over(&request, now).await?, true));
-                }
-                let records = store.claim(&request, now).await?;
-                let more = !hurry.0 && !records.is_empty() && due_since(store, cutoff).await?;
-                Ok((records, more))
-            }
-            .await;
-            Step::Claimed(request.lease_id, take_over, hurry, claimed)
-        })
-    };
-    // Records enqueued during the run that must not wait (see `RunBounds::hurry`).
-    let mut hurried = 0u32;
     loop {
-        let mut held = false;
-        if failure.is_none() {
+        if !pipeline.stopped() {
             let now = clock();
-            // `high` answers are recorded at once, apart, in a transaction created
-            // before any other of this turn.
-            if !recording_urgent && !urgent.completions.is_empty() {
-                recording_urgent = true;
-                running.push(record(&mut urgent, true, now));
-                holding -= std::mem::take(&mut urgent.holds);
-            }
-            // Hurried records are claimed at once, beside a bulk claim in flight, in a
-            // claim of their own (claims come in priority order, so it takes them or
-            // anything of higher priority).
-            if hurried > 0 && !hurry_claiming && summary.ticks < max_ticks && (bounds.keep_going)()
-            {
-                let mut request = claim_request(config, random);
-                request.limit = request.limit.min(hurried);
-                hurried = 0;
-                hurry_claiming = true;
-                hold_since = now;
-                summary.ticks += 1;
-                running.push(claim(request, None, (true, hurry_seen), (now, due_cutoff)));
-            }
-            // While a hurried `high` record is written or in flight, no bulk
-            // transaction starts (bounded; without a timer, never when nothing else is
-            // running, which would end the run).
             let writing = bounds.hold.is_some_and(|h| h());
-            if !hurry_claiming && holding == 0 && !writing {
-                hold_since = now;
+            let mut starter = Starter {
+                store,
+                transport,
+                config,
+                bounds,
+                random: &mut *random,
+                running: &mut running,
+                now,
+            };
+            let next = pipeline.turn(now, writing, &mut starter);
+            if let Some(ms) = next.timer_ms {
+                timer = bounds.sleep.map(|sleep| sleep(ms));
             }
-            held = (hurry_claiming || holding > 0 || writing)
-                && now < hold_since.saturating_add(hold_bound(config))
-                && (bounds.sleep.is_some() || !running.is_empty());
-            // While a hurried record is written or claimed, no `low` publish starts: it
-            // would queue on the relay's connection ahead of the record's own (bounded
-            // as `held`; a hurry no claim takes, when the run stopped claiming, holds
-            // nothing).
-            let low_held = held && (hurry_claiming || writing);
-            // The next batch is claimed while fewer than a window's worth of
-            // publishes per relay wait to start.
-            let claim_window = if low_claims { low_window } else { window };
-            if !claiming
-                && !held
-                && more
-                && summary.ticks < max_ticks
-                && waiting < claim_window * lanes.len().max(1)
-                && (bounds.keep_going)()
-            {
-                let mut request = claim_request(config, random);
-                if low_claims {
-                    request.limit = request.limit.min(low_batch);
-                }
-                if !wake.is_empty() && !taking_over {
-                    request.relays = std::mem::take(&mut wake);
-                }
-                claiming = true;
-                summary.ticks += 1;
-                let take_over = taking_over.then_some(request.limit);
-                running.push(claim(
-                    request,
-                    take_over,
-                    (false, hurry_seen),
-                    (now, due_cutoff),
-                ));
+            if next.again {
+                continue;
             }
-            // Each relay's oldest waiting publishes, while its window has room; one
-            // whose record is past half its lease is skipped instead. `low` records
-            // only while fewer than `low_window` of theirs are in flight (the queue is
-            // in priority order: once its front is `low`, so is the rest).
-            for (lane_index, lane) in lanes.iter_mut().enumerate() {
-                while lane.inflight < window {
-                    let Some(&slot) = lane.queue.front() else {
-                        break;
-                    };
-                    let low = slots[slot]
-                        .as_ref()
-                        .is_some_and(|s| s.record.priority == Priority::Low);
-                    if low && (low_held || lane.low_inflight >= low_window) {
-                        break;
-                    }
-                    lane.queue.pop_front();
-                    waiting -= 1;
-                    let Some(s) = slots[slot].as_mut() else {
-                        continue;
-                    };
-                    if now >= s.hurry_at {
-                        s.waiting -= 1;
-                        summary.stats.publishes = summary.stats.publishes.saturating_sub(1);
-                        if s.waiting == 0 {
-                            settled.push(slot);
-                        }
-                        continue;
-                    }
-                    s.started += 1;
-                    let record = Rc::clone(&s.record);
-                    lane.inflight += 1;
-                    lane.low_inflight += usize::from(low);
-                    publishing += 1;
-                    let target = lane.relay.clone();
-                    running.push(Box::pin(async move {
-                        let report = transport.publish(&target, &record.event).await;
-                        Step::Published(slot, lane_index, target, report, low)
-                    }));
-                }
-            }
-            // A relay that could not be reached answered again: what waits for it
-            // comes due now, and this run claims it.
-            if !waking && !held {
-                let back = transport.take_recovered();
-                if !back.is_empty() {
-                    waking = true;
-                    running.push(Box::pin(async move {
-                        let mut woken = Vec::new();
-                        for relay in &back {
-                            match store.relay_back(relay, now).await {
-                                Ok(records) => woken.extend(records),
-                                Err(e) => return Step::Woken(now, back, Err(e)),
-                            }
-                        }
-                        Step::Woken(now, back, Ok(woken))
-                    }));
-                }
-            }
-            for index in settled.drain(..) {
-                if let Some(slot) = slots[index].take() {
-                    free.push(index);
-                    settle(
-                        slot,
-                        [&mut ready, &mut urgent],
-                        (now, wait),
-                        &mut releases,
-                        &mut holding,
-                        random,
-                    );
-                }
-            }
-            if !releasing && !held && !releases.is_empty() {
-                let group = std::mem::take(&mut releases);
-                releasing = true;
-                running.push(Box::pin(async move {
-                    let mut released = Vec::with_capacity(group.len());
-                    for slot in &group {
-                        let r = &slot.record;
-                        let result = store.release(&r.id, &slot.lease_id, r.revision, now).await;
-                        let stop = matches!(&result, Err(e) if !e.is_item_error());
-                        released.push(result);
-                        if stop {
-                            break;
-                        }
-                    }
-                    Step::Released(group, released)
-                }));
-            }
-            // Group commit: one recording in flight; the answers that arrive
-            // meanwhile gather and are written as soon as it completes. With none in
-            // flight, a group is written once it has `batch_size` answers (fewer
-            // transactions, each a disk flush with strict durability) or once its
-            // first answer has waited `group_wait_ms` (the timer below), half a
-            // lease, or at the tail (nothing publishing): no answer waits longer
-            // than that bound or one commit before its transaction starts.
-            let tail = waiting == 0
-                && !claiming
-                && !hurry_claiming
-                && (!more || summary.ticks >= max_ticks);
-            let pending = !ready.completions.is_empty();
-            if !recording
-                && !held
-                && pending
-                && (ready.completions.len() >= config.batch_size as usize
-                    || publishing == 0
-                    || tail
-                    || now >= ready.by)
-            {
-                recording = true;
-                running.push(record(&mut ready, false, now));
-            } else if !recording && pending && timer.is_none() {
-                if let Some(sleep) = bounds.sleep {
-                    timer = Some(sleep(ready.by.saturating_sub(now)));
-                }
-            }
-        }
-        // `high` answers settled late in this turn are recorded at the top of the next.
-        if failure.is_none() && running.is_empty() && !urgent.completions.is_empty() {
-            continue;
-        }
-        // Held with nothing else running: look again shortly.
-        if let Some(sleep) = bounds.sleep.filter(|_| held && running.is_empty()) {
-            running.push(Box::pin(async move {
-                sleep(1).await;
-                Step::Poll
-            }));
         }
         // The timer and the nudge only wake the loop; the run ends when nothing else
         // is running.
-        let step = poll_fn(|cx| {
-            if let Poll::Ready(step) = running.poll_next_unpin(cx) {
-                return Poll::Ready(step);
+        let done = poll_fn(|cx| {
+            if let Poll::Ready(done) = running.poll_next_unpin(cx) {
+                return Poll::Ready(done);
             }
             if timer
                 .as_mut()
                 .is_some_and(|t| t.as_mut().poll(cx).is_ready())
             {
-                return Poll::Ready(Some(Step::Timer));
+                timer = None;
+                return Poll::Ready(Some(Done::TimerFired));
             }
             if let Some(nudge) = bounds.nudge.filter(|n| n.poll_fired(cx)) {
                 nudge.reset();
-                return Poll::Ready(Some(Step::Poll));
+                return Poll::Ready(Some(Done::Nudged));
             }
             Poll::Pending
         })
         .await;
-        let Some(step) = step else {
+        let Some(done) = done else {
             break;
         };
-        // Asked before the step is handled, so a claim that took a record enqueued
+        // Asked before the result is reported, so a claim that took a record enqueued
         // meanwhile knows it was hurried.
         if let Some(n) = bounds.hurry.map(|h| h()).filter(|n| *n > 0) {
-            hurried = hurried.saturating_add(n);
-            hurry_seen = hurry_seen.wrapping_add(n);
-            more = true;
-            due_cutoff = due_cutoff.max(clock());
+            pipeline.hurried(n, clock());
         }
-        // A claim returned: its kind may claim again.
-        match &step {
-            Step::Claimed(_, _, (true, _), _) => hurry_claiming = false,
-            Step::Claimed(..) => claiming = false,
-            _ => {}
-        }
-        match step {
-            Step::Claimed(_, _, _, Err(e)) => {
-                failure.get_or_insert(e);
-            }
-            Step::Claimed(lease_id, take_over, (hurry, seen), Ok((records, due))) => {
-                // A hurried record may be in any claim that ran after it was signalled.
-                let hurried_in = hurry || seen != hurry_seen;
-                match take_over {
-                    // A takeover leaves `more` as it was: the claims follow.
-                    Some(limit) => {
-                        // Orphans past their deadline come back exhausted: taken, but
-                        // not over (counted as `exhausted` only).
-                        let leased = records.iter().filter(|r| r.stage == Stage::Leased);
-                        let n = u32::try_from(leased.count()).unwrap_or(u32::MAX);
-                        let stats = &mut summary.stats;
-                        stats.taken_over = stats.taken_over.saturating_add(n);
-                        taking_over = records.len() >= limit as usize;
+        report.done(done, &mut pipeline, clock);
+    }
+    if let Some(e) = report.failure {
+        return Err(e);
+    }
+    let mut stats = report.stats;
+    stats.publishes = stats.publishes.saturating_sub(pipeline.skipped());
+    Ok(FlushSummary {
+        stats,
+        ticks: pipeline.ticks(),
+        next_due_ms: store.next_due().await?,
+        ok_to_commit: pipeline.latency(),
+    })
+}
+
+/// What a [`run`]'s driver waits for: an [`Action`] that finished, with its result.
+enum Done {
+    /// A claim returned: its ticket, its lease id, the records and whether more is due.
+    Claimed(ClaimTicket, String, Result<(Vec<Record>, bool), StoreError>),
+    /// A publish answered.
+    Published(PublishTicket, String, PublishReport),
+    /// A group of completions was recorded.
+    Recorded(Recording, Vec<Result<Record, StoreError>>),
+    /// Records were handed back unattempted.
+    HandedBack(Vec<Unattempted>, Vec<Result<Record, StoreError>>),
+    /// The records waiting for relays that answered again were made due (at that time;
+    /// those relays).
+    Woken(u64, Vec<String>, Result<Vec<Record>, StoreError>),
+    /// The group commit's timer fired.
+    TimerFired,
+    /// A held run's look again is over.
+    LookedAgain,
+    /// The caller's nudge fired ([`RunBounds::nudge`]).
+    Nudged,
+}
+
+/// A [`run`]'s turn: answers the pipeline's questions and starts its actions at `now`.
+struct Starter<'r, 'a, S, T> {
+    store: &'a S,
+    transport: &'a T,
+    config: &'a FlushConfig,
+    bounds: &'r RunBounds<'r>,
+    random: &'r mut dyn FnMut() -> u32,
+    running: &'r mut FuturesUnordered<LocalBoxFuture<'a, Done>>,
+    now: u64,
+}
+
+impl<S: Store, T: Transport> Driver for Starter<'_, '_, S, T> {
+    fn lease_id(&mut self) -> Option<String> {
+        (self.bounds.keep_going)().then(|| lease_id(self.random))
+    }
+
+    fn recovered(&mut self) -> Vec<String> {
+        self.transport.take_recovered()
+    }
+
+    fn start(&mut self, action: Action) {
+        let (store, now) = (self.store, self.now);
+        self.running.push(match action {
+            Action::Claim {
+                request,
+                ticket,
+                due_cutoff,
+            } => Box::pin(async move {
+                let claimed = async {
+                    if let ClaimKind::TakeOver { .. } = ticket.kind {
+                        return Ok((store.take_over(&request, now).await?, true));
                     }
-                    // A hurried claim leaves `more` as it was: the bulk claims follow.
-                    None if !hurry => {
-                        more = due;
-                        if let Some(last) = records.last() {
-                            low_claims = last.priority == Priority::Low;
-                        }
-                    }
-                    None => {}
+                    let records = store.claim(&request, now).await?;
+                    let more = matches!(ticket.kind, ClaimKind::Bulk)
+                        && !records.is_empty()
+                        && due_since(store, due_cutoff).await?;
+                    Ok((records, more))
                 }
-                let lease_id: Rc<str> = Rc::from(lease_id);
-                for (record, targets) in begin_attempts(records, &mut summary.stats, observer) {
-                    let hurry_at = record
-                        .lease
-                        .as_ref()
-                        .map_or(0, |l| l.expires_ms.saturating_sub(config.lease_ms / 2));
-                    let record = Rc::new(record);
-                    if targets.is_empty() {
-                        let done = completion(&record, &lease_id, Vec::new(), random);
-                        ready.push(done, hurry_at, clock(), wait);
-                        continue;
-                    }
-                    let priority = record.priority;
-                    let holds = hurried_in && priority == Priority::High;
-                    holding += usize::from(holds);
-                    let slot = Slot {
-                        record,
-                        lease_id: Rc::clone(&lease_id),
-                        hurry_at,
-                        started: 0,
-                        waiting: targets.len(),
-                        results: Vec::with_capacity(targets.len()),
-                        answered: Vec::with_capacity(targets.len()),
-                        holds,
-                    };
-                    let index = match free.pop() {
-                        Some(i) => {
-                            slots[i] = Some(slot);
-                            i
-                        }
-                        None => {
-                            slots.push(Some(slot));
-                            slots.len() - 1
-                        }
-                    };
-                    for target in targets {
-                        let lane = match lanes.iter().position(|l| l.relay == target) {
-                            Some(i) => i,
-                            None => {
-                                lanes.push(Lane {
-                                    relay: target,
-                                    inflight: 0,
-                                    low_inflight: 0,
-                                    queue: VecDeque::new(),
-                                });
-                                lanes.len() - 1
-                            }
-                        };
-                        // Ahead of every waiting publish of a lower priority.
-                        let queue = &mut lanes[lane].queue;
-                        let lower = |i: &usize| {
-                            slots[*i]
-                                .as_ref()
-                                .is_some_and(|s| s.record.priority > priority)
-                        };
-                        let at = queue.iter().position(lower).unwrap_or(queue.len());
-                        queue.insert(at, index);
-                        waiting += 1;
+                .await;
+                Done::Claimed(ticket, request.lease_id, claimed)
+            }),
+            Action::Publish {
+                ticket,
+                relay,
+                record,
+            } => {
+                let transport = self.transport;
+                Box::pin(async move {
+                    let report = transport.publish(&relay, &record.event).await;
+                    Done::Published(ticket, relay, report)
+                })
+            }
+            Action::Record(mut recording) => {
+                for completion in &mut recording.completions {
+                    completion.jitter = (self.random)();
+                }
+                let retry = &self.config.retry;
+                Box::pin(async move {
+                    let recorded = store
+                        .complete_attempts(&recording.completions, retry, now)
+                        .await;
+                    Done::Recorded(recording, recorded)
+                })
+            }
+            Action::HandBack(records) => Box::pin(async move {
+                let mut released = Vec::with_capacity(records.len());
+                for unattempted in &records {
+                    let r = &unattempted.record;
+                    let lease_id = &unattempted.lease_id;
+                    let result = store.release(&r.id, lease_id, r.revision, now).await;
+                    let stop = matches!(&result, Err(e) if !e.is_item_error());
+                    released.push(result);
+                    if stop {
+                        break;
                     }
                 }
+                Done::HandedBack(records, released)
+            }),
+            Action::Wake(relays) => Box::pin(async move {
+                let mut woken = Vec::new();
+                for relay in &relays {
+                    match store.relay_back(relay, now).await {
+                        Ok(records) => woken.extend(records),
+                        Err(e) => return Done::Woken(now, relays, Err(e)),
+                    }
+                }
+                Done::Woken(now, relays, Ok(woken))
+            }),
+            Action::LookAgain => {
+                let sleep = self.bounds.sleep.map(|sleep| sleep(1));
+                Box::pin(async move {
+                    if let Some(sleep) = sleep {
+                        sleep.await;
+                    }
+                    Done::LookedAgain
+                })
             }
-            Step::Published(index, lane, target, report, low) => {
-                publishing -= 1;
-                lanes[lane].inflight -= 1;
-                lanes[lane].low_inflight -= usize::from(low);
-                let Some(slot) = slots[index].as_mut() else {
-                    continue;
+        });
+    }
+}
+
+/// What a [`run`] tells its caller: the counts, the observer's events and the first
+/// storage failure.
+struct Report<'o> {
+    stats: TickStats,
+    failure: Option<StoreError>,
+    observer: &'o mut dyn FnMut(FlushEvent<'_>),
+}
+
+impl Report<'_> {
+    /// Counts and reports what finished, and tells `pipeline` (at `clock`'s time).
+    fn done(&mut self, done: Done, pipeline: &mut Pipeline<'_>, clock: &dyn Fn() -> u64) {
+        let (stats, observer) = (&mut self.stats, &mut *self.observer);
+        match done {
+            Done::Claimed(ticket, _, Err(e)) => {
+                pipeline.claimed(ticket, None, 0);
+                self.failure.get_or_insert(e);
+            }
+            Done::Claimed(ticket, lease_id, Ok((records, more))) => {
+                if let ClaimKind::TakeOver { .. } = ticket.kind {
+                    // Orphans past their deadline come back exhausted: taken, but not
+                    // over (counted as `exhausted` only).
+                    let leased = records.iter().filter(|r| r.stage == Stage::Leased);
+                    let n = u32::try_from(leased.count()).unwrap_or(u32::MAX);
+                    stats.taken_over = stats.taken_over.saturating_add(n);
+                }
+                let taken = records.len();
+                let last = records.last().map(|r| r.priority);
+                let attempts = begin_attempts(records, stats, observer);
+                let claimed = ClaimedBatch {
+                    lease_id,
+                    taken,
+                    last,
+                    more,
+                    attempts,
                 };
+                pipeline.claimed(ticket, Some(claimed), clock());
+            }
+            Done::Published(ticket, relay, report) => {
+                pipeline.published(ticket, relay, report, clock());
+            }
+            Done::Recorded(recording, recorded) => {
                 let now = clock();
-                slot.results.push(TargetResult {
-                    target,
-                    outcome: report.outcome,
-                    message: report.message,
-                });
-                slot.answered.push(now);
-                slot.waiting -= 1;
-                if slot.waiting == 0 {
-                    if let Some(slot) = slots[index].take() {
-                        free.push(index);
-                        settle(
-                            slot,
-                            [&mut ready, &mut urgent],
-                            (now, wait),
-                            &mut releases,
-                            &mut holding,
-                            random,
-                        );
-                    }
+                let result = finish_attempts(&recording.completions, recorded, stats, observer);
+                pipeline.recorded(recording, now, result.is_ok());
+                if let Err(e) = result {
+                    self.failure.get_or_insert(e);
                 }
             }
-            Step::Timer => timer = None,
-            Step::Poll => {}
-            Step::Recorded(urgently, group, answers, recorded) => {
-                let done = clock();
-                for &t in &answers {
-                    waits.add(done.saturating_sub(t));
-                }
-                if urgently {
-                    recording_urgent = false;
-                } else {
-                    recording = false;
-                    // What gathered during this commit goes next, at once.
-                    if !ready.completions.is_empty() {
-                        ready.by = 0;
-                    }
-                }
-                if let Err(e) = finish_attempts(&group, recorded, &mut summary.stats, observer) {
-                    failure.get_or_insert(e);
-                }
-            }
-            Step::Woken(_, _, Err(e)) => {
-                waking = false;
-                failure.get_or_insert(e);
-            }
-            Step::Woken(at, back, Ok(woken)) => {
-                waking = false;
-                // The next claim takes what waits for those relays, and attempts
-                // those relays only (within the run's own relay filter, if any).
-                wake = back
-                    .into_iter()
-                    .filter(|r| config.relays.is_empty() || config.relays.contains(r))
-                    .collect();
-                let n = u32::try_from(woken.len()).unwrap_or(u32::MAX);
-                summary.stats.woken = summary.stats.woken.saturating_add(n);
-                for record in &woken {
-                    observer(FlushEvent::Woken { record });
-                }
-                if n > 0 {
-                    more = true;
-                    due_cutoff = due_cutoff.max(at);
-                }
-            }
-            Step::Released(group, released) => {
-                releasing = false;
-                let stats = &mut summary.stats;
-                for (slot, result) in group.iter().zip(released) {
+            Done::HandedBack(records, released) => {
+                let mut stored = true;
+                for (unattempted, result) in records.iter().zip(released) {
                     match result {
                         Ok(next) => {
                             stats.released += 1;
@@ -1236,22 +853,32 @@ pub async fn run<S: Store, T: Transport>(
                         }
                         Err(e) if e.is_item_error() => {
                             stats.lost_claims += 1;
-                            observer(FlushEvent::LostClaim {
-                                id: &slot.record.id,
-                            });
+                            let id = &unattempted.record.id;
+                            observer(FlushEvent::LostClaim { id });
                         }
                         Err(e) => {
-                            failure.get_or_insert(e);
+                            stored = false;
+                            self.failure.get_or_insert(e);
                         }
                     }
                 }
+                pipeline.handed_back(stored);
             }
+            Done::Woken(at, relays, Err(e)) => {
+                pipeline.woken(at, relays, None);
+                self.failure.get_or_insert(e);
+            }
+            Done::Woken(at, relays, Ok(woken)) => {
+                let n = u32::try_from(woken.len()).unwrap_or(u32::MAX);
+                stats.woken = stats.woken.saturating_add(n);
+                for record in &woken {
+                    observer(FlushEvent::Woken { record });
+                }
+                pipeline.woken(at, relays, Some(woken.len()));
+            }
+            Done::TimerFired => pipeline.timer_fired(),
+            Done::LookedAgain => pipeline.looked_again(),
+            Done::Nudged => {}
         }
     }
-    if let Some(e) = failure {
-        return Err(e);
-    }
-    summary.next_due_ms = store.next_due().await?;
-    summary.ok_to_commit = waits.latency();
-    Ok(summary)
 }
