@@ -79,8 +79,9 @@ countIdb();
 // ---------- raw IndexedDB: the physical limit ----------
 
 /**
- * A database with exactly the outbox's schema (v4, src/store/idb/schema.rs): the same
- * object stores and indexes, so that the raw side writes what the outbox writes.
+ * A database with the outbox's object stores (schema 5's `kv`, and schema 4's
+ * `records` and `lookup` with their indexes for an older build under --compare), so
+ * that the raw side writes what the outbox under test writes.
  */
 function openRawDb(name) {
   const r = indexedDB.open(name, 1);
@@ -95,6 +96,7 @@ function openRawDb(name) {
     lookup.createIndex("created", ["createdMs", "id"]);
     lookup.createIndex("event", "eventId");
     db.createObjectStore("meta");
+    db.createObjectStore("kv"); // schema 5: rows and index keys under ordered keys
   };
   return request(r);
 }
@@ -121,13 +123,30 @@ async function deleteDb(name) {
   await request(indexedDB.deleteDatabase(name));
 }
 
-/** Every row of `records` in an existing database (the outbox's own). */
+/**
+ * Every record's rows in an existing database (the outbox's own): in schema 5, one
+ * `{ id, kv }` per record, `kv` the `[key, value]` entries of `kv` it wrote (its row and
+ * its index keys, which end in its hex id); before, the rows of `records`.
+ */
 async function readRows(name) {
   const db = await request(indexedDB.open(name));
-  const tx = db.transaction("records", "readonly");
-  const rows = await request(tx.objectStore("records").getAll());
+  if (!db.objectStoreNames.contains("kv")) {
+    const tx = db.transaction("records", "readonly");
+    const rows = await request(tx.objectStore("records").getAll());
+    db.close();
+    return rows;
+  }
+  const tx = db.transaction("kv", "readonly");
+  const [keys, values] = await Promise.all([request(tx.objectStore("kv").getAllKeys()), request(tx.objectStore("kv").getAll())]);
   db.close();
-  return rows;
+  const byId = new Map();
+  keys.forEach((key, i) => {
+    const id = key.slice(key.lastIndexOf("/") + 1);
+    if (key.startsWith("k/")) return; // slot locks belong to no record
+    if (!byId.has(id)) byId.set(id, { id, kv: [] });
+    byId.get(id).kv.push([key, values[i]]);
+  });
+  return [...byId.values()];
 }
 
 /**
@@ -135,6 +154,12 @@ async function readRows(name) {
  * not the item id), in one readwrite transaction: what a hand-written app does at best.
  */
 function putAll(db, rows, durability) {
+  if (rows[0]?.kv) {
+    const tx = db.transaction("kv", "readwrite", { durability });
+    const kv = tx.objectStore("kv");
+    for (const row of rows) for (const [key, value] of row.kv) kv.put(value, key);
+    return committed(tx);
+  }
   const tx = db.transaction(["records", "lookup"], "readwrite", { durability });
   const store = tx.objectStore("records");
   const lookup = tx.objectStore("lookup");
