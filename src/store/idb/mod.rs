@@ -22,6 +22,7 @@
 //! the few web-sys calls the crate lacks).
 
 mod legacy;
+mod ops;
 pub mod persistence;
 mod row;
 mod schema;
@@ -30,9 +31,10 @@ mod sys;
 use std::cell::{Cell, RefCell};
 
 use indexed_db_futures::database::Database;
-use indexed_db_futures::KeyRange;
-use js_sys::Array;
+use indexed_db_futures::internals::SystemRepr;
+use js_sys::{Array, Promise};
 use wasm_bindgen::prelude::*;
+use wasm_bindgen_futures::JsFuture;
 
 use crate::store::kv::{
     KvBackend, KvCommit, KvCommitted, KvEntry, KvLimits, KvMutation, KvRange, KvStore, KvValue,
@@ -74,6 +76,15 @@ pub struct IdbKv {
     /// The version it opens (the schema's; tests open higher ones).
     version: u32,
     closed: Cell<bool>,
+    /// The run of a store operation under way ([`KvBackend::begin`]), if any.
+    session: RefCell<Option<Session>>,
+}
+
+/// One run of a store operation: the read-write transaction its reads and its commit
+/// use while it lasts, and whether every read so far went through it.
+struct Session {
+    tx: Option<JsValue>,
+    intact: bool,
 }
 
 impl std::fmt::Debug for IdbKv {
@@ -101,9 +112,9 @@ fn stored(row: &JsValue) -> Option<KvValue> {
     })
 }
 
-/// The key range `[start, end)`.
-fn range(start: &str, end: &str) -> KeyRange<JsValue> {
-    KeyRange::Bound(start.into(), false, end.into(), true)
+/// Awaits a request batch of `ops.rs`.
+async fn settle(promise: Promise) -> Result<JsValue, Failure> {
+    JsFuture::from(promise).await.map_err(sys::failure)
 }
 
 impl IdbKv {
@@ -118,6 +129,7 @@ impl IdbKv {
             conn: RefCell::new(None),
             version,
             closed: Cell::new(false),
+            session: RefCell::new(None),
         };
         kv.connection().await?;
         legacy::migrate(&kv).await?;
@@ -213,20 +225,93 @@ async fn apply(tx: &Tx<'_>, mutations: &[KvMutation]) -> Result<(), Failure> {
     }
 }
 
+impl IdbKv {
+    /// A new transaction (read-write over `kv` and `meta`, or read-only over `kv`).
+    async fn open_tx(&self, readwrite: bool) -> Result<JsValue, Failure> {
+        let strict = self.options.durability == Durability::Strict;
+        self.run(async |db| {
+            let raw: &web_sys::IdbDatabase = db.as_sys();
+            ops::open_tx(raw, readwrite, strict).map_err(sys::failure)
+        })
+        .await
+        .map_err(Failure::Store)
+    }
+
+    /// Runs `call` (one of `ops.rs`) on a transaction and awaits its answer: in a
+    /// session, on the session's transaction while it is active (a new one when it has
+    /// finished); otherwise on a new one. `call` learns whether every read of the session
+    /// went through that transaction (so what they read cannot have changed). A lost
+    /// connection is reopened once and `call` run again on a new transaction.
+    async fn exec(
+        &self,
+        call: &dyn Fn(&JsValue, bool) -> Result<Promise, JsValue>,
+    ) -> Result<JsValue, StoreError> {
+        match self.exec_once(call).await {
+            Err(Failure::Lost(_)) => {
+                self.conn.borrow_mut().take();
+                if let Some(s) = self.session.borrow_mut().as_mut() {
+                    s.tx = None;
+                    s.intact = false;
+                }
+                self.exec_once(call).await.map_err(StoreError::from)
+            }
+            other => other.map_err(StoreError::from),
+        }
+    }
+
+    async fn exec_once(
+        &self,
+        call: &dyn Fn(&JsValue, bool) -> Result<Promise, JsValue>,
+    ) -> Result<JsValue, Failure> {
+        let current = self
+            .session
+            .borrow()
+            .as_ref()
+            .map(|s| (s.tx.clone(), s.intact));
+        let Some((tx, intact)) = current else {
+            let tx = self.open_tx(false).await?;
+            return settle(call(&tx, false).map_err(sys::failure)?).await;
+        };
+        if let Some(tx) = tx {
+            // Throws at once when the transaction has finished.
+            if let Ok(promise) = call(&tx, intact) {
+                return settle(promise).await;
+            }
+        }
+        let fresh = self.open_tx(true).await?;
+        let reads_elsewhere = match self.session.borrow_mut().as_mut() {
+            Some(s) => {
+                let had = s.tx.is_some();
+                s.tx = Some(fresh.clone());
+                s.intact &= !had;
+                had
+            }
+            None => true,
+        };
+        settle(call(&fresh, !reads_elsewhere && intact).map_err(sys::failure)?).await
+    }
+}
+
 impl KvBackend for IdbKv {
     fn limits(&self) -> KvLimits {
         KvLimits::UNLIMITED
     }
 
+    fn begin(&self) {
+        *self.session.borrow_mut() = Some(Session {
+            tx: None,
+            intact: true,
+        });
+    }
+
+    fn end(&self) {
+        self.session.borrow_mut().take();
+    }
+
     async fn get_many(&self, keys: &[String]) -> Result<Vec<Option<KvValue>>, StoreError> {
-        let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
-        let rows = self
-            .run(async |db| {
-                let tx = Tx::open(db, &[KV], false, Durability::Relaxed)?;
-                sys::get_many(&tx.store(KV)?, &keys).await
-            })
-            .await?;
-        Ok(rows.iter().map(stored).collect())
+        let keys: Array = keys.iter().map(|k| JsValue::from_str(k)).collect();
+        let rows = self.exec(&|tx, _| ops::get_many(tx, keys.clone())).await?;
+        Ok(Array::from(&rows).iter().map(|row| stored(&row)).collect())
     }
 
     async fn list(&self, r: &KvRange) -> Result<Vec<KvEntry>, StoreError> {
@@ -235,21 +320,20 @@ impl KvBackend for IdbKv {
         }
         // IndexedDB's `getAll` reads forward only: a reverse list reads the whole range
         // (the store itself never lists in reverse; the contract allows it).
-        let limit = (!r.reverse).then_some(r.limit);
-        let (keys, rows) = self
-            .run(async |db| {
-                let tx = Tx::open(db, &[KV], false, Durability::Relaxed)?;
-                let kv = tx.store(KV)?;
-                let keys = sys::request_keys(&kv, range(&r.start, &r.end), limit)?;
-                let rows = sys::request_all(&kv, range(&r.start, &r.end), limit)?;
-                Ok((keys.await?, rows.await?))
-            })
+        let limit = match r.reverse {
+            false => JsValue::from(r.limit),
+            true => JsValue::UNDEFINED,
+        };
+        let answer = self
+            .exec(&|tx, _| ops::list(tx, &r.start, &r.end, limit.clone()))
             .await?;
+        let answer = Array::from(&answer);
+        let (keys, rows) = (Array::from(&answer.get(0)), Array::from(&answer.get(1)));
         let mut entries: Vec<KvEntry> = keys
             .iter()
-            .zip(&rows)
+            .zip(rows.iter())
             .filter_map(|(key, row)| {
-                let KvValue { value, version } = stored(row)?;
+                let KvValue { value, version } = stored(&row)?;
                 Some(KvEntry {
                     key: key.as_string()?,
                     value,
@@ -265,25 +349,52 @@ impl KvBackend for IdbKv {
     }
 
     async fn commit(&self, commit: KvCommit) -> Result<KvCommitted, StoreError> {
-        let durability = self.options.durability;
-        self.run(async |db| {
-            let tx = Tx::open(db, &[KV, META], true, durability)?;
-            let keys: Vec<&str> = commit.checks.iter().map(|c| c.key.as_str()).collect();
-            let rows = sys::get_many(&tx.store(KV)?, &keys).await?;
-            let holds = commit
-                .checks
-                .iter()
-                .zip(&rows)
-                .all(|(check, row)| stored(row).map(|v| v.version) == check.version);
-            if !holds {
-                tx.abort().await;
-                return Ok(KvCommitted::Conflict);
+        let puts = Array::new();
+        let deletes = Array::new();
+        for m in &commit.mutations {
+            match m {
+                KvMutation::Put { key, value } => {
+                    puts.push(&JsValue::from_str(key));
+                    puts.push(&JsValue::from_str(value));
+                }
+                KvMutation::Delete { key } => {
+                    deletes.push(&JsValue::from_str(key));
+                }
             }
-            apply(&tx, &commit.mutations).await?;
-            tx.commit().await?;
-            Ok(KvCommitted::Applied)
+        }
+        let checks: Array = commit
+            .checks
+            .iter()
+            .map(|c| JsValue::from_str(&c.key))
+            .collect();
+        let versions: Array = commit
+            .checks
+            .iter()
+            .map(|c| {
+                c.version
+                    .as_deref()
+                    .map_or(JsValue::NULL, JsValue::from_str)
+            })
+            .collect();
+        let applied = self
+            .exec(&|tx, unchanged| {
+                // What the session read in this very transaction cannot have changed.
+                let (checks, versions) = match unchanged {
+                    true => (Array::new(), Array::new()),
+                    false => (checks.clone(), versions.clone()),
+                };
+                ops::commit(tx, checks, versions, puts.clone(), deletes.clone())
+            })
+            .await?;
+        // A commit ends the session's transaction (it commits by itself).
+        if let Some(s) = self.session.borrow_mut().as_mut() {
+            s.tx = None;
+            s.intact = false;
+        }
+        Ok(match applied.as_bool() {
+            Some(true) => KvCommitted::Applied,
+            _ => KvCommitted::Conflict,
         })
-        .await
     }
 }
 

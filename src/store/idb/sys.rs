@@ -126,7 +126,11 @@ pub(super) fn failure(err: JsValue) -> Failure {
         } else {
             message
         })),
-        "InvalidStateError" | "UnknownError" => Failure::Lost(format!("{name}: {message}")),
+        // An `AbortError` we did not ask for: Firefox aborts every write of a connection
+        // that met a full quota, until it is reopened.
+        "InvalidStateError" | "UnknownError" | "AbortError" => {
+            Failure::Lost(format!("{name}: {message}"))
+        }
         "" => Failure::Store(StoreError::Backend(message)),
         _ => Failure::Store(StoreError::Backend(format!("{name}: {message}"))),
     }
@@ -374,14 +378,6 @@ impl<'a> Tx<'a> {
             None => failure,
         }
     }
-
-    /// Rolls back everything this transaction did.
-    pub(super) async fn abort(mut self) {
-        // The transaction may already have aborted on its own; either way it is over.
-        if let Some(tx) = self.tx.take() {
-            let _ = tx.abort().await;
-        }
-    }
 }
 
 /// The error `raw` aborted with (`QuotaExceededError`, ...), or `otherwise` when it has
@@ -434,28 +430,6 @@ pub(super) fn put(store: &ObjectStore<'_>, key: &str, value: &JsValue) -> Result
     raw.put_with_key(value, &JsValue::from_str(key))
         .map(drop)
         .map_err(failure)
-}
-
-/// Reads the rows stored under `keys`, every request issued before the first answer is
-/// awaited (one round trip to the browser's IndexedDB thread for the lot); in key order,
-/// `undefined` where a key has no row.
-pub(super) async fn get_many(
-    store: &ObjectStore<'_>,
-    keys: &[&str],
-) -> Result<Vec<JsValue>, Failure> {
-    // A slice, not an iterator: one copy of this future in the .wasm for every caller.
-    let requests = keys
-        .iter()
-        .map(|key| get(store, key))
-        .collect::<Result<Vec<_>, _>>()?;
-    // Every request is issued above; a transaction answers its requests in the order
-    // they were made, so awaiting them in turn waits no longer than awaiting them all
-    // at once (and `join_all`'s machinery cost 3.7 KB of .wasm).
-    let mut rows = Vec::with_capacity(requests.len());
-    for request in requests {
-        rows.push(request.await?);
-    }
-    Ok(rows)
 }
 
 /// The values of `source` (an object store or an index) in `range`, at most `limit`,

@@ -476,24 +476,37 @@ impl<B: KvBackend> KvStore<B> {
         Ok(moved)
     }
 
+    /// One run of `op` and its commit: `None` when the commit conflicted.
+    async fn run_once<T>(
+        &self,
+        op: &impl AsyncFn(&Tx<'_, B>) -> Result<T, StoreError>,
+    ) -> Result<Option<T>, StoreError> {
+        let tx = Tx::new(&self.backend);
+        let out = op(&tx).await?;
+        let Some(commit) = tx.build()? else {
+            return Ok(Some(out));
+        };
+        if let Some(why) = self.backend.limits().refuse(&commit) {
+            return Err(StoreError::Backend(format!("commit too large: {why}")));
+        }
+        Ok(match self.backend.commit(commit).await? {
+            KvCommitted::Applied => Some(out),
+            KvCommitted::Conflict => None,
+        })
+    }
+
     /// Runs `op` and commits what it wrote; on a conflict, runs it again (up to
-    /// [`MAX_COMMIT_TRIES`] times).
+    /// [`MAX_COMMIT_TRIES`] times). Each run is one [`KvBackend::begin`] … `end`.
     async fn atomic<T>(
         &self,
         op: impl AsyncFn(&Tx<'_, B>) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
         for _ in 0..MAX_COMMIT_TRIES {
-            let tx = Tx::new(&self.backend);
-            let out = op(&tx).await?;
-            let Some(commit) = tx.build()? else {
+            self.backend.begin();
+            let run = self.run_once(&op).await;
+            self.backend.end();
+            if let Some(out) = run? {
                 return Ok(out);
-            };
-            if let Some(why) = self.backend.limits().refuse(&commit) {
-                return Err(StoreError::Backend(format!("commit too large: {why}")));
-            }
-            match self.backend.commit(commit).await? {
-                KvCommitted::Applied => return Ok(out),
-                KvCommitted::Conflict => continue,
             }
         }
         Err(StoreError::Blocked(format!(
