@@ -4,11 +4,13 @@
 //! [`KvStore`] over it: every operation and rule of the outbox is written once, in
 //! [`crate::store::kv`], for IndexedDB, the storage adapters and memory alike.
 //!
-//! Each call is one transaction: `get_many` and `list` a read-only one, `commit` a
-//! read-write one that reads the checked keys' versions, compares, and writes (or
-//! aborts and answers a conflict), awaiting nothing but IndexedDB inside it. The schema
-//! is in `schema.rs`; databases written by schemas v1–v4 are moved into it by
-//! `legacy.rs` when opened.
+//! A run of a store operation ([`KvBackend::begin`] … `end`) is one read-write
+//! transaction while it stays active: its reads and its commit share it, and the commit
+//! skips the checks of what was read there; when it has finished under the run, the
+//! next call opens a new one and the commit checks every version read. Reads outside a
+//! run use a read-only transaction. The requests are issued by a few lines of JavaScript
+//! (`ops.rs`). The schema is in `schema.rs`; databases written by schemas v1–v4 are
+//! moved into it by `legacy.rs` when opened.
 //!
 //! Connection faults: another context's version change closes our connection (so its
 //! upgrade can proceed) and the next call reopens it; a lost connection is reopened
