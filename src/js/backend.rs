@@ -92,18 +92,6 @@ impl KvBackend for AnyKv {
     async fn commit(&self, commit: KvCommit) -> Result<KvCommitted, StoreError> {
         delegate!(self, s => s.commit(commit))
     }
-    fn begin(&self) {
-        #[cfg(feature = "indexeddb")]
-        if let AnyKv::Idb(s) = self {
-            s.begin();
-        }
-    }
-    fn end(&self) {
-        #[cfg(feature = "indexeddb")]
-        if let AnyKv::Idb(s) = self {
-            s.end();
-        }
-    }
 }
 
 /// A transport supplied by the application: `{ publish(relay, eventJson) }` resolving

@@ -4,12 +4,12 @@
 //! [`KvStore`] over it: every operation and rule of the outbox is written once, in
 //! [`crate::store::kv`], for IndexedDB, the storage adapters and memory alike.
 //!
-//! A run of a store operation ([`KvBackend::begin`] … `end`) is one read-write
-//! transaction while it stays active: its reads and its commit share it, and the commit
-//! skips the checks of what was read there; when it has finished under the run, the
-//! next call opens a new one and the commit checks every version read. Reads outside a
-//! run use a read-only transaction. The requests are issued by a few lines of JavaScript
-//! (`ops.rs`). The schema is in `schema.rs`; databases written by schemas v1–v4 are
+//! Every call is issued on the backend's current read-write transaction while it is
+//! active, else on a new one: a store operation's reads and its commit (and those of
+//! other operations under way at once) share one transaction as long as nothing but
+//! IndexedDB is awaited between them. A commit checks the versions of what its
+//! operation read, in the transaction it writes in. The requests are issued by a few
+//! lines of JavaScript (`ops.rs`). The schema is in `schema.rs`; databases written by schemas v1–v4 are
 //! moved into it by `legacy.rs` when opened.
 //!
 //! Connection faults: another context's version change closes our connection (so its
@@ -78,15 +78,8 @@ pub struct IdbKv {
     /// The version it opens (the schema's; tests open higher ones).
     version: u32,
     closed: Cell<bool>,
-    /// The run of a store operation under way ([`KvBackend::begin`]), if any.
-    session: RefCell<Option<Session>>,
-}
-
-/// One run of a store operation: the read-write transaction its reads and its commit
-/// use while it lasts, and whether every read so far went through it.
-struct Session {
-    tx: Option<JsValue>,
-    intact: bool,
+    /// The read-write transaction calls are issued on while it is active.
+    current: RefCell<Option<JsValue>>,
 }
 
 impl std::fmt::Debug for IdbKv {
@@ -131,7 +124,7 @@ impl IdbKv {
             conn: RefCell::new(None),
             version,
             closed: Cell::new(false),
-            session: RefCell::new(None),
+            current: RefCell::new(None),
         };
         kv.connection().await?;
         legacy::migrate(&kv).await?;
@@ -228,33 +221,28 @@ async fn apply(tx: &Tx<'_>, mutations: &[KvMutation]) -> Result<(), Failure> {
 }
 
 impl IdbKv {
-    /// A new transaction (read-write over `kv` and `meta`, or read-only over `kv`).
-    async fn open_tx(&self, readwrite: bool) -> Result<JsValue, Failure> {
+    /// A new read-write transaction over `kv` and `meta`.
+    async fn open_tx(&self) -> Result<JsValue, Failure> {
         let strict = self.options.durability == Durability::Strict;
         self.run(async |db| {
             let raw: &web_sys::IdbDatabase = db.as_sys();
-            ops::open_tx(raw, readwrite, strict).map_err(sys::failure)
+            ops::open_tx(raw, strict).map_err(sys::failure)
         })
         .await
         .map_err(Failure::Store)
     }
 
-    /// Runs `call` (one of `ops.rs`) on a transaction and awaits its answer: in a
-    /// session, on the session's transaction while it is active (a new one when it has
-    /// finished); otherwise on a new one. `call` learns whether every read of the session
-    /// went through that transaction (so what they read cannot have changed). A lost
-    /// connection is reopened once and `call` run again on a new transaction.
+    /// Runs `call` (one of `ops.rs`) on the current transaction while it is active, else
+    /// on a new one (then the current one), and awaits its answer. A lost connection is
+    /// reopened once and `call` run again.
     async fn exec(
         &self,
-        call: &dyn Fn(&JsValue, bool) -> Result<Promise, JsValue>,
+        call: &dyn Fn(&JsValue) -> Result<Promise, JsValue>,
     ) -> Result<JsValue, StoreError> {
         match self.exec_once(call).await {
             Err(Failure::Lost(_)) => {
                 self.conn.borrow_mut().take();
-                if let Some(s) = self.session.borrow_mut().as_mut() {
-                    s.tx = None;
-                    s.intact = false;
-                }
+                self.current.borrow_mut().take();
                 self.exec_once(call).await.map_err(StoreError::from)
             }
             other => other.map_err(StoreError::from),
@@ -263,34 +251,18 @@ impl IdbKv {
 
     async fn exec_once(
         &self,
-        call: &dyn Fn(&JsValue, bool) -> Result<Promise, JsValue>,
+        call: &dyn Fn(&JsValue) -> Result<Promise, JsValue>,
     ) -> Result<JsValue, Failure> {
-        let current = self
-            .session
-            .borrow()
-            .as_ref()
-            .map(|s| (s.tx.clone(), s.intact));
-        let Some((tx, intact)) = current else {
-            let tx = self.open_tx(false).await?;
-            return settle(call(&tx, false).map_err(sys::failure)?).await;
-        };
-        if let Some(tx) = tx {
+        let current = self.current.borrow().clone();
+        if let Some(tx) = current {
             // Throws at once when the transaction has finished.
-            if let Ok(promise) = call(&tx, intact) {
+            if let Ok(promise) = call(&tx) {
                 return settle(promise).await;
             }
         }
-        let fresh = self.open_tx(true).await?;
-        let reads_elsewhere = match self.session.borrow_mut().as_mut() {
-            Some(s) => {
-                let had = s.tx.is_some();
-                s.tx = Some(fresh.clone());
-                s.intact &= !had;
-                had
-            }
-            None => true,
-        };
-        settle(call(&fresh, !reads_elsewhere && intact).map_err(sys::failure)?).await
+        let tx = self.open_tx().await?;
+        *self.current.borrow_mut() = Some(tx.clone());
+        settle(call(&tx).map_err(sys::failure)?).await
     }
 }
 
@@ -299,20 +271,9 @@ impl KvBackend for IdbKv {
         KvLimits::UNLIMITED
     }
 
-    fn begin(&self) {
-        *self.session.borrow_mut() = Some(Session {
-            tx: None,
-            intact: true,
-        });
-    }
-
-    fn end(&self) {
-        self.session.borrow_mut().take();
-    }
-
     async fn get_many(&self, keys: &[String]) -> Result<Vec<Option<KvValue>>, StoreError> {
         let keys: Array = keys.iter().map(|k| JsValue::from_str(k)).collect();
-        let rows = self.exec(&|tx, _| ops::get_many(tx, keys.clone())).await?;
+        let rows = self.exec(&|tx| ops::get_many(tx, keys.clone())).await?;
         Ok(Array::from(&rows).iter().map(|row| stored(&row)).collect())
     }
 
@@ -327,7 +288,7 @@ impl KvBackend for IdbKv {
             true => JsValue::UNDEFINED,
         };
         let answer = self
-            .exec(&|tx, _| ops::list(tx, &r.start, &r.end, limit.clone()))
+            .exec(&|tx| ops::list(tx, &r.start, &r.end, limit.clone()))
             .await?;
         let answer = Array::from(&answer);
         let (keys, rows) = (Array::from(&answer.get(0)), Array::from(&answer.get(1)));
@@ -379,20 +340,16 @@ impl KvBackend for IdbKv {
             })
             .collect();
         let applied = self
-            .exec(&|tx, unchanged| {
-                // What the session read in this very transaction cannot have changed.
-                let (checks, versions) = match unchanged {
-                    true => (Array::new(), Array::new()),
-                    false => (checks.clone(), versions.clone()),
-                };
-                ops::commit(tx, checks, versions, puts.clone(), deletes.clone())
+            .exec(&|tx| {
+                ops::commit(
+                    tx,
+                    checks.clone(),
+                    versions.clone(),
+                    puts.clone(),
+                    deletes.clone(),
+                )
             })
             .await?;
-        // A commit ends the session's transaction (it commits by itself).
-        if let Some(s) = self.session.borrow_mut().as_mut() {
-            s.tx = None;
-            s.intact = false;
-        }
         Ok(match applied.as_bool() {
             Some(true) => KvCommitted::Applied,
             _ => KvCommitted::Conflict,

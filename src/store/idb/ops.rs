@@ -4,10 +4,14 @@
 //!
 //! A transaction stays active while its requests' events and their microtasks run, so
 //! an operation of the store (reads, decisions in wasm, then its commit) can run whole
-//! in one read-write transaction: [`super::IdbKv`] keeps one per store operation (its
-//! session) while nothing else is awaited. Each function throws at once when the
-//! transaction has finished (its first request throws `TransactionInactiveError` or
-//! `InvalidStateError`); the caller then opens a new one.
+//! in one read-write transaction, and so can several operations under way at once:
+//! [`super::IdbKv`] issues every call on its current read-write transaction while it is
+//! active. Each function throws at once when the transaction has finished (its first
+//! request throws `TransactionInactiveError` or `InvalidStateError`); the caller then
+//! opens a new one. Sharing is safe because a commit always checks the versions of what
+//! its operation read, in the transaction it writes in, and a commit that finds one
+//! changed writes nothing and answers a conflict without aborting the transaction (the
+//! others' commits in it stand).
 //!
 //! A commit never calls `commit()`: the transaction commits by itself once its last
 //! request has answered, and a write refused on its own (Firefox over quota) aborts it
@@ -18,10 +22,8 @@ use js_sys::{Array, Promise};
 use wasm_bindgen::prelude::*;
 
 #[wasm_bindgen(inline_js = r#"
-export function openTx(db, readwrite, strict) {
-  return readwrite
-    ? db.transaction(["kv", "meta"], "readwrite", { durability: strict ? "strict" : "relaxed" })
-    : db.transaction("kv", "readonly");
+export function openTx(db, strict) {
+  return db.transaction(["kv", "meta"], "readwrite", { durability: strict ? "strict" : "relaxed" });
 }
 // A request's error, or, when it failed because its transaction aborted, the error the
 // transaction aborted with (QuotaExceededError, ...).
@@ -58,29 +60,25 @@ export function commit(tx, checks, versions, puts, deletes) {
   return new Promise((resolve, reject) => {
     for (const r of read) r.onerror = failed(tx, reject);
     last.onerror = failed(tx, reject);
-    tx.onabort = () => reject(tx.error || new DOMException("the transaction was aborted", "AbortError"));
     last.onsuccess = () => {
       for (let i = 0; i < read.length; i++) {
         const row = read[i].result;
         const version = Array.isArray(row) && typeof row[1] === "number" ? String(row[1]) : row === undefined ? null : "";
-        if (version !== versions[i]) {
-          tx.onabort = () => resolve(false);
-          tx.abort();
-          return;
-        }
+        if (version !== versions[i]) return resolve(false);
       }
       const version = (typeof last.result === "number" ? last.result : 0) + 1;
       for (let i = 0; i < puts.length; i += 2) kv.put([puts[i + 1], version], puts[i]);
       for (const key of deletes) kv.delete(key);
       meta.put(version, "commit");
-      tx.oncomplete = () => resolve(true);
+      tx.addEventListener("complete", () => resolve(true));
+      tx.addEventListener("abort", () => reject(tx.error || new DOMException("the transaction was aborted", "AbortError")));
     };
   });
 }
 "#)]
 extern "C" {
     #[wasm_bindgen(js_name = openTx, catch)]
-    pub(super) fn open_tx(db: &JsValue, readwrite: bool, strict: bool) -> Result<JsValue, JsValue>;
+    pub(super) fn open_tx(db: &JsValue, strict: bool) -> Result<JsValue, JsValue>;
     #[wasm_bindgen(js_name = getMany, catch)]
     pub(super) fn get_many(tx: &JsValue, keys: Array) -> Result<Promise, JsValue>;
     #[wasm_bindgen(catch)]

@@ -272,13 +272,4 @@ pub trait KvBackend {
     /// Applies `commit` atomically if every check holds ([`KvCommitted::Applied`]),
     /// else writes nothing ([`KvCommitted::Conflict`]).
     async fn commit(&self, commit: KvCommit) -> Result<KvCommitted, StoreError>;
-
-    /// The store starts one run of an operation: its reads, then at most one commit,
-    /// with nothing but this backend awaited in between. A backend with transactions
-    /// may run them in one (IndexedDB does) and skip the checks of what it read there.
-    /// The default does nothing.
-    fn begin(&self) {}
-
-    /// The run [`KvBackend::begin`] started is over.
-    fn end(&self) {}
 }

@@ -496,16 +496,13 @@ impl<B: KvBackend> KvStore<B> {
     }
 
     /// Runs `op` and commits what it wrote; on a conflict, runs it again (up to
-    /// [`MAX_COMMIT_TRIES`] times). Each run is one [`KvBackend::begin`] … `end`.
+    /// [`MAX_COMMIT_TRIES`] times).
     async fn atomic<T>(
         &self,
         op: impl AsyncFn(&Tx<'_, B>) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
         for _ in 0..MAX_COMMIT_TRIES {
-            self.backend.begin();
-            let run = self.run_once(&op).await;
-            self.backend.end();
-            if let Some(out) = run? {
+            if let Some(out) = self.run_once(&op).await? {
                 return Ok(out);
             }
         }
