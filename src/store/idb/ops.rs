@@ -66,12 +66,19 @@ export function commit(tx, checks, versions, puts, deletes) {
         const version = Array.isArray(row) && typeof row[1] === "number" ? String(row[1]) : row === undefined ? null : "";
         if (version !== versions[i]) return resolve(false);
       }
-      const version = (typeof last.result === "number" ? last.result : 0) + 1;
-      for (let i = 0; i < puts.length; i += 2) kv.put([puts[i + 1], version], puts[i]);
-      for (const key of deletes) kv.delete(key);
-      meta.put(version, "commit");
       tx.addEventListener("complete", () => resolve(true));
       tx.addEventListener("abort", () => reject(tx.error || new DOMException("the transaction was aborted", "AbortError")));
+      const version = (typeof last.result === "number" ? last.result : 0) + 1;
+      try {
+        for (let i = 0; i < puts.length; i += 2) kv.put([puts[i + 1], version], puts[i]);
+        for (const key of deletes) kv.delete(key);
+        meta.put(version, "commit");
+      } catch (error) {
+        // A write that throws (Firefox's connection refuses writes after a full quota
+        // with InvalidStateError) must not leave the writes before it to be committed.
+        try { tx.abort(); } catch {}
+        reject(error);
+      }
     };
   });
 }
