@@ -11,7 +11,10 @@
 //! opens a new one. Sharing is safe because a commit always checks the versions of what
 //! its operation read, in the transaction it writes in, and a commit that finds one
 //! changed writes nothing and answers a conflict without aborting the transaction (the
-//! others' commits in it stand).
+//! others' commits in it stand). The versions of the keys read or written in a
+//! transaction are kept with it (no other transaction writes while it is active), so a
+//! commit reads again only the checked keys its transaction has not met: in a flush,
+//! the checks of a claim and of a completion read no row.
 //!
 //! A commit never calls `commit()`: the transaction commits by itself once its last
 //! request has answered, and a write refused on its own (Firefox over quota) aborts it
@@ -33,13 +36,30 @@ function failed(tx, reject) {
     reject(error && error.name === "AbortError" && tx.error ? tx.error : error);
   };
 }
+// The version of a stored row as the store compares it ("" for a row it cannot read).
+function versionOf(row) {
+  return row === undefined ? null : Array.isArray(row) && typeof row[1] === "number" ? String(row[1]) : "";
+}
+// Per read-write transaction, the version of every key read or written in it so far: no
+// other transaction can write while it is active, so they are the keys' versions now,
+// and a commit in it checks them without reading the rows again.
+const known = new WeakMap();
+function note(tx) {
+  let seen = known.get(tx);
+  if (!seen) known.set(tx, (seen = new Map()));
+  return seen;
+}
 export function getMany(tx, keys) {
   const kv = tx.objectStore("kv");
   const requests = keys.map((key) => kv.get(key));
   return new Promise((resolve, reject) => {
     if (requests.length === 0) return resolve([]);
     for (const r of requests) r.onerror = failed(tx, reject);
-    requests[requests.length - 1].onsuccess = () => resolve(requests.map((r) => r.result));
+    requests[requests.length - 1].onsuccess = () => {
+      const seen = note(tx);
+      const rows = requests.map((r, i) => (seen.set(keys[i], versionOf(r.result)), r.result));
+      resolve(rows);
+    };
   });
 }
 export function list(tx, start, end, limit) {
@@ -49,29 +69,40 @@ export function list(tx, start, end, limit) {
   const values = kv.getAll(range, limit);
   return new Promise((resolve, reject) => {
     keys.onerror = values.onerror = failed(tx, reject);
-    values.onsuccess = () => resolve([keys.result, values.result]);
+    values.onsuccess = () => {
+      const seen = note(tx);
+      keys.result.forEach((key, i) => seen.set(key, versionOf(values.result[i])));
+      resolve([keys.result, values.result]);
+    };
   });
 }
 export function commit(tx, checks, versions, puts, deletes) {
   const kv = tx.objectStore("kv");
   const meta = tx.objectStore("meta");
-  const read = checks.map((key) => kv.get(key));
+  const seen = note(tx);
+  // Only the checked keys not read or written in this transaction are read again.
+  const read = checks.map((key) => (seen.has(key) ? null : kv.get(key)));
   const last = meta.get("commit");
   return new Promise((resolve, reject) => {
-    for (const r of read) r.onerror = failed(tx, reject);
+    for (const r of read) if (r) r.onerror = failed(tx, reject);
     last.onerror = failed(tx, reject);
     last.onsuccess = () => {
-      for (let i = 0; i < read.length; i++) {
-        const row = read[i].result;
-        const version = Array.isArray(row) && typeof row[1] === "number" ? String(row[1]) : row === undefined ? null : "";
+      for (let i = 0; i < checks.length; i++) {
+        const version = read[i] ? versionOf(read[i].result) : seen.get(checks[i]);
         if (version !== versions[i]) return resolve(false);
       }
       tx.addEventListener("complete", () => resolve(true));
       tx.addEventListener("abort", () => reject(tx.error || new DOMException("the transaction was aborted", "AbortError")));
       const version = (typeof last.result === "number" ? last.result : 0) + 1;
       try {
-        for (let i = 0; i < puts.length; i += 2) kv.put([puts[i + 1], version], puts[i]);
-        for (const key of deletes) kv.delete(key);
+        for (let i = 0; i < puts.length; i += 2) {
+          kv.put([puts[i + 1], version], puts[i]);
+          seen.set(puts[i], String(version));
+        }
+        for (const key of deletes) {
+          kv.delete(key);
+          seen.set(key, null);
+        }
         meta.put(version, "commit");
       } catch (error) {
         // A write that throws (Firefox's connection refuses writes after a full quota
