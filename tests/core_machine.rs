@@ -599,3 +599,122 @@ fn take_over_after_the_deadline_expires_the_record() {
     assert!(ended.lease.is_none());
     assert_eq!(ended.due_ms, None);
 }
+
+mod import {
+    use super::*;
+    use nostr_outbox::core::import::plan_for;
+    use nostr_outbox::core::{decide_enqueues, EnqueueOutcome};
+    use nostr_outbox::store::conformance::{nostr_event, nostr_plan, ALICE};
+
+    fn profile(n: u32, at: u64) -> Plan {
+        nostr_plan(nostr_event(n, ALICE, 0, at, "", &[]))
+    }
+
+    fn refused(r: Record, why: &str) {
+        match plan_for(r, 9_000) {
+            Err(CoreError::InvalidArgument { field, reason }) => {
+                assert_eq!(field, "record");
+                assert!(reason.contains(why), "{reason} should say {why}");
+            }
+            other => panic!("expected a refusal ({why}), got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_record_is_its_plans_import() {
+        let r = created(fixture_plan(1, &RELAYS, Policy::All), 1_000);
+        let plan = plan_for(r.clone(), 9_000).unwrap();
+        assert_eq!(plan.imported.as_deref(), Some(&r));
+        assert_eq!(plan.clone().normalize().unwrap().digest(), r.plan_digest);
+        // A leased record arrives unleased, due at once, its attempt count kept.
+        let l = leased(&r, "l", 2_000);
+        let arrived = *plan_for(l.clone(), 9_000).unwrap().imported.unwrap();
+        assert_eq!(
+            (
+                arrived.stage,
+                arrived.lease,
+                arrived.attempts,
+                arrived.due_ms
+            ),
+            (Stage::Pending, None, 0, Some(9_000))
+        );
+        assert_eq!(arrived.revision, l.revision + 1);
+    }
+
+    #[test]
+    fn a_record_that_does_not_hold_together_is_refused() {
+        let r = created(fixture_plan(1, &RELAYS, Policy::All), 1_000);
+        let mut x = r.clone();
+        x.targets.pop();
+        refused(x, "digest");
+        let mut x = r.clone();
+        x.max_attempts = 99;
+        refused(x, "digest");
+        let mut x = r.clone();
+        x.stage = Stage::Leased;
+        refused(x, "lease");
+        let mut x = r.clone();
+        x.due_ms = None;
+        refused(x, "due time");
+        let mut x = r.clone();
+        x.satisfaction = Satisfaction::Satisfied;
+        refused(x, "satisfaction");
+        let mut x = r.clone();
+        x.stage = Stage::Cancelled;
+        x.due_ms = None;
+        refused(x, "stop reason");
+        let l = leased(&r, "l", 2_000);
+        let mut x = done(&l, "l", &[(RELAYS[0], Outcome::Accepted)], 2_001).unwrap();
+        x.evidence[0].target = "wss://elsewhere.example".into();
+        refused(x.clone(), "not a target");
+        x.evidence[0].target = RELAYS[0].into();
+        x.evidence[0].attempt = 7;
+        refused(x, "attempt");
+        let mut x = r;
+        x.revision = 0;
+        refused(x, "revision");
+    }
+
+    #[test]
+    fn history_neither_withdraws_nor_is_withdrawn() {
+        // Held here: v2 of Alice's profile (pending) and v1 of a second slot.
+        let v2 = created(profile(2, 200), 1_000);
+        // Imported: v1 delivered there (older than v2 here), v3 cancelled there.
+        let v1 = created(profile(1, 100), 1_000);
+        let l = leased(&v1, "l", 1_001);
+        let v1 = done(
+            &l,
+            "l",
+            &[
+                (RELAYS[0], Outcome::Accepted),
+                (RELAYS[1], Outcome::Accepted),
+                (RELAYS[2], Outcome::Accepted),
+            ],
+            1_002,
+        )
+        .unwrap();
+        assert_eq!(v1.stage, Stage::Satisfied);
+        let v3 = cancel(&created(profile(3, 300), 1_000), 1_003).unwrap();
+        let plans = vec![
+            plan_for(v1.clone(), 5_000).unwrap(),
+            plan_for(v3.clone(), 5_000).unwrap(),
+        ];
+        let decided = decide_enqueues(
+            plans,
+            vec![(None, vec![v2.clone()]), (None, vec![v2.clone()])],
+            5_000,
+        )
+        .unwrap();
+        let outcomes: Vec<_> = decided.answers.iter().map(|a| a.outcome).collect();
+        assert_eq!(outcomes, [EnqueueOutcome::Created, EnqueueOutcome::Created]);
+        assert_eq!(
+            decided.answers[0].record, v1,
+            "a delivered older version stays delivered"
+        );
+        assert_eq!(decided.answers[1].record, v3);
+        assert!(
+            decided.answers.iter().all(|a| a.withdrawn.is_empty()),
+            "a cancelled newer version withdraws nothing"
+        );
+    }
+}

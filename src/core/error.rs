@@ -54,6 +54,8 @@ error_codes! {
     InvalidPolicy = "invalid_policy",
     /// A setting out of range.
     InvalidConfig = "invalid_config",
+    /// A line of an import that is not one of an export (its number in `details.line`).
+    InvalidImport = "invalid_import",
     /// The id holds a different plan.
     PlanConflict = "plan_conflict",
     /// No record with this id.

@@ -365,7 +365,8 @@ pub fn decide_enqueue(
     plan: Plan,
     now_ms: u64,
 ) -> Result<EnqueueDecision, CoreError> {
-    let plan = plan.normalize()?;
+    let mut plan = plan.normalize()?;
+    let imported = plan.imported.take();
     let digest = plan.digest();
     match existing {
         Some(r) if r.id != plan.id => Err(CoreError::arg(
@@ -374,6 +375,11 @@ pub fn decide_enqueue(
         )),
         Some(r) if r.plan_digest == digest => Ok(EnqueueDecision::Replay(r.clone())),
         Some(r) => Err(CoreError::PlanConflict { id: r.id.clone() }),
+        // An import stores the record it brings (`super::import::plan_for` checked it
+        // is this plan's), whether or not its event has expired since.
+        None if imported.is_some() => Ok(EnqueueDecision::Create(
+            *imported.ok_or_else(|| CoreError::arg("plan", "no record"))?,
+        )),
         None => {
             if let Some(expiration) = plan.event.expiration {
                 if expiration.saturating_mul(1_000) <= now_ms {
@@ -433,7 +439,7 @@ fn end_delivery(record: &mut Record, unmet: StopReason) {
 
 /// The stage of a record that waits for its next attempt: `pending` before any,
 /// `delivering` once the policy's verdict is in, else `retryable`.
-fn waiting_stage(record: &Record) -> Stage {
+pub(super) fn waiting_stage(record: &Record) -> Stage {
     if record.evidence.is_empty() {
         Stage::Pending
     } else if record.satisfaction == Satisfaction::Pending {

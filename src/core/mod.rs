@@ -10,6 +10,7 @@
 mod derive_check;
 pub mod envelope;
 pub mod error;
+pub mod import;
 pub mod lane;
 pub mod machine;
 pub mod order;

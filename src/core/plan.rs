@@ -54,6 +54,11 @@ pub struct Plan {
     /// the attempt budget ends it (stage `delivering`).
     #[serde(default)]
     pub stop_when_satisfied: bool,
+    /// The record an import brings in under this plan ([`super::import`]): when no
+    /// record has the id, it is stored as it is instead of a new record. Not part of the
+    /// digest (it must be this plan's record: [`super::import::plan_for`] checks it).
+    #[serde(skip)]
+    pub imported: Option<Box<super::Record>>,
 }
 
 impl Plan {
@@ -70,6 +75,7 @@ impl Plan {
             lane: DEFAULT_LANE.to_string(),
             priority: Priority::Normal,
             stop_when_satisfied: false,
+            imported: None,
         }
     }
 

@@ -227,7 +227,10 @@ fn decide_one(
     let EnqueueDecision::Create(record) = decision else {
         return Ok((decision, Vec::new()));
     };
-    let Some(meta) = record.event.meta.clone() else {
+    // An imported `cancelled` or `superseded` record is history: the rules neither act
+    // on it nor for it (`super::import`). A new record is `pending`.
+    let history = matches!(record.stage, Stage::Cancelled | Stage::Superseded);
+    let Some(meta) = record.event.meta.clone().filter(|_| !history) else {
         return Ok((EnqueueDecision::Create(record), Vec::new()));
     };
     let mine = (meta.created_at, record.event.id.as_str());
@@ -244,6 +247,10 @@ fn decide_one(
             _ => Some(v),
         });
     if let Some((_, by)) = newest {
+        if !record.stage.may_send() {
+            // An imported delivered (`satisfied`) older version stays as it is.
+            return Ok((EnqueueDecision::Create(record), Vec::new()));
+        }
         let mut born = supersede(&record, by, StopReason::Superseded, now_ms)?;
         // Born terminal: one revision, as any new record.
         born.revision = record.revision;

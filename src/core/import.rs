@@ -1,0 +1,118 @@
+//! Records brought in from another outbox (an export of another browser, device or
+//! runtime): checked, and turned into the plan they were enqueued with, carrying the
+//! record itself ([`Plan::imported`]). An import is then an enqueue of that plan, so the
+//! rules of an enqueue are the rules of an import, decided by
+//! [`super::semantics::decide_enqueues`] in the same transaction as the write:
+//! - a record whose id is already stored with the same plan is a replay (nothing is
+//!   written, whatever either side's stage); a different plan under the id is a
+//!   [`CoreError::PlanConflict`];
+//! - a record that may still be sent, of a replaceable or addressable event of which a
+//!   newer version is held here, arrives `superseded`; a newer version, or a NIP-09
+//!   deletion, that may still be sent or was delivered withdraws the older versions
+//!   (and the deleted events) here that may still be sent, as its enqueue would;
+//! - a `cancelled` or `superseded` record is history: stored as it is, it neither
+//!   withdraws nor is withdrawn, and a delivered (`satisfied`) one is never withdrawn;
+//! - a leased record arrives unleased (its lease belonged to a flusher of the other
+//!   outbox), claimable at once, with its attempt count unchanged: the attempt that
+//!   lease was for was never recorded, so it is made again under the same number, as
+//!   after a crash.
+//!
+//! Pure: the caller verified the event (id and signature) and the relay URLs.
+
+use super::error::CoreError;
+use super::plan::Plan;
+use super::record::{Record, Stage};
+use super::semantics::is_ephemeral;
+
+fn bad(reason: impl Into<String>) -> CoreError {
+    CoreError::arg("record", reason)
+}
+
+/// The plan `record` was enqueued with, carrying `record` as its import
+/// ([`Plan::imported`]). Fails with [`CoreError::InvalidArgument`] (field `record`)
+/// when the record does not hold together: its plan does not validate or has another
+/// digest, its stage disagrees with its lease, due time or reason, its evidence names a
+/// relay that is not a target or an attempt not made, its satisfaction is not its
+/// policy's verdict over its evidence.
+pub fn plan_for(record: Record, now_ms: u64) -> Result<Plan, CoreError> {
+    let mut plan = Plan {
+        id: record.id.clone(),
+        event: record.event.clone(),
+        targets: record.targets.clone(),
+        policy: record.policy.clone(),
+        max_attempts: record.max_attempts,
+        deadline_ms: record.deadline_ms,
+        lane: record.lane.clone(),
+        priority: record.priority,
+        stop_when_satisfied: record.stop_when_satisfied,
+        imported: None,
+    }
+    .normalize()?;
+    if plan.targets != record.targets || plan.policy != record.policy {
+        return Err(bad("its targets or policy are not in canonical form"));
+    }
+    if plan.digest() != record.plan_digest {
+        // An ephemeral event's deadline was set at its enqueue, not by its plan.
+        plan.deadline_ms = None;
+        if !is_ephemeral(&record.event) || plan.digest() != record.plan_digest {
+            return Err(bad("its plan digest is not the digest of its plan"));
+        }
+    }
+    check(&record)?;
+    plan.imported = Some(Box::new(arrive(record, now_ms)));
+    Ok(plan)
+}
+
+/// The consistency of a record's state (see [`plan_for`]).
+fn check(r: &Record) -> Result<(), CoreError> {
+    if r.revision == 0 || r.attempts > r.attempt_limit || r.rearmed_after_attempt > r.attempts {
+        return Err(bad("its revision or attempt counts are out of range"));
+    }
+    if (r.stage == Stage::Leased) != r.lease.is_some() {
+        return Err(bad("its lease does not match its stage"));
+    }
+    if r.stage.is_terminal() == r.due_ms.is_some() {
+        return Err(bad("its due time does not match its stage"));
+    }
+    let stopped = matches!(
+        r.stage,
+        Stage::Exhausted | Stage::Cancelled | Stage::Superseded
+    );
+    if stopped != r.reason.is_some() || (r.stage == Stage::Superseded) != r.superseded_by.is_some()
+    {
+        return Err(bad("its stop reason does not match its stage"));
+    }
+    if let Some(lease) = &r.lease {
+        if lease.attempt != r.attempts.saturating_add(1) {
+            return Err(bad("its lease is not for its next attempt"));
+        }
+    }
+    for e in &r.evidence {
+        if !r.targets.contains(&e.target) {
+            return Err(bad(format!(
+                "its evidence names `{}`, not a target",
+                e.target
+            )));
+        }
+        if e.attempt == 0 || e.attempt > r.attempts.saturating_add(1) || e.tries == 0 {
+            return Err(bad("its evidence names an attempt it did not make"));
+        }
+    }
+    if r.satisfaction != r.evaluate() {
+        return Err(bad(
+            "its satisfaction is not its policy's verdict over its evidence",
+        ));
+    }
+    Ok(())
+}
+
+/// `record` as it is stored here: unleased when leased (see the module's docs).
+fn arrive(mut record: Record, now_ms: u64) -> Record {
+    if record.lease.take().is_some() {
+        record.stage = super::machine::waiting_stage(&record);
+        record.due_ms = Some(now_ms);
+        record.revision = record.revision.saturating_add(1);
+        record.updated_ms = record.updated_ms.max(now_ms);
+    }
+    record
+}
