@@ -6,7 +6,8 @@
 //   loads the .wasm with `new URL(..., import.meta.url)`), `types`, `files`,
 //   `sideEffects` (only index.js and publish.js have any), and the .wasm exported for precaching.
 // - the low-level `InitOutput` declarations use `unknown` instead of `any`.
-// - js/*.js and js/*.d.ts are copied next to it: publish.js (installs `outbox.publish`,
+// - js/*.js and js/*.d.ts are copied next to it: transfer.js (installs `outbox.export` and
+//   `outbox.import`; imported by index.js, and the entry `nostr-outbox/transfer`), publish.js (installs `outbox.publish`,
 //   nostr-tools' per-relay promises; imported by index.js) and one entry per adapter
 //   (`nostr-outbox/nostr-tools`, `/applesauce`, `/ndk`, `/welshman`, and the storage adapters
 //   `/memory-storage`, `/durable-object`, `/deno-kv`, `/sqlite`), and the UI entries
@@ -77,6 +78,7 @@ export * from "./${base}.js";
 export { default } from "./${base}.js";
 export { OutboxError } from "${errorPath}";
 export * from "./publish.js"; // PublishError; also adds Outbox.prototype.publish
+import "./transfer.js"; // adds Outbox.prototype.export and .import
 `,
 );
 writeFileSync(
@@ -112,6 +114,7 @@ import { OutboxError } from "${edgeErrorPath}";
 export * from "./${base}.js";
 export { OutboxError };
 export * from "./publish.js"; // PublishError; also adds Outbox.prototype.publish
+import "./transfer.js"; // adds Outbox.prototype.export and .import
 
 /** Loads the .wasm: given a module, bytes, a URL or a response, that; else the file
  * beside this module (read from disk where \`fetch\` cannot read \`file:\` URLs). */
@@ -228,9 +231,10 @@ const pkg = {
     "README.md",
     ...licenses,
   ],
-  // index.js and publish.js add `publish` to Outbox.prototype; inspector.js defines the
+  // index.js and publish.js add `publish` to Outbox.prototype, transfer.js `export` and
+  // `import`; inspector.js defines the
   // <nostr-outbox-inspector> element; everything else is pure.
-  sideEffects: ["./index.js", "./publish.js", "./inspector.js", "./edge/index.js", "./edge/publish.js"],
+  sideEffects: ["./index.js", "./publish.js", "./transfer.js", "./inspector.js", "./edge/index.js", "./edge/publish.js", "./edge/transfer.js"],
   // Only nostr-outbox/ndk imports its library (NDKPublishError, calculateRelaySetFromEvent)
   // and nostr-outbox/react React (useSyncExternalStore, React 18 or later), which an app
   // using them already has; the other entries import nothing of theirs (svelte included).

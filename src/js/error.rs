@@ -62,6 +62,9 @@ pub struct Details {
     /// The highest schema version supported (`storage_version_too_new`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub supported: Option<u32>,
+    /// The line of an import at fault (`invalid_import`, `plan_conflict`), 1-based.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<usize>,
     /// What the flush did (`sync_incomplete`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stats: Option<super::view::FlushView>,
@@ -120,6 +123,7 @@ impl Details {
             stage: extra.stage.or(self.stage),
             found: extra.found.or(self.found),
             supported: extra.supported.or(self.supported),
+            line: extra.line.or(self.line),
             stats: extra.stats.or(self.stats),
         }
     }

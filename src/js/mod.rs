@@ -15,6 +15,7 @@
 //! - `error`: `OutboxError` (`error.js`) and the mapping of every Rust error code.
 //! - `input` / `view`: JavaScript values in and out (serde structs); `types`: the
 //!   TypeScript types.
+//! - `transfer`: the export format's lines (`export` / `import`, `js/transfer.js`).
 //! - `events`: the internal `EventTarget` and the cross-context `BroadcastChannel`.
 
 use wasm_bindgen::prelude::*;
@@ -29,6 +30,7 @@ pub mod outbox;
 mod runtime;
 pub mod sw;
 mod sys;
+mod transfer;
 mod types;
 pub mod view;
 

@@ -18,11 +18,12 @@ use super::input::{self, shape, ItemInput, PlanOptions, Raw, Reader, Uint};
 #[cfg(feature = "adapter")]
 use super::kv::JsKv;
 use super::runtime::{Filter, RunError, Runtime, RuntimeConfig};
-use super::{sys, view};
+use super::{sys, transfer, view};
 use crate::core::plan::MAX_ATTEMPTS_LIMIT;
 use crate::core::semantics;
 use crate::core::{
-    EnqueueOutcome, Enqueued, ErrorCode, ListQuery, Plan, Policy, Priority, RetryConfig, Stage,
+    CoreError, EnqueueOutcome, Enqueued, ErrorCode, ListQuery, Plan, Policy, Priority, RetryConfig,
+    Stage,
 };
 use crate::flush::{FlushConfig, FlushEvent};
 use crate::nostr::SignatureCheck;
@@ -30,13 +31,16 @@ use crate::store::idb::{persistence, Durability};
 #[cfg(feature = "indexeddb")]
 use crate::store::idb::{IdbKv, IdbOptions};
 use crate::store::kv::{KvStore, MemoryKv};
-use crate::store::Store;
+use crate::store::{Store, StoreError};
 use crate::transport::websocket::{WsTransport, WsTransportConfig};
 
 /// The default database name.
 pub const DEFAULT_NAME: &str = "nostr-outbox";
 /// The default `list` page size.
 const DEFAULT_LIST_LIMIT: u32 = 100;
+/// Records per transaction of an import (each an `enqueueMany` of their plans; Deno
+/// KV's limits admit about 74 new records per commit).
+const IMPORT_BATCH: usize = 50;
 
 /// The keys of `Outbox.open` options.
 const OPEN_KEYS: [&str; 21] = [
@@ -760,6 +764,118 @@ impl Outbox {
                 out.push(&result);
             }
             Ok(out.into())
+        })
+    }
+
+    /// A page of the export (`js/transfer.js` streams them): `{ lines, next }`, the
+    /// header line first when `after` is `undefined`, then up to `limit` records in list
+    /// order after the record `after`; `next` is the cursor of the following page, or
+    /// `null` after the last.
+    #[wasm_bindgen(js_name = exportPage, skip_typescript)]
+    pub fn export_page(&self, after: Option<String>, limit: u32) -> Promise {
+        let inner = self.live();
+        promise(async move {
+            let inner = inner?;
+            let lines = Array::new();
+            if after.is_none() {
+                lines.push(&transfer::header().into());
+            }
+            let query = ListQuery {
+                stage: None,
+                limit: limit.clamp(1, crate::core::machine::MAX_LIST),
+                after,
+                lane: None,
+            };
+            let records = inner.store.list(&query).await?;
+            for record in &records {
+                lines.push(&transfer::line(record)?.into());
+            }
+            let next = match records.last() {
+                Some(last) if records.len() == query.limit as usize => last.id.as_str().into(),
+                _ => JsValue::NULL,
+            };
+            let page = js_sys::Object::new();
+            let _ = js_sys::Reflect::set(&page, &"lines".into(), &lines);
+            let _ = js_sys::Reflect::set(&page, &"next".into(), &next);
+            Ok(page.into())
+        })
+    }
+
+    /// Imports the lines of an export (`js/transfer.js` reads the source into them; it
+    /// passes a source it cannot read as it is, refused here as `invalid_argument`):
+    /// every line is checked first (`invalid_import` with `details.line`, nothing
+    /// written), then every record already stored under its id with another plan
+    /// (`plan_conflict` with `details.line`, nothing written); then the records are
+    /// enqueued in batches of [`IMPORT_BATCH`] (fewer where a commit of the storage
+    /// holds less), each one transaction, with a `progress`
+    /// event (`{ operation: "import", done, total }`) after each. Answers
+    /// `{ total, created, replayed, superseded }`.
+    #[wasm_bindgen(js_name = importLines, skip_typescript)]
+    pub fn import_lines(&self, lines: JsValue) -> Promise {
+        let live = self.live_at();
+        promise(async move {
+            let (inner, now) = live?;
+            if !Array::is_array(&lines) {
+                return Err(ApiError::argument(
+                    "source",
+                    format!(
+                        "must be a string, bytes, a Blob, a Response or a stream or iterable \
+                         of strings or bytes, got {}",
+                        input::type_name(&lines)
+                    ),
+                ));
+            }
+            let plans = transfer::plans(&lines.into(), now)?;
+            for (line, plan) in &plans {
+                if let Some(stored) = inner.store.get(&plan.id).await? {
+                    let digest = plan.imported.as_ref().map(|r| r.plan_digest.as_str());
+                    if Some(stored.plan_digest.as_str()) != digest {
+                        return Err(transfer::conflict(&plan.id, *line));
+                    }
+                }
+            }
+            let total = plans.len();
+            let plans: Vec<Plan> = plans.into_iter().map(|(_, plan)| plan).collect();
+            let mut counts = [0u32; 3];
+            let (mut done, mut size) = (0, IMPORT_BATCH);
+            while done < total {
+                let end = total.min(done + size);
+                // Through the call `enqueue` makes (one copy of the store's enqueue in
+                // the .wasm); the signatures were verified when the lines were read.
+                let answers = match inner
+                    .store
+                    .enqueue_many_checked(plans[done..end].to_vec(), now, &mut || true)
+                    .await
+                {
+                    // More than one commit of this storage holds (Deno KV: 64 KB):
+                    // halve the batch.
+                    Err(StoreError::Core(CoreError::InvalidArgument {
+                        field: "plans", ..
+                    })) if end - done > 1 => {
+                        size = (end - done) / 2;
+                        continue;
+                    }
+                    answers => answers?.unwrap_or_default(),
+                };
+                let mut urgent = 0u32;
+                for answer in &answers {
+                    let (_, record) = enqueue_result(answer);
+                    inner.created(answer, &record);
+                    counts[answer.outcome as usize] += 1;
+                    if answer.outcome == EnqueueOutcome::Created
+                        && !answer.record.is_terminal()
+                        && answer.record.priority != Priority::Low
+                    {
+                        urgent += 1;
+                    }
+                }
+                inner.runtime.kick_after_enqueue(urgent);
+                done = end;
+                inner
+                    .events
+                    .emit_local("progress", &view::progress("import", done, total));
+            }
+            Ok(view::import_result(total, counts))
         })
     }
 

@@ -530,6 +530,7 @@ export type OutboxErrorCode =
   | "invalid_targets"
   | "invalid_policy"
   | "invalid_config"
+  | "invalid_import"
   | "plan_conflict"
   | "not_found"
   | "not_retryable"
@@ -569,6 +570,8 @@ export interface OutboxErrorDetails {
   supported?: number;
   /** `sync_incomplete`: what the flush did. */
   stats?: FlushResult;
+  /** The line of an import at fault, 1-based (`invalid_import`, `plan_conflict`). */
+  line?: number;
 }
 
 /** Every failure of the API: a real `Error` with a stable `code`. */
@@ -613,7 +616,45 @@ export interface OutboxEventMap {
   change: CustomEvent<OutboxRecord>;
   /** An automatic flush failed (the error also retries later). */
   error: CustomEvent<OutboxError>;
+  /** Long work moved on: after each transaction of an `import`. In this context only. */
+  progress: CustomEvent<OutboxProgress>;
 }
+
+/** How far long work is (`progress` events): `done` of `total`. */
+export interface OutboxProgress {
+  operation: "import";
+  done: number;
+  total: number;
+}
+
+/** What `import` did: records read, and how many were stored new, were already here (same plan), or arrived superseded by a newer version held here. */
+export interface ImportResult {
+  total: number;
+  created: number;
+  replayed: number;
+  superseded: number;
+}
+
+/**
+ * The type of the global class `K`'s instances where this program's libraries declare it
+ * (the DOM's, a worker's, Node's, Deno's), else `Else`: the types read with or without the
+ * DOM library (an edge project may have only ES2023's).
+ */
+type GlobalInstance<K extends string, Else> = typeof globalThis extends { [P in K]: { prototype: infer T } } ? T : Else;
+
+/** The stream `export()` returns: a WHATWG `ReadableStream` of UTF-8 bytes. */
+export type ExportStream = GlobalInstance<"ReadableStream", AsyncIterable<Uint8Array>>;
+
+/** What `import` reads: the text of an export, its bytes, a `Blob`, a `Response`, or a stream or iterable of text or bytes. */
+export type ImportSource =
+  | string
+  | Uint8Array
+  | ArrayBuffer
+  | GlobalInstance<"Blob", never>
+  | GlobalInstance<"Response", never>
+  | GlobalInstance<"ReadableStream", never>
+  | AsyncIterable<Uint8Array | string>
+  | Iterable<Uint8Array | string>;
 
 /** A listener of one outbox event type. */
 export type OutboxListener<K extends keyof OutboxEventMap> =
@@ -655,6 +696,19 @@ export class Outbox {
    * deletion of them should go. At most 1000 references.
    */
   acceptedRelays(refs: readonly string[]): Promise<string[]>;
+  /**
+   * The records with their events and evidence as NDJSON (UTF-8): a header line
+   * `{"format":"nostr-outbox/records","version":1}`, then one record per line in creation
+   * order, read page by page. Undecodable rows are left out (see `corruptRecords()`).
+   */
+  export(): ExportStream;
+  /**
+   * Takes an export back, idempotently: a record already here with the same plan is a
+   * replay; another plan under its id is `plan_conflict`; a bad line is `invalid_import`
+   * (`details.line`). Every line and every conflict is checked before anything is
+   * written. The queue's Nostr rules apply as to an enqueue. Fires `progress`.
+   */
+  import(source: ImportSource): Promise<ImportResult>;
   /** Deletes terminal records; resolves with how many. */
   purge(options?: PurgeOptions): Promise<number>;
   /**

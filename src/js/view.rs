@@ -299,6 +299,43 @@ pub(crate) fn status(c: &StageCounts) -> JsValue {
     })
 }
 
+/// Progress of long work: `OutboxProgress` (`progress` events).
+#[derive(Serialize)]
+struct ProgressView {
+    operation: &'static str,
+    done: usize,
+    total: usize,
+}
+
+/// `{ operation, done, total }`.
+pub(crate) fn progress(operation: &'static str, done: usize, total: usize) -> JsValue {
+    to_js(&ProgressView {
+        operation,
+        done,
+        total,
+    })
+}
+
+/// The answer of `import`: `ImportResult`.
+#[derive(Serialize)]
+struct ImportView {
+    total: usize,
+    created: u32,
+    replayed: u32,
+    superseded: u32,
+}
+
+/// `{ total, created, replayed, superseded }` from the counts per enqueue outcome
+/// (created, replay, superseded).
+pub(crate) fn import_result(total: usize, counts: [u32; 3]) -> JsValue {
+    to_js(&ImportView {
+        total,
+        created: counts[0],
+        replayed: counts[1],
+        superseded: counts[2],
+    })
+}
+
 /// An undecodable row: `CorruptRecord`.
 #[derive(Serialize)]
 struct CorruptView<'a> {
