@@ -16,6 +16,8 @@
 #      nostr-rs-relay started down then up, the runtime SIGKILLed mid-flush; and an outbox
 #      used by two requests in a row in workerd. Uses tests/e2e's packages (relay harness,
 #      nostr-tools, ws, esbuild).
+#   7. transfer.mjs: export and import on Deno KV (Deno) and bun:sqlite (Bun) against an
+#      export the browser build wrote from IndexedDB.
 # Prints every test line and one libtest-style summary line. 1-5 need no package (5b builds
 # its wasm module with cargo and wasm-bindgen: run with scripts/env.sh sourced).
 set -uo pipefail
@@ -77,6 +79,10 @@ if [ ! -d ../e2e/node_modules/nostr-tools ] || [ ! -d ../e2e/node_modules/esbuil
   (cd ../e2e && npm ci --no-audit --no-fund >/dev/null) || echo "npm ci in tests/e2e failed" >&2
 fi
 runner scenario node scenario.mjs
+# 7. transfer.mjs: an export written from IndexedDB imported into Deno KV and bun:sqlite and
+#    exported back the same (tests/data/export_v1.ndjson; needs pkg/).
+runner transfer-deno "$bin/deno" run --no-prompt --unstable-kv --allow-read --allow-write --allow-env transfer.mjs
+runner transfer-bun "$bin/bun" run transfer.mjs
 if [ "$failed" = 0 ]; then
   echo "test result: ok. $passed passed; $failed failed"
 else

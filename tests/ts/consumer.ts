@@ -13,6 +13,8 @@ import init, {
   type EnqueueResult,
   type FlushOptions,
   type FlushResult,
+  type ImportResult,
+  type OutboxProgress,
   type OutboxErrorCode,
   type OutboxEventMap,
   type OutboxOptions,
@@ -98,6 +100,13 @@ export async function main(): Promise<void> {
   if (why === "superseded" || why === "deleted") console.log(superseded[0]?.supersededBy);
   const where: string[] = await outbox.acceptedRelays([signed.id, `30023:${signed.pubkey}:my-article`]);
   console.log(where.length);
+  // Export and import: a file to keep or move, read back from a Blob, a stream or text.
+  const file: Blob = await new Response(outbox.export()).blob();
+  const imported: ImportResult = await outbox.import(file);
+  const progress = (e: CustomEvent<OutboxProgress>) => console.log(e.detail.done / e.detail.total);
+  outbox.addEventListener("progress", progress);
+  await outbox.import(new Response(file).body ?? "");
+  console.log(imported.created + imported.replayed + imported.superseded === imported.total);
   await outbox.cancel("item-1");
   await outbox.retry("item-2");
   const purged: number = await outbox.purge({ before: Date.now() - 7 * 86_400_000 });

@@ -5,6 +5,7 @@ import init, {
   OutboxError,
   handleSync,
   type FlushResult,
+  type ImportResult,
   type StorageAdapter,
   type StorageEntry,
   type SyncEvent,
@@ -39,6 +40,10 @@ export async function run(wasm: ArrayBuffer): Promise<FlushResult> {
   // The UI store takes the edge build's outbox too (no DOM types needed).
   const stop = createOutboxStore(outbox, { limit: 10 }).subscribe((s) => delivered.push(String(s.status?.total)));
   stop();
+  // A queue moved in and out without the DOM library: the export is iterable bytes here.
+  const moved: ImportResult = await outbox.import("{}\n");
+  for await (const chunk of outbox.export()) delivered.push(String(chunk.byteLength + moved.total));
+  await outbox.import([new Uint8Array([123, 125])]);
   try {
     return await outbox.flush();
   } catch (e) {

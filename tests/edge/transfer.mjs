@@ -1,0 +1,97 @@
+// Export and import on the edge build's durable adapters: tests/data/export_v1.ndjson, an
+// export the browser build wrote from IndexedDB (tests/e2e/transfer.test.mjs writes it with
+// WRITE_EXPORT_FIXTURE=1 and checks that IndexedDB reads it back the same), imported into
+// Deno KV (Deno) or bun:sqlite (Bun), read back after the storage is reopened, exported
+// byte for byte as the browser exported it (so an export of Deno KV imports into IndexedDB
+// as the browser's own does); imported again as replays; a bad line writes nothing.
+// Usage: deno run --unstable-kv --allow-read --allow-write --allow-env transfer.mjs
+//        bun run transfer.mjs
+import init, { Outbox } from "../../pkg/edge/index.js";
+import { readFile, mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const isDeno = typeof Deno !== "undefined";
+const runtime = isDeno ? "deno" : "bun";
+let passed = 0;
+let failed = 0;
+async function check(name, f) {
+  try {
+    await f();
+    console.log(`test ${runtime}::transfer::${name} ... ok`);
+    passed++;
+  } catch (e) {
+    console.log(`test ${runtime}::transfer::${name} ... FAILED`);
+    console.log(`  ${e?.stack ?? e}`);
+    failed++;
+  }
+}
+const assert = (cond, what) => {
+  if (!cond) throw new Error(what);
+};
+
+// The durable adapter of this runtime on `path`, and how to close it.
+async function durable(path) {
+  if (isDeno) {
+    const { denoKvStorage } = await import("../../pkg/deno-kv.js");
+    const kv = await Deno.openKv(path);
+    return { adapter: denoKvStorage(kv), close: () => kv.close() };
+  }
+  const { sqliteStorage } = await import("../../pkg/sqlite.js");
+  const { Database } = await import("bun:sqlite");
+  const db = new Database(path, { create: true });
+  return { adapter: sqliteStorage(db), close: () => db.close() };
+}
+
+const transport = { publish: async () => ({ ok: true, message: "" }) };
+const open = (adapter) => Outbox.open({ storage: adapter, autoFlush: false, transport });
+const text = (stream) => new Response(stream).text();
+
+await init();
+const fixture = await readFile(fileURLToPath(new URL("../data/export_v1.ndjson", import.meta.url)), "utf8");
+const count = fixture.trimEnd().split("\n").length - 1;
+const dir = await mkdtemp(join(tmpdir(), "nostr-outbox-transfer-"));
+try {
+  await check("an_indexeddb_export_imports_and_exports_the_same", async () => {
+    const path = join(dir, "a.db");
+    let storage = await durable(path);
+    let outbox = await open(storage.adapter);
+    const progress = [];
+    outbox.addEventListener("progress", (e) => progress.push(e.detail.done));
+    const result = await outbox.import(fixture);
+    assert(result.total === count && result.created === count, `import: ${JSON.stringify(result)}`);
+    assert(progress.at(-1) === count, `progress: ${progress}`);
+    assert((await text(outbox.export())) === fixture, "the export differs from the file imported");
+    await outbox.close();
+    storage.close();
+    storage = await durable(path);
+    outbox = await open(storage.adapter);
+    assert((await text(outbox.export())) === fixture, "after reopening, the export differs");
+    const again = await outbox.import(new TextEncoder().encode(fixture));
+    assert(again.replayed === count && again.created === 0, `import again: ${JSON.stringify(again)}`);
+    await outbox.close();
+    storage.close();
+  });
+  await check("a_bad_line_writes_nothing", async () => {
+    const storage = await durable(join(dir, "b.db"));
+    const outbox = await open(storage.adapter);
+    const lines = fixture.trimEnd().split("\n");
+    lines[lines.length - 1] = lines[lines.length - 1].replace('"attempts":', '"attempts":9');
+    let error;
+    try {
+      await outbox.import(lines.join("\n"));
+    } catch (e) {
+      error = e;
+    }
+    assert(error?.code === "invalid_import" && error.details?.line === lines.length, `error: ${error?.code} ${error?.message}`);
+    assert((await outbox.status()).total === 0, "a refused import wrote records");
+    await outbox.close();
+    storage.close();
+  });
+} finally {
+  await rm(dir, { recursive: true, force: true });
+}
+console.log(`transfer: ${passed} passed; ${failed} failed`);
+if (isDeno) Deno.exit(failed ? 1 : 0);
+else process.exit(failed ? 1 : 0);
