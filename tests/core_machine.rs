@@ -652,24 +652,32 @@ mod import {
         refused(x, "digest");
         let mut x = r.clone();
         x.stage = Stage::Leased;
-        refused(x, "lease");
+        refused(x, "stage `leased`");
         let mut x = r.clone();
         x.due_ms = None;
-        refused(x, "due time");
+        refused(x, "stage `pending`");
         let mut x = r.clone();
         x.satisfaction = Satisfaction::Satisfied;
         refused(x, "satisfaction");
         let mut x = r.clone();
         x.stage = Stage::Cancelled;
         x.due_ms = None;
-        refused(x, "stop reason");
+        refused(x, "stage `cancelled`");
         let l = leased(&r, "l", 2_000);
         let mut x = done(&l, "l", &[(RELAYS[0], Outcome::Accepted)], 2_001).unwrap();
         x.evidence[0].target = "wss://elsewhere.example".into();
-        refused(x.clone(), "not a target");
+        refused(x.clone(), "evidence #0");
         x.evidence[0].target = RELAYS[0].into();
         x.evidence[0].attempt = 7;
-        refused(x, "attempt");
+        refused(x.clone(), "evidence #0");
+        // A relay that accepted is never sent the event again.
+        x.evidence[0].attempt = 1;
+        let again = x.evidence[0].clone();
+        x.evidence.push(super::core::Evidence {
+            attempt: 2,
+            ..again
+        });
+        refused(x, "evidence #3");
         let mut x = r;
         x.revision = 0;
         refused(x, "revision");

@@ -624,6 +624,26 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
                 prop_assert_eq!(&r.event, &first.event, "event kept exactly");
                 prop_assert_eq!(&r.plan_digest, &first.plan_digest, "plan kept");
                 check_record(r)?;
+                // Every state the machine reaches is one an import takes back: as it is,
+                // or unleased when leased (`core::import`).
+                match nostr_outbox::core::import::plan_for(r.clone(), now) {
+                    Ok(plan) => {
+                        let arrived = plan.imported.as_deref().cloned();
+                        if r.lease.is_some() {
+                            prop_assert_eq!(arrived.as_ref().map(|a| a.due_ms), Some(Some(now)));
+                            prop_assert!(arrived
+                                .as_ref()
+                                .is_some_and(|a| a.stage != Stage::Leased));
+                        } else {
+                            prop_assert_eq!(arrived.as_ref(), Some(r), "imported as it is");
+                        }
+                    }
+                    Err(e) => prop_assert!(
+                        false,
+                        "record {id} ({:?}) is refused by import: {e}",
+                        r.stage
+                    ),
+                }
                 let Some(prev) = before.get(id) else { continue };
                 if r != prev {
                     prop_assert!(r.revision > prev.revision, "revision must grow on {id}");
@@ -658,5 +678,124 @@ proptest! {
     #[test]
     fn random_operation_sequences_keep_the_invariants(ops in prop::collection::vec(op(), 1..80)) {
         run(ops)?;
+    }
+}
+
+/// Records in every stage, reached through the machine, as JSON objects.
+fn reachable_records() -> Vec<serde_json::Value> {
+    block_on(async {
+        let store = MemoryStore::in_memory();
+        let retry = retry_cfg();
+        for item in 0..6u8 {
+            store
+                .enqueue(plan(item, item % 4), 1_000)
+                .await
+                .expect("enqueue");
+        }
+        store.cancel(&item_id(5), 1_001).await.expect("cancel");
+        let claim = |lease: &str, limit| ClaimRequest {
+            owner: "o".into(),
+            lease_id: lease.into(),
+            limit,
+            lease_ms: 10_000,
+            ..Default::default()
+        };
+        let leased = store.claim(&claim("l1", 4), 2_000).await.expect("claim");
+        // 0 and 1 answered (accepted / timeout / refused), 2 and 3 stay leased.
+        for (r, outcome) in leased
+            .iter()
+            .take(2)
+            .zip([Outcome::Accepted, Outcome::Timeout])
+        {
+            let c = Completion {
+                id: r.id.clone(),
+                lease_id: "l1".into(),
+                revision: r.revision,
+                results: r
+                    .targets
+                    .iter()
+                    .enumerate()
+                    .map(|(i, t)| TargetResult {
+                        target: t.clone(),
+                        outcome: if i == 1 {
+                            Outcome::Rejected(RejectReason::Blocked)
+                        } else {
+                            outcome
+                        },
+                        message: "m".into(),
+                    })
+                    .collect(),
+                jitter: 0,
+            };
+            store
+                .complete_attempt(&c, &retry, 2_001)
+                .await
+                .expect("complete");
+        }
+        store
+            .snapshot()
+            .iter()
+            .map(|r| serde_json::to_value(r).expect("record json"))
+            .collect()
+    })
+}
+
+fn json_value() -> impl Strategy<Value = serde_json::Value> {
+    use serde_json::{json, Value};
+    prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<i64>().prop_map(|n| json!(n)),
+        prop_oneof![Just(0u64), Just(1), Just(u64::MAX), Just(1 << 53)].prop_map(|n| json!(n)),
+        "[a-z:/.]{0,12}".prop_map(Value::String),
+        prop::sample::select(vec![
+            "pending",
+            "leased",
+            "retryable",
+            "delivering",
+            "satisfied",
+            "exhausted",
+            "cancelled",
+            "superseded",
+            "wss://a.example",
+            "rejected"
+        ])
+        .prop_map(|s| json!(s)),
+        Just(json!([])),
+        Just(json!({})),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 2_000, ..ProptestConfig::default() })]
+
+    /// Hostile imports: a reachable record with some of its fields (or its evidence's)
+    /// replaced by arbitrary JSON is either refused by `core::import::plan_for` or taken
+    /// as a record that keeps every invariant of the machine; nothing panics.
+    #[test]
+    fn an_import_admits_only_records_that_hold_together(
+        pick in any::<prop::sample::Index>(),
+        edits in prop::collection::vec((any::<prop::sample::Index>(), any::<bool>(), json_value()), 1..4),
+    ) {
+        let records = reachable_records();
+        let mut value = pick.get(&records).clone();
+        for (field, in_evidence, new) in edits {
+            let target = match value.get_mut("evidence").and_then(|e| e.as_array_mut()) {
+                Some(evidence) if in_evidence && !evidence.is_empty() => {
+                    let n = evidence.len();
+                    &mut evidence[field.index(n)]
+                }
+                _ => &mut value,
+            };
+            let Some(object) = target.as_object_mut() else { continue };
+            let keys: Vec<String> = object.keys().cloned().collect();
+            let key = field.get(&keys).clone();
+            object.insert(key, new);
+        }
+        let Ok(record) = serde_json::from_value::<Record>(value) else { return Ok(()) };
+        if let Ok(plan) = nostr_outbox::core::import::plan_for(record, 5_000) {
+            let imported = plan.imported.expect("an import's plan carries its record");
+            check_record(&imported)?;
+        }
     }
 }

@@ -63,40 +63,77 @@ pub fn plan_for(record: Record, now_ms: u64) -> Result<Plan, CoreError> {
     Ok(plan)
 }
 
-/// The consistency of a record's state (see [`plan_for`]).
+/// The consistency of a record's state (see [`plan_for`]): what the machine keeps true
+/// of every record it writes (`tests/core_props.rs` checks both sides: every record the
+/// machine reaches passes, and a record that passes keeps every invariant).
 fn check(r: &Record) -> Result<(), CoreError> {
+    use super::{Outcome, Satisfaction, StopReason};
     if r.revision == 0 || r.attempts > r.attempt_limit || r.rearmed_after_attempt > r.attempts {
         return Err(bad("its revision or attempt counts are out of range"));
     }
-    if (r.stage == Stage::Leased) != r.lease.is_some() {
-        return Err(bad("its lease does not match its stage"));
-    }
-    if r.stage.is_terminal() == r.due_ms.is_some() {
-        return Err(bad("its due time does not match its stage"));
-    }
-    let stopped = matches!(
-        r.stage,
-        Stage::Exhausted | Stage::Cancelled | Stage::Superseded
-    );
-    if stopped != r.reason.is_some() || (r.stage == Stage::Superseded) != r.superseded_by.is_some()
-    {
-        return Err(bad("its stop reason does not match its stage"));
-    }
-    if let Some(lease) = &r.lease {
-        if lease.attempt != r.attempts.saturating_add(1) {
-            return Err(bad("its lease is not for its next attempt"));
+    let stage_holds = match r.stage {
+        Stage::Leased => r.lease.as_ref().is_some_and(|l| {
+            l.attempt == r.attempts.saturating_add(1) && r.due_ms == Some(l.expires_ms)
+        }),
+        Stage::Pending | Stage::Retryable | Stage::Delivering => {
+            r.lease.is_none()
+                && r.due_ms.is_some()
+                && r.stage == super::machine::waiting_stage(r)
+                && (r.stage != Stage::Delivering
+                    || (!r.stop_when_satisfied && r.has_open_targets()))
         }
+        _ => r.lease.is_none() && r.due_ms.is_none(),
+    } && match r.stage {
+        Stage::Satisfied => r.reason.is_none() && r.satisfaction == Satisfaction::Satisfied,
+        Stage::Exhausted => {
+            r.reason.is_some()
+                && (r.reason == Some(StopReason::Rejected))
+                    == (r.satisfaction == Satisfaction::Exhausted)
+        }
+        Stage::Cancelled => r.reason == Some(StopReason::Cancelled),
+        Stage::Superseded => {
+            matches!(r.reason, Some(StopReason::Superseded | StopReason::Deleted))
+        }
+        _ => r.reason.is_none(),
+    } && (r.stage == Stage::Superseded) == r.superseded_by.is_some();
+    if !stage_holds {
+        return Err(bad(format!(
+            "its stage `{}` does not match its lease, due time, verdict or stop reason",
+            r.stage
+        )));
     }
-    for e in &r.evidence {
-        if !r.targets.contains(&e.target) {
+    // Evidence: known targets, attempts in order and counted as the machine counts them
+    // (the last attempt uncounted only when none of its tries reached a relay), repeated
+    // tries only of unreached ones, a target accepted once never tried again.
+    let unreached = |o: Outcome| matches!(o, Outcome::Unreachable | Outcome::NotAttempted);
+    let mut last = 0u32;
+    for (i, e) in r.evidence.iter().enumerate() {
+        let before = &r.evidence[..i];
+        let same = |p: &&super::Evidence| p.target == e.target;
+        if !r.targets.contains(&e.target)
+            || (e.attempt != last && e.attempt != last.saturating_add(1))
+            || e.tries == 0
+            || (e.tries > 1) != e.first_at_ms.is_some()
+            || (e.tries > 1 && !unreached(e.outcome))
+            || before.iter().filter(same).any(|p| {
+                p.outcome.is_accepted()
+                    || (p.outcome.is_settled() && r.rearmed_after_attempt < p.attempt)
+                    || (p.attempt == e.attempt && !unreached(p.outcome))
+            })
+        {
             return Err(bad(format!(
-                "its evidence names `{}`, not a target",
-                e.target
+                "its evidence #{i} is not one the outbox writes"
             )));
         }
-        if e.attempt == 0 || e.attempt > r.attempts.saturating_add(1) || e.tries == 0 {
-            return Err(bad("its evidence names an attempt it did not make"));
-        }
+        last = e.attempt;
+    }
+    let last_unreached = r
+        .evidence
+        .iter()
+        .filter(|e| e.attempt == last)
+        .all(|e| unreached(e.outcome));
+    if !(r.attempts == last || (last > 0 && r.attempts + 1 == last && last_unreached)) {
+        return Err(bad("its attempt count does not match its evidence"));
     }
     if r.satisfaction != r.evaluate() {
         return Err(bad(
