@@ -14,7 +14,6 @@
 
 use wasm_bindgen::prelude::*;
 
-use super::row;
 use super::schema::{has_store, KV, LOOKUP, META, RECORDS};
 use super::sys::{self, Durability, Failure, Tx};
 use super::{apply, IdbKv};
@@ -25,18 +24,18 @@ use crate::store::StoreError;
 /// Rows moved per transaction.
 const BATCH: u32 = 200;
 
-/// The mutations that store one legacy row (`id` is its key in `records`).
+/// The mutations that store one legacy row (`id` is its key in `records`). The row
+/// object is read as its JSON text, by the reader of the rows in `kv` (one reader of
+/// `StoredRow` in the .wasm).
 fn moved(id: &str, value: JsValue) -> Vec<KvMutation> {
     let put = |key: String, value: String| KvMutation::Put { key, value };
-    let row = match row::from_js(value.clone()) {
+    let text = js_sys::JSON::stringify(&value)
+        .ok()
+        .and_then(|s| s.as_string())
+        .unwrap_or_default();
+    let row = match serde_json::from_str::<StoredRow>(&text) {
         Ok(row) => row,
-        Err(_) => {
-            let text = js_sys::JSON::stringify(&value)
-                .ok()
-                .and_then(|s| s.as_string())
-                .unwrap_or_default();
-            return vec![put(keys::row_key(id), text)];
-        }
+        Err(_) => return vec![put(keys::row_key(id), text)],
     };
     let Some(row) = upgraded(&row) else {
         let text = serde_json::to_string(&row).unwrap_or_default();

@@ -26,7 +26,6 @@
 mod legacy;
 mod ops;
 pub mod persistence;
-mod row;
 mod schema;
 mod sys;
 
