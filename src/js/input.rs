@@ -120,8 +120,27 @@ impl FromJs for Uint {
 }
 
 impl FromJs for PolicyInput {
+    /// `"all"`, `"any"`, or an object whose one own key is `atLeast` (a whole number)
+    /// or `required` (kept as given): read by hand, not by a serde visitor of its own.
     fn from_js(v: JsValue) -> Option<PolicyInput> {
-        serde_wasm_bindgen::from_value(v).ok()
+        if let Some(name) = v.as_string() {
+            return match name.as_str() {
+                "all" => Some(PolicyInput::All),
+                "any" => Some(PolicyInput::Any),
+                _ => None,
+            };
+        }
+        if !v.is_object() || Array::is_array(&v) || v.is_function() {
+            return None;
+        }
+        let keys = Object::keys(v.unchecked_ref::<Object>());
+        let key = keys.get(0).as_string().filter(|_| keys.length() == 1)?;
+        let value = js_sys::Reflect::get(&v, &JsValue::from_str(&key)).ok()?;
+        match key.as_str() {
+            "atLeast" => Uint::from_js(value).map(PolicyInput::AtLeast),
+            "required" => Some(PolicyInput::Required(Raw(value))),
+            _ => None,
+        }
     }
 }
 
@@ -159,10 +178,8 @@ impl<'de> Deserialize<'de> for Uint {
     }
 }
 
-/// A policy as given: `"all"`, `"any"`, `{ atLeast: n }` or `{ required: [urls] }`
-/// (serde's externally tagged enum is exactly this shape).
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
+/// A policy as given: `"all"`, `"any"`, `{ atLeast: n }` or `{ required: [urls] }`.
+#[derive(Debug)]
 pub(crate) enum PolicyInput {
     All,
     Any,
@@ -551,13 +568,6 @@ impl Reader {
                 };
             }
         };
-        // `{ all: null }` reads as the variant `all` to serde; only the strings are.
-        if matches!(input, PolicyInput::All | PolicyInput::Any) {
-            let given = self.raw(key);
-            if !given.is_string() {
-                return Err(policy_error(describe_bad_policy(&given)));
-            }
-        }
         Ok(Some(match input {
             PolicyInput::All => Policy::All,
             PolicyInput::Any => Policy::Any,
