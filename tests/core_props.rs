@@ -748,18 +748,13 @@ fn json_value() -> impl Strategy<Value = serde_json::Value> {
         any::<i64>().prop_map(|n| json!(n)),
         prop_oneof![Just(0u64), Just(1), Just(u64::MAX), Just(1 << 53)].prop_map(|n| json!(n)),
         "[a-z:/.]{0,12}".prop_map(Value::String),
-        prop::sample::select(vec![
-            "pending",
-            "leased",
-            "retryable",
-            "delivering",
-            "satisfied",
-            "exhausted",
-            "cancelled",
-            "superseded",
-            "wss://a.example",
-            "rejected"
-        ])
+        prop::sample::select(
+            Stage::ALL
+                .iter()
+                .map(|s| s.as_str())
+                .chain(["wss://a.example", "rejected"])
+                .collect::<Vec<_>>()
+        )
         .prop_map(|s| json!(s)),
         Just(json!([])),
         Just(json!({})),

@@ -146,6 +146,9 @@ impl Store for Slow {
     async fn next_due(&self) -> Result<Option<u64>, StoreError> {
         self.inner.next_due().await
     }
+    async fn count_due(&self, now_ms: u64) -> Result<u32, StoreError> {
+        self.inner.count_due(now_ms).await
+    }
 }
 
 async fn fill(store: &impl Store, n: u32, relays: usize) -> Vec<String> {

@@ -157,6 +157,9 @@ impl Store for Broken {
     async fn next_due(&self) -> Result<Option<u64>, StoreError> {
         self.inner.next_due().await
     }
+    async fn count_due(&self, now_ms: u64) -> Result<u32, StoreError> {
+        self.inner.count_due(now_ms).await
+    }
 }
 
 fn suite_fails_on(defect: Defect) -> String {

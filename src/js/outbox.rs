@@ -329,6 +329,9 @@ struct Inner {
     stop_when_satisfied: bool,
     persisted: Option<bool>,
     closed: Cell<bool>,
+    /// While `flush()` runs: the attempts ended so far and the records due when it
+    /// started (`progress` events).
+    progress: Rc<Cell<Option<(usize, usize)>>>,
 }
 
 /// A durable outbox of signed Nostr events (see `docs/API.md`).
@@ -479,7 +482,24 @@ impl Outbox {
             })?,
         );
         let sink = events.clone();
+        let progress: Rc<Cell<Option<(usize, usize)>>> = Rc::default();
+        let counter = progress.clone();
         let on_event = Box::new(move |ev: FlushEvent<'_>| {
+            // An attempt ended: one more of a `flush()`'s records done.
+            if let (
+                FlushEvent::Delivered { .. }
+                | FlushEvent::Retrying { .. }
+                | FlushEvent::Exhausted { .. }
+                | FlushEvent::Settled { .. },
+                Some((done, total)),
+            ) = (&ev, counter.get())
+            {
+                counter.set(Some((done + 1, total.max(done + 1))));
+                sink.emit_local(
+                    "progress",
+                    &view::progress("flush", done + 1, total.max(done + 1)),
+                );
+            }
             let (kind, record) = match ev {
                 FlushEvent::AttemptStarted { record, .. } => ("attempt", record),
                 FlushEvent::Delivered { record } => ("delivered", record),
@@ -524,6 +544,7 @@ impl Outbox {
                 stop_when_satisfied: config.stop_when_satisfied,
                 persisted,
                 closed: Cell::new(false),
+                progress,
             }),
         };
         if config.auto_flush {
@@ -1023,7 +1044,16 @@ impl Outbox {
                     None => Vec::new(),
                 },
             };
+            // `progress` events: attempts ended of the records due now; at the end, done
+            // of done (a filtered flush leaves the others, records woken join).
+            let due = inner.store.count_due(sys::now_ms()?).await?;
+            inner.progress.set(Some((0, due as usize)));
             let result = inner.runtime.flush_filtered(filter).await;
+            if let Some((done, _)) = inner.progress.take() {
+                inner
+                    .events
+                    .emit_local("progress", &view::progress("flush", done, done));
+            }
             // Where a socket belongs to the request that opened it (workerd), none
             // outlives the flush: the next request's flush opens its own.
             if sys::io_bound_to_request() {

@@ -616,13 +616,17 @@ export interface OutboxEventMap {
   change: CustomEvent<OutboxRecord>;
   /** An automatic flush failed (the error also retries later). */
   error: CustomEvent<OutboxError>;
-  /** Long work moved on: after each transaction of an `import`. In this context only. */
+  /**
+   * Long work moved on, in this context only: after each transaction of an `import`; after
+   * each attempt that ended during a `flush()` call (`total`: the records due when it
+   * started), and once at its end (`done` of `done`).
+   */
   progress: CustomEvent<OutboxProgress>;
 }
 
 /** How far long work is (`progress` events): `done` of `total`. */
 export interface OutboxProgress {
-  operation: "import";
+  operation: "import" | "flush";
   done: number;
   total: number;
 }

@@ -2141,7 +2141,20 @@ pub async fn next_due<S: Store>(s: &S) {
         Some(50),
         "earliest pending"
     );
+    let due_at = async |now| ok(C, "count_due", s.count_due(now).await);
+    check_eq!(
+        C,
+        (due_at(49).await, due_at(50).await, due_at(70).await),
+        (0, 1, 2),
+        "count_due"
+    );
     let r = claim_one(C, s, "l", 60, "a").await;
+    check_eq!(
+        C,
+        (due_at(70).await, due_at(10_060).await),
+        (1, 2),
+        "a leased record counts when its lease expires"
+    );
     // `a` is leased until 10_060; `b` (due at 70) was not ready at 60.
     check_eq!(
         C,
@@ -2162,6 +2175,12 @@ pub async fn next_due<S: Store>(s: &S) {
         ok(C, "next_due", s.next_due().await),
         None,
         "only terminal records"
+    );
+    check_eq!(
+        C,
+        due_at(u64::MAX).await,
+        0,
+        "terminal records are never due"
     );
 }
 

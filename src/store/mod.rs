@@ -251,6 +251,10 @@ pub trait Store {
     /// The smallest `due_ms` of any non-terminal record: when the next claim can
     /// succeed (a leased record is due when its lease expires).
     async fn next_due(&self) -> Result<Option<u64>, StoreError>;
+
+    /// How many records are due at `now_ms` (`due_ms <= now_ms`; a leased record
+    /// whose lease expired included): what a flush starting then has ahead of it.
+    async fn count_due(&self, now_ms: u64) -> Result<u32, StoreError>;
 }
 
 /// How many records of `lane` are in each stage (`corrupt` is 0: a row that cannot be

@@ -254,3 +254,22 @@ test("hostile files are refused with their line, and nothing is written", async 
   assert.deepEqual(out.storedConflict, ["plan_conflict", 2, firstId]);
   assert.equal(out.total, 1, "only the record enqueued here is stored");
 });
+
+test("flush() reports progress: each attempt that ended, of the records due when it started", async () => {
+  const out = await page.evaluate(async (notes) => {
+    const o = await window.open_("progress");
+    await o.enqueueMany(notes.map((event) => ({ event, relays: ["wss://a.example"] })));
+    const seen = [];
+    o.addEventListener("progress", (e) => seen.push(e.detail));
+    const result = await o.flush();
+    // A flush with nothing due: one event, 0 of 0.
+    const idle = seen.length;
+    await o.flush();
+    return { seen, idle, delivered: result.delivered };
+  }, notes);
+  const flushes = out.seen.slice(0, out.idle);
+  assert.equal(out.delivered, 64);
+  assert.ok(flushes.every((p) => p.operation === "flush" && p.total === 64), JSON.stringify(flushes.slice(0, 3)));
+  assert.deepEqual(flushes.map((p) => p.done), [...Array.from({ length: 64 }, (_, i) => i + 1), 64]);
+  assert.deepEqual(out.seen.slice(out.idle), [{ operation: "flush", done: 0, total: 0 }]);
+});

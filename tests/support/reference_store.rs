@@ -277,6 +277,14 @@ impl Store for ReferenceStore {
         Ok(counts)
     }
 
+    async fn count_due(&self, now_ms: u64) -> Result<u32, StoreError> {
+        let records = self.records.borrow();
+        let due = records
+            .values()
+            .filter(|r| r.due_ms.is_some_and(|d| d <= now_ms));
+        Ok(due.count() as u32)
+    }
+
     async fn next_due(&self) -> Result<Option<u64>, StoreError> {
         Ok(self
             .records

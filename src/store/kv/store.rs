@@ -1030,6 +1030,20 @@ impl<B: KvBackend> Store for KvStore<B> {
         Ok(out)
     }
 
+    async fn count_due(&self, now_ms: u64) -> Result<u32, StoreError> {
+        // The claim order's keys up to `now_ms`, one range per priority; no row read.
+        let mut count = 0usize;
+        for priority in Priority::ALL {
+            let prefix = keys::rank_prefix(priority.rank());
+            let end = match now_ms.checked_add(1) {
+                Some(next) => format!("{prefix}{next:020}"),
+                None => keys::prefix_end(&prefix),
+            };
+            count += self.scan(prefix, &end, None).await?.len();
+        }
+        Ok(u32::try_from(count).unwrap_or(u32::MAX))
+    }
+
     async fn next_due(&self) -> Result<Option<u64>, StoreError> {
         let mut due: Option<u64> = None;
         for priority in Priority::ALL {
