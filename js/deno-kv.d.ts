@@ -27,7 +27,7 @@ export interface DenoKvStorageOptions {
   prefix?: string;
 }
 
-/** The limits the adapter declares for `prefix` (Deno KV's: 80 KiB of keys per commit is `maxKeyBytes`). */
+/** The limits the adapter declares for `prefix` (Deno KV's: 80 KiB of keys per commit is `maxKeyBytes`, 2 KiB per key `maxKeyLength`). */
 export function denoKvLimits(prefix: string): Required<StorageLimits>;
 
 /** A storage adapter on a `Deno.Kv` (`await Deno.openKv(path)`, `--unstable-kv` outside Deno Deploy). */

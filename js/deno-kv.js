@@ -19,7 +19,8 @@ const decoder = new TextDecoder();
  * 100 checks, 64 KiB per value; the keys an operation writes or deletes may total 80 KiB,
  * each key counted as `prefix` + key + 4 bytes, so `maxKeyBytes` is 80 KiB − 1000 ×
  * (UTF-8 bytes of `prefix` + 4); the payload (keys twice, plus values) may total 800 KiB,
- * so `maxCommitBytes` (keys once, plus values) is 800 KiB − 80 KiB − 1000 × that overhead.
+ * so `maxCommitBytes` (keys once, plus values) is 800 KiB − 80 KiB − 1000 × that overhead;
+ * one key may have 2048 bytes with that overhead (`maxKeyLength`).
  * @param {string} prefix
  */
 export function denoKvLimits(prefix) {
@@ -30,6 +31,7 @@ export function denoKvLimits(prefix) {
     maxValueBytes: 64 * 1024,
     maxCommitBytes: 720 * 1024 - 1000 * overhead,
     maxKeyBytes: 80 * 1024 - 1000 * overhead,
+    maxKeyLength: 2048 - overhead,
   };
 }
 

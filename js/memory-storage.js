@@ -111,7 +111,11 @@ function utf8Length(s) {
 }
 
 function overLimits(limits, checks, puts, deletes) {
-  const { maxMutations, maxChecks, maxValueBytes, maxCommitBytes, maxKeyBytes } = limits;
+  const { maxMutations, maxChecks, maxValueBytes, maxCommitBytes, maxKeyBytes, maxKeyLength } = limits;
+  for (const key of [...puts.map((p) => p.key), ...deletes]) {
+    const k = utf8Length(key);
+    if (maxKeyLength !== undefined && k > maxKeyLength) return `a key of ${k} bytes (at most ${maxKeyLength})`;
+  }
   const mutations = puts.length + deletes.length;
   if (maxMutations !== undefined && mutations > maxMutations) return `${mutations} mutations (at most ${maxMutations})`;
   if (maxChecks !== undefined && checks.length > maxChecks) return `${checks.length} checks (at most ${maxChecks})`;

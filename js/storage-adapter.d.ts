@@ -28,6 +28,8 @@ export interface StorageLimits {
   maxCommitBytes?: number;
   /** UTF-8 bytes of the keys one commit puts and deletes. */
   maxKeyBytes?: number;
+  /** UTF-8 bytes of one key, read or written (Deno KV: 2 KB). */
+  maxKeyLength?: number;
 }
 
 /** A range of keys: `start <= key < end`, at most `limit`, ascending or (`reverse`) descending. */

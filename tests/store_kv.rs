@@ -391,6 +391,33 @@ fn a_batch_over_the_commit_limits_is_refused_and_writes_nothing() {
 }
 
 #[test]
+fn an_address_too_long_for_the_storage_is_a_typed_refusal() {
+    // Deno KV refuses keys over 2 KB (to reads too): an addressable event whose `d` tag
+    // makes a longer slot key, or a deletion naming such an address, is refused before
+    // anything is read, with `invalid_argument`, and nothing is written.
+    let store = KvStore::new(MemoryKv::with_limits(KvLimits::DENO_KV));
+    let article = |n, d: &str| nostr_plan(nostr_event(n, ALICE, 30_023, 100, d, &[]));
+    block_on(store.enqueue(article(1, &"x".repeat(800)), 1_000)).expect("an 800-byte d tag fits");
+    let long = "x".repeat(1_000);
+    let err = block_on(store.enqueue(article(2, &long), 1_000)).expect_err("a 1000-byte d tag");
+    assert_eq!(err.code(), "invalid_argument");
+    assert!(err.to_string().contains("`d` tag"), "{err}");
+    let address = format!("30023:{ALICE}:{long}");
+    let deletion = nostr_plan(nostr_event(3, ALICE, 5, 200, "", &[address.as_str()]));
+    let err = block_on(store.enqueue_many(vec![article(4, "short"), deletion], 1_000))
+        .expect_err("a deletion naming it");
+    assert_eq!(err.code(), "invalid_argument");
+    assert_eq!(
+        block_on(store.status()).expect("status").total(),
+        1,
+        "nothing written"
+    );
+    // Where keys are not limited, any `d` tag is stored.
+    let unlimited = KvStore::new(MemoryKv::new());
+    block_on(unlimited.enqueue(article(2, &"x".repeat(100_000)), 1_000)).expect("stored");
+}
+
+#[test]
 fn claims_and_purges_over_the_commit_limits_take_what_fits() {
     let limits = KvLimits {
         max_mutations: 20,

@@ -50,6 +50,7 @@ struct LimitsInput {
     max_value_bytes: Option<f64>,
     max_commit_bytes: Option<f64>,
     max_key_bytes: Option<f64>,
+    max_key_length: Option<f64>,
 }
 
 #[derive(Deserialize)]
@@ -139,6 +140,7 @@ impl JsKv {
                 max_value_bytes: one(l.max_value_bytes)?,
                 max_commit_bytes: one(l.max_commit_bytes)?,
                 max_key_bytes: one(l.max_key_bytes)?,
+                max_key_len: one(l.max_key_length)?,
             }
         };
         Ok(JsKv {

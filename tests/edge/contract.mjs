@@ -222,7 +222,7 @@ test("limits_declared", async (space) => {
   if (limits === undefined) return;
   assert(typeof limits === "object" && limits !== null, "limits is an object");
   for (const [k, v] of Object.entries(limits)) {
-    assert(["maxMutations", "maxChecks", "maxValueBytes", "maxCommitBytes", "maxKeyBytes"].includes(k), `unknown limit ${k}`);
+    assert(["maxMutations", "maxChecks", "maxValueBytes", "maxCommitBytes", "maxKeyBytes", "maxKeyLength"].includes(k), `unknown limit ${k}`);
     assert(v === undefined || (Number.isInteger(v) && v > 0), `${k} = ${v}: a positive integer`);
   }
 });

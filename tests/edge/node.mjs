@@ -11,7 +11,7 @@ const map = new Map();
 add(await runContract((space) => memoryStorage({ map, prefix: `${space}/` }), print, { name: "node::memory" }));
 // With Deno KV's limits emulated: the suite fills them exactly.
 const limited = new Map();
-const limits = { maxMutations: 1000, maxChecks: 100, maxValueBytes: 65536, maxCommitBytes: 716800, maxKeyBytes: 64920 };
+const limits = { maxMutations: 1000, maxChecks: 100, maxValueBytes: 65536, maxCommitBytes: 716800, maxKeyBytes: 64920, maxKeyLength: 2031 };
 add(await runContract((space) => memoryStorage({ map: limited, prefix: `${space}/`, limits }), print, { name: "node::memory-limited" }));
 
 // Over the emulated limits: rejects, writes nothing.

@@ -3,7 +3,8 @@
 // WRITE_EXPORT_FIXTURE=1 and checks that IndexedDB reads it back the same), imported into
 // Deno KV (Deno) or bun:sqlite (Bun), read back after the storage is reopened, exported
 // byte for byte as the browser exported it (so an export of Deno KV imports into IndexedDB
-// as the browser's own does); imported again as replays; a bad line writes nothing.
+// as the browser's own does); imported again as replays; a bad line writes nothing. And an
+// addressable event whose `d` tag needs a key longer than Deno KV holds: a typed refusal.
 // Usage: deno run --unstable-kv --allow-read --allow-write --allow-env transfer.mjs
 //        bun run transfer.mjs
 import init, { Outbox } from "../../pkg/edge/index.js";
@@ -88,6 +89,28 @@ try {
     assert((await outbox.status()).total === 0, "a refused import wrote records");
     await outbox.close();
     storage.close();
+  });
+  // An addressable event's `d` tag makes its keys (Deno KV holds keys of 2 KB at most):
+  // one too long for the storage is refused with a typed error, nothing written; a
+  // storage without that limit stores it.
+  await check("a_d_tag_longer_than_a_key_is_refused_typed_or_stored", async () => {
+    const events = JSON.parse(await readFile(fileURLToPath(new URL("../data/long_d_tags.json", import.meta.url)), "utf8"));
+    const storage = await durable(join(dir, "c.db"));
+    const outbox = await open(storage.adapter);
+    const seen = [];
+    for (const event of events) {
+      try {
+        seen.push((await outbox.enqueue(event, ["wss://a.example"])).disposition);
+      } catch (e) {
+        seen.push(`${e.code}:${e.details?.field}`);
+      }
+    }
+    const stored = (await outbox.status()).total;
+    await outbox.close();
+    storage.close();
+    const expected = isDeno ? ["created", "invalid_argument:event", "invalid_argument:event"] : ["created", "created", "created"];
+    assert(JSON.stringify(seen) === JSON.stringify(expected), `d tags of 800, 1500, 60000 bytes: ${seen}`);
+    assert(stored === (isDeno ? 1 : 3), `stored: ${stored}`);
   });
 } finally {
   await rm(dir, { recursive: true, force: true });

@@ -186,6 +186,8 @@ pub struct KvLimits {
     pub max_commit_bytes: usize,
     /// Bytes of the keys one commit writes or deletes ([`KvCommit::key_bytes`]).
     pub max_key_bytes: usize,
+    /// Bytes of one key (read or written).
+    pub max_key_len: usize,
 }
 
 impl KvLimits {
@@ -193,13 +195,15 @@ impl KvLimits {
     /// 2.9): 1000 mutations, 100 checks, 64 KiB per value, 700 KiB per commit (Deno's
     /// 800 KiB counts written keys twice) and 64 920 bytes of keys (Deno refuses an
     /// atomic operation whose keys total over 80 KiB, each counted as prefix + key + 4
-    /// bytes: 80 KiB less 1000 keys' overhead).
+    /// bytes: 80 KiB less 1000 keys' overhead), and keys of at most 2 031 bytes (Deno
+    /// refuses a key of over 2 048 bytes, counted as above).
     pub const DENO_KV: KvLimits = KvLimits {
         max_mutations: 1000,
         max_checks: 100,
         max_value_bytes: 64 * 1024,
         max_commit_bytes: 700 * 1024,
         max_key_bytes: 64_920,
+        max_key_len: 2_031,
     };
 
     /// No practical limit (SQLite, the memory backend by default).
@@ -209,6 +213,7 @@ impl KvLimits {
         max_value_bytes: usize::MAX,
         max_commit_bytes: usize::MAX,
         max_key_bytes: usize::MAX,
+        max_key_len: usize::MAX,
     };
 
     /// Why `commit` does not fit, if it does not.
@@ -228,6 +233,14 @@ impl KvLimits {
             ));
         }
         for m in &commit.mutations {
+            let (KvMutation::Put { key, .. } | KvMutation::Delete { key }) = m;
+            if key.len() > self.max_key_len {
+                return Some(format!(
+                    "a key of {} bytes (at most {})",
+                    key.len(),
+                    self.max_key_len
+                ));
+            }
             if let KvMutation::Put { key, value } = m {
                 if value.len() > self.max_value_bytes {
                     return Some(format!(

@@ -724,6 +724,24 @@ impl<B: KvBackend> Store for KvStore<B> {
         now_ms: u64,
     ) -> Result<Vec<Enqueued>, StoreError> {
         let limits = self.backend.limits();
+        // A key this storage cannot hold (Deno KV: 2 KB), of the event's NIP-01 address
+        // (its `d` tag) or of one a deletion names: refused before anything is read.
+        for plan in &plans {
+            let key = |slot: &String| keys::slot_key(slot, 1, 0, &plan.event.id, &plan.id).len();
+            let longest = semantics::lookups(plan).slots.iter().map(key).max();
+            if let Some(len) = longest.filter(|&len| len > limits.max_key_len) {
+                return Err(CoreError::arg(
+                    "event",
+                    format!(
+                        "event {} needs a key of {len} bytes for its NIP-01 address (its `d` \
+                         tag, or an `a` tag it deletes); this storage holds keys of at most {} \
+                         bytes: use a shorter `d` tag, or another storage",
+                        plan.event.id, limits.max_key_len
+                    ),
+                )
+                .into());
+            }
+        }
         self.atomic(async |tx| {
             let ids: Vec<String> = plans.iter().map(|p| p.id.clone()).collect();
             tx.load(&ids).await?;
