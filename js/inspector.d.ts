@@ -6,13 +6,19 @@ import type { OutboxSnapshot, OutboxSource } from "./store.js";
 /** The stages the stage filter offers, in the order the counts show them. */
 export const STAGES: readonly OutboxStage[];
 
-/** What the inspector calls on an outbox: the store's reads, `retry` and `cancel`. */
-export type InspectableOutbox = OutboxSource & Pick<Outbox, "retry" | "cancel">;
+/** What the inspector calls on an outbox: the store's reads, `retry`, `cancel`, `export` and `import`. */
+export type InspectableOutbox = OutboxSource & Pick<Outbox, "retry" | "cancel" | "export" | "import" | "name">;
+
+/** The `outbox-export` event's detail: the file the Export button made. */
+export interface OutboxExportDetail {
+  blob: Blob;
+  filename: string;
+}
 
 /**
  * `<nostr-outbox-inspector>`: a live table of an outbox's records, their evidence on demand,
- * Retry and Cancel where the stage allows them, filters by stage and lane and the counts per
- * stage. Importing `nostr-outbox/inspector` defines it. Parts and custom properties: docs/API.md.
+ * Retry and Cancel where the stage allows them, filters by stage and lane, the counts per
+ * stage, and Export / Import of the queue as a file. Importing `nostr-outbox/inspector` defines it. Parts and custom properties: docs/API.md.
  */
 export class OutboxInspector extends HTMLElement {
   /** The outbox shown, or `null` (the default). Setting it reads the outbox at once when connected. */
@@ -34,5 +40,9 @@ export class OutboxInspector extends HTMLElement {
 declare global {
   interface HTMLElementTagNameMap {
     "nostr-outbox-inspector": OutboxInspector;
+  }
+  interface HTMLElementEventMap {
+    /** The Export button made a file; cancel it to keep the browser from downloading it. */
+    "outbox-export": CustomEvent<OutboxExportDetail>;
   }
 }

@@ -1,7 +1,8 @@
 // nostr-outbox/inspector: <nostr-outbox-inspector>, a custom element that shows an outbox's
 // records live (stage, each relay's latest outcome, attempts, next try), a record's evidence
 // on demand, Retry and Cancel where the stage allows them (a refusal is shown, never
-// swallowed), filters by stage and lane, and the counts per stage. No framework: it reads
+// swallowed), filters by stage and lane, the counts per stage, and Export / Import of the
+// queue as a file (`outbox.export()` / `outbox.import()`). No framework: it reads
 // the outbox through nostr-outbox/store (`status`, `list`, `change` events, so other tabs'
 // and workers' changes show too) and calls `retry`/`cancel` on it.
 //
@@ -112,7 +113,18 @@ export class OutboxInspector extends Base {
     style.textContent = CSS;
     const stageSelect = el("select", { part: "filter stage-filter" }, el("option", { value: "" }, "all stages"), ...STAGES.map((s) => el("option", { value: s }, s)));
     const laneSelect = el("select", { part: "filter lane-filter" }, el("option", { value: "" }, "all lanes"));
-    const toolbar = el("div", { part: "toolbar" }, el("label", { part: "label" }, "Stage", stageSelect), el("label", { part: "label" }, "Lane", laneSelect));
+    // Export (a file of every record, `outbox.export()`) and import (`outbox.import(file)`).
+    const exportButton = el("button", { type: "button", part: "button export-button" }, "Export");
+    const importInput = el("input", { type: "file", part: "import-input", accept: ".ndjson,.jsonl,application/x-ndjson,text/plain" });
+    const toolbar = el(
+      "div",
+      { part: "toolbar" },
+      el("label", { part: "label" }, "Stage", stageSelect),
+      el("label", { part: "label" }, "Lane", laneSelect),
+      exportButton,
+      el("label", { part: "label" }, "Import", importInput),
+    );
+    const transferStatus = el("p", { part: "transfer-status", role: "status" });
     const counts = el("ul", { part: "counts", "aria-label": "Records per stage" });
     const countsRegion = el("div", { role: "status", "aria-live": "polite" }, counts);
     const error = el("p", { part: "error", role: "alert" });
@@ -124,7 +136,9 @@ export class OutboxInspector extends Base {
     const firstPage = el("button", { type: "button", part: "button page-button first-page", hidden: true }, "First page");
     const nextPage = el("button", { type: "button", part: "button page-button next-page", hidden: true }, "Next page");
     const pager = el("div", { part: "pager" }, firstPage, " ", nextPage);
-    root.append(style, el("div", { part: "root" }, toolbar, countsRegion, error, table, empty, pager));
+    root.append(style, el("div", { part: "root" }, toolbar, transferStatus, countsRegion, error, table, empty, pager));
+    exportButton.addEventListener("click", () => this.#export(exportButton));
+    importInput.addEventListener("change", () => this.#import(importInput));
     firstPage.addEventListener("click", () => this.#page(null, nextPage));
     nextPage.addEventListener("click", () => {
       const records = this.#snapshot?.records ?? [];
@@ -132,7 +146,7 @@ export class OutboxInspector extends Base {
     });
     stageSelect.addEventListener("change", () => (this.stage = stageSelect.value));
     laneSelect.addEventListener("change", () => (this.lane = laneSelect.value));
-    this.#ui = { stageSelect, laneSelect, counts, error, tbody, table, empty, firstPage, nextPage };
+    this.#ui = { stageSelect, laneSelect, counts, error, tbody, table, empty, firstPage, nextPage, transferStatus };
   }
 
   /** The Outbox shown (or `null`). Setting it reads the new outbox at once when connected. */
@@ -493,6 +507,53 @@ export class OutboxInspector extends Base {
       this.#showError(`${action === "retry" ? "Retry" : "Cancel"} of ${short(id)} failed: ${errorText(error)}`);
     } finally {
       button.removeAttribute("aria-disabled");
+    }
+  }
+
+  /**
+   * Export: the records as an NDJSON file. Fires `outbox-export` (cancelable, `detail`:
+   * `{ blob, filename }`); unless it is cancelled (an app that stores the file elsewhere),
+   * the browser downloads it.
+   */
+  async #export(button) {
+    if (!this.#outbox || button.getAttribute("aria-disabled") === "true") return;
+    button.setAttribute("aria-disabled", "true");
+    try {
+      const blob = await new Response(this.#outbox.export()).blob();
+      const day = new Date().toISOString().slice(0, 10);
+      const filename = `${this.#outbox.name ?? "nostr-outbox"}-${day}.ndjson`;
+      const detail = { blob, filename };
+      const lines = (await blob.text()).split("\n").length - 2;
+      this.#ui.transferStatus.textContent = `Exported ${lines} record${lines === 1 ? "" : "s"}.`;
+      if (this.dispatchEvent(new CustomEvent("outbox-export", { detail, cancelable: true }))) {
+        const a = el("a", { href: URL.createObjectURL(blob), download: filename });
+        a.click();
+        setTimeout(() => URL.revokeObjectURL(a.href), 60_000);
+      }
+      this.#showError("");
+    } catch (error) {
+      this.#showError(`Export failed: ${errorText(error)}`);
+    } finally {
+      button.removeAttribute("aria-disabled");
+    }
+  }
+
+  /** Import: the file chosen, into the outbox shown; what it did is announced. */
+  async #import(input) {
+    const file = input.files?.[0];
+    if (!this.#outbox || !file) return;
+    this.#ui.transferStatus.textContent = `Importing ${file.name}…`;
+    try {
+      const r = await this.#outbox.import(file);
+      this.#ui.transferStatus.textContent =
+        `Imported ${r.total} record${r.total === 1 ? "" : "s"}: ${r.created} new, ${r.replayed} already here, ${r.superseded} superseded.`;
+      this.#showError("");
+      await this.#store?.refresh();
+    } catch (error) {
+      this.#ui.transferStatus.textContent = "";
+      this.#showError(`Import of ${file.name} failed: ${errorText(error)}`);
+    } finally {
+      input.value = "";
     }
   }
 

@@ -181,6 +181,18 @@ async function scenario(label, call, press) {
   assert.ok(axe.passes > 10, `axe ran its rules (${axe.passes} passed)`);
   assert.deepEqual(axe.violations, [], "axe-core: no violations");
 
+  // Export with the button, import the file in another outbox's element; a bad file is
+  // refused with its line, shown in the alert.
+  const moved = await call("transfer", `inspector-${label}-imported`);
+  assert.equal(moved.header, '{"format":"nostr-outbox/records","version":1}');
+  assert.match(moved.filename, new RegExp(`^inspector-${label}-\\d{4}-\\d{2}-\\d{2}\\.ndjson$`));
+  assert.equal(moved.exportStatus, "Exported 3 records.");
+  assert.equal(moved.imported, "Imported 3 records: 3 new, 0 already here, 0 superseded.");
+  assert.equal(moved.shown, 3, "the imported records are shown");
+  assert.deepEqual([...moved.stored].sort(), [...ids].sort());
+  assert.match(moved.refused, /^Import of bad\.ndjson failed: invalid_import: line 1: /);
+  await until("the first outbox's rows back", view, (x) => x.rows.length === 3);
+
   // Removed from the page, the element lets go of the outbox; put back, it listens again.
   assert.deepEqual(await call("removeInspector"), { before: 1, after: 0, again: 1 });
 

@@ -104,6 +104,10 @@ export async function uiStores(): Promise<void> {
   inspector.lanes = ["default", "dm"];
   inspector.limit = 50;
   console.log(STAGES.length, inspector.snapshot?.status?.total, inspector.refresh());
+  inspector.addEventListener("outbox-export", (e) => {
+    e.preventDefault();
+    console.log(e.detail.filename, e.detail.blob.size);
+  });
   // @ts-expect-error no such stage
   inspector.stage = "sent";
   // @ts-expect-error the outbox property takes an outbox

@@ -118,5 +118,56 @@ window.removeInspector = async () => {
 
 window.closeOutbox = () => outbox.close();
 
+const until = async (ok) => {
+  for (let i = 0; i < 400 && !ok(); i++) await new Promise((r) => setTimeout(r, 50));
+};
+/** Choose `file` in the element's Import input, as a user would. */
+const choose = (input, file) => {
+  const dt = new DataTransfer();
+  dt.items.add(file);
+  input.files = dt.files;
+  input.dispatchEvent(new Event("change", { bubbles: true }));
+};
+
+/**
+ * Export with the button (the `outbox-export` event, cancelled: no download), then the
+ * file chosen in the Import input of the element showing a new outbox `name`; then a bad
+ * file there. The element shows the first outbox again after.
+ */
+window.transfer = async (name) => {
+  const root = shadow();
+  const exported = await new Promise((resolve) => {
+    inspector().addEventListener(
+      "outbox-export",
+      (e) => {
+        e.preventDefault();
+        e.detail.blob.text().then((text) => resolve({ text, filename: e.detail.filename }));
+      },
+      { once: true },
+    );
+    root.querySelector('button[part~="export-button"]').click();
+  });
+  const status = root.querySelector('[part~="transfer-status"]');
+  const exportStatus = text(status);
+  const original = outbox;
+  const target = await Outbox.open({ name, autoFlush: false });
+  inspector().outbox = target;
+  const input = root.querySelector('input[part~="import-input"]');
+  choose(input, new File([exported.text], exported.filename, { type: "application/x-ndjson" }));
+  await until(() => /^Imported/.test(status.textContent));
+  const imported = text(status);
+  await inspector().refresh();
+  const shown = root.querySelectorAll('tr[part~="row"]').length;
+  const stored = (await target.list({ limit: 100 })).map((r) => r.id);
+  choose(input, new File(["not an export\n"], "bad.ndjson"));
+  const error = root.querySelector('[part~="error"]');
+  await until(() => error.textContent !== "");
+  const refused = text(error);
+  inspector().outbox = original;
+  await inspector().refresh();
+  await target.close();
+  return { header: exported.text.split("\n")[0], filename: exported.filename, exportStatus, imported, shown, stored, refused };
+};
+
 await init();
 document.body.dataset.ready = "true";
