@@ -79,6 +79,8 @@ struct Shared {
     always_conflict: bool,
     commits: Rc<Cell<u32>>,
     conflicts: Rc<Cell<u32>>,
+    /// Rows read (values under `r/…`), by `get_many` and `list`.
+    rows_read: Rc<Cell<usize>>,
 }
 
 impl Shared {
@@ -90,6 +92,7 @@ impl Shared {
             always_conflict: false,
             commits: Rc::new(Cell::new(0)),
             conflicts: Rc::new(Cell::new(0)),
+            rows_read: Rc::new(Cell::new(0)),
         }
     }
 
@@ -109,10 +112,19 @@ impl KvBackend for Shared {
     }
 
     async fn get_many(&self, keys: &[String]) -> Result<Vec<Option<KvValue>>, StoreError> {
+        let rows = keys.iter().filter(|k| k.starts_with("r/")).count();
+        self.rows_read.set(self.rows_read.get() + rows);
         self.kv.get_many(keys).await
     }
 
+    async fn count(&self, start: &str, end: &str) -> Result<usize, StoreError> {
+        self.kv.count(start, end).await
+    }
+
     async fn list(&self, range: &KvRange) -> Result<Vec<KvEntry>, StoreError> {
+        let listed = self.kv.list(range).await?;
+        let rows = listed.iter().filter(|e| e.key.starts_with("r/")).count();
+        self.rows_read.set(self.rows_read.get() + rows);
         if self.defect == Defect::ReversedLists {
             let mut all = self.kv.list(range).await?;
             all.reverse();
@@ -973,4 +985,31 @@ fn a_layout_1_store_is_migrated_in_place_and_keeps_every_record() {
     }))
     .expect("list");
     assert_eq!(page.len(), 8, "every record is in the default lane");
+}
+
+#[test]
+fn status_reads_every_row_once_then_counts_by_index() {
+    // The UI stores call status() after every change: past the first call (which finds
+    // the rows that cannot be decoded), it reads no row, whatever the queue's size.
+    let shared = Shared::new(Rc::new(MemoryKv::new()));
+    let store = KvStore::new(shared.clone());
+    block_on(store.enqueue_many(plans(0, 30), 1_000)).expect("enqueue");
+    shared.kv.put_raw(&kv::row_key("broken"), "{not json");
+    shared.rows_read.set(0);
+    let first = block_on(store.status()).expect("status");
+    assert_eq!((first.pending, first.corrupt, first.total()), (30, 1, 31));
+    assert_eq!(shared.rows_read.get(), 31, "the first call reads every row");
+    block_on(store.claim(&fixture_claim("o", "l", 10, 30_000), 2_000)).expect("claim");
+    let before = shared.rows_read.get();
+    let second = block_on(store.status()).expect("status");
+    assert_eq!(shared.rows_read.get(), before, "later calls read no row");
+    assert_eq!(
+        (
+            second.pending,
+            second.leased,
+            second.corrupt,
+            second.total()
+        ),
+        (20, 10, 1, 31)
+    );
 }

@@ -92,6 +92,9 @@ impl KvBackend for AnyKv {
     async fn commit(&self, commit: KvCommit) -> Result<KvCommitted, StoreError> {
         delegate!(self, s => s.commit(commit))
     }
+    async fn count(&self, start: &str, end: &str) -> Result<usize, StoreError> {
+        delegate!(self, s => s.count(start, end))
+    }
 }
 
 /// A transport supplied by the application: `{ publish(relay, eventJson) }` resolving

@@ -310,6 +310,14 @@ impl KvBackend for IdbKv {
         Ok(entries)
     }
 
+    async fn count(&self, start: &str, end: &str) -> Result<usize, StoreError> {
+        if start >= end {
+            return Ok(0);
+        }
+        let n = self.exec(&|tx| ops::count(tx, start, end)).await?;
+        Ok(n.as_f64().map_or(0, |n| n as usize))
+    }
+
     async fn commit(&self, commit: KvCommit) -> Result<KvCommitted, StoreError> {
         let puts = Array::new();
         let deletes = Array::new();

@@ -76,6 +76,14 @@ export function list(tx, start, end, limit) {
     };
   });
 }
+// How many keys are in [start, end) (no value is read).
+export function count(tx, start, end) {
+  const request = tx.objectStore("kv").count(IDBKeyRange.bound(start, end, false, true));
+  return new Promise((resolve, reject) => {
+    request.onerror = failed(tx, reject);
+    request.onsuccess = () => resolve(request.result);
+  });
+}
 export function commit(tx, checks, versions, puts, deletes) {
   const kv = tx.objectStore("kv");
   const meta = tx.objectStore("meta");
@@ -126,6 +134,8 @@ extern "C" {
         end: &str,
         limit: JsValue,
     ) -> Result<Promise, JsValue>;
+    #[wasm_bindgen(catch)]
+    pub(super) fn count(tx: &JsValue, start: &str, end: &str) -> Result<Promise, JsValue>;
     #[wasm_bindgen(catch)]
     pub(super) fn commit(
         tx: &JsValue,

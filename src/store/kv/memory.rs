@@ -111,6 +111,17 @@ impl KvBackend for MemoryKv {
         })
     }
 
+    async fn count(&self, start: &str, end: &str) -> Result<usize, StoreError> {
+        if start >= end {
+            return Ok(0);
+        }
+        Ok(self
+            .map
+            .borrow()
+            .range(start.to_string()..end.to_string())
+            .count())
+    }
+
     async fn commit(&self, commit: KvCommit) -> Result<KvCommitted, StoreError> {
         if let Some(why) = self.limits.refuse(&commit) {
             return Err(StoreError::Backend(format!("commit too large: {why}")));

@@ -285,4 +285,29 @@ pub trait KvBackend {
     /// Applies `commit` atomically if every check holds ([`KvCommitted::Applied`]),
     /// else writes nothing ([`KvCommitted::Conflict`]).
     async fn commit(&self, commit: KvCommit) -> Result<KvCommitted, StoreError>;
+
+    /// How many keys are in `[start, end)`. The default lists them page by page; a
+    /// backend that can count without reading values (IndexedDB's `count()`) does.
+    async fn count(&self, start: &str, end: &str) -> Result<usize, StoreError> {
+        let mut n = 0;
+        let mut from = start.to_string();
+        loop {
+            let page = self
+                .list(&KvRange {
+                    start: from.clone(),
+                    end: end.to_string(),
+                    limit: COUNT_PAGE,
+                    reverse: false,
+                })
+                .await?;
+            n += page.len();
+            match page.last() {
+                Some(last) if page.len() == COUNT_PAGE as usize => from = keys::after(&last.key),
+                _ => return Ok(n),
+            }
+        }
+    }
 }
+
+/// Keys listed per call by [`KvBackend::count`]'s default.
+const COUNT_PAGE: u32 = 1_000;

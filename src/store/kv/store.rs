@@ -42,6 +42,10 @@ const PAGE: u32 = 256;
 #[derive(Debug, Default)]
 pub struct KvStore<B> {
     backend: B,
+    /// The rows that could not be decoded, found by the first [`Store::status`] (which
+    /// reads every row once; the store never rewrites or deletes them): the stage key
+    /// each still has in the stage index, if any. Later calls count by index.
+    corrupt: RefCell<Option<Vec<Option<String>>>>,
 }
 
 /// A row as read in a transaction: its version and value (`None`: absent).
@@ -429,7 +433,10 @@ fn ids(entries: &[KvEntry]) -> Vec<String> {
 impl<B: KvBackend> KvStore<B> {
     /// A store over `backend`.
     pub fn new(backend: B) -> KvStore<B> {
-        KvStore { backend }
+        KvStore {
+            backend,
+            corrupt: RefCell::new(None),
+        }
     }
 
     /// Its backend.
@@ -1017,15 +1024,54 @@ impl<B: KvBackend> Store for KvStore<B> {
         .await
     }
 
+    /// Counts each stage's index keys (IndexedDB counts them without reading a value).
+    /// The first call reads every row once to find those that cannot be decoded (see
+    /// [`KvStore`]'s `corrupt`): they are counted apart, not under the stage their index
+    /// key names.
     async fn status(&self) -> Result<StageCounts, StoreError> {
-        let mut counts = StageCounts::default();
-        for entry in self.scan_prefix(ROWS, None).await? {
-            let id = keys::id_of(&entry.key).unwrap_or_default();
-            match decode_value(&id, &entry.value) {
-                Ok(record) => counts.add(record.stage),
-                Err(_) => counts.corrupt = counts.corrupt.saturating_add(1),
+        let known = self.corrupt.borrow().clone();
+        let corrupt = match known {
+            Some(corrupt) => corrupt,
+            None => {
+                let mut found = Vec::new();
+                for entry in self.scan_prefix(ROWS, None).await? {
+                    let id = keys::id_of(&entry.key).unwrap_or_default();
+                    if decode_value(&id, &entry.value).is_err() {
+                        let stage_key = stored_index_keys(Some(&entry.value))
+                            .into_iter()
+                            .find(|k| k.starts_with(keys::STAGE));
+                        found.push(stage_key);
+                    }
+                }
+                // Of those stage keys, the ones really in the index.
+                let wanted: Vec<String> = found.iter().flatten().cloned().collect();
+                let there = self.backend.get_many(&wanted).await?;
+                let present: Vec<&String> = wanted
+                    .iter()
+                    .zip(&there)
+                    .filter(|(_, v)| v.is_some())
+                    .map(|(k, _)| k)
+                    .collect();
+                let found: Vec<Option<String>> = found
+                    .into_iter()
+                    .map(|k| k.filter(|k| present.contains(&k)))
+                    .collect();
+                *self.corrupt.borrow_mut() = Some(found.clone());
+                found
             }
+        };
+        let mut counts = StageCounts::default();
+        for stage in Stage::ALL {
+            let prefix = keys::stage_prefix(stage);
+            let n = self
+                .backend
+                .count(&prefix, &keys::prefix_end(&prefix))
+                .await?;
+            let filed = corrupt.iter().flatten().filter(|k| k.starts_with(&prefix));
+            *counts.get_mut(stage) =
+                u32::try_from(n.saturating_sub(filed.count())).unwrap_or(u32::MAX);
         }
+        counts.corrupt = u32::try_from(corrupt.len()).unwrap_or(u32::MAX);
         Ok(counts)
     }
 
