@@ -309,6 +309,37 @@ export async function workerdScenario({ dir, count, makeRelay, signedEvents, onR
   } catch (err) {
     bad(name2, err.stack);
   }
+  // The example's /export and /import: an export the browser build wrote from IndexedDB
+  // (tests/data/export_v1.ndjson) taken into the Durable Object, its delivered and
+  // cancelled records exported back as they were, a second import all replays, a bad line
+  // refused with its number and nothing stored.
+  const name5 = "workerd-example-export-import";
+  try {
+    expect(mf, "the scenario left no miniflare");
+    const fixture = readFileSync(join(root, "tests", "data", "export_v1.ndjson"), "utf8");
+    const n = fixture.trimEnd().split("\n").length - 1;
+    const post = async (text) => {
+      const res = await fetch(mf.url + "/import", { method: "POST", body: text, signal: AbortSignal.timeout(20000) });
+      return { status: res.status, body: await res.json() };
+    };
+    const before = (await call(mf.url, "GET", "/status")).body.total;
+    const broken = fixture.replace('"attempts":', '"attempts":9');
+    const refused = await post(broken);
+    expect(refused.status === 400 && refused.body.error === "invalid_import" && refused.body.details?.line === 2, `bad file: ${JSON.stringify(refused)}`);
+    expect((await call(mf.url, "GET", "/status")).body.total === before, "a refused import stored records");
+    const first = await post(fixture);
+    expect(first.status === 200 && first.body.created === n, `import: ${JSON.stringify(first)}`);
+    const exported = (await call(mf.url, "GET", "/export")).body;
+    const lines = new Set(String(exported).split("\n"));
+    const settled = fixture.split("\n").filter((l) => /"stage":"(satisfied|cancelled)"/.test(l));
+    expect(settled.length > 0 && settled.every((l) => lines.has(l)), "settled records exported as imported");
+    expect(lines.size >= before + n + 1, `export of ${lines.size} lines`);
+    const again = await post(fixture);
+    expect(again.status === 200 && again.body.replayed === n, `import again: ${JSON.stringify(again)}`);
+    ok(name5);
+  } catch (err) {
+    bad(name5, err.stack);
+  }
   if (mf) await mf.kill();
   const name3 = "workerd-module-scope-outbox-two-requests";
   let local;

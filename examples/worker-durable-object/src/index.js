@@ -102,6 +102,16 @@ export class OutboxObject extends DurableObject {
           const record = await this.outbox.get(url.searchParams.get("id") ?? "");
           return record ? json(record) : json({ error: "not_found" }, 404);
         }
+        case "GET /export":
+          // Every record with its event and evidence, as NDJSON (a backup, or a move).
+          return new Response(this.outbox.export(), { headers: { "content-type": "application/x-ndjson" } });
+        case "POST /import": {
+          // An export (of this object, another one, or a browser's IndexedDB) taken back:
+          // idempotent; a bad line is 400 with its number in `details.line`, nothing stored.
+          const result = await this.outbox.import(request.body ?? "");
+          await syncAlarm(this.ctx.storage, Date.now());
+          return json(result);
+        }
         case "POST /flush": {
           const result = await this.outbox.flush();
           await syncAlarm(this.ctx.storage, result.nextDueAt);
