@@ -5,7 +5,9 @@
 // nostr-outbox/svelte wrap it. Imports nothing: it works with the browser and the edge build.
 //
 // The snapshot is `{ status, records, loading, error }`: `status()`'s counts (of the query's
-// lane) and `list(query)`'s records. It is read again when a `change` fires (the changes of
+// lane) and `list(query)`'s records, read side by side (two reads, not one snapshot of the
+// database: when a commit lands between them, the counts and the records may differ by it
+// until the read that commit's `change` event causes, which follows at once). It is read again when a `change` fires (the changes of
 // one task make one read; a read never overlaps another: changes during a read make one more
 // after it), only while someone is subscribed. getSnapshot() returns the same object until
 // the data changed: records are compared by id and revision, counts one by one; a record
