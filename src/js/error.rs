@@ -181,6 +181,12 @@ impl ApiError {
         })
     }
 
+    /// True for `invalid_argument` naming `field` (`details.field`).
+    pub(crate) fn is_invalid_argument(&self, field: &str) -> bool {
+        self.code == ErrorCode::InvalidArgument.as_str()
+            && self.details.as_ref().and_then(|d| d.field) == Some(field)
+    }
+
     /// This runtime has no cryptographic random source (`crypto.getRandomValues`).
     pub fn no_random_source(cause: impl std::fmt::Display) -> ApiError {
         ApiError::new(

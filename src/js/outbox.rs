@@ -22,8 +22,7 @@ use super::{sys, transfer, view};
 use crate::core::plan::MAX_ATTEMPTS_LIMIT;
 use crate::core::semantics;
 use crate::core::{
-    CoreError, EnqueueOutcome, Enqueued, ErrorCode, ListQuery, Plan, Policy, Priority, RetryConfig,
-    Stage,
+    EnqueueOutcome, Enqueued, ErrorCode, ListQuery, Plan, Policy, Priority, RetryConfig, Stage,
 };
 use crate::flush::{FlushConfig, FlushEvent};
 use crate::nostr::SignatureCheck;
@@ -31,7 +30,7 @@ use crate::store::idb::{persistence, Durability};
 #[cfg(feature = "indexeddb")]
 use crate::store::idb::{IdbKv, IdbOptions};
 use crate::store::kv::{KvStore, MemoryKv};
-use crate::store::{Store, StoreError};
+use crate::store::Store;
 use crate::transport::websocket::{WsTransport, WsTransportConfig};
 
 /// The default database name.
@@ -494,11 +493,9 @@ impl Outbox {
                 Some((done, total)),
             ) = (&ev, counter.get())
             {
-                counter.set(Some((done + 1, total.max(done + 1))));
-                sink.emit_local(
-                    "progress",
-                    &view::progress("flush", done + 1, total.max(done + 1)),
-                );
+                let (done, total) = (done + 1, total.max(done + 1));
+                counter.set(Some((done, total)));
+                sink.emit_local("progress", &view::progress("flush", done, total));
             }
             let (kind, record) = match ev {
                 FlushEvent::AttemptStarted { record, .. } => ("attempt", record),
@@ -675,8 +672,9 @@ impl Inner {
             .filter(|a| a.outcome == EnqueueOutcome::Created)
             .peekable();
         if created.peek().is_some() {
+            // (An imported record may arrive terminal: nothing to hurry for it.)
             let urgent = created
-                .filter(|a| a.record.priority != Priority::Low)
+                .filter(|a| a.record.priority != Priority::Low && !a.record.is_terminal())
                 .count();
             self.runtime
                 .kick_after_enqueue(u32::try_from(urgent).unwrap_or(u32::MAX));
@@ -861,36 +859,24 @@ impl Outbox {
             let (mut done, mut size) = (0, IMPORT_BATCH);
             while done < total {
                 let end = total.min(done + size);
-                // Through the call `enqueue` makes (one copy of the store's enqueue in
-                // the .wasm); the signatures were verified when the lines were read.
+                // As `enqueueMany` stores a batch (the signatures were checked when the
+                // lines were read).
                 let answers = match inner
-                    .store
-                    .enqueue_many_checked(plans[done..end].to_vec(), now, &mut || true)
+                    .enqueue_verified(now, plans[done..end].to_vec(), &[], false)
                     .await
                 {
                     // More than one commit of this storage holds (Deno KV: 64 KB):
                     // halve the batch.
-                    Err(StoreError::Core(CoreError::InvalidArgument {
-                        field: "plans", ..
-                    })) if end - done > 1 => {
+                    Err(e) if end - done > 1 && e.is_invalid_argument("plans") => {
                         size = (end - done) / 2;
                         continue;
                     }
-                    answers => answers?.unwrap_or_default(),
+                    answers => answers?,
                 };
-                let mut urgent = 0u32;
                 for answer in &answers {
-                    let (_, record) = enqueue_result(answer);
-                    inner.created(answer, &record);
+                    inner.created(answer, &view::record(&answer.record));
                     counts[answer.outcome as usize] += 1;
-                    if answer.outcome == EnqueueOutcome::Created
-                        && !answer.record.is_terminal()
-                        && answer.record.priority != Priority::Low
-                    {
-                        urgent += 1;
-                    }
                 }
-                inner.runtime.kick_after_enqueue(urgent);
                 done = end;
                 inner
                     .events

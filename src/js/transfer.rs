@@ -11,7 +11,7 @@ use js_sys::Array;
 use super::error::{ApiError, Details};
 use crate::core::semantics::sorted_positions;
 use crate::core::{import, CoreError, ErrorCode, Plan, Record};
-use crate::nostr::{Event, RelayUrl};
+use crate::nostr::{Event, RelayUrl, SignatureCheck};
 
 /// The format's name, on the first line.
 pub(crate) const FORMAT: &str = "nostr-outbox/records";
@@ -43,7 +43,8 @@ fn refused(line: usize, message: impl std::fmt::Display) -> ApiError {
 /// header names this format in a version this build reads; each record parses, its
 /// event's text is a NIP-01 event whose id and signature verify and whose envelope is
 /// the record's, its targets are relay URLs in normalized form, and the record holds
-/// together ([`import::plan_for`]). The first line that fails is the error.
+/// together ([`import::plan_for`]). The first line that fails is the error, as if each
+/// were checked whole in turn.
 pub(crate) fn plans(lines: &Array, now_ms: u64) -> Result<Vec<(usize, Plan)>, ApiError> {
     let text = |i: u32| -> Result<String, ApiError> {
         lines
@@ -62,32 +63,53 @@ pub(crate) fn plans(lines: &Array, now_ms: u64) -> Result<Vec<(usize, Plan)>, Ap
             ),
         ));
     }
-    let mut out = Vec::new();
+    let mut out: Vec<(usize, Plan)> = Vec::new();
+    // The signatures are checked as `enqueueMany` checks them, in BIP-340 batches; a
+    // line's other fault is reported after any bad signature on an earlier line.
+    let mut signatures = Vec::new();
+    let bad_signature = |signatures: &[SignatureCheck], out: &[(usize, Plan)]| {
+        SignatureCheck::first_bad(signatures)
+            .map(|(i, e)| refused(out[i].0, format!("its event: {e}")))
+    };
     for i in 1..lines.length() {
         let n = i as usize + 1;
-        let text = text(i)?;
-        if text.trim().is_empty() {
-            continue;
-        }
-        let record: Record =
-            serde_json::from_str(&text).map_err(|e| refused(n, format!("not a record: {e}")))?;
-        let event = Event::parse_json(&record.event.raw)
-            .and_then(|event| event.verify().map(|()| event))
-            .map_err(|e| refused(n, format!("its event: {e}")))?;
-        if event.to_envelope() != record.event {
-            return Err(refused(n, "its event does not match the event's text"));
-        }
-        for target in &record.targets {
-            let url = RelayUrl::parse(target).map_err(|e| refused(n, e))?;
-            if url.as_str() != target {
-                return Err(refused(
-                    n,
-                    format!("target `{target}` is not in normalized form"),
-                ));
+        // The line's plan and signature, or `None` for a blank line.
+        let read = || -> Result<Option<(Plan, SignatureCheck)>, ApiError> {
+            let line = text(i)?;
+            if line.trim().is_empty() {
+                return Ok(None);
             }
+            let record: Record = serde_json::from_str(&line)
+                .map_err(|e| refused(n, format!("not a record: {e}")))?;
+            let event = Event::parse_json(&record.event.raw)
+                .and_then(|event| event.verify_id().map(|()| event))
+                .map_err(|e| refused(n, format!("its event: {e}")))?;
+            if event.to_envelope() != record.event {
+                return Err(refused(n, "its event does not match the event's text"));
+            }
+            for target in &record.targets {
+                let url = RelayUrl::parse(target).map_err(|e| refused(n, e))?;
+                if url.as_str() != target {
+                    return Err(refused(
+                        n,
+                        format!("target `{target}` is not in normalized form"),
+                    ));
+                }
+            }
+            let plan = import::plan_for(record, now_ms).map_err(|e| refused(n, e))?;
+            Ok(Some((plan, event.signature())))
+        };
+        match read() {
+            Ok(Some((plan, signature))) => {
+                out.push((n, plan));
+                signatures.push(signature);
+            }
+            Ok(None) => {}
+            Err(e) => return Err(bad_signature(&signatures, &out).unwrap_or(e)),
         }
-        let plan = import::plan_for(record, now_ms).map_err(|e| refused(n, e))?;
-        out.push((n, plan));
+    }
+    if let Some(e) = bad_signature(&signatures, &out) {
+        return Err(e);
     }
     // One id twice with two plans: the conflict is found here, before anything is
     // written (the batches would find it only when they reach the second).

@@ -188,6 +188,8 @@ test("hostile files are refused with their line, and nothing is written", async 
     ["a verdict its evidence does not give", withRecord((r) => (r.satisfaction = "satisfied")), "invalid_import", 2],
     ["a target that is not a relay", withRecord((r) => (r.targets[0] = "https://evil.example")), "invalid_import", 2],
     ["a stage without its lease", withRecord((r) => (r.stage = "leased")), "invalid_import", 2],
+    // Signatures are checked in batches after the other checks: the earlier line still wins.
+    ["a forged signature before a bad line", withRecord((r) => (r.event.raw = r.event.raw.replace(/"sig":"(.)/, (_, c) => `"sig":"${c === "0" ? "1" : "0"}`))) + "\n" + lines[2] + "\nnonsense", "invalid_import", 2],
     ["a bad line after a full batch", [...lines.slice(0, 60), "nonsense", ...lines.slice(60)].join("\n"), "invalid_import", 61],
   ];
   const out = await page.evaluate(async ([cases, text]) => {
