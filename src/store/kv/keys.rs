@@ -76,6 +76,16 @@ pub fn rank_prefix(rank: u8) -> String {
     format!("{DUE}{rank}/")
 }
 
+/// The end (exclusive) of the claim-order keys of `rank` due at `now_ms`: the range a
+/// claim reads from `rank_prefix(rank)`.
+pub fn due_end(rank: u8, now_ms: u64) -> String {
+    let prefix = rank_prefix(rank);
+    match now_ms.checked_add(1) {
+        Some(next) => format!("{prefix}{}", num(next)),
+        None => prefix_end(&prefix),
+    }
+}
+
 /// Layout 1's claim-order key `(due_ms, created_ms, id)`.
 pub fn legacy_due_key(due_ms: u64, created_ms: u64, id: &str) -> String {
     format!(

@@ -801,10 +801,7 @@ impl<B: KvBackend> Store for KvStore<B> {
             // `now_ms`. The filters are applied to the records read.
             'ranks: for priority in Priority::ALL {
                 let prefix = keys::rank_prefix(priority.rank());
-                let end = match now_ms.checked_add(1) {
-                    Some(next) => format!("{prefix}{next:020}"),
-                    None => keys::prefix_end(&prefix),
-                };
+                let end = keys::due_end(priority.rank(), now_ms);
                 let ready = self
                     .scan_records(tx, prefix, &end, limit - claimed.len(), &|r| {
                         r.is_ready(now_ms) && request.admits(r)
@@ -1095,15 +1092,15 @@ impl<B: KvBackend> Store for KvStore<B> {
     }
 
     async fn count_due(&self, now_ms: u64) -> Result<u32, StoreError> {
-        // The claim order's keys up to `now_ms`, one range per priority; no row read.
+        // The claim order's keys up to `now_ms`, one range per priority, counted (no
+        // value read).
         let mut count = 0usize;
         for priority in Priority::ALL {
-            let prefix = keys::rank_prefix(priority.rank());
-            let end = match now_ms.checked_add(1) {
-                Some(next) => format!("{prefix}{next:020}"),
-                None => keys::prefix_end(&prefix),
-            };
-            count += self.scan(prefix, &end, None).await?.len();
+            let rank = priority.rank();
+            count += self
+                .backend
+                .count(&keys::rank_prefix(rank), &keys::due_end(rank, now_ms))
+                .await?;
         }
         Ok(u32::try_from(count).unwrap_or(u32::MAX))
     }
