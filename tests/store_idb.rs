@@ -786,7 +786,7 @@ async fn an_add_the_browser_leaves_unanswered_at_an_abort_does_not_hang_the_enqu
     let fresh = fixture_plan(2, &RELAYS, Policy::Any);
     let checked = within(
         5_000,
-        s.enqueue_many_checked(vec![fresh.clone()], 3_000, &mut || false),
+        s.enqueue_many_checked(vec![fresh.clone()], 3_000, &mut || false, None),
     )
     .await;
     set_unanswered_on_abort(false);

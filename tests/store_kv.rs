@@ -20,7 +20,7 @@ use nostr_outbox::store::kv::{
     self, KvBackend, KvCommit, KvCommitted, KvEntry, KvLimits, KvRange, KvStore, KvValue, MemoryKv,
     MAX_COMMIT_TRIES,
 };
-use nostr_outbox::store::{Store, StoreError};
+use nostr_outbox::store::{Progress, Store, StoreError};
 
 #[path = "support/reference_store.rs"]
 mod reference_store;
@@ -1012,4 +1012,108 @@ fn status_reads_every_row_once_then_counts_by_index() {
         ),
         (20, 10, 1, 31)
     );
+}
+
+/// A backend that tells the listener given for the next commit once, `(units - 1,
+/// units)`, and counts the commits told and not told; with `fail_first` its first
+/// commit fails after telling.
+struct Reporting {
+    kv: MemoryKv,
+    next: RefCell<Option<(Progress, usize)>>,
+    told: Cell<usize>,
+    untold: Cell<usize>,
+    fail_first: Cell<bool>,
+}
+
+impl KvBackend for Reporting {
+    fn limits(&self) -> KvLimits {
+        self.kv.limits()
+    }
+    async fn get_many(&self, keys: &[String]) -> Result<Vec<Option<KvValue>>, StoreError> {
+        self.kv.get_many(keys).await
+    }
+    async fn list(&self, range: &KvRange) -> Result<Vec<KvEntry>, StoreError> {
+        self.kv.list(range).await
+    }
+    fn tell_next_commit(&self, progress: Progress, units: usize) {
+        *self.next.borrow_mut() = Some((progress, units));
+    }
+    async fn commit(&self, commit: KvCommit) -> Result<KvCommitted, StoreError> {
+        match self.next.take() {
+            Some((progress, units)) => {
+                progress(units - 1, units);
+                self.told.set(self.told.get() + 1);
+            }
+            None => self.untold.set(self.untold.get() + 1),
+        }
+        if self.fail_first.replace(false) {
+            return Err(StoreError::Backend("disk on fire".into()));
+        }
+        self.kv.commit(commit).await
+    }
+}
+
+fn reporting(fail_first: bool) -> KvStore<Reporting> {
+    KvStore::new(Reporting {
+        kv: MemoryKv::new(),
+        next: RefCell::new(None),
+        told: Cell::new(0),
+        untold: Cell::new(0),
+        fail_first: Cell::new(fail_first),
+    })
+}
+
+/// `(done, total)` as told.
+type Reports = Vec<(usize, usize)>;
+
+/// Enqueues `plans` with a progress listener: the answer and every report.
+fn enqueue_reporting(
+    store: &KvStore<Reporting>,
+    plans: Vec<Plan>,
+) -> (Result<Option<usize>, StoreError>, Reports) {
+    let reports = Rc::new(RefCell::new(Vec::new()));
+    let seen = reports.clone();
+    let got = block_on(store.enqueue_many_checked(
+        plans,
+        1_000,
+        &mut || true,
+        Some(Rc::new(move |done, total| {
+            seen.borrow_mut().push((done, total))
+        })),
+    ));
+    let reports = reports.borrow().clone();
+    (got.map(|a| a.map(|a| a.len())), reports)
+}
+
+#[test]
+fn an_enqueue_with_progress_has_its_own_commit_told_and_no_other() {
+    let store = reporting(false);
+    let (got, reports) = enqueue_reporting(&store, plans(0, 40));
+    assert_eq!(got, Ok(Some(40)));
+    assert_eq!(reports, vec![(39, 40)], "the commit is told its 40 units");
+    assert_eq!(
+        (store.backend().told.get(), store.backend().untold.get()),
+        (1, 0)
+    );
+    // A batch of replays writes nothing: no commit, and none left to tell later.
+    let (got, reports) = enqueue_reporting(&store, plans(0, 40));
+    assert_eq!(got, Ok(Some(40)));
+    assert!(reports.is_empty(), "{reports:?}");
+    block_on(store.claim(&fixture_claim("o", "l", 10, 30_000), 2_000)).expect("claim");
+    assert_eq!(
+        (store.backend().told.get(), store.backend().untold.get()),
+        (1, 1)
+    );
+    // No listener, nothing told.
+    block_on(store.enqueue_many(plans(40, 2), 3_000)).expect("enqueue");
+    assert_eq!(
+        (store.backend().told.get(), store.backend().untold.get()),
+        (1, 2)
+    );
+    // A commit that fails after telling: an error, nothing stored.
+    let store = reporting(true);
+    let (got, reports) = enqueue_reporting(&store, plans(0, 40));
+    assert!(matches!(got, Err(StoreError::Backend(_))), "{got:?}");
+    assert_eq!(reports, vec![(39, 40)]);
+    assert_eq!(block_on(store.status()).expect("status").total(), 0);
 }

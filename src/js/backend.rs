@@ -16,7 +16,7 @@ use crate::store::idb::IdbKv;
 use crate::store::kv::{
     KvBackend, KvCommit, KvCommitted, KvEntry, KvLimits, KvRange, KvStore, KvValue, MemoryKv,
 };
-use crate::store::StoreError;
+use crate::store::{Progress, StoreError};
 use crate::transport::websocket::WsTransport;
 use crate::transport::{PublishReport, Transport};
 
@@ -91,6 +91,14 @@ impl KvBackend for AnyKv {
     }
     async fn commit(&self, commit: KvCommit) -> Result<KvCommitted, StoreError> {
         delegate!(self, s => s.commit(commit))
+    }
+    fn tell_next_commit(&self, progress: Progress, units: usize) {
+        #[cfg(feature = "indexeddb")]
+        if let AnyKv::Idb(s) = self {
+            s.tell_next_commit(progress, units);
+        }
+        #[cfg(not(feature = "indexeddb"))]
+        let _ = (progress, units);
     }
     async fn count(&self, start: &str, end: &str) -> Result<usize, StoreError> {
         delegate!(self, s => s.count(start, end))

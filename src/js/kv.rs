@@ -1,6 +1,6 @@
 //! The storage adapter bridge: a JavaScript object implementing the adapter contract
 //! (`getMany`, `list`, `commit`, optional `limits`; see [`crate::store::kv`] and the
-//! `StorageAdapter` TypeScript type) as a [`KvBackend`], so the one [`KvStore`] runs
+//! `StorageAdapter` TypeScript type) as a [`KvBackend`], so the one [`KvStore`](crate::store::kv::KvStore) runs
 //! over Durable Object storage, Deno KV, SQLite or a `Map`.
 //!
 //! Answers are checked, never trusted: a `getMany` answer of the wrong length, an

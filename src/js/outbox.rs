@@ -30,7 +30,7 @@ use crate::store::idb::{persistence, Durability};
 #[cfg(feature = "indexeddb")]
 use crate::store::idb::{IdbKv, IdbOptions};
 use crate::store::kv::{KvStore, MemoryKv};
-use crate::store::Store;
+use crate::store::{Progress, Store};
 use crate::transport::websocket::{WsTransport, WsTransportConfig};
 
 /// The default database name.
@@ -643,6 +643,7 @@ impl Inner {
         plans: Vec<Plan>,
         signatures: &[SignatureCheck],
         indexed: bool,
+        progress: Option<Progress>,
     ) -> Result<Vec<Enqueued>, ApiError> {
         let mut failed: Option<ApiError> = None;
         let mut check = || match bad_signature(signatures, indexed) {
@@ -660,7 +661,7 @@ impl Inner {
             .then(|| self.runtime.hold());
         let answers = self
             .store
-            .enqueue_many_checked(plans, now_ms, &mut check)
+            .enqueue_many_checked(plans, now_ms, &mut check, progress)
             .await?;
         let answers = answers.ok_or_else(|| {
             failed.unwrap_or_else(|| {
@@ -722,7 +723,13 @@ impl Outbox {
                 input::read::<PlanOptions>(&options, "enqueue options", &input::ENQUEUE_KEYS)?;
             let (plan, signature) = inner.plan(&event, &relays, o, &r)?;
             let answer = inner
-                .enqueue_verified(now, vec![plan], std::slice::from_ref(&signature), false)
+                .enqueue_verified(
+                    now,
+                    vec![plan],
+                    std::slice::from_ref(&signature),
+                    false,
+                    None,
+                )
                 .await?
                 .pop()
                 .ok_or_else(|| ApiError::new(ErrorCode::Storage, "enqueue produced no answer"))?;
@@ -773,8 +780,15 @@ impl Outbox {
                     }
                 }
             }
+            // `progress` events while the storage takes the writes (IndexedDB tells),
+            // then done of all once they are stored.
+            let total = plans.len();
+            let sink = inner.events.clone();
+            let progress: Progress = Rc::new(move |done, total| {
+                sink.emit_local("progress", &view::progress("enqueueMany", done, total))
+            });
             let answers = inner
-                .enqueue_verified(now, plans, &signatures, true)
+                .enqueue_verified(now, plans, &signatures, true, Some(progress))
                 .await?;
             let out = Array::new();
             for answer in &answers {
@@ -782,6 +796,9 @@ impl Outbox {
                 inner.created(answer, &record);
                 out.push(&result);
             }
+            inner
+                .events
+                .emit_local("progress", &view::progress("enqueueMany", total, total));
             Ok(out.into())
         })
     }
@@ -825,7 +842,7 @@ impl Outbox {
     /// every line is checked first (`invalid_import` with `details.line`, nothing
     /// written), then every record already stored under its id with another plan
     /// (`plan_conflict` with `details.line`, nothing written); then the records are
-    /// enqueued in batches of [`IMPORT_BATCH`] (fewer where a commit of the storage
+    /// enqueued in batches of `IMPORT_BATCH` (50) (fewer where a commit of the storage
     /// holds less), each one transaction, with a `progress`
     /// event (`{ operation: "import", done, total }`) after each. Answers
     /// `{ total, created, replayed, superseded }`.
@@ -862,7 +879,7 @@ impl Outbox {
                 // As `enqueueMany` stores a batch (the signatures were checked when the
                 // lines were read).
                 let answers = match inner
-                    .enqueue_verified(now, plans[done..end].to_vec(), &[], false)
+                    .enqueue_verified(now, plans[done..end].to_vec(), &[], false, None)
                     .await
                 {
                     // More than one commit of this storage holds (Deno KV: 64 KB):

@@ -617,16 +617,17 @@ export interface OutboxEventMap {
   /** An automatic flush failed (the error also retries later). */
   error: CustomEvent<OutboxError>;
   /**
-   * Long work moved on, in this context only: after each transaction of an `import`; after
-   * each attempt that ended during a `flush()` call (`total`: the records due when it
-   * started), and once at its end (`done` of `done`).
+   * Long work moved on, in this context only: while IndexedDB takes the writes of an
+   * `enqueueMany` (about every hundredth), then once they are stored (`done` of all); after
+   * each transaction of an `import`; after each attempt that ended during a `flush()` call
+   * (`total`: the records due when it started), and once at its end (`done` of `done`).
    */
   progress: CustomEvent<OutboxProgress>;
 }
 
 /** How far long work is (`progress` events): `done` of `total`. */
 export interface OutboxProgress {
-  operation: "import" | "flush";
+  operation: "enqueueMany" | "import" | "flush";
   done: number;
   total: number;
 }

@@ -207,6 +207,7 @@ macro_rules! conformance_cases {
             enqueue_rejects_invalid_input,
             enqueue_many_all_or_nothing,
             enqueue_many_checked_writes_nothing_when_the_check_fails,
+            enqueue_many_reports_progress,
             get_list_status,
             claim_order_and_bound,
             claim_readiness_and_exclusivity,
@@ -543,10 +544,15 @@ pub async fn enqueue_many_checked_writes_nothing_when_the_check_fails<S: Store>(
     for (what, plans) in batches {
         let mut calls = 0;
         let got = s
-            .enqueue_many_checked(plans, 20, &mut || {
-                calls += 1;
-                false
-            })
+            .enqueue_many_checked(
+                plans,
+                20,
+                &mut || {
+                    calls += 1;
+                    false
+                },
+                None,
+            )
             .await;
         check!(C, matches!(got, Ok(None)), "{what}: refused, got {got:?}");
         check_eq!(C, calls, 1, "{what}: the check ran once");
@@ -576,6 +582,7 @@ pub async fn enqueue_many_checked_writes_nothing_when_the_check_fails<S: Store>(
                 calls += 1;
                 true
             },
+            None,
         )
         .await;
     let Some(got) = ok(C, "checked batch", got) else {
@@ -591,10 +598,15 @@ pub async fn enqueue_many_checked_writes_nothing_when_the_check_fails<S: Store>(
     check_eq!(C, calls, 1, "the check ran once");
     let mut calls = 0;
     let conflict = s
-        .enqueue_many_checked(vec![fixture_plan(1, &RELAYS, Policy::Any)], 40, &mut || {
-            calls += 1;
-            true
-        })
+        .enqueue_many_checked(
+            vec![fixture_plan(1, &RELAYS, Policy::Any)],
+            40,
+            &mut || {
+                calls += 1;
+                true
+            },
+            None,
+        )
         .await;
     err_code(
         C,
@@ -608,6 +620,47 @@ pub async fn enqueue_many_checked_writes_nothing_when_the_check_fails<S: Store>(
         ok(C, "status", s.status().await).total(),
         2,
         "only the passed batch was written"
+    );
+}
+
+/// [`Store::enqueue_many_checked`]'s `progress`: every report is `(done, 40)` of the 40
+/// plans, `done` below 40 and increasing (a store may report nothing); the batch is then
+/// stored whole.
+pub async fn enqueue_many_reports_progress<S: Store>(s: &S) {
+    const C: &str = "enqueue_many_reports_progress";
+    let reports = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+    let seen = reports.clone();
+    let progress: super::Progress = std::rc::Rc::new(move |done, total| {
+        seen.borrow_mut().push((done, total));
+    });
+    let plans: Vec<Plan> = (1..=40)
+        .map(|n| fixture_plan(n, &RELAYS, Policy::All))
+        .collect();
+    let got = s
+        .enqueue_many_checked(plans, 10, &mut || true, Some(progress))
+        .await;
+    check!(
+        C,
+        matches!(&got, Ok(Some(answers)) if answers.len() == 40),
+        "40 answers, got {got:?}"
+    );
+    let reports = reports.borrow().clone();
+    for (i, &(done, total)) in reports.iter().enumerate() {
+        check_eq!(C, total, 40, "report #{i}: total");
+        check!(C, done < total, "report #{i}: {done} done of {total}");
+        if i > 0 {
+            check!(
+                C,
+                done > reports[i - 1].0,
+                "report #{i}: {reports:?} increasing"
+            );
+        }
+    }
+    check_eq!(
+        C,
+        ok(C, "status", s.status().await).total(),
+        40,
+        "the batch is stored whole"
     );
 }
 

@@ -4,6 +4,8 @@
 //! decision (replay or conflict, readiness, the next stage) comes from
 //! [`crate::core`]'s pure functions.
 
+use std::rc::Rc;
+
 use thiserror::Error;
 
 use crate::core::{
@@ -19,6 +21,10 @@ pub mod kv;
 pub mod memory;
 
 pub use memory::MemoryStore;
+
+/// Told `(done, total)` of a long write while it is under way
+/// ([`Store::enqueue_many_checked`]).
+pub type Progress = Rc<dyn Fn(usize, usize)>;
 
 /// A stored row that cannot be decoded into a record: written by other software or a
 /// newer row format, or damaged. Stores skip it in claims and lists, report it in
@@ -136,12 +142,19 @@ pub trait Store {
     /// run `check` while they are in flight, before it commits them (IndexedDB does:
     /// the browser writes while the signatures are checked, and the transaction is
     /// aborted when one fails). `check` runs at most once. The default runs it first.
+    ///
+    /// `progress`, when given, is told `(done, total)` of the plans while a long write
+    /// is under way (`done < total`, increasing; a store whose storage cannot tell how
+    /// far its commit got tells nothing): what a progress bar draws, not what is stored,
+    /// which is all or nothing once this answers. The default tells nothing.
     async fn enqueue_many_checked(
         &self,
         plans: Vec<Plan>,
         now_ms: u64,
         check: &mut dyn FnMut() -> bool,
+        progress: Option<Progress>,
     ) -> Result<Option<Vec<Enqueued>>, StoreError> {
+        let _ = progress;
         if !check() {
             return Ok(None);
         }

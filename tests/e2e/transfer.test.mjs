@@ -275,3 +275,51 @@ test("flush() reports progress: each attempt that ended, of the records due when
   assert.deepEqual(flushes.map((p) => p.done), [...Array.from({ length: 64 }, (_, i) => i + 1), 64]);
   assert.deepEqual(out.seen.slice(out.idle), [{ operation: "flush", done: 0, total: 0 }]);
 });
+
+test("enqueueMany of thousands reports progress while IndexedDB takes the writes, then done of all once stored", async () => {
+  const many = signedEvents(2000, { sk, content: (i) => `bulk ${i}` });
+  const out = await page.evaluate(async (events) => {
+    const items = events.map((event) => ({ event, relays: ["wss://a.example", "wss://b.example"] }));
+    const o = await window.open_("bulk");
+    const seen = [];
+    o.addEventListener("progress", (e) => seen.push(e.detail));
+    let enqueuedBeforeEnd = 0;
+    o.addEventListener("enqueued", () => {
+      if (!seen.some((p) => p.done === p.total)) enqueuedBeforeEnd++;
+    });
+    const answers = await o.enqueueMany(items);
+    const atResolve = seen.length;
+    // A bad signature on the last item: refused before anything is written, no progress.
+    const bad = { ...events[0], sig: "00".repeat(64) };
+    const failedSeen = [];
+    const other = await window.open_("bulk-bad");
+    other.addEventListener("progress", (e) => failedSeen.push(e.detail));
+    const refused = await other
+      .enqueueMany([...items.slice(1, 500), { event: bad, relays: ["wss://a.example"] }])
+      .then(() => null, (e) => [e.code, e.details?.index]);
+    // Memory cannot tell how far a commit got: only the end.
+    const memory = await window.m.Outbox.open({ storage: "memory", autoFlush: false, transport: window.transport });
+    const memorySeen = [];
+    memory.addEventListener("progress", (e) => memorySeen.push(e.detail));
+    await memory.enqueueMany(items.slice(0, 300));
+    return {
+      seen, atResolve, answers: answers.length, enqueuedBeforeEnd,
+      stored: (await o.status()).total, refused, failedSeen,
+      otherStored: (await other.status()).total, memorySeen,
+    };
+  }, many);
+  assert.equal(out.answers, 2000);
+  assert.equal(out.stored, 2000);
+  assert.ok(out.seen.every((p) => p.operation === "enqueueMany" && p.total === 2000), JSON.stringify(out.seen.slice(0, 3)));
+  const dones = out.seen.map((p) => p.done);
+  const during = dones.slice(0, -1);
+  assert.ok(during.length >= 20, `progress while writing: ${dones.join(",")}`);
+  assert.ok(during.every((d, i) => d > 0 && d < 2000 && (i === 0 || d > during[i - 1])), `increasing, below the total: ${dones.join(",")}`);
+  assert.equal(dones.at(-1), 2000, "the last is done of all");
+  assert.equal(out.atResolve, out.seen.length, "the last arrives before the promise resolves");
+  assert.equal(out.enqueuedBeforeEnd, 2000, "the records' events come first, then the end");
+  assert.deepEqual(out.refused, ["invalid_event", 499]);
+  assert.deepEqual(out.failedSeen, [], "a refused batch reports no progress");
+  assert.equal(out.otherStored, 0);
+  assert.deepEqual(out.memorySeen, [{ operation: "enqueueMany", done: 300, total: 300 }]);
+});

@@ -103,7 +103,10 @@ export async function main(): Promise<void> {
   // Export and import: a file to keep or move, read back from a Blob, a stream or text.
   const file: Blob = await new Response(outbox.export()).blob();
   const imported: ImportResult = await outbox.import(file);
-  const progress = (e: CustomEvent<OutboxProgress>) => console.log(e.detail.done / e.detail.total);
+  const progress = (e: CustomEvent<OutboxProgress>) => {
+    const op: "enqueueMany" | "import" | "flush" = e.detail.operation;
+    console.log(op, e.detail.done / e.detail.total);
+  };
   outbox.addEventListener("progress", progress);
   await outbox.import(new Response(file).body ?? "");
   console.log(imported.created + imported.replayed + imported.superseded === imported.total);

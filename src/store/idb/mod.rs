@@ -40,7 +40,7 @@ use wasm_bindgen_futures::JsFuture;
 use crate::store::kv::{
     KvBackend, KvCommit, KvCommitted, KvEntry, KvLimits, KvMutation, KvRange, KvStore, KvValue,
 };
-use crate::store::StoreError;
+use crate::store::{Progress, StoreError};
 
 pub use schema::MAX_VERSION as SCHEMA_VERSION;
 pub use sys::Durability;
@@ -79,6 +79,8 @@ pub struct IdbKv {
     closed: Cell<bool>,
     /// The read-write transaction calls are issued on while it is active.
     current: RefCell<Option<JsValue>>,
+    /// Told how far the next commit got, in units ([`KvBackend::tell_next_commit`]).
+    next_progress: RefCell<Option<(Progress, usize)>>,
 }
 
 impl std::fmt::Debug for IdbKv {
@@ -124,6 +126,7 @@ impl IdbKv {
             version,
             closed: Cell::new(false),
             current: RefCell::new(None),
+            next_progress: RefCell::new(None),
         };
         kv.connection().await?;
         legacy::migrate(&kv).await?;
@@ -318,7 +321,32 @@ impl KvBackend for IdbKv {
         Ok(n.as_f64().map_or(0, |n| n as usize))
     }
 
+    fn tell_next_commit(&self, progress: Progress, units: usize) {
+        *self.next_progress.borrow_mut() = Some((progress, units));
+    }
+
+    /// Tells the listener of [`KvBackend::tell_next_commit`] as the browser answers the
+    /// writes (about every hundredth of them; `ops.rs` spreads the units over them).
     async fn commit(&self, commit: KvCommit) -> Result<KvCommitted, StoreError> {
+        // Called only while the commit is awaited below: its requests have all answered
+        // (or the transaction ended) before the closure is dropped. A commit sent again
+        // (a lost connection) tells only what goes past what was told.
+        let (units, written) = match self.next_progress.take() {
+            Some((progress, units)) => {
+                let told = Cell::new(0);
+                let report = Closure::<dyn FnMut(u32)>::new(move |done: u32| {
+                    if done > told.get() {
+                        told.set(done);
+                        progress(done as usize, units);
+                    }
+                });
+                (units, Some(report))
+            }
+            None => (0, None),
+        };
+        let on_written = written
+            .as_ref()
+            .map_or(JsValue::UNDEFINED, |c| c.as_ref().clone());
         let puts = Array::new();
         let deletes = Array::new();
         for m in &commit.mutations {
@@ -354,6 +382,8 @@ impl KvBackend for IdbKv {
                     versions.clone(),
                     puts.clone(),
                     deletes.clone(),
+                    &on_written,
+                    units as u32,
                 )
             })
             .await?;

@@ -84,7 +84,10 @@ export function count(tx, start, end) {
     request.onsuccess = () => resolve(request.result);
   });
 }
-export function commit(tx, checks, versions, puts, deletes) {
+// `onWritten` (a function, or undefined) is told, about every hundredth write answered,
+// the `units` done, spread evenly over the writes: increasing, and never all of them
+// (the commit's end is its promise's answer).
+export function commit(tx, checks, versions, puts, deletes, onWritten, units) {
   const kv = tx.objectStore("kv");
   const meta = tx.objectStore("meta");
   const seen = note(tx);
@@ -102,13 +105,26 @@ export function commit(tx, checks, versions, puts, deletes) {
       tx.addEventListener("complete", () => resolve(true));
       tx.addEventListener("abort", () => reject(tx.error || new DOMException("the transaction was aborted", "AbortError")));
       const version = (typeof last.result === "number" ? last.result : 0) + 1;
+      const writes = puts.length / 2 + deletes.length;
+      const step = Math.ceil(writes / 100);
+      let n = 0;
+      let told = 0;
+      const tell = (request) => {
+        if (onWritten && ++n % step === 0 && n < writes) {
+          const done = Math.min(units - 1, Math.floor((units * n) / writes));
+          if (done > told) {
+            told = done;
+            request.onsuccess = () => onWritten(done);
+          }
+        }
+      };
       try {
         for (let i = 0; i < puts.length; i += 2) {
-          kv.put([puts[i + 1], version], puts[i]);
+          tell(kv.put([puts[i + 1], version], puts[i]));
           seen.set(puts[i], String(version));
         }
         for (const key of deletes) {
-          kv.delete(key);
+          tell(kv.delete(key));
           seen.set(key, null);
         }
         meta.put(version, "commit");
@@ -143,5 +159,7 @@ extern "C" {
         versions: Array,
         puts: Array,
         deletes: Array,
+        on_written: &JsValue,
+        units: u32,
     ) -> Result<Promise, JsValue>;
 }

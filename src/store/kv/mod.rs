@@ -63,7 +63,7 @@ pub use keys::*;
 pub use memory::MemoryKv;
 pub use store::{KvStore, MAX_COMMIT_TRIES};
 
-use crate::store::StoreError;
+use crate::store::{Progress, StoreError};
 
 /// A key's value and its opaque version, as read.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -285,6 +285,16 @@ pub trait KvBackend {
     /// Applies `commit` atomically if every check holds ([`KvCommitted::Applied`]),
     /// else writes nothing ([`KvCommitted::Conflict`]).
     async fn commit(&self, commit: KvCommit) -> Result<KvCommitted, StoreError>;
+
+    /// Has the next [`KvBackend::commit`] tell `progress` `(done, units)` as the
+    /// storage takes its writes, `units` spread evenly over them: `done` increasing
+    /// and below `units` (the commit's answer is the end). A progress bar of a long
+    /// commit. The store calls it right before that commit, with nothing awaited in
+    /// between, so no other commit can come first. The default tells nothing (a commit
+    /// that is one call, as an adapter's, cannot); IndexedDB tells.
+    fn tell_next_commit(&self, progress: Progress, units: usize) {
+        let _ = (progress, units);
+    }
 
     /// How many keys are in `[start, end)`. The default lists them page by page; a
     /// backend that can count without reading values (IndexedDB's `count()`) does.

@@ -10,7 +10,7 @@ use crate::core::{
     RetryConfig, Stage, StageCounts,
 };
 use crate::store::codec::{self, StoredRow};
-use crate::store::{CorruptRow, Store, StoreError};
+use crate::store::{CorruptRow, Progress, Store, StoreError};
 
 /// How many times an operation is run when its commit conflicts with another writer's
 /// before it fails with [`StoreError::Blocked`] (nothing written).
@@ -431,6 +431,70 @@ fn ids(entries: &[KvEntry]) -> Vec<String> {
 }
 
 impl<B: KvBackend> KvStore<B> {
+    /// Enqueues `plans` all or nothing (the rules of [`Store::enqueue_many`]), telling
+    /// `progress` as the commit is written.
+    async fn enqueue_reporting(
+        &self,
+        plans: Vec<Plan>,
+        now_ms: u64,
+        progress: Option<(Progress, usize)>,
+    ) -> Result<Vec<Enqueued>, StoreError> {
+        let limits = self.backend.limits();
+        // A key this storage cannot hold (Deno KV: 2 KB), of the event's NIP-01 address
+        // (its `d` tag) or of one a deletion names: refused before anything is read.
+        for plan in &plans {
+            let key = |slot: &String| keys::slot_key(slot, 1, 0, &plan.event.id, &plan.id).len();
+            let longest = semantics::lookups(plan).slots.iter().map(key).max();
+            if let Some(len) = longest.filter(|&len| len > limits.max_key_len) {
+                return Err(CoreError::arg(
+                    "event",
+                    format!(
+                        "event {} needs a key of {len} bytes for its NIP-01 address (its `d` \
+                         tag, or an `a` tag it deletes); this storage holds keys of at most {} \
+                         bytes: use a shorter `d` tag, or another storage",
+                        plan.event.id, limits.max_key_len
+                    ),
+                )
+                .into());
+            }
+        }
+        self.atomic(async |tx| {
+            let ids: Vec<String> = plans.iter().map(|p| p.id.clone()).collect();
+            tx.load(&ids).await?;
+            let mut stored = Vec::with_capacity(plans.len());
+            for plan in &plans {
+                let current = tx.record(&plan.id)?;
+                tx.check(&plan.id);
+                let lookups = semantics::lookups(plan);
+                for slot in &lookups.slots {
+                    tx.lock(slot, true).await?;
+                }
+                let related = self.read_related(tx, &lookups, false).await?;
+                stored.push((current, related));
+            }
+            let decided = core::decide_enqueues(plans.clone(), stored, now_ms)?;
+            for record in &decided.writes {
+                tx.put(record)?;
+            }
+            if let Some(why) = tx.over(&limits) {
+                return Err(CoreError::arg(
+                    "plans",
+                    format!(
+                        "the batch does not fit in one commit of this storage ({why}); \
+                             enqueue fewer plans at once"
+                    ),
+                )
+                .into());
+            }
+            // The commit that follows at once (nothing is awaited before it) is told.
+            if let (Some((progress, units)), false) = (&progress, decided.writes.is_empty()) {
+                self.backend.tell_next_commit(progress.clone(), *units);
+            }
+            Ok(decided.answers)
+        })
+        .await
+    }
+
     /// A store over `backend`.
     pub fn new(backend: B) -> KvStore<B> {
         KvStore {
@@ -730,56 +794,23 @@ impl<B: KvBackend> Store for KvStore<B> {
         plans: Vec<Plan>,
         now_ms: u64,
     ) -> Result<Vec<Enqueued>, StoreError> {
-        let limits = self.backend.limits();
-        // A key this storage cannot hold (Deno KV: 2 KB), of the event's NIP-01 address
-        // (its `d` tag) or of one a deletion names: refused before anything is read.
-        for plan in &plans {
-            let key = |slot: &String| keys::slot_key(slot, 1, 0, &plan.event.id, &plan.id).len();
-            let longest = semantics::lookups(plan).slots.iter().map(key).max();
-            if let Some(len) = longest.filter(|&len| len > limits.max_key_len) {
-                return Err(CoreError::arg(
-                    "event",
-                    format!(
-                        "event {} needs a key of {len} bytes for its NIP-01 address (its `d` \
-                         tag, or an `a` tag it deletes); this storage holds keys of at most {} \
-                         bytes: use a shorter `d` tag, or another storage",
-                        plan.event.id, limits.max_key_len
-                    ),
-                )
-                .into());
-            }
+        self.enqueue_reporting(plans, now_ms, None).await
+    }
+
+    async fn enqueue_many_checked(
+        &self,
+        plans: Vec<Plan>,
+        now_ms: u64,
+        check: &mut dyn FnMut() -> bool,
+        progress: Option<Progress>,
+    ) -> Result<Option<Vec<Enqueued>>, StoreError> {
+        if !check() {
+            return Ok(None);
         }
-        self.atomic(async |tx| {
-            let ids: Vec<String> = plans.iter().map(|p| p.id.clone()).collect();
-            tx.load(&ids).await?;
-            let mut stored = Vec::with_capacity(plans.len());
-            for plan in &plans {
-                let current = tx.record(&plan.id)?;
-                tx.check(&plan.id);
-                let lookups = semantics::lookups(plan);
-                for slot in &lookups.slots {
-                    tx.lock(slot, true).await?;
-                }
-                let related = self.read_related(tx, &lookups, false).await?;
-                stored.push((current, related));
-            }
-            let decided = core::decide_enqueues(plans.clone(), stored, now_ms)?;
-            for record in &decided.writes {
-                tx.put(record)?;
-            }
-            if let Some(why) = tx.over(&limits) {
-                return Err(CoreError::arg(
-                    "plans",
-                    format!(
-                        "the batch does not fit in one commit of this storage ({why}); \
-                         enqueue fewer plans at once"
-                    ),
-                )
-                .into());
-            }
-            Ok(decided.answers)
-        })
-        .await
+        let units = plans.len();
+        self.enqueue_reporting(plans, now_ms, progress.map(|p| (p, units)))
+            .await
+            .map(Some)
     }
 
     async fn get(&self, id: &str) -> Result<Option<Record>, StoreError> {
