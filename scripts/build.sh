@@ -45,6 +45,9 @@ for entry in store react svelte inspector; do
   [ "$entry" = store ] || { files="$files pkg/store.js"; with=" (with store.js)"; }
   printf '%-10s %d bytes gzipped%s\n' "$entry:" "$(cat $files | gzip -9 | wc -c)" "$with"
 done
+# Export and import (nostr-outbox/transfer; index.js imports it): the JavaScript around the
+# .wasm's exportPage and importLines.
+printf '%-10s %d bytes gzipped\n' "transfer:" "$(gzip -9 -c pkg/transfer.js | wc -c)"
 # Size by crate, from the names kept above; the table is markdown for docs/BENCHMARKS.md.
 # It never fails the build: a problem is one line. NOSTR_OUTBOX_SIZE_BY_CRATE=0 skips it.
 if [ "${NOSTR_OUTBOX_SIZE_BY_CRATE:-1}" != 0 ] && [ -f "$named" ]; then

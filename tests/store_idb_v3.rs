@@ -224,3 +224,57 @@ async fn fixture_database_is_migrated_to_v5_in_place(version: u32) {
     }
     store.close();
 }
+
+/// A v4 database of 450 records (three batches of the move) opened by two stores at
+/// once: both open, their moves take turns, every row is moved once, and every record
+/// reads back as it was.
+#[wasm_bindgen_test]
+async fn a_large_v4_database_is_moved_in_batches_by_two_openers_at_once() {
+    use nostr_outbox::core::Policy;
+    use nostr_outbox::store::conformance::{fixture_plan, RELAYS};
+    use nostr_outbox::store::MemoryStore;
+
+    let memory = MemoryStore::in_memory();
+    let plans = (1..=450).map(|n| fixture_plan(n, &RELAYS, Policy::All));
+    memory
+        .enqueue_many(plans.collect(), 1_700_000_000_000)
+        .await
+        .expect("enqueue");
+    let want = memory.snapshot();
+    assert_eq!(want.len(), 450);
+    let rows: Vec<StoredRow> = want
+        .iter()
+        .map(|r| codec::encode(r).expect("encode"))
+        .collect();
+    let rows = serde_json::to_string(&rows).expect("rows");
+    let name = format!("v4-large-{}", js_sys::Math::random());
+    JsFuture::from(create_legacy(&name, &rows, 4))
+        .await
+        .expect("create the legacy database");
+
+    let (a, b) = futures_util::future::join(
+        IdbStore::open(IdbOptions::new(name.as_str())),
+        IdbStore::open(IdbOptions::new(name.as_str())),
+    )
+    .await;
+    let (a, b) = (a.expect("first opener"), b.expect("second opener"));
+    let mut by_created = want.clone();
+    by_created.sort_by(|x, y| x.list_key().cmp(&y.list_key()));
+    for store in [&a, &b] {
+        let listed = store.list(&list_all(None, None)).await.expect("list");
+        assert_eq!(listed, by_created);
+        let counts = store.status().await.expect("status");
+        assert_eq!((counts.pending, counts.corrupt), (450, 1), "{counts:?}");
+    }
+    a.close();
+    b.close();
+    let dump = JsFuture::from(dump_v5(&name)).await.expect("dump");
+    let dump: serde_json::Value =
+        serde_json::from_str(&dump.as_string().expect("json")).expect("parse");
+    assert_eq!(dump["legacyRows"], 0, "every legacy row moved");
+    assert_eq!(
+        dump["rows"].as_array().map(Vec::len),
+        Some(451),
+        "one row each"
+    );
+}

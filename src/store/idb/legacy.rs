@@ -12,45 +12,45 @@
 //! (v1, v2). A row that cannot be decoded is moved as it is, without index keys: the
 //! store reports it as corrupt (`corruptRecords()`), as before, and never deletes it.
 
+use indexed_db_futures::internals::SystemRepr;
+use js_sys::Array;
 use wasm_bindgen::prelude::*;
 
-use super::schema::{has_store, KV, LOOKUP, META, RECORDS};
-use super::sys::{self, Durability, Failure, Tx};
-use super::{apply, IdbKv};
+use super::{ops, settle, sys, IdbKv};
 use crate::store::codec::{self, StoredRow};
-use crate::store::kv::{keys, KvMutation};
+use crate::store::kv::keys;
 use crate::store::StoreError;
 
 /// Rows moved per transaction.
 const BATCH: u32 = 200;
 
-/// The mutations that store one legacy row (`id` is its key in `records`). The row
-/// object is read as its JSON text, by the reader of the rows in `kv` (one reader of
-/// `StoredRow` in the .wasm).
-fn moved(id: &str, value: JsValue) -> Vec<KvMutation> {
-    let put = |key: String, value: String| KvMutation::Put { key, value };
+/// Adds to `puts` (key, value, ...) what stores one legacy row (`id` is its key in
+/// `records`): its row and index keys. The row object is read as its JSON text, by the
+/// reader of the rows in `kv` (one reader of `StoredRow` in the .wasm).
+fn moved(id: &str, value: JsValue, puts: &Array) {
+    let put = |key: String, value: String| {
+        puts.push(&key.into());
+        puts.push(&value.into());
+    };
     let text = js_sys::JSON::stringify(&value)
         .ok()
         .and_then(|s| s.as_string())
         .unwrap_or_default();
     let row = match serde_json::from_str::<StoredRow>(&text) {
         Ok(row) => row,
-        Err(_) => return vec![put(keys::row_key(id), text)],
+        Err(_) => return put(keys::row_key(id), text),
     };
     let Some(row) = upgraded(&row) else {
         let text = serde_json::to_string(&row).unwrap_or_default();
-        return vec![put(keys::row_key(id), text)];
+        return put(keys::row_key(id), text);
     };
-    let mut mutations = vec![put(
+    put(
         keys::row_key(&row.id),
         serde_json::to_string(&row).unwrap_or_default(),
-    )];
-    mutations.extend(
-        keys::index_keys(&row)
-            .into_iter()
-            .map(|key| put(key, String::new())),
     );
-    mutations
+    for key in keys::index_keys(&row) {
+        put(key, String::new());
+    }
 }
 
 /// The row re-encoded from its record, with the event's header fields when the row
@@ -65,39 +65,29 @@ fn upgraded(row: &StoredRow) -> Option<StoredRow> {
     codec::encode(&record).ok()
 }
 
-/// Moves every row of `records` into `kv`; the number moved.
+/// Moves every row of `records` into `kv`; the number moved. Each batch is read and
+/// written in one transaction by `ops.rs` (the rows converted in between, with nothing
+/// else awaited, so the transaction stays active).
 pub(super) async fn migrate(kv: &IdbKv) -> Result<u32, StoreError> {
     let mut total = 0;
     loop {
         let n = kv
             .run(async |db| {
-                if !has_store(db, RECORDS) {
+                let raw: &web_sys::IdbDatabase = db.as_sys();
+                let batch = settle(ops::legacy_batch(raw, BATCH).map_err(sys::failure)?).await?;
+                let Some(batch) = batch.dyn_ref::<Array>() else {
                     return Ok(0);
-                }
-                let mut stores = vec![RECORDS, KV, META];
-                if has_store(db, LOOKUP) {
-                    stores.push(LOOKUP);
-                }
-                let tx = Tx::open(db, &stores, true, Durability::Strict)?;
-                let records = tx.store(RECORDS)?;
-                let every = || indexed_db_futures::KeyRange::Only(JsValue::UNDEFINED);
-                let ids = sys::request_keys(&records, every(), Some(BATCH))?;
-                let rows = sys::request_all(&records, every(), Some(BATCH))?;
-                let (ids, rows) = (ids.await?, rows.await?);
-                let mut mutations = Vec::new();
-                for (key, value) in ids.iter().zip(rows) {
+                };
+                let (tx, ids, rows) = (batch.get(0), Array::from(&batch.get(1)), batch.get(2));
+                let rows = Array::from(&rows);
+                let puts = Array::new();
+                for (key, value) in ids.iter().zip(rows.iter()) {
                     let id = key.as_string().unwrap_or_else(|| format!("{key:?}"));
-                    mutations.extend(moved(&id, value));
-                    sys::delete_key(&records, key)?;
-                    if stores.len() > 3 {
-                        sys::delete_key(&tx.store(LOOKUP)?, key)?;
-                    }
+                    moved(&id, value, &puts);
                 }
-                if !mutations.is_empty() {
-                    apply(&tx, &mutations).await?;
-                }
-                tx.commit().await?;
-                Ok::<u32, Failure>(ids.len() as u32)
+                let moved = ops::legacy_move(&tx, &ids, puts).map_err(sys::failure)?;
+                settle(moved).await?;
+                Ok(ids.length())
             })
             .await?;
         total += n;

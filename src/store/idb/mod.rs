@@ -20,8 +20,10 @@
 //! with `storage_version_too_new` before anything is touched; `QuotaExceededError` (in
 //! Chromium only the abort of the transaction carries it) is `quota_exceeded`.
 //!
-//! IndexedDB is reached through `indexed_db_futures` (`sys.rs` holds the plumbing and
-//! the few web-sys calls the crate lacks).
+//! Connections are opened and upgraded through `indexed_db_futures` (`sys.rs`). Every
+//! read and write, the move of legacy rows included, is a few lines of JavaScript
+//! (`ops.rs`): the move through the crate's transactions and requests compiled to
+//! 17 KB of code, 7 924 B of the gzipped browser .wasm (measured).
 
 mod legacy;
 mod ops;
@@ -44,9 +46,7 @@ use crate::store::{Progress, StoreError};
 
 pub use schema::MAX_VERSION as SCHEMA_VERSION;
 pub use sys::Durability;
-use sys::{Conn, Failure, Tx};
-
-use schema::{COMMIT, KV, META};
+use sys::{Conn, Failure};
 
 /// How to open an [`IdbStore`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -189,36 +189,6 @@ impl IdbKv {
             }
             other => other.map_err(StoreError::from),
         }
-    }
-}
-
-/// Writes `mutations` in `tx` as the commit after the one `meta` names (read there),
-/// recording its number, and waits until every write has answered. Every check of the
-/// caller has been made in `tx`.
-///
-/// A write that fails (Firefox refuses one over quota at the request) aborts `tx` at
-/// once, being unhandled, so waiting for the writes' answers before the caller commits
-/// keeps the commit whole: a transaction asked to commit while a write is pending may
-/// complete without the refused write (Firefox does), which would store part of a commit.
-async fn apply(tx: &Tx<'_>, mutations: &[KvMutation]) -> Result<(), Failure> {
-    let meta = tx.store(META)?;
-    let kv = tx.store(KV)?;
-    let last = sys::get(&meta, COMMIT)?.await?.as_f64().unwrap_or(0.0);
-    let version = JsValue::from_f64(last + 1.0);
-    for m in mutations {
-        match m {
-            KvMutation::Put { key, value } => {
-                let row = Array::of2(&JsValue::from_str(value), &version);
-                sys::put(&kv, key, &row)?;
-            }
-            KvMutation::Delete { key } => sys::delete(&kv, key)?,
-        }
-    }
-    sys::put(&meta, COMMIT, &version)?;
-    // Requests are answered in order: this read answers after every write above.
-    match sys::get(&meta, COMMIT)?.await {
-        Ok(_) => Ok(()),
-        Err(e) => Err(tx.failed(e)),
     }
 }
 

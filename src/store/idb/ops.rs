@@ -137,10 +137,52 @@ export function commit(tx, checks, versions, puts, deletes, onWritten, units) {
     };
   });
 }
+// Schemas v1–v4 (legacy.rs): up to `limit` rows of the old `records` store, read in a new
+// read-write transaction over every store the move writes: `[tx, keys, rows]`, or null
+// when the database has no `records` store.
+export function legacyBatch(db, limit) {
+  if (!db.objectStoreNames.contains("records")) return Promise.resolve(null);
+  const names = ["records", "kv", "meta"];
+  if (db.objectStoreNames.contains("lookup")) names.push("lookup");
+  const tx = db.transaction(names, "readwrite", { durability: "strict" });
+  const records = tx.objectStore("records");
+  const keys = records.getAllKeys(null, limit);
+  const rows = records.getAll(null, limit);
+  return new Promise((resolve, reject) => {
+    keys.onerror = rows.onerror = failed(tx, reject);
+    rows.onsuccess = () => resolve([tx, keys.result, rows.result]);
+  });
+}
+// The move of a `legacyBatch`, in its transaction: `keys` deleted from `records` (and
+// `lookup`), and `puts` ([key, value, ...]) written into `kv` by `commit` (one writer of
+// the rows); answers the number moved once the transaction has committed.
+export function legacyMove(tx, keys, puts) {
+  const records = tx.objectStore("records");
+  const lookup = tx.objectStoreNames.contains("lookup") ? tx.objectStore("lookup") : null;
+  try {
+    for (const key of keys) {
+      records.delete(key);
+      if (lookup) lookup.delete(key);
+    }
+  } catch (error) {
+    // Rows deleted and not written must never commit.
+    try { tx.abort(); } catch {}
+    return Promise.reject(error);
+  }
+  return commit(tx, [], [], puts, []).then(() => keys.length);
+}
 "#)]
 extern "C" {
     #[wasm_bindgen(js_name = openTx, catch)]
     pub(super) fn open_tx(db: &JsValue, strict: bool) -> Result<JsValue, JsValue>;
+    #[wasm_bindgen(js_name = legacyBatch, catch)]
+    pub(super) fn legacy_batch(db: &JsValue, limit: u32) -> Result<Promise, JsValue>;
+    #[wasm_bindgen(js_name = legacyMove, catch)]
+    pub(super) fn legacy_move(
+        tx: &JsValue,
+        keys: &JsValue,
+        puts: Array,
+    ) -> Result<Promise, JsValue>;
     #[wasm_bindgen(js_name = getMany, catch)]
     pub(super) fn get_many(tx: &JsValue, keys: Array) -> Result<Promise, JsValue>;
     #[wasm_bindgen(catch)]

@@ -25,12 +25,6 @@ use web_sys::IdbTransaction;
 pub const KV: &str = "kv";
 /// The object store of metadata.
 pub const META: &str = "meta";
-/// The records of schemas v1–v4 (moved into `kv` after the upgrade).
-pub const RECORDS: &str = "records";
-/// The lookup rows of schema v4 (deleted with their records by the move).
-pub const LOOKUP: &str = "lookup";
-/// The `meta` key of the last commit's number.
-pub const COMMIT: &str = "commit";
 
 /// The highest schema version this build can open.
 pub const MAX_VERSION: u32 = 5;
