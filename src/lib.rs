@@ -11,8 +11,9 @@
 //!   clock, no randomness); it uses no other layer.
 //! - [`nostr`]: NIP-01 events, relay URLs and relay messages (pure); uses `core` (the
 //!   event envelope, outcomes, error codes).
-//! - [`store`]: the [`store::Store`] trait, a memory store and (wasm only) IndexedDB;
-//!   uses `core`, and `nostr` in IndexedDB.
+//! - [`store`]: the [`store::Store`] trait, written once over a key-value backend:
+//!   memory, the storage adapters and (wasm, feature `indexeddb`) IndexedDB; uses
+//!   `core`, and `nostr` in IndexedDB (the move of old rows).
 //! - [`transport`]: the [`transport::Transport`] trait and (wasm only) WebSockets; uses
 //!   `core` and `nostr`.
 //! - [`flush`]: the flusher that drives claim → publish → record → release; uses

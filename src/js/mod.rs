@@ -27,6 +27,7 @@ mod input;
 #[cfg(feature = "adapter")]
 pub mod kv;
 pub mod outbox;
+pub mod persistence;
 mod runtime;
 pub mod sw;
 mod sys;

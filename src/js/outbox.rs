@@ -18,7 +18,7 @@ use super::input::{self, shape, ItemInput, PlanOptions, Raw, Reader, Uint};
 #[cfg(feature = "adapter")]
 use super::kv::JsKv;
 use super::runtime::{Filter, RunError, Runtime, RuntimeConfig};
-use super::{sys, transfer, view};
+use super::{persistence, sys, transfer, view};
 use crate::core::plan::MAX_ATTEMPTS_LIMIT;
 use crate::core::semantics;
 use crate::core::{
@@ -26,11 +26,10 @@ use crate::core::{
 };
 use crate::flush::{FlushConfig, FlushEvent};
 use crate::nostr::SignatureCheck;
-use crate::store::idb::{persistence, Durability};
 #[cfg(feature = "indexeddb")]
 use crate::store::idb::{IdbKv, IdbOptions};
 use crate::store::kv::{KvStore, MemoryKv};
-use crate::store::{Progress, Store};
+use crate::store::{Durability, Progress, Store};
 use crate::transport::websocket::{WsTransport, WsTransportConfig};
 
 /// The default database name.
@@ -633,10 +632,11 @@ impl Inner {
         ))
     }
 
-    /// Enqueues `plans` all or nothing while their `signatures` are checked: the
-    /// browser writes the rows meanwhile, and a bad signature aborts the write and
-    /// rejects (with its item's index when `indexed`). When records were created, the
-    /// flusher is kicked, told how many of them must not wait behind a backlog.
+    /// Enqueues `plans` all or nothing once their `signatures` are checked (in one
+    /// batch): a bad signature writes nothing and rejects (with its item's index when
+    /// `indexed`); `progress` is told as the storage takes the writes. When records
+    /// were created, the flusher is kicked, told how many of them must not wait behind
+    /// a backlog.
     async fn enqueue_verified(
         &self,
         now_ms: u64,

@@ -1,6 +1,7 @@
 //! Persistence of outbox records: the [`Store`] trait, written once as [`kv::KvStore`]
 //! over memory ([`memory::MemoryStore`]), IndexedDB and storage adapters,
-//! and the [`conformance`] suite every backend must pass. A store only loads and writes records atomically; every
+//! and the `conformance` suite every backend must pass (built for tests only: feature
+//! `testing`). A store only loads and writes records atomically; every
 //! decision (replay or conflict, readiness, the next stage) comes from
 //! [`crate::core`]'s pure functions.
 
@@ -14,13 +15,26 @@ use crate::core::{
 };
 
 pub mod codec;
+#[cfg(any(test, feature = "testing"))]
 pub mod conformance;
-#[cfg(target_arch = "wasm32")]
+#[cfg(all(target_arch = "wasm32", feature = "indexeddb"))]
 pub mod idb;
 pub mod kv;
 pub mod memory;
 
 pub use memory::MemoryStore;
+
+/// Whether a commit must survive power loss (`strict`) or may trade that for
+/// throughput (`relaxed`): IndexedDB's transaction durability; the storage adapters
+/// commit as their runtime does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Durability {
+    /// Flushed to disk before the transaction completes (the default).
+    #[default]
+    Strict,
+    /// May lose the last writes on power loss (not on a tab or browser crash).
+    Relaxed,
+}
 
 /// Told `(done, total)` of a long write while it is under way
 /// ([`Store::enqueue_many_checked`]).
@@ -139,9 +153,8 @@ pub trait Store {
     /// caller's that must pass first (the events' signatures): when `check` answers
     /// `false`, nothing is written and the answer is `Ok(None)`; a failed check wins
     /// over any other error of the batch. A store whose writes run off this thread may
-    /// run `check` while they are in flight, before it commits them (IndexedDB does:
-    /// the browser writes while the signatures are checked, and the transaction is
-    /// aborted when one fails). `check` runs at most once. The default runs it first.
+    /// run `check` while they are in flight, before it commits them. `check` runs at
+    /// most once. The default, and [`kv::KvStore`], run it first.
     ///
     /// `progress`, when given, is told `(done, total)` of the plans while a long write
     /// is under way (`done < total`, increasing; a store whose storage cannot tell how

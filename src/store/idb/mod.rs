@@ -27,7 +27,6 @@
 
 mod legacy;
 mod ops;
-pub mod persistence;
 mod schema;
 mod sys;
 
@@ -44,8 +43,8 @@ use crate::store::kv::{
 };
 use crate::store::{Progress, StoreError};
 
+pub use crate::store::Durability;
 pub use schema::MAX_VERSION as SCHEMA_VERSION;
-pub use sys::Durability;
 use sys::{Conn, Failure};
 
 /// How to open an [`IdbStore`].

@@ -131,17 +131,6 @@ pub(super) fn failure(err: JsValue) -> Failure {
     }
 }
 
-/// Whether a transaction must survive power loss (`strict`) or may trade that for
-/// throughput (`relaxed`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Durability {
-    /// Flushed to disk before the transaction completes (the default).
-    #[default]
-    Strict,
-    /// May lose the last writes on power loss (not on a tab or browser crash).
-    Relaxed,
-}
-
 /// An open connection: the database, and whether it has been closed under us (another
 /// context's version change, or the browser dropped it).
 pub(super) struct Conn {
