@@ -98,3 +98,60 @@ proptest! {
         block_on(check(&KvStore::new(MemoryKv::new()), &specs, f));
     }
 }
+
+/// Records enqueued at `at` to be sent from `not_before` (or at once), some rescheduled
+/// to `moved` once enqueued; claims at rising times `step` apart: no record is claimed
+/// before its time, and each is claimed at the first claim at or after it.
+async fn schedules<S: Store>(store: &S, specs: &[(u64, Option<u64>, Option<u64>)], step: u64) {
+    let mut due = Vec::new();
+    for (n, (at, not_before, moved)) in specs.iter().enumerate() {
+        let plan = fixture_plan(n as u32 + 1, &RELAYS, Policy::All).with_not_before_ms(*not_before);
+        let id = store.enqueue(plan, *at).await.expect("enqueue").record.id;
+        let mut time = not_before.map_or(*at, |t| t.max(*at));
+        if let Some(moved) = moved {
+            let r = store
+                .reschedule(&id, *moved, *at)
+                .await
+                .expect("reschedule");
+            time = (*moved).max(*at);
+            assert_eq!(r.due_ms, Some(time));
+        }
+        due.push((id, time));
+    }
+    let last = specs.iter().map(|s| s.0).max().unwrap_or(0);
+    let mut now = last;
+    let mut claimed: Vec<(String, u64)> = Vec::new();
+    while claimed.len() < due.len() && now < last + 2_000 {
+        let batch = store
+            .claim(&fixture_claim("o", &format!("l{now}"), 256, 100_000), now)
+            .await
+            .expect("claim");
+        claimed.extend(batch.into_iter().map(|r| (r.id, now)));
+        now += step;
+    }
+    assert_eq!(claimed.len(), due.len(), "every record claimed");
+    for (id, when) in claimed {
+        let time = due.iter().find(|d| d.0 == id).expect("known").1;
+        assert!(when >= time, "{id} claimed at {when}, scheduled at {time}");
+        assert!(
+            when < time.max(last) + step,
+            "{id} claimed at {when}, late for {time}"
+        );
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(100))]
+
+    #[test]
+    fn no_record_is_claimed_before_its_time(
+        specs in prop::collection::vec(
+            (0u64..100, prop::option::of(0u64..1_000), prop::option::of(0u64..1_000)),
+            0..20,
+        ),
+        step in 1u64..50,
+    ) {
+        block_on(schedules(&MemoryStore::in_memory(), &specs, step));
+        block_on(schedules(&KvStore::new(MemoryKv::new()), &specs, step));
+    }
+}

@@ -131,6 +131,9 @@ impl Store for Slow {
     async fn cancel(&self, id: &str, now_ms: u64) -> Result<Record, StoreError> {
         self.inner.cancel(id, now_ms).await
     }
+    async fn reschedule(&self, id: &str, at_ms: u64, now_ms: u64) -> Result<Record, StoreError> {
+        self.inner.reschedule(id, at_ms, now_ms).await
+    }
     async fn relay_back(&self, relay: &str, now_ms: u64) -> Result<Vec<Record>, StoreError> {
         self.inner.relay_back(relay, now_ms).await
     }

@@ -64,6 +64,8 @@ error_codes! {
     NotRetryable = "not_retryable",
     /// `cancel` of a terminal record.
     AlreadyTerminal = "already_terminal",
+    /// `reschedule` of a record that is being sent now (leased).
+    InFlight = "in_flight",
     /// An event whose NIP-40 expiration has passed.
     EventExpired = "event_expired",
     /// A lost claim: the lease expired (the flusher's internals).
@@ -184,6 +186,13 @@ pub enum CoreError {
         /// Why not.
         reason: String,
     },
+    /// The record is being sent now (leased): its schedule cannot move until the
+    /// attempt ends.
+    #[error("item `{id}` is being sent now; reschedule it once this attempt has ended")]
+    InFlight {
+        /// The item id.
+        id: String,
+    },
     /// The event's NIP-40 `expiration` has passed: relays would refuse it, so it is not
     /// enqueued.
     #[error("event `{id}` expired at {expiration} (NIP-40) and is not enqueued")]
@@ -223,6 +232,7 @@ impl CoreError {
             CoreError::NotReady { .. } => "not_ready",
             CoreError::NotRetryable { .. } => "not_retryable",
             CoreError::AlreadyTerminal { .. } => "already_terminal",
+            CoreError::InFlight { .. } => "in_flight",
             CoreError::EventExpired { .. } => "event_expired",
         }
     }

@@ -314,10 +314,12 @@ impl StageCounts {
     }
 }
 
-/// Builds the first record of a normalized plan, due at once. An ephemeral event
+/// Builds the first record of a normalized plan, due at once (at its
+/// [`Plan::not_before_ms`] when later). An ephemeral event
 /// (kinds 20000–29999) without a deadline gets one
 /// [`super::semantics::EPHEMERAL_DEADLINE_MS`] from now.
 pub fn new_record(plan: Plan, digest: String, now_ms: u64) -> Record {
+    let not_before = plan.not_before_ms;
     let deadline_ms = plan.deadline_ms.or_else(|| {
         super::semantics::is_ephemeral(&plan.event)
             .then(|| now_ms.saturating_add(super::semantics::EPHEMERAL_DEADLINE_MS))
@@ -339,8 +341,8 @@ pub fn new_record(plan: Plan, digest: String, now_ms: u64) -> Record {
         last_attempt_ms: None,
         evidence: Vec::new(),
         satisfaction: Satisfaction::Pending,
-        retry_not_before_ms: None,
-        due_ms: Some(now_ms),
+        retry_not_before_ms: not_before.filter(|&at| at > now_ms),
+        due_ms: Some(not_before.map_or(now_ms, |at| at.max(now_ms))),
         created_ms: now_ms,
         updated_ms: now_ms,
         reason: None,
@@ -838,6 +840,38 @@ pub fn retry(record: &Record, now_ms: u64) -> Result<Record, CoreError> {
     next.lease = None;
     next.retry_not_before_ms = None;
     next.due_ms = Some(now_ms);
+    Ok(next)
+}
+
+/// Moves the next attempt of a waiting record to `at_ms` (now when earlier): a
+/// scheduled record is first sent then, one waiting for a retry is tried then instead.
+/// [`CoreError::AlreadyTerminal`] for a terminal record, [`CoreError::InFlight`] while
+/// it is leased, `invalid_argument` (`at`) when `at_ms` is not before its deadline.
+pub fn reschedule(record: &Record, at_ms: u64, now_ms: u64) -> Result<Record, CoreError> {
+    if record.is_terminal() {
+        return Err(CoreError::AlreadyTerminal {
+            id: record.id.clone(),
+            stage: record.stage,
+        });
+    }
+    if record.lease.as_ref().is_some_and(|l| l.expires_ms > now_ms) {
+        return Err(CoreError::InFlight {
+            id: record.id.clone(),
+        });
+    }
+    let at = at_ms.max(now_ms);
+    if let Some(deadline) = record.effective_deadline_ms().filter(|&d| at >= d) {
+        return Err(CoreError::arg(
+            "at",
+            format!("{at} is not before the deadline {deadline}: it would never be sent"),
+        ));
+    }
+    let mut next = record.clone();
+    bump(&mut next, now_ms);
+    next.lease = None;
+    next.stage = waiting_stage(&next);
+    next.retry_not_before_ms = Some(at);
+    next.due_ms = Some(at);
     Ok(next)
 }
 

@@ -27,8 +27,8 @@ pub use error::{CoreError, ErrorCode};
 pub use lane::{Priority, DEFAULT_LANE};
 pub use machine::{
     cancel, check_lease, claim, complete_attempt, decide_enqueue, is_purgeable, new_record,
-    orphans, relay_back, release, retry, supersede, take_over, ClaimRequest, Claimed, Completion,
-    EnqueueDecision, EnqueueOutcome, Enqueued, ListQuery, StageCounts, TargetResult,
+    orphans, relay_back, release, reschedule, retry, supersede, take_over, ClaimRequest, Claimed,
+    Completion, EnqueueDecision, EnqueueOutcome, Enqueued, ListQuery, StageCounts, TargetResult,
 };
 pub use outcome::{Outcome, RejectReason};
 pub use plan::Plan;

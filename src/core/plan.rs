@@ -54,6 +54,11 @@ pub struct Plan {
     /// the attempt budget ends it (stage `delivering`).
     #[serde(default)]
     pub stop_when_satisfied: bool,
+    /// When to send it first (unix ms): not claimed before. `None`: at once. A schedule,
+    /// not part of the delivery request: not in the digest (an enqueue of the same plan
+    /// at another time is a replay; [`super::reschedule`] moves it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_before_ms: Option<u64>,
     /// The record an import brings in under this plan ([`super::import`]): when no
     /// record has the id, it is stored as it is instead of a new record. Not part of the
     /// digest (it must be this plan's record: [`super::import::plan_for`] checks it).
@@ -75,8 +80,15 @@ impl Plan {
             lane: DEFAULT_LANE.to_string(),
             priority: Priority::Normal,
             stop_when_satisfied: false,
+            not_before_ms: None,
             imported: None,
         }
+    }
+
+    /// Sets when to send it first ([`Plan::not_before_ms`]).
+    pub fn with_not_before_ms(mut self, not_before_ms: Option<u64>) -> Plan {
+        self.not_before_ms = not_before_ms;
+        self
     }
 
     /// Sets whether delivery stops at the policy's verdict
@@ -124,6 +136,14 @@ impl Plan {
         validate_envelope(&self.event)?;
         self.targets = normalize_targets(self.targets)?;
         self.policy = self.policy.normalized(&self.targets)?;
+        if let (Some(at), Some(deadline)) = (self.not_before_ms, self.effective_deadline_ms()) {
+            if at >= deadline {
+                return Err(CoreError::arg(
+                    "notBefore",
+                    format!("{at} is not before the deadline {deadline}: it would never be sent"),
+                ));
+            }
+        }
         if self.max_attempts == 0 || self.max_attempts > MAX_ATTEMPTS_LIMIT {
             return Err(CoreError::arg(
                 "maxAttempts",

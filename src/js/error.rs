@@ -268,6 +268,7 @@ impl From<CoreError> for ApiError {
             | CoreError::NotFound { id }
             | CoreError::LeaseExpired { id }
             | CoreError::NotReady { id }
+            | CoreError::InFlight { id }
             | CoreError::NotRetryable { id, .. }
             | CoreError::EventExpired { id, .. }
             | CoreError::RevisionConflict { id, .. } => Some(Details::id(id.as_str())),

@@ -232,11 +232,12 @@ shape! {
         lane: String = "lane",
         priority: String = "priority",
         stop_when_satisfied: bool = "stopWhenSatisfied",
+        not_before: Uint = "notBefore",
     }
 }
 
 /// The keys of `enqueue` options.
-pub(crate) const ENQUEUE_KEYS: [&str; 7] = [
+pub(crate) const ENQUEUE_KEYS: [&str; 8] = [
     "policy",
     "id",
     "deadline",
@@ -244,6 +245,7 @@ pub(crate) const ENQUEUE_KEYS: [&str; 7] = [
     "lane",
     "priority",
     "stopWhenSatisfied",
+    "notBefore",
 ];
 
 /// One `enqueueMany` item: the event, the relays and the keys of [`PlanOptions`] (read
@@ -270,7 +272,7 @@ impl Shape for ItemInput {
 }
 
 /// The keys of an `enqueueMany` item.
-pub(crate) const ITEM_KEYS: [&str; 9] = [
+pub(crate) const ITEM_KEYS: [&str; 10] = [
     "event",
     "relays",
     "policy",
@@ -280,6 +282,7 @@ pub(crate) const ITEM_KEYS: [&str; 9] = [
     "lane",
     "priority",
     "stopWhenSatisfied",
+    "notBefore",
 ];
 
 impl ItemInput {

@@ -627,7 +627,8 @@ impl Inner {
             plan = plan.with_priority(Priority::parse("priority", p)?);
         }
         Ok((
-            plan.with_deadline_ms(r.uint("deadline", o.deadline)?),
+            plan.with_deadline_ms(r.uint("deadline", o.deadline)?)
+                .with_not_before_ms(r.uint("notBefore", o.not_before)?),
             event.signature(),
         ))
     }
@@ -1012,6 +1013,31 @@ impl Outbox {
             let record = inner.store.cancel(&id, now).await?;
             let detail = view::record(&record);
             inner.changed(&detail);
+            Ok(detail)
+        })
+    }
+
+    /// Moves a waiting record's next attempt to `at` (unix ms; now when earlier).
+    #[wasm_bindgen(skip_typescript)]
+    pub fn reschedule(&self, id: JsValue, at: JsValue) -> Promise {
+        let live = self.live_at();
+        promise(async move {
+            let (inner, now) = live?;
+            let id = item_id(&id)?;
+            let Some(Uint(at)) = <Uint as input::FromJs>::from_js(at.clone()) else {
+                return Err(ApiError::argument(
+                    "at",
+                    format!(
+                        "must be a time in unix milliseconds, got {}",
+                        input::type_name(&at)
+                    ),
+                ));
+            };
+            let record = inner.store.reschedule(&id, at, now).await?;
+            let detail = view::record(&record);
+            inner.changed(&detail);
+            // The flusher's timer follows the next due time.
+            inner.runtime.kick();
             Ok(detail)
         })
     }

@@ -278,6 +278,12 @@ export interface EnqueueOptions {
    * `delivering`).
    */
   stopWhenSatisfied?: boolean;
+  /**
+   * When to send it first, unix ms (a scheduled post): stored now, not sent before.
+   * `cancel(id)` before then is an undo (nothing was sent); `reschedule(id, at)` moves
+   * it. Not part of the plan: the same plan at another time is a replay.
+   */
+  notBefore?: number;
 }
 
 /**
@@ -535,6 +541,7 @@ export type OutboxErrorCode =
   | "not_found"
   | "not_retryable"
   | "already_terminal"
+  | "in_flight"
   | "event_expired"
   | "lease_expired"
   | "revision_conflict"
@@ -695,6 +702,12 @@ export class Outbox {
   retry(id: string): Promise<OutboxRecord>;
   /** Cancels a record that is not terminal. */
   cancel(id: string): Promise<OutboxRecord>;
+  /**
+   * Moves the next attempt of a record that waits (pending, retryable, delivering) to
+   * `at` (unix ms; now when earlier). `in_flight` while it is being sent,
+   * `already_terminal` once it ended, `invalid_argument` at or past its deadline.
+   */
+  reschedule(id: string, at: number): Promise<OutboxRecord>;
   /**
    * The relays that accepted any of the events named (event ids, or `kind:pubkey:d`
    * addresses for every stored version), from stored evidence, sorted: where a NIP-09

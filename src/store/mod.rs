@@ -257,6 +257,9 @@ pub trait Store {
     /// Cancels a non-terminal record ([`crate::core::cancel`]).
     async fn cancel(&self, id: &str, now_ms: u64) -> Result<Record, StoreError>;
 
+    /// Moves a waiting record's next attempt to `at_ms` ([`crate::core::reschedule`]).
+    async fn reschedule(&self, id: &str, at_ms: u64, now_ms: u64) -> Result<Record, StoreError>;
+
     /// Deletes terminal records last changed before `before_ms`; returns how many.
     async fn purge(&self, before_ms: u64) -> Result<u32, StoreError>;
 

@@ -220,6 +220,10 @@ impl Store for ReferenceStore {
         self.update(id, |r| core::cancel(r, now_ms))
     }
 
+    async fn reschedule(&self, id: &str, at_ms: u64, now_ms: u64) -> Result<Record, StoreError> {
+        self.update(id, |r| core::reschedule(r, at_ms, now_ms))
+    }
+
     async fn relay_back(&self, relay: &str, now_ms: u64) -> Result<Vec<Record>, StoreError> {
         let mut map = self.records.borrow_mut();
         let woken: Vec<Record> = map

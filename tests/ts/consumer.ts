@@ -110,6 +110,10 @@ export async function main(): Promise<void> {
   outbox.addEventListener("progress", progress);
   await outbox.import(new Response(file).body ?? "");
   console.log(imported.created + imported.replayed + imported.superseded === imported.total);
+  // A scheduled post, moved, then undone.
+  const scheduled = await outbox.enqueue(signed, ["wss://relay.example"], { notBefore: Date.now() + 60_000 });
+  const moved: OutboxRecord = await outbox.reschedule(scheduled.id, Date.now() + 5_000);
+  console.log(moved.nextAttemptAt);
   await outbox.cancel("item-1");
   await outbox.retry("item-2");
   const purged: number = await outbox.purge({ before: Date.now() - 7 * 86_400_000 });

@@ -100,6 +100,7 @@ mod fixtures;
 mod import;
 mod nostr;
 mod records;
+mod schedule;
 
 pub use claims::*;
 pub use delivery::*;
@@ -108,6 +109,7 @@ pub use fixtures::*;
 pub use import::*;
 pub use nostr::*;
 pub use records::*;
+pub use schedule::*;
 
 macro_rules! cases {
     ($($case:ident),* $(,)?) => {
@@ -166,6 +168,7 @@ macro_rules! conformance_cases {
             filtered_claims,
             lanes_list_and_status,
             import_brings_records_as_they_are,
+            scheduled_records_wait_for_their_time,
         );
     };
 }

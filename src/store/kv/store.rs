@@ -991,6 +991,11 @@ impl<B: KvBackend> Store for KvStore<B> {
             .await
     }
 
+    async fn reschedule(&self, id: &str, at_ms: u64, now_ms: u64) -> Result<Record, StoreError> {
+        self.update(id, false, &|r, _| core::reschedule(r, at_ms, now_ms))
+            .await
+    }
+
     async fn purge(&self, before_ms: u64) -> Result<u32, StoreError> {
         let mut doomed = Vec::new();
         for stage in Stage::ALL.into_iter().filter(|s| s.is_terminal()) {
