@@ -319,7 +319,6 @@ impl StageCounts {
 /// (kinds 20000–29999) without a deadline gets one
 /// [`super::semantics::EPHEMERAL_DEADLINE_MS`] from now.
 pub fn new_record(plan: Plan, digest: String, now_ms: u64) -> Record {
-    let not_before = plan.not_before_ms;
     let deadline_ms = plan.deadline_ms.or_else(|| {
         super::semantics::is_ephemeral(&plan.event)
             .then(|| now_ms.saturating_add(super::semantics::EPHEMERAL_DEADLINE_MS))
@@ -341,8 +340,8 @@ pub fn new_record(plan: Plan, digest: String, now_ms: u64) -> Record {
         last_attempt_ms: None,
         evidence: Vec::new(),
         satisfaction: Satisfaction::Pending,
-        retry_not_before_ms: not_before.filter(|&at| at > now_ms),
-        due_ms: Some(not_before.map_or(now_ms, |at| at.max(now_ms))),
+        retry_not_before_ms: plan.not_before_ms.filter(|&at| at > now_ms),
+        due_ms: Some(plan.not_before_ms.map_or(now_ms, |at| at.max(now_ms))),
         created_ms: now_ms,
         updated_ms: now_ms,
         reason: None,
@@ -848,24 +847,14 @@ pub fn retry(record: &Record, now_ms: u64) -> Result<Record, CoreError> {
 /// [`CoreError::AlreadyTerminal`] for a terminal record, [`CoreError::InFlight`] while
 /// it is leased, `invalid_argument` (`at`) when `at_ms` is not before its deadline.
 pub fn reschedule(record: &Record, at_ms: u64, now_ms: u64) -> Result<Record, CoreError> {
-    if record.is_terminal() {
-        return Err(CoreError::AlreadyTerminal {
-            id: record.id.clone(),
-            stage: record.stage,
-        });
-    }
-    if record.lease.as_ref().is_some_and(|l| l.expires_ms > now_ms) {
+    not_terminal(record)?;
+    if record.lease.as_ref().is_some_and(|l| l.is_active(now_ms)) {
         return Err(CoreError::InFlight {
             id: record.id.clone(),
         });
     }
     let at = at_ms.max(now_ms);
-    if let Some(deadline) = record.effective_deadline_ms().filter(|&d| at >= d) {
-        return Err(CoreError::arg(
-            "at",
-            format!("{at} is not before the deadline {deadline}: it would never be sent"),
-        ));
-    }
+    super::plan::before_deadline("at", at, record.effective_deadline_ms())?;
     let mut next = record.clone();
     bump(&mut next, now_ms);
     next.lease = None;
@@ -878,16 +867,22 @@ pub fn reschedule(record: &Record, at_ms: u64, now_ms: u64) -> Result<Record, Co
 /// Cancels a non-terminal record (a lease held on it becomes a lost claim).
 /// Fails with [`CoreError::AlreadyTerminal`] when it is already terminal.
 pub fn cancel(record: &Record, now_ms: u64) -> Result<Record, CoreError> {
+    not_terminal(record)?;
+    let mut next = record.clone();
+    bump(&mut next, now_ms);
+    finish(&mut next, Stage::Cancelled, Some(StopReason::Cancelled));
+    Ok(next)
+}
+
+/// [`CoreError::AlreadyTerminal`] for a terminal record (`cancel`, `reschedule`).
+fn not_terminal(record: &Record) -> Result<(), CoreError> {
     if record.is_terminal() {
         return Err(CoreError::AlreadyTerminal {
             id: record.id.clone(),
             stage: record.stage,
         });
     }
-    let mut next = record.clone();
-    bump(&mut next, now_ms);
-    finish(&mut next, Stage::Cancelled, Some(StopReason::Cancelled));
-    Ok(next)
+    Ok(())
 }
 
 /// True when `purge(before_ms)` deletes the record: terminal, last changed before

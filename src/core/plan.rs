@@ -136,13 +136,8 @@ impl Plan {
         validate_envelope(&self.event)?;
         self.targets = normalize_targets(self.targets)?;
         self.policy = self.policy.normalized(&self.targets)?;
-        if let (Some(at), Some(deadline)) = (self.not_before_ms, self.effective_deadline_ms()) {
-            if at >= deadline {
-                return Err(CoreError::arg(
-                    "notBefore",
-                    format!("{at} is not before the deadline {deadline}: it would never be sent"),
-                ));
-            }
+        if let Some(at) = self.not_before_ms {
+            before_deadline("notBefore", at, self.effective_deadline_ms())?;
         }
         if self.max_attempts == 0 || self.max_attempts > MAX_ATTEMPTS_LIMIT {
             return Err(CoreError::arg(
@@ -201,6 +196,22 @@ impl Plan {
             field(b"stopWhenSatisfied");
         }
         hex(&h.finalize())
+    }
+}
+
+/// `invalid_argument` (`field`) when a first attempt at `at` (unix ms) would come at or
+/// after `deadline`: the record would never be sent (`notBefore`, `reschedule`).
+pub(crate) fn before_deadline(
+    field: &'static str,
+    at: u64,
+    deadline: Option<u64>,
+) -> Result<(), CoreError> {
+    match deadline {
+        Some(deadline) if at >= deadline => Err(CoreError::arg(
+            field,
+            format!("{at} is not before the deadline {deadline}: it would never be sent"),
+        )),
+        _ => Ok(()),
     }
 }
 

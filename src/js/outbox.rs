@@ -785,8 +785,8 @@ impl Outbox {
             // then done of all once they are stored.
             let total = plans.len();
             let sink = inner.events.clone();
-            let progress: Progress = Rc::new(move |done, total| {
-                sink.emit_local("progress", &view::progress("enqueueMany", done, total))
+            let progress: Progress = Rc::new(move |done, of| {
+                sink.emit_local("progress", &view::progress("enqueueMany", done, of))
             });
             let answers = inner
                 .enqueue_verified(now, plans, &signatures, true, Some(progress))

@@ -3,12 +3,6 @@
 
 use super::*;
 
-fn ids(records: &[Record]) -> Vec<String> {
-    let mut ids: Vec<String> = records.iter().map(|r| r.id.clone()).collect();
-    ids.sort();
-    ids
-}
-
 /// Scheduled records wait for their time; `reschedule` moves it earlier or later,
 /// refusing a record in flight, a terminal one, an unknown one and a time past the
 /// deadline (nothing changed); a cancel before the time is an undo; the schedule is not
@@ -62,7 +56,7 @@ pub async fn scheduled_records_wait_for_their_time<S: Store>(s: &S) {
         "claim",
         s.claim(&fixture_claim("o", "l1", 64, 60_000), 2_000).await,
     );
-    check_eq!(C, ids(&claimed), ["s2", "s6"], "at 2 000");
+    check_eq!(C, ids_of(&claimed), ["s2", "s6"], "at 2 000");
     err_code(
         C,
         "reschedule in flight",
@@ -87,7 +81,12 @@ pub async fn scheduled_records_wait_for_their_time<S: Store>(s: &S) {
         "claim",
         s.claim(&fixture_claim("o", "l2", 64, 60_000), 3_000).await,
     );
-    check_eq!(C, ids(&claimed), ["s3", "s4"], "at 3 000");
+    check_eq!(
+        C,
+        ids_of(&claimed),
+        ["s4", "s3"],
+        "at 3 000, earliest due first"
+    );
 
     // Undo: cancelled before its time, s5 is never claimed.
     ok(C, "cancel", s.cancel("s5", 4_000).await);
@@ -125,14 +124,14 @@ pub async fn scheduled_records_wait_for_their_time<S: Store>(s: &S) {
         C,
         claimed.is_empty(),
         "nothing due before 15 000: {:?}",
-        ids(&claimed)
+        ids_of(&claimed)
     );
     let claimed = ok(
         C,
         "claim",
         s.claim(&fixture_claim("o", "l4", 64, 60_000), 15_000).await,
     );
-    check_eq!(C, ids(&claimed), ["s1"], "at 15 000; s5 never");
+    check_eq!(C, ids_of(&claimed), ["s1"], "at 15 000; s5 never");
 
     // The same plan at another time is a replay: the schedule is not the plan.
     let again = ok(C, "again", s.enqueue(plan(3, Some(99_000)), 16_000).await);

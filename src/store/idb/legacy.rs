@@ -78,8 +78,8 @@ pub(super) async fn migrate(kv: &IdbKv) -> Result<u32, StoreError> {
                 let Some(batch) = batch.dyn_ref::<Array>() else {
                     return Ok(0);
                 };
-                let (tx, ids, rows) = (batch.get(0), Array::from(&batch.get(1)), batch.get(2));
-                let rows = Array::from(&rows);
+                let (tx, ids) = (batch.get(0), Array::from(&batch.get(1)));
+                let rows = Array::from(&batch.get(2));
                 let puts = Array::new();
                 for (key, value) in ids.iter().zip(rows.iter()) {
                     let id = key.as_string().unwrap_or_else(|| format!("{key:?}"));
