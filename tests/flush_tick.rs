@@ -594,3 +594,60 @@ fn log_due(log: &[Seen], index: usize) -> Option<u64> {
         _ => None,
     }
 }
+
+/// The README's Durable Object pattern with its relay down (issue: 50 records woke the
+/// object 140 times in 10 s): every flush is an alarm run at the previous run's
+/// `nextDueAt`, the clock moves 1 ms at each look (a run takes time), the retry
+/// schedule is the default one (1 s doubling, 20 % jitter, a random draw per call).
+/// Records retried together wake together: 4 runs in 10 s (the issue asks at most 10),
+/// and every record
+/// keeps its own backoff (tried at 0, ~1, ~3 and ~7 s: four tries, none counted as a
+/// failed attempt).
+#[test]
+fn records_waiting_for_a_dead_relay_wake_the_flusher_together() {
+    block_on(async {
+        let store = MemoryStore::in_memory();
+        let t = ScriptedTransport::new();
+        t.always(RELAYS[0], Outcome::Unreachable, "connection refused");
+        for n in 1..=50 {
+            store
+                .enqueue(fixture_plan(n, &RELAYS[..1], Policy::All), 0)
+                .await
+                .unwrap();
+        }
+        let cfg = FlushConfig::new("durable-object");
+        let now = Cell::new(0u64);
+        let clock = || {
+            now.set(now.get() + 1);
+            now.get()
+        };
+        let mut seed = 0x9e37_79b9_u32;
+        let mut random = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 17;
+            seed ^= seed << 5;
+            seed
+        };
+        let mut runs = 0;
+        let mut at = 0u64;
+        while at < 10_000 {
+            now.set(at);
+            let summary = flush_until_idle(&store, &t, &cfg, &clock, &mut random, &mut |_| {}, 100)
+                .await
+                .unwrap();
+            runs += 1;
+            let next = summary.next_due_ms.expect("every record still waits");
+            at = next.max(now.get() + 1);
+        }
+        // One run per backoff step (0, ~1, ~3, ~7 s); 91 before runs shared a jitter
+        // and wake-ups were coalesced, 14 with the shared jitter alone.
+        assert_eq!(runs, 4, "{runs} alarm runs in 10 s");
+        for n in 1..=50 {
+            let id = fixture_plan(n, &RELAYS[..1], Policy::All).id;
+            let r = store.get(&id).await.unwrap().unwrap();
+            assert_eq!(r.attempts, 0, "waiting for a relay is not a failed attempt");
+            assert_eq!(r.evidence.len(), 1);
+            assert_eq!(r.evidence[0].tries, 4, "record {n}: {:?}", r.evidence);
+        }
+    });
+}

@@ -36,6 +36,6 @@ pub use policy::{Policy, Satisfaction, TargetState};
 pub use record::{
     claim_order, list_order, Evidence, Lease, Record, RecordOrder, Stage, StopReason,
 };
-pub use retry::RetryConfig;
+pub use retry::{coalesce_due, RetryConfig, COALESCE_MAX_MS};
 pub use semantics::{decide_enqueues, BatchDecision, Lookups};
 pub use signal::Signal;

@@ -78,6 +78,28 @@ impl RetryConfig {
     }
 }
 
+/// The most [`coalesce_due`] moves a wake-up past the earliest due time.
+pub const COALESCE_MAX_MS: u64 = 1_000;
+
+/// When a flusher that ran from `started_ms` to `ended_ms` should run again, given the
+/// earliest `due_ms` of a waiting record.
+///
+/// A run records each retry `delay` after its own answer, so the records of one run
+/// (one shared jitter, see the flusher) fall due over a span as long as the run took.
+/// Waking at the earliest of them would take one and leave the others for the next
+/// wake-up, one alarm (a billed invocation on Cloudflare) per record. So the wake-up is
+/// the earliest due time plus the run's length, at most [`COALESCE_MAX_MS`]: wake-ups
+/// grow with the relays and the backoff steps, not with the records. A record already
+/// due at the end of the run keeps its time (come back at once). A scheduled record may
+/// be taken up to [`COALESCE_MAX_MS`] after its time, never before it.
+pub fn coalesce_due(due_ms: u64, started_ms: u64, ended_ms: u64) -> u64 {
+    if due_ms <= ended_ms {
+        return due_ms;
+    }
+    let span = ended_ms.saturating_sub(started_ms).min(COALESCE_MAX_MS);
+    due_ms.saturating_add(span)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -98,6 +120,22 @@ mod tests {
         assert_eq!(c.delay_ms(1, u32::MAX, false), 51);
         assert!(c.delay_ms(3, u32::MAX / 2, false) >= 300);
         assert_eq!(c.delay_ms(1, 0, true), 5_000);
+    }
+
+    #[test]
+    fn a_wake_up_waits_as_long_as_the_run_took_and_no_longer() {
+        // Due already at the end of the run: at once.
+        assert_eq!(coalesce_due(900, 0, 1_000), 900);
+        assert_eq!(coalesce_due(1_000, 0, 1_000), 1_000);
+        // A run of 40 ms: its retries fall due over 40 ms after the first one.
+        assert_eq!(coalesce_due(2_000, 1_000, 1_040), 2_040);
+        // An instant run: the due time itself.
+        assert_eq!(coalesce_due(2_000, 1_000, 1_000), 2_000);
+        // A long run: at most COALESCE_MAX_MS late.
+        assert_eq!(coalesce_due(90_000, 0, 60_000), 90_000 + COALESCE_MAX_MS);
+        // A clock that went back, the largest times: no panic, never earlier.
+        assert_eq!(coalesce_due(5_000, 3_000, 2_000), 5_000);
+        assert_eq!(coalesce_due(u64::MAX, 0, 10), u64::MAX);
     }
 
     #[test]

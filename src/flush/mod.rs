@@ -21,7 +21,9 @@ use futures_util::stream::{FuturesUnordered, StreamExt};
 use serde::{Deserialize, Serialize};
 
 use crate::core::machine::{MAX_CLAIM, MAX_LEASE_FIELD_LEN, MAX_LEASE_MS};
-use crate::core::{Completion, CoreError, Record, RetryConfig, Satisfaction, Signal, Stage};
+use crate::core::{
+    coalesce_due, Completion, CoreError, Record, RetryConfig, Satisfaction, Signal, Stage,
+};
 use crate::store::{Store, StoreError};
 use crate::transport::{PublishReport, Transport};
 
@@ -264,7 +266,9 @@ pub struct FlushSummary {
     pub stats: TickStats,
     /// How many ticks ran.
     pub ticks: u32,
-    /// When the next record is due (unix ms), if any.
+    /// When to run again (unix ms), if any record waits: the earliest due time, or a
+    /// little later so that the records this run retried come due by then together
+    /// ([`coalesce_due`]).
     pub next_due_ms: Option<u64>,
     /// How long answers waited, from their arrival to the commit that recorded them.
     pub ok_to_commit: Latency,
@@ -594,9 +598,13 @@ pub async fn run<S: Store, T: Transport>(
 ) -> Result<FlushSummary, StoreError> {
     config.validate()?;
     let take_over = bounds.take_over;
+    let started_ms = clock();
+    // One retry jitter for the whole run: records retried together (a dead relay's
+    // backlog) fall due together instead of one by one.
+    let jitter = random();
     let mut pipeline = Pipeline::new(
         config,
-        clock(),
+        started_ms,
         bounds.max_ticks,
         take_over,
         bounds.sleep.is_some(),
@@ -618,6 +626,7 @@ pub async fn run<S: Store, T: Transport>(
                 config,
                 bounds,
                 random: &mut *random,
+                jitter,
                 running: &mut running,
                 now,
             };
@@ -667,7 +676,10 @@ pub async fn run<S: Store, T: Transport>(
     Ok(FlushSummary {
         stats,
         ticks: pipeline.ticks(),
-        next_due_ms: store.next_due().await?,
+        next_due_ms: store
+            .next_due()
+            .await?
+            .map(|due| coalesce_due(due, started_ms, clock())),
         ok_to_commit: pipeline.latency(),
     })
 }
@@ -700,6 +712,8 @@ struct Starter<'r, 'a, S, T> {
     config: &'a FlushConfig,
     bounds: &'r RunBounds<'r>,
     random: &'r mut dyn FnMut() -> u32,
+    /// The run's retry jitter.
+    jitter: u32,
     running: &'r mut FuturesUnordered<LocalBoxFuture<'a, Done>>,
     now: u64,
 }
@@ -747,7 +761,7 @@ impl<S: Store, T: Transport> Driver for Starter<'_, '_, S, T> {
             }
             Action::Record(mut recording) => {
                 for completion in &mut recording.completions {
-                    completion.jitter = (self.random)();
+                    completion.jitter = self.jitter;
                 }
                 let retry = &self.config.retry;
                 Box::pin(async move {

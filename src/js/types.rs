@@ -508,7 +508,10 @@ export interface FlushResult {
   takenOver: number;
   /** Claim rounds run (with the Web Lock held, the first is a takeover round). */
   ticks: number;
-  /** When the next record is due, unix ms. */
+  /**
+   * When to flush again, unix ms: the next record's due time, or up to 1 s after it so
+   * that records retried together are flushed by one run (one alarm), not one each.
+   */
   nextDueAt: number | null;
   /**
    * How long relays' answers waited, from their arrival to the commit that recorded
