@@ -3,9 +3,13 @@
 // eviction, restarts and redeploys) and delivers them to their relays from its alarm,
 // retrying with backoff until every relay has answered for good.
 //
-//   POST /enqueue   { "event": <signed event>, "relays": ["wss://…"], "options"?: { policy, id, deadline, maxAttempts } }
-//                   or { "items": [{ event, relays, policy?, id?, deadline?, maxAttempts? }, …] } (all or nothing)
-//                   → 202 { id, disposition, stage } (or { results: […] })
+//   POST /enqueue   { "event": <signed event>, "relays": ["wss://…"], "options"?: { policy, id, deadline, maxAttempts, notBefore } }
+//                   or { "items": [{ event, relays, policy?, id?, deadline?, maxAttempts?, notBefore? }, …] } (all or nothing)
+//                   → 202 { id, disposition, stage, notBefore } (or { results: […] })
+//                   notBefore (unix ms): a scheduled post, sent by the alarm at its time
+//                   with no device online.
+//   POST /reschedule { "id", "at" } → { id, stage, nextAttemptAt }   (a scheduled post moved)
+//   POST /cancel    { "id" }         → { id, stage }                  (before its time: an undo)
 //   GET  /status    → { pending, leased, retryable, satisfied, exhausted, … , total }
 //   GET  /records?stage=&limit=&after=   → { records: [OutboxRecord, …] } (with per-relay evidence)
 //   GET  /record?id=                      → OutboxRecord, or 404
@@ -22,7 +26,7 @@ let ready; // the .wasm is instantiated once per isolate, by the first object th
 const json = (value, status = 200) =>
   new Response(JSON.stringify(value), { status, headers: { "content-type": "application/json" } });
 
-const STATUS_OF = { not_found: 404, plan_conflict: 409 };
+const STATUS_OF = { not_found: 404, plan_conflict: 409, already_terminal: 409, in_flight: 409 };
 function failure(err) {
   if (err instanceof OutboxError) {
     const input = err.code.startsWith("invalid_") || err.code === "event_expired";
@@ -79,14 +83,26 @@ export class OutboxObject extends DurableObject {
           let reply;
           if (Array.isArray(input?.items)) {
             const results = await this.outbox.enqueueMany(input.items);
-            reply = { results: results.map(({ id, disposition, record }) => ({ id, disposition, stage: record.stage })) };
+            reply = { results: results.map(({ id, disposition, record }) => ({ id, disposition, stage: record.stage, notBefore: record.nextAttemptAt })) };
           } else {
             const { id, disposition, record } = await this.outbox.enqueue(input?.event, input?.relays, input?.options);
-            reply = { id, disposition, stage: record.stage };
+            reply = { id, disposition, stage: record.stage, notBefore: record.nextAttemptAt };
           }
-          // Durable now; deliver as soon as possible.
+          // Durable now; deliver as soon as possible (the alarm's flush sets the alarm
+          // again for the next record due: a scheduled one's time).
           await syncAlarm(this.ctx.storage, Date.now());
           return json(reply, 202);
+        }
+        case "POST /reschedule": {
+          const input = await body(request);
+          const record = await this.outbox.reschedule(input?.id, input?.at);
+          await syncAlarm(this.ctx.storage, Date.now()); // the alarm follows the new time
+          return json({ id: record.id, stage: record.stage, nextAttemptAt: record.nextAttemptAt });
+        }
+        case "POST /cancel": {
+          const input = await body(request);
+          const record = await this.outbox.cancel(input?.id);
+          return json({ id: record.id, stage: record.stage });
         }
         case "GET /status":
           return json(await this.outbox.status());
