@@ -1,9 +1,11 @@
 //! Service worker helpers: `registerBackgroundSync(registration, tag?)` for pages, and
 //! `handleSync(event?, options?)` for the worker's `sync`, `periodicsync` and `message`
 //! handlers. `handleSync` opens the outbox once per database name (kept open for
-//! later events), flushes it, and, for a one-off `sync` event that left records
-//! waiting for a retry, rejects with `sync_incomplete` so the browser schedules
-//! another sync (unless it is the browser's last chance).
+//! later events), flushes it, and, for a one-off `sync` event that retried nothing,
+//! waits inside the event for records due within [`SYNC_WAIT_MS`] (an undo window, a
+//! post scheduled seconds ahead: the page that enqueued it may be closed by then) and
+//! flushes them at their time; records still waiting after that make it reject with `sync_incomplete`, so the
+//! browser schedules another sync (unless it is the browser's last chance).
 
 use std::cell::RefCell;
 
@@ -14,6 +16,12 @@ use super::error::{self, ApiError};
 use super::outbox::{promise, OpenConfig, Outbox};
 use super::{sys, view};
 use crate::core::ErrorCode;
+use crate::transport::websocket::Sleep;
+
+/// How long a one-off `sync` event stays open for records due soon, from its start:
+/// the flushes it runs at their due times take it no further. Chromium ends a sync
+/// event after about 3 minutes; this stays well inside that.
+pub const SYNC_WAIT_MS: u64 = 60_000;
 
 /// The default Background Sync tag.
 pub const DEFAULT_SYNC_TAG: &str = "nostr-outbox";
@@ -87,15 +95,35 @@ pub fn handle_sync(event: JsValue, options: JsValue) -> Promise {
         // A one-off sync event (it has `lastChance`) fires when the browser sees the
         // network back: circuits opened while offline must not hold the flush back.
         let one_off = bool_prop(&event, "lastChance");
-        let stats = outbox.flush_now(one_off.is_some()).await?;
+        let started = sys::now_ms()?;
+        let mut stats = outbox.flush_now(one_off.is_some()).await?;
+        let mut retrying = stats.retrying;
+        // Records due soon (scheduled, not failing: a failed attempt's retry is the
+        // browser's next sync) are flushed at their time inside this event: a sync is
+        // the only wake-up a service worker gets with no page open.
+        while let Some(due) = stats.next_due_at.filter(|d| {
+            one_off.is_some()
+                && stats.ran
+                && stats.retrying == 0
+                && *d <= started.saturating_add(SYNC_WAIT_MS)
+        }) {
+            let now = sys::now_ms()?;
+            if due > now {
+                Sleep::new(u32::try_from(due - now).unwrap_or(u32::MAX)).await;
+                if sys::now_ms()? < due {
+                    break; // no timer in this worker: no busy wait
+                }
+            }
+            stats = outbox.flush_now(false).await?;
+            retrying = stats.retrying;
+        }
         // The browser retries a one-off sync whose promise rejects: ask for that
-        // while records wait for a retry.
-        if stats.ran && stats.retrying > 0 && one_off == Some(false) {
+        // while records wait (a retry, or a time further ahead than this event lasts).
+        if stats.ran && stats.next_due_at.is_some() && one_off == Some(false) {
             return Err(ApiError::new(
                 ErrorCode::SyncIncomplete,
                 format!(
-                    "{} record(s) wait for a retry; rejecting so the browser syncs again",
-                    stats.retrying
+                    "records still wait ({retrying} for a retry); rejecting so the browser syncs again"
                 ),
             )
             .with_details(error::Details {

@@ -111,3 +111,60 @@ test("scheduled notes go at their time, a rescheduled one at its new time, an un
   await a.evaluate(() => outbox.close());
   await b.evaluate(() => outbox.close());
 });
+
+test("an undo window that ends with no page open: the service worker's one-off sync sends the note at its time, not the undone one", async () => {
+  const name = `schedule-sw-${Math.random()}`;
+  const [note, undone] = signedEvents(2, { content: (i) => `sent by the worker ${i}` });
+  const url = nrr.url;
+  const page = await browser.context.newPage();
+  await page.goto(`${server.url}/tests/e2e/pages/blank.html`);
+  // The torture suite's module service worker (handleSync on `sync`), on this outbox.
+  await page.evaluate(async (name) => {
+    const sw = `/tests/e2e/torture/sw.js?options=${encodeURIComponent(JSON.stringify({ name }))}`;
+    await navigator.serviceWorker.register(sw, { type: "module", scope: "/" });
+    await navigator.serviceWorker.ready;
+  }, name);
+  const cdp = await browser.context.newCDPSession(page);
+  await cdp.send("ServiceWorker.enable");
+  const registrations = [];
+  cdp.on("ServiceWorker.workerRegistrationUpdated", (m) => registrations.push(...m.registrations));
+  const t0 = Date.now();
+  const stages = await page.evaluate(async ([IMPORT_PACKAGE, name, note, undone, url, t0]) => {
+    const m = await eval(IMPORT_PACKAGE);
+    const outbox = await m.Outbox.open({ name, autoFlush: false });
+    const a = await outbox.enqueue(note, [url], { notBefore: t0 + 4000 });
+    const b = await outbox.enqueue(undone, [url], { notBefore: t0 + 4000 });
+    const c = await outbox.cancel(undone.id); // the undo
+    await outbox.close();
+    return [a.record.stage, b.record.stage, c.stage];
+  }, [IMPORT_PACKAGE, name, note, undone, url, t0]);
+  assert.deepEqual(stages, ["pending", "pending", "cancelled"]);
+  while (!registrations.some((r) => r.scopeURL.startsWith(server.url)) && Date.now() < t0 + 10_000) await sleep(50);
+  const registration = registrations.find((r) => r.scopeURL.startsWith(server.url));
+  assert.ok(registration, "the worker is registered");
+  // No page of the origin open; the browser's one-off sync comes (as Chromium dispatches it
+  // when a page registered one while online) long before the note's time.
+  const blank = await browser.context.newPage();
+  const control = await browser.context.newCDPSession(blank);
+  await control.send("ServiceWorker.enable");
+  await page.close();
+  await control.send("ServiceWorker.dispatchSyncEvent", {
+    origin: server.url,
+    registrationId: registration.registrationId,
+    tag: name,
+    lastChance: false,
+  });
+  assert.ok(Date.now() < t0 + 4000, `the sync came before the note's time (+${Date.now() - t0} ms)`);
+  // The sync event stays open until the note is due and flushes it then.
+  let on = [];
+  while (on.length === 0 && Date.now() < t0 + 15_000) {
+    await sleep(200);
+    on = await queryRelay(url, [note.id, undone.id]);
+  }
+  const sentAt = Date.now() - t0;
+  assert.deepEqual(on.map((e) => e.id), [note.id], `the note is on the relay (+${sentAt} ms), the undone one not`);
+  assert.ok(sentAt >= 4000, `not before its time (+${sentAt} ms)`);
+  await sleep(500);
+  assert.deepEqual((await queryRelay(url, [undone.id])).map((e) => e.id), [], "the undone note is never sent");
+  await blank.close();
+});
