@@ -278,3 +278,77 @@ async fn ephemeral_deadline_and_expired_events() {
         ok(&o, "close", &[]).await;
     }
 }
+
+/// An event dated ahead waits for its `created_at` (less 5 s): relays refuse events from
+/// the future. The app's own `notBefore` (0: at once) or a `reschedule` sends it earlier;
+/// a `created_at` past the record's deadline is refused with nothing stored.
+#[wasm_bindgen_test]
+async fn events_from_the_future_wait_for_their_created_at() {
+    for options in storages() {
+        let answers = js(json!({ A: { "ok": true, "message": "" } }));
+        let o = open(options, Some(transport(&answers))).await;
+        let now = now_s();
+        let ahead = event(1, vec![], "from the future", now + 60);
+        let asked = event(1, vec![], "from the future, at once", now + 60);
+        let moved = event(1, vec![], "from the future, rescheduled", now + 120);
+        let r = ok(&o, "enqueue", &[js(ahead.clone()), relays(&[A])]).await;
+        assert_eq!(r["record"]["stage"], json!("pending"));
+        assert_eq!(
+            r["record"]["nextAttemptAt"],
+            json!((now + 60) * 1000 - 5000),
+            "held until its created_at less the tolerance"
+        );
+        let r = ok(
+            &o,
+            "enqueue",
+            &[
+                js(asked.clone()),
+                relays(&[A]),
+                js(json!({ "notBefore": 0 })),
+            ],
+        )
+        .await;
+        assert_eq!(r["record"]["stage"], json!("pending"));
+        ok(&o, "enqueue", &[js(moved.clone()), relays(&[A])]).await;
+        ok(&o, "reschedule", &[js(moved["id"].clone()), js(json!(0))]).await;
+        let f = ok(&o, "flush", &[]).await;
+        assert_eq!(f["delivered"], json!(2), "{f}");
+        for (e, stage) in [
+            (&ahead, "pending"),
+            (&asked, "satisfied"),
+            (&moved, "satisfied"),
+        ] {
+            let got = ok(&o, "get", &[js(e["id"].clone())]).await;
+            assert_eq!(got["stage"], json!(stage), "{}", e["content"]);
+        }
+        // A created_at past the deadline: it could never go. Refused, nothing stored.
+        let before = ok(&o, "status", &[]).await["total"].clone();
+        let late = event(1, vec![], "after its deadline", now + 600);
+        let deadline = json!({ "deadline": (now + 60) * 1000 });
+        let d = fails(
+            &o,
+            "enqueue",
+            &[js(late.clone()), relays(&[A]), js(deadline.clone())],
+            "invalid_argument",
+        )
+        .await;
+        assert_eq!(d["field"], json!("event"));
+        let d = fails(
+            &o,
+            "enqueueMany",
+            &[js(json!([
+                { "event": event(1, vec![], "fine", now), "relays": [A] },
+                { "event": late, "relays": [A], "deadline": (now + 60) * 1000 },
+            ]))],
+            "invalid_argument",
+        )
+        .await;
+        assert_eq!(d["index"], json!(1));
+        assert_eq!(
+            ok(&o, "status", &[]).await["total"],
+            before,
+            "nothing stored"
+        );
+        ok(&o, "close", &[]).await;
+    }
+}

@@ -31,7 +31,7 @@ pub use machine::{
     Completion, EnqueueDecision, EnqueueOutcome, Enqueued, ListQuery, StageCounts, TargetResult,
 };
 pub use outcome::{Outcome, RejectReason};
-pub use plan::Plan;
+pub use plan::{Plan, FUTURE_TOLERANCE_MS};
 pub use policy::{Policy, Satisfaction, TargetState};
 pub use record::{
     claim_order, list_order, Evidence, Lease, Record, RecordOrder, Stage, StopReason,

@@ -91,6 +91,39 @@ impl Plan {
         self
     }
 
+    /// Holds an event dated ahead of `now_ms` until its `created_at`, less
+    /// [`FUTURE_TOLERANCE_MS`]: relays refuse events from the future (a NIP-11
+    /// `created_at_upper_limit` can be a few seconds), and a refusal is terminal. The
+    /// time becomes the plan's [`Plan::not_before_ms`] (so `list`, `reschedule` and
+    /// `cancel` see a scheduled record). Only when the plan has no time of its own: an
+    /// explicit `not_before_ms` is the app asking for another time (`0`: at once). An
+    /// imported record keeps its own schedule.
+    ///
+    /// Refused (`invalid_argument`, field `event`) when that time is at or after a
+    /// deadline still ahead: the record could never be sent.
+    pub fn hold_until_created_at(mut self, now_ms: u64) -> Result<Plan, CoreError> {
+        let created_ms = match &self.event.meta {
+            Some(meta) if self.not_before_ms.is_none() && self.imported.is_none() => {
+                meta.created_at.saturating_mul(1_000)
+            }
+            _ => return Ok(self),
+        };
+        let at = created_ms.saturating_sub(FUTURE_TOLERANCE_MS);
+        if at <= now_ms {
+            return Ok(self);
+        }
+        if let Some(deadline) = self.effective_deadline_ms().filter(|d| *d > now_ms) {
+            if at >= deadline {
+                return Err(CoreError::arg(
+                    "event",
+                    "its created_at is past the deadline: it would never be sent (give notBefore to send it earlier)",
+                ));
+            }
+        }
+        self.not_before_ms = Some(at);
+        Ok(self)
+    }
+
     /// Sets whether delivery stops at the policy's verdict
     /// ([`Plan::stop_when_satisfied`]).
     pub fn with_stop_when_satisfied(mut self, stop: bool) -> Plan {
@@ -201,6 +234,10 @@ impl Plan {
 
 /// `invalid_argument` (`field`) when a first attempt at `at` (unix ms) would come at or
 /// after `deadline`: the record would never be sent (`notBefore`, `reschedule`).
+/// How far an event's `created_at` may be ahead of the clock and still be sent at once
+/// ([`Plan::hold_until_created_at`]).
+pub const FUTURE_TOLERANCE_MS: u64 = 5_000;
+
 pub(crate) fn before_deadline(
     field: &'static str,
     at: u64,
@@ -316,6 +353,71 @@ pub fn normalize_targets(mut targets: Vec<String>) -> Result<Vec<String>, CoreEr
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A plan for an event dated `created_at` (seconds), expiring at `expiration`.
+    fn dated(created_at: u64, expiration: Option<u64>) -> Plan {
+        let mut e = env();
+        e.expiration = expiration;
+        e.meta = Some(crate::core::EventMeta {
+            pubkey: "a1".repeat(32),
+            kind: 1,
+            created_at,
+            d: String::new(),
+            deletes_ids: Vec::new(),
+            deletes_addresses: Vec::new(),
+        });
+        Plan::new(e, vec!["wss://r.example".into()], Policy::All)
+    }
+
+    #[test]
+    fn an_event_from_the_future_waits_for_its_created_at() {
+        let now = 1_000_000_000_000; // ms
+                                     // Now, a moment ago, within the tolerance: at once.
+        for created in [0, 999_999_000, 1_000_000_000, 1_000_000_005] {
+            let p = dated(created, None).hold_until_created_at(now).unwrap();
+            assert_eq!(p.not_before_ms, None, "created_at {created}");
+        }
+        // Ahead: at created_at less the tolerance.
+        let p = dated(1_000_000_060, None)
+            .hold_until_created_at(now)
+            .unwrap();
+        assert_eq!(
+            p.not_before_ms,
+            Some(1_000_000_060_000 - FUTURE_TOLERANCE_MS)
+        );
+        assert!(p.clone().normalize().is_ok());
+        // The largest times do not overflow.
+        let p = dated(u64::MAX, None).hold_until_created_at(now).unwrap();
+        assert_eq!(p.not_before_ms, Some(u64::MAX - FUTURE_TOLERANCE_MS));
+        // The app's own time wins, even an earlier one (0: at once).
+        for own in [0, now + 1] {
+            let p = dated(1_000_000_060, None)
+                .with_not_before_ms(Some(own))
+                .hold_until_created_at(now)
+                .unwrap();
+            assert_eq!(p.not_before_ms, Some(own));
+        }
+        // No header fields (an envelope built by hand): nothing to read.
+        let mut p = dated(1_000_000_060, None);
+        p.event.meta = None;
+        assert_eq!(p.hold_until_created_at(now).unwrap().not_before_ms, None);
+        // Past a deadline still ahead: refused, it would never be sent.
+        let e = dated(1_000_000_060, None)
+            .with_deadline_ms(Some(now + 30_000))
+            .hold_until_created_at(now)
+            .unwrap_err();
+        assert_eq!(e.code(), "invalid_argument");
+        assert!(format!("{e}").contains("past the deadline"), "{e}");
+        let e = dated(1_000_000_060, Some(1_000_000_050))
+            .hold_until_created_at(now)
+            .unwrap_err();
+        assert_eq!(e.code(), "invalid_argument");
+        // A deadline already past is the expiry check's (event_expired), not this one's.
+        let p = dated(1_000_000_060, Some(999_999_000))
+            .hold_until_created_at(now)
+            .unwrap();
+        assert!(p.not_before_ms.is_some());
+    }
 
     fn env() -> EventEnvelope {
         EventEnvelope {

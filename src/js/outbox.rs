@@ -654,6 +654,16 @@ impl Inner {
                 false
             }
         };
+        // Events dated ahead wait for their time (relays refuse them before it).
+        let mut held = Vec::with_capacity(plans.len());
+        for (i, plan) in plans.into_iter().enumerate() {
+            match plan.hold_until_created_at(now_ms) {
+                Ok(plan) => held.push(plan),
+                Err(e) if indexed => return Err(with_index(e.into(), i)),
+                Err(e) => return Err(e.into()),
+            }
+        }
+        let plans = held;
         // A running flush starts no bulk transaction while a `high` record is being
         // written, so its claim need not queue behind one.
         let _hold = plans

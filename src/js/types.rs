@@ -281,7 +281,9 @@ export interface EnqueueOptions {
   /**
    * When to send it first, unix ms (a scheduled post): stored now, not sent before.
    * `cancel(id)` before then is an undo (nothing was sent); `reschedule(id, at)` moves
-   * it. Not part of the plan: the same plan at another time is a replay.
+   * it. Not part of the plan: the same plan at another time is a replay. Without it, an
+   * event dated ahead waits for its `created_at` less 5 s (relays refuse events from the
+   * future); `0` sends it at once.
    */
   notBefore?: number;
 }
