@@ -7,6 +7,9 @@
 //! never will.
 //!
 //! Layers, each using only the layers above it (`use crate::…`):
+//! - `platform` (wasm only): the JavaScript runtime's clock, timers, randomness, Web
+//!   Locks, `navigator.storage` and the description of thrown values; uses no other
+//!   layer, and every wasm module below uses it.
 //! - [`core`]: the outbox state machine and the stable error codes (pure: no I/O, no
 //!   clock, no randomness); it uses no other layer.
 //! - [`nostr`]: NIP-01 events, relay URLs and relay messages (pure); uses `core` (the
@@ -27,6 +30,9 @@ pub mod flush;
 pub mod nostr;
 pub mod store;
 pub mod transport;
+
+#[cfg(target_arch = "wasm32")]
+pub mod platform;
 
 #[cfg(target_arch = "wasm32")]
 pub mod js;

@@ -728,7 +728,7 @@ async fn corrupt_rows_are_reported_skipped_and_kept() {
 
 #[wasm_bindgen_test]
 async fn storage_estimate_and_persistence_are_readable() {
-    use nostr_outbox::js::persistence;
+    use nostr_outbox::platform::storage as persistence;
     let estimate = persistence::estimate()
         .await
         .expect("navigator.storage.estimate() exists in Chromium, Firefox and WebKit (Safari 17+)");

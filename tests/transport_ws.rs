@@ -430,6 +430,18 @@ async fn misbehaving_js_signers_leave_auth_required() {
         ("number", "return 42", "invalid event"),
         ("unsigned", "return t", "invalid event"),
         ("null", "return Promise.resolve(null)", "invalid event"),
+        // Rejections without a value (an extension's bare `reject()`): described, not a
+        // panic of the .wasm (JSON.stringify(undefined) is not a string).
+        (
+            "reject-undefined",
+            "return Promise.reject()",
+            "signer rejected: unknown JavaScript value",
+        ),
+        (
+            "throw-undefined",
+            "throw undefined",
+            "signer threw: unknown JavaScript value",
+        ),
     ];
     for (tag, body, expect) in cases {
         let t = transport(|_| {});

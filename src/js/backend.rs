@@ -11,6 +11,7 @@ use wasm_bindgen_futures::JsFuture;
 #[cfg(feature = "adapter")]
 use super::kv::JsKv;
 use crate::core::{EventEnvelope, Outcome};
+use crate::platform::thrown;
 #[cfg(feature = "indexeddb")]
 use crate::store::idb::IdbKv;
 use crate::store::kv::{
@@ -122,11 +123,14 @@ impl JsTransport {
     }
 }
 
+/// A rejection's message (an `Error`'s message alone, as a relay's answer reads).
 fn describe(e: &JsValue) -> String {
-    if let Some(err) = e.dyn_ref::<js_sys::Error>() {
-        return String::from(err.message());
+    let message = thrown(e).message;
+    if message.is_empty() {
+        "publish failed".into()
+    } else {
+        message
     }
-    e.as_string().unwrap_or_else(|| "publish failed".into())
 }
 
 impl Transport for JsTransport {

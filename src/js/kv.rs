@@ -16,11 +16,11 @@ use wasm_bindgen_futures::JsFuture;
 
 use super::error::ApiError;
 use super::view::SERIALIZER;
+use crate::platform::thrown;
 use crate::store::kv::{
     KvBackend, KvCommit, KvCommitted, KvEntry, KvLimits, KvMutation, KvRange, KvValue,
 };
 use crate::store::StoreError;
-use crate::transport::websocket::describe_js_error;
 
 #[wasm_bindgen]
 extern "C" {
@@ -152,11 +152,10 @@ impl JsKv {
 
 /// A failed adapter call as a store error.
 fn failed(call: &str, e: &JsValue) -> StoreError {
-    let name = Reflect::get(e, &JsValue::from_str("name"))
-        .ok()
-        .and_then(|n| n.as_string());
-    let message = describe_js_error(e);
-    if name.as_deref() == Some("QuotaExceededError") {
+    let t = thrown(e);
+    let quota = t.name == "QuotaExceededError";
+    let message = t.into_text();
+    if quota {
         return StoreError::QuotaExceeded(format!("storage adapter {call}: {message}"));
     }
     StoreError::Backend(format!("storage adapter {call} failed: {message}"))

@@ -27,7 +27,6 @@ mod input;
 #[cfg(feature = "adapter")]
 pub mod kv;
 pub mod outbox;
-pub mod persistence;
 mod runtime;
 pub mod sw;
 mod sys;

@@ -18,7 +18,7 @@ use super::input::{self, shape, ItemInput, PlanOptions, Raw, Reader, Uint};
 #[cfg(feature = "adapter")]
 use super::kv::JsKv;
 use super::runtime::{Filter, RunError, Runtime, RuntimeConfig};
-use super::{persistence, sys, transfer, view};
+use super::{sys, transfer, view};
 use crate::core::plan::MAX_ATTEMPTS_LIMIT;
 use crate::core::semantics;
 use crate::core::{
@@ -26,6 +26,7 @@ use crate::core::{
 };
 use crate::flush::{FlushConfig, FlushEvent};
 use crate::nostr::SignatureCheck;
+use crate::platform::{self, storage as persistence};
 #[cfg(feature = "indexeddb")]
 use crate::store::idb::{IdbKv, IdbOptions};
 use crate::store::kv::{KvStore, MemoryKv};
@@ -149,7 +150,7 @@ pub(crate) struct OpenConfig {
 fn random_hex(words: usize) -> Result<String, ApiError> {
     (0..words)
         .map(|_| {
-            sys::random_u32()
+            platform::random_u32()
                 .map(|n| format!("{n:08x}"))
                 .map_err(ApiError::no_random_source)
         })

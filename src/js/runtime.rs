@@ -45,8 +45,8 @@ use super::sys;
 use super::view::FlushView;
 use crate::core::Signal;
 use crate::flush::{self, FlushConfig, FlushEvent};
+use crate::platform::{self, timer_failures, Sleep, Timer};
 use crate::store::{Store, StoreError};
-use crate::transport::websocket::{timer_failures, Sleep, Timer};
 use crate::transport::Transport;
 use futures_util::future::LocalBoxFuture;
 
@@ -449,7 +449,7 @@ impl<S: Store + 'static, T: Transport + 'static> Shared<S, T> {
     fn schedule(self: &Rc<Self>, result: &RunResult) {
         // Without a clock no time can be set: the failure is reported, and the next
         // run (`flush()`, an enqueue, `online`) fails at its start until it is back.
-        let Some(now) = sys::clock() else {
+        let Some(now) = platform::clock() else {
             return (self.on_error)(RunError::Clock);
         };
         let at = match result {
@@ -510,7 +510,7 @@ impl<S: Store + 'static, T: Transport + 'static> Shared<S, T> {
     /// transport, and the run that follows makes the records waiting for it due; when
     /// none opens, the next probe waits 1.5 times as long (up to PROBE_MAX_MS).
     async fn probe_if_due(&self) {
-        let due = self.probe_at.get().zip(sys::clock());
+        let due = self.probe_at.get().zip(platform::clock());
         if due.is_none_or(|(at, now)| at > now) {
             return;
         }
@@ -538,7 +538,7 @@ impl<S: Store + 'static, T: Transport + 'static> Shared<S, T> {
         }
         let lock = match &self.config.lock_name {
             None => LockGuard(None),
-            Some(name) => match JsFuture::from(sys::try_lock(name)).await {
+            Some(name) => match JsFuture::from(platform::try_lock(name)).await {
                 Ok(v) if v.is_null() => {
                     view.skipped = Some("locked");
                     return Ok(view);
@@ -565,18 +565,18 @@ impl<S: Store + 'static, T: Transport + 'static> Shared<S, T> {
         filter: &Filter,
     ) -> Result<(), RunError> {
         // The clock, a timer and the random words, checked before anything is claimed.
-        let start = sys::clock().ok_or(RunError::Clock)?;
-        if !sys::has_timers() {
+        let start = platform::clock().ok_or(RunError::Clock)?;
+        if !platform::has_timers() {
             return Err(RunError::Timer);
         }
-        let words = RefCell::new(sys::RandomWords::new());
+        let words = RefCell::new(platform::RandomWords::new());
         words.borrow_mut().ready(64).map_err(RunError::Random)?;
         let timers = timer_failures();
         self.probe_if_due().await;
         // A clock that fails during the run reads as its last reading (time stands
         // still: no lease looks expired early) and stops the run.
         let (last, clock_failed) = (Cell::new(start), Cell::new(false));
-        let clock = || match sys::clock() {
+        let clock = || match platform::clock() {
             Some(now) => {
                 last.set(now);
                 now

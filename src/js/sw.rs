@@ -16,7 +16,7 @@ use super::error::{self, ApiError};
 use super::outbox::{promise, OpenConfig, Outbox};
 use super::{sys, view};
 use crate::core::ErrorCode;
-use crate::transport::websocket::Sleep;
+use crate::platform::Sleep;
 
 /// How long a one-off `sync` event stays open for records due soon, from its start:
 /// the flushes it runs at their due times take it no further. Chromium ends a sync

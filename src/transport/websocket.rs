@@ -31,7 +31,6 @@ use futures_util::future::{select, Either, LocalBoxFuture};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 use wasm_bindgen::prelude::*;
-use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 
 use super::{PublishReport, Transport};
@@ -42,11 +41,10 @@ use crate::nostr::{
 use serde_json::Value;
 
 mod conn;
-mod timer;
+mod notify;
 
+use crate::platform::{describe, now_ms, Sleep};
 use conn::{Answer, AuthState, BusyGuard, Conn, ConnState, Counters};
-use timer::now_ms;
-pub(crate) use timer::{failures as timer_failures, Sleep, Timer};
 
 /// How the WebSocket transport times, limits and protects its connections. Every field
 /// is checked by [`WsTransportConfig::validate`]; JSON/JS names are camelCase and every
@@ -184,45 +182,20 @@ impl AuthSigner for JsAuthSigner {
         let function = self.function.clone();
         Box::pin(async move {
             let arg = js_sys::JSON::parse(&template.to_string())
-                .map_err(|e| format!("cannot build the template: {}", describe_js_error(&e)))?;
+                .map_err(|e| format!("cannot build the template: {}", describe(&e)))?;
             let returned = function
                 .call1(&JsValue::UNDEFINED, &arg)
-                .map_err(|e| format!("signer threw: {}", describe_js_error(&e)))?;
+                .map_err(|e| format!("signer threw: {}", describe(&e)))?;
             let signed = JsFuture::from(js_sys::Promise::resolve(&returned))
                 .await
-                .map_err(|e| format!("signer rejected: {}", describe_js_error(&e)))?;
+                .map_err(|e| format!("signer rejected: {}", describe(&e)))?;
             let text: String = js_sys::JSON::stringify(&signed)
-                .map_err(|e| {
-                    format!(
-                        "signer returned a value that is not JSON: {}",
-                        describe_js_error(&e)
-                    )
-                })?
+                .map_err(|e| format!("signer returned a value that is not JSON: {}", describe(&e)))?
                 .into();
             serde_json::from_str::<Value>(&text)
                 .map_err(|e| format!("signer returned a value that is not an event: {e}"))
         })
     }
-}
-
-/// A short description of a thrown JavaScript value (an `Error`'s name and message, or
-/// the value's string form).
-pub(crate) fn describe_js_error(e: &JsValue) -> String {
-    if let Some(err) = e.dyn_ref::<js_sys::Error>() {
-        let name: String = err.name().into();
-        let message: String = err.message().into();
-        return format!("{name}: {message}");
-    }
-    if let Some(s) = e.as_string() {
-        return s.chars().take(500).collect();
-    }
-    js_sys::JSON::stringify(e)
-        .ok()
-        .map(String::from)
-        .unwrap_or_else(|| "unknown JavaScript value".to_owned())
-        .chars()
-        .take(500)
-        .collect()
 }
 
 /// The state of a relay's connection, for diagnostics.

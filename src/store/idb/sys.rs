@@ -34,7 +34,6 @@ use indexed_db_futures::database::{Database, VersionChangeEvent};
 use indexed_db_futures::error::{Error as IdbError, OpenDbError};
 use indexed_db_futures::internals::SystemRepr;
 use indexed_db_futures::prelude::*;
-use js_sys::Reflect;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
@@ -92,27 +91,9 @@ impl From<OpenDbError> for Failure {
     }
 }
 
-/// The `name` and `message` of a thrown JavaScript value.
-fn error_parts(err: &JsValue) -> (String, String) {
-    let get = |key: &str| {
-        Reflect::get(err, &JsValue::from_str(key))
-            .ok()
-            .and_then(|v| v.as_string())
-            .unwrap_or_default()
-    };
-    if err.is_object() {
-        (get("name"), get("message"))
-    } else {
-        (
-            String::new(),
-            err.as_string().unwrap_or_else(|| format!("{err:?}")),
-        )
-    }
-}
-
 /// Maps a DOM exception (or other thrown value) to a failure.
 pub(super) fn failure(err: JsValue) -> Failure {
-    let (name, message) = error_parts(&err);
+    let crate::platform::thrown::Thrown { name, message } = crate::platform::thrown(&err);
     match name.as_str() {
         "QuotaExceededError" => Failure::Store(StoreError::QuotaExceeded(if message.is_empty() {
             "the browser refused to store more data for this origin (QuotaExceededError); \
@@ -235,7 +216,7 @@ pub(super) async fn open(name: &str, version: u32) -> Result<Conn, Failure> {
     match opened {
         Some(Ok(db)) => Ok(Conn::new(db)),
         Some(Err(OpenDbError::Base(IdbError::DomException(e))))
-            if error_parts(e.as_ref()).0 == "VersionError" =>
+            if crate::platform::thrown(e.as_ref()).name == "VersionError" =>
         {
             let found = stored_version(name).await.unwrap_or(0);
             Err(Failure::Store(StoreError::VersionTooNew {

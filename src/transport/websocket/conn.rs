@@ -17,8 +17,9 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::{BinaryType, CloseEvent, Event, MessageEvent, WebSocket};
 
-use super::timer::{Notify, Timer};
+use super::notify::Notify;
 use crate::nostr::{RelayMessage, RelayUrl};
+use crate::platform::{describe, Timer};
 
 /// The longest challenge remembered (longer `AUTH` frames are counted as malformed).
 const MAX_CHALLENGE_LEN: usize = 1024;
@@ -165,12 +166,8 @@ impl Conn {
         idle_ms: u32,
         counters: Rc<Counters>,
     ) -> Result<Rc<Conn>, String> {
-        let ws = WebSocket::new(url.as_str()).map_err(|e| {
-            format!(
-                "cannot open a WebSocket to {url}: {}",
-                super::describe_js_error(&e)
-            )
-        })?;
+        let ws = WebSocket::new(url.as_str())
+            .map_err(|e| format!("cannot open a WebSocket to {url}: {}", describe(&e)))?;
         ws.set_binary_type(BinaryType::Arraybuffer);
         Counters::bump(&counters.connections_opened);
         let conn = Rc::new_cyclic(|weak: &Weak<Conn>| {
@@ -329,7 +326,7 @@ impl Conn {
             // opens a new one (workerd throws here for a socket opened while handling
             // another request).
             Err(e) => {
-                let reason = format!("send failed: {}", super::describe_js_error(&e));
+                let reason = format!("send failed: {}", describe(&e));
                 self.abort(&reason);
                 Err(reason)
             }

@@ -2,18 +2,13 @@
 //! `estimate()`, in windows and workers. Without persistence, storage is
 //! "best-effort" and the browser may evict it under pressure.
 
-use std::cell::RefCell;
+use std::pin::pin;
 
+use futures_util::future::{select, Either};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
 
-#[wasm_bindgen]
-extern "C" {
-    #[wasm_bindgen(js_name = setTimeout)]
-    fn set_timeout(callback: &js_sys::Function, ms: f64) -> JsValue;
-    #[wasm_bindgen(js_name = clearTimeout)]
-    fn clear_timeout(id: &JsValue);
-}
+use super::timer::Sleep;
 
 /// `navigator.storage`, in windows and workers.
 fn storage_manager() -> Option<web_sys::StorageManager> {
@@ -27,15 +22,10 @@ fn storage_manager() -> Option<web_sys::StorageManager> {
 /// Settles with `promise`'s value, or with `undefined` after `ms` (Firefox shows a
 /// permission prompt for `persist()`, which a headless or unattended page never answers).
 async fn within(promise: js_sys::Promise, ms: u32) -> Option<JsValue> {
-    let timer = RefCell::new(JsValue::UNDEFINED);
-    // The executor runs synchronously, so no closure outlives this call.
-    let timeout = js_sys::Promise::new(&mut |resolve, _| {
-        *timer.borrow_mut() = set_timeout(&resolve, f64::from(ms));
-    });
-    let raced = js_sys::Promise::race(&[promise, timeout].iter().collect::<js_sys::Array>());
-    let answer = JsFuture::from(raced).await.ok();
-    clear_timeout(&timer.borrow());
-    answer
+    match select(pin!(JsFuture::from(promise)), Sleep::new(ms)).await {
+        Either::Left((answer, _)) => answer.ok(),
+        Either::Right(_) => None,
+    }
 }
 
 /// What `navigator.storage.estimate()` reported, in bytes.

@@ -1,9 +1,8 @@
-//! Timers for the WebSocket transport: `globalThis.setTimeout`/`clearTimeout` (so they
-//! work in windows, dedicated/shared/service workers and edge runtimes alike), a
-//! [`Timer`] that owns its callback and cancels it on drop, a [`Sleep`] future, and
-//! [`Notify`], a list of wakers to wake when a connection's state changes. A timer
-//! that cannot be set is counted ([`failures`]), never silent: the flusher checks
-//! `setTimeout` before a run and stops one during which a timer failed.
+//! Timers: `globalThis.setTimeout`/`clearTimeout` (so they work in windows,
+//! dedicated/shared/service workers and edge runtimes alike), a [`Timer`] that owns its
+//! callback and cancels it on drop, and a [`Sleep`] future. A timer that cannot be set
+//! is counted ([`failures`]), never silent: the flusher checks `setTimeout` before a run
+//! and stops one during which a timer failed.
 
 use std::cell::{Cell, RefCell};
 use std::future::Future;
@@ -22,11 +21,6 @@ extern "C" {
     fn set_timeout(handler: &Function, ms: i32) -> Result<JsValue, JsValue>;
     #[wasm_bindgen(js_name = clearTimeout)]
     fn clear_timeout(handle: &JsValue);
-}
-
-/// The current time in unix milliseconds (the JavaScript clock).
-pub(crate) fn now_ms() -> f64 {
-    js_sys::Date::now()
 }
 
 thread_local! {
@@ -125,29 +119,5 @@ impl Future for Sleep {
             }
         }
         Poll::Pending
-    }
-}
-
-/// Wakers waiting for "something changed"; each waiter re-checks its own condition.
-#[derive(Default)]
-pub(crate) struct Notify {
-    wakers: RefCell<Vec<Waker>>,
-}
-
-impl Notify {
-    /// Remembers `waker` (once) until the next [`Notify::notify_all`].
-    pub(crate) fn register(&self, waker: &Waker) {
-        let mut wakers = self.wakers.borrow_mut();
-        if !wakers.iter().any(|w| w.will_wake(waker)) {
-            wakers.push(waker.clone());
-        }
-    }
-
-    /// Wakes every registered waker.
-    pub(crate) fn notify_all(&self) {
-        let wakers = std::mem::take(&mut *self.wakers.borrow_mut());
-        for w in wakers {
-            w.wake();
-        }
     }
 }
