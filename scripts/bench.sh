@@ -35,7 +35,7 @@ echo "== Event verification, native (release)" | tee -a "$log"
 cargo run -q --release --example bench_verify 2>&1 | tee -a "$log"
 took verify-native
 echo "== Event verification in Chromium: Rust/wasm vs nostr-tools verifyEvent" | tee -a "$log"
-# The wasm half: examples/bench_verify_wasm.rs (release profile as shipped, no wasm-opt).
+# The wasm half: benches/verify_wasm.rs (release profile as shipped, no wasm-opt).
 cargo build -q --release --example bench_verify_wasm --target wasm32-unknown-unknown
 wasm-bindgen --target web --out-dir target/bench-wasm \
   "${CARGO_TARGET_DIR:-target}/wasm32-unknown-unknown/release/examples/bench_verify_wasm.wasm"

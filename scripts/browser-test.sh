@@ -19,7 +19,7 @@
 # (x86_64) the debug test binaries now and then compute wrong on fixed inputs, never in
 # Chromium or Firefox: k256's overflow/magnitude checks firing, a valid signature checked
 # invalid, a SHA-256 event id off, a misaligned pointer in serde_json, an out-of-bounds
-# trap. nostr_vectors' first test alone in fresh MiniBrowser sessions: 3 of 100 failed
+# trap. tests/nostr/vectors.rs' first test alone in fresh MiniBrowser sessions: 3 of 100 failed
 # with the stock JIT tiers, 10 of 120 with JSC_useOMGJIT=false (wasm kept in the
 # baseline JIT, BBQ), so BBQ is the suspect. With the crates unoptimized, 2 to 7 faults in
 # each run of this tier (a CI run failed when js_nostr_rules faulted three

@@ -103,10 +103,18 @@ some_tests() {
 
 # Test targets that carry browser tests (they use wasm_bindgen_test), and the library's
 # own (src/js has wasm-only units tested in the browser).
+# A test target is a file tests/NAME.rs or a directory tests/NAME/ with a main.rs (its
+# modules beside it); benchmarks live in benches/ and run in `make bench`.
 browser_tests=(--lib)
-for f in tests/*.rs; do
-  case "$f" in tests/bench_*) continue ;; esac  # benchmarks run in `make bench`
-  if grep -q 'wasm_bindgen_test' "$f"; then browser_tests+=(--test "$(basename "$f" .rs)"); fi
+for f in tests/*.rs tests/*/main.rs; do
+  [ -e "$f" ] || continue
+  name="$(basename "$f" .rs)"
+  files=("$f")
+  if [ "$name" = main ]; then
+    name="$(basename "$(dirname "$f")")"
+    files=("$(dirname "$f")"/*.rs)
+  fi
+  if grep -q 'wasm_bindgen_test' "${files[@]}"; then browser_tests+=(--test "$name"); fi
 done
 
 run_tier fmt cargo fmt --all -- --check

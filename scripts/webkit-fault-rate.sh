@@ -5,7 +5,7 @@
 # harness start-up failure is still retried, it is not a verdict), and prints how many
 # sessions failed.
 #   scripts/webkit-fault-rate.sh N TEST [filter...]
-# e.g. scripts/webkit-fault-rate.sh 50 nostr_vectors
+# e.g. scripts/webkit-fault-rate.sh 50 nostr
 # Tests that need relays: run it under scripts/with-relays.sh. Extra JSC_* variables in
 # the environment reach the web process (e.g. JSC_useBBQJIT=false).
 # Prints one line per failed session (its first panic line) and a summary line

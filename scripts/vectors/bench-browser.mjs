@@ -1,5 +1,5 @@
 // Browser benchmark: event verification throughput in headless Chromium, our Rust→wasm
-// (examples/bench_verify_wasm.rs) next to nostr-tools' verifyEvent, in the same page, on
+// (benches/verify_wasm.rs) next to nostr-tools' verifyEvent, in the same page, on
 // the same valid events (tests/data/event_vectors.json, 8 authors). Prints events/s and
 // the ratio. Then the same count of events signed in the page by a new key each (no key
 // is checked twice: the wasm lifts each key and has no table for it) and by one key

@@ -14,7 +14,7 @@ macro_rules! error_codes {
         /// ([`CoreError::code`], `StoreError::code`, the nostr errors' and
         /// `WsConfigError::code`) write theirs as strings (so the .wasm stays as it was),
         /// each one of these. The TypeScript union `OutboxErrorCode` (`src/js/types.rs`) and the
-        /// codes table of docs/API.md hold the same codes. `tests/api_lists.rs` checks all
+        /// codes table of docs/API.md hold the same codes. `tests/core/api_lists.rs` checks all
         /// of it.
         #[derive(Debug, Clone, Copy, PartialEq, Eq)]
         pub enum ErrorCode {
@@ -216,7 +216,7 @@ pub enum CoreError {
 impl CoreError {
     /// The stable snake_case code used in JSON and JavaScript: one of [`ErrorCode`]'s,
     /// written here as a string (through `ErrorCode::as_str` this match compiled to more
-    /// .wasm); `tests/api_lists.rs` checks that each is in the list.
+    /// .wasm); `tests/core/api_lists.rs` checks that each is in the list.
     pub fn code(&self) -> &'static str {
         match self {
             CoreError::InvalidItemId { .. } => "invalid_item_id",

@@ -66,7 +66,7 @@ pub fn plan_for(record: Record, now_ms: u64) -> Result<Plan, CoreError> {
 }
 
 /// The consistency of a record's state (see [`plan_for`]): what the machine keeps true
-/// of every record it writes (`tests/core_props.rs` checks both sides: every record the
+/// of every record it writes (`tests/core/props.rs` checks both sides: every record the
 /// machine reaches passes, and a record that passes keeps every invariant).
 fn check(r: &Record) -> Result<(), CoreError> {
     use super::{Outcome, Satisfaction, StopReason};

@@ -26,7 +26,7 @@
 //! fields, `Policy` and `Outcome` tagged by `kind`); reading is its derived
 //! `Deserialize` (with hand-written readers for `Policy`, `Outcome` and the unit enums,
 //! which accept what their derives accepted and were measured smaller): unknown fields
-//! are ignored, an absent or `null` optional field is `None`. `tests/store_v1_fixture.rs`
+//! are ignored, an absent or `null` optional field is `None`. `tests/store/v1_fixture.rs`
 //! holds rows written before the codec was derived and checks both directions against
 //! them (the rows of today add the `rank` index field).
 //!

@@ -110,7 +110,7 @@ pub struct WsConfigError {
 
 impl WsConfigError {
     /// The stable error code: `invalid_config` (one of `ErrorCode`'s, checked by
-    /// `tests/api_lists.rs`).
+    /// `tests/core/api_lists.rs`).
     pub fn code(&self) -> &'static str {
         "invalid_config"
     }

@@ -238,7 +238,7 @@ test("the same event published again to other relays (a rebroadcast) gets a reco
   assert.equal(res.ids.length, 2, JSON.stringify(res.ids));
 });
 
-// relay_url.rs' own test corpus (tests/nostr_relay.rs reads the same file natively and in the
+// relay_url.rs' own test corpus (tests/nostr/relay.rs reads the same file natively and in the
 // browser), through the package's `normalizeRelayUrl`: the one normalizer publish() uses.
 const CORPUS = JSON.parse(readFileSync(join(ROOT, "tests/data/relay_urls.json"), "utf8"));
 

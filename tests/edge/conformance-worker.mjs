@@ -1,5 +1,5 @@
 // A module Worker for conformance-workerd.mjs: a Durable Object whose fetch runs the store
-// conformance suite (the wasm module of examples/conformance_wasm.rs, imported as a
+// conformance suite (the wasm module of tests/edge/conformance_wasm.rs, imported as a
 // CompiledWasm module) on js/durable-object.js over its own storage, one prefix per case.
 import init, * as mod from "../../target/conformance-wasm/conformance_wasm.js";
 import wasm from "../../target/conformance-wasm/conformance_wasm_bg.wasm";

@@ -1,5 +1,5 @@
 // The store conformance suite (src/store/conformance.rs, compiled to wasm by
-// examples/conformance_wasm.rs) on a real storage adapter, in whatever runtime imports
+// tests/edge/conformance_wasm.rs) on a real storage adapter, in whatever runtime imports
 // this module: every case on a fresh, empty adapter from `makeAdapter(i)` (a new
 // prefix or table on one backend). Prints `test <label>::conformance::<case> ... ok|FAILED`
 // lines; returns the counts. Runtime-agnostic (no node: imports).

@@ -8,7 +8,7 @@
 #   4. workerd (miniflare): durable-object on a KV-backed and a SQLite-backed Durable
 #      Object, persisted to a temp dir, read back after a miniflare restart; syncAlarm.
 #   5. tsc -p tests/edge: the adapters' .d.ts with lib ES2023 only (tsc from tests/ts);
-#   5b. the Rust store conformance suite, compiled to wasm (examples/conformance_wasm.rs),
+#   5b. the Rust store conformance suite, compiled to wasm (tests/edge/conformance_wasm.rs),
 #      on Deno KV and node:sqlite (Deno), bun:sqlite (Bun) and KV- and SQLite-backed
 #      Durable Objects (workerd): every case on a fresh prefix or table;
 #   6. scenario.mjs: the crash scenario on the built package (pkg/) in Deno (deno-kv), Bun
@@ -59,7 +59,7 @@ runner node node node.mjs
 runner deno "$bin/deno" run --no-prompt --unstable-kv --allow-read --allow-write --allow-env deno.mjs
 runner bun "$bin/bun" run bun.mjs
 runner workerd node workerd.mjs
-# The Rust store conformance suite (examples/conformance_wasm.rs) on each real adapter.
+# The Rust store conformance suite (tests/edge/conformance_wasm.rs) on each real adapter.
 target="${CARGO_TARGET_DIR:-$PWD/../../target}"
 conf="$target/conformance-wasm"
 if (cd ../.. && cargo build -q --locked --example conformance_wasm --target wasm32-unknown-unknown --all-features) \

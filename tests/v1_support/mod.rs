@@ -1,4 +1,4 @@
-//! The format-1 fixture shared by `tests/store_v1_fixture.rs` (native) and
+//! The format-1 fixture shared by `tests/store/v1_fixture.rs` (native) and
 //! `tests/store_idb_v1.rs` (browser): the records and the rows that the build before
 //! the serde codec (commit ddc338e, the hand-written writer) stored for them, exactly
 //! as it gave them to IndexedDB (`tests/data/store_v1_rows.json`).

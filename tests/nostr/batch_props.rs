@@ -20,7 +20,7 @@ use nostr_outbox::nostr::{Event, SignatureCheck};
 use proptest::prelude::*;
 use proptest::sample::Index;
 
-mod sig_support;
+use crate::sig_support;
 use sig_support::{cases, lower_hex, pool, Item, AUTHORS, MESSAGES};
 
 /// The item as an event's signature check (the rest of the event does not matter).

@@ -3,9 +3,6 @@
 //! and BIP-340 check must agree with nostr-tools on every one. Runs natively and in the
 //! browser (wasm).
 
-#[cfg(target_arch = "wasm32")]
-wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_browser);
-
 use nostr_outbox::nostr::{verify_event_json, Event, EventError, SignatureCheck};
 use serde_json::Value;
 
@@ -31,7 +28,7 @@ macro_rules! yielding_test {
     };
 }
 
-const VECTORS: &str = include_str!("data/event_vectors.json");
+const VECTORS: &str = include_str!("../data/event_vectors.json");
 
 struct Vector {
     json: String,

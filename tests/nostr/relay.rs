@@ -1,9 +1,6 @@
 //! Relay URLs (parse, normalize, de-duplicate), relay messages (parse, classify `OK`),
 //! client message builders, and NIP-42 AUTH. Runs natively and in the browser (wasm).
 
-#[cfg(target_arch = "wasm32")]
-wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_browser);
-
 use k256::schnorr::SigningKey;
 use nostr_outbox::core::{Outcome, RejectReason};
 use nostr_outbox::nostr::{
@@ -32,7 +29,7 @@ fn bad(s: &str) -> RelayUrlError {
 /// `normalizeRelayUrl` is checked against in Chromium (tests/e2e/publish.test.mjs): input and
 /// normalized URL (`normalized`) or error message (`refused`).
 fn corpus(list: &str) -> Vec<(String, String)> {
-    let corpus: Value = serde_json::from_str(include_str!("data/relay_urls.json")).unwrap();
+    let corpus: Value = serde_json::from_str(include_str!("../data/relay_urls.json")).unwrap();
     let pairs = corpus[list].as_array().expect(list);
     assert!(!pairs.is_empty(), "{list}");
     pairs

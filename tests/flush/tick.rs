@@ -9,9 +9,7 @@ use nostr_outbox::store::conformance::{fixture_plan, RELAYS};
 use nostr_outbox::store::{MemoryStore, Store};
 use nostr_outbox::transport::ScriptedTransport;
 
-#[path = "flush_support/mod.rs"]
-mod flush_support;
-use flush_support::{config, counter, flush_all, Paced};
+use crate::support::{config, counter, flush_all, Paced};
 
 #[derive(Debug, PartialEq)]
 enum Seen {

@@ -22,9 +22,6 @@ use nostr_outbox::store::kv::{
 };
 use nostr_outbox::store::{Progress, Store, StoreError};
 
-#[path = "support/reference_store.rs"]
-mod reference_store;
-
 fn store() -> KvStore<MemoryKv> {
     KvStore::new(MemoryKv::new())
 }

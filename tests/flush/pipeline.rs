@@ -19,9 +19,7 @@ use nostr_outbox::store::conformance::{fixture_plan, RELAYS};
 use nostr_outbox::store::{MemoryStore, Store, StoreError};
 use nostr_outbox::transport::{PublishReport, Transport};
 
-#[path = "flush_support/mod.rs"]
-mod flush_support;
-use flush_support::{config, counter, flush_all, Paced, Yield};
+use crate::support::{config, counter, flush_all, Paced, Yield};
 
 /// A memory store whose claims and recordings take a few executor turns (as
 /// IndexedDB's do), which notes the size of every recorded group and how many

@@ -12,11 +12,11 @@ use nostr_outbox::nostr::{
 };
 use proptest::prelude::*;
 
-mod sig_support;
+use crate::sig_support;
 use serde_json::{json, Value};
 use sig_support::cases;
 
-const VECTORS: &str = include_str!("data/event_vectors.json");
+const VECTORS: &str = include_str!("../data/event_vectors.json");
 
 /// JavaScript's JSON.stringify for a string, modelled char by char.
 fn stringify(s: &str) -> String {

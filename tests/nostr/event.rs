@@ -2,9 +2,6 @@
 //! field), unknown and duplicate fields, the canonical serialization, `from_parts`,
 //! and the NIP-40 expiration. Runs natively and in the browser (wasm).
 
-#[cfg(target_arch = "wasm32")]
-wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_browser);
-
 use nostr_outbox::nostr::{Event, EventError, MAX_CREATED_AT};
 use serde_json::{json, Value};
 

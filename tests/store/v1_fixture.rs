@@ -8,7 +8,7 @@
 //! database and reads them through the store.
 #![cfg(not(target_arch = "wasm32"))]
 
-mod v1_support;
+use crate::v1_support;
 
 use nostr_outbox::store::codec;
 use v1_support::{records, rows as fixture};

@@ -1,7 +1,7 @@
 //! The reference model of the store for differential tests: every operation written
 //! directly over records in memory (a sorted `Vec` behind a `RefCell`), each transition a
 //! call into `nostr_outbox::core`, with none of the shipped store's keys, rows, commits
-//! or retries. `tests/store_kv.rs` runs random sequences of operations on it and on the
+//! or retries. `tests/store/kv.rs` runs random sequences of operations on it and on the
 //! shipped `KvStore` and requires the same answers. (It was the shipped memory store
 //! until the one store replaced it.)
 #![allow(dead_code)]

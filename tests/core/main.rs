@@ -1,0 +1,8 @@
+//! Native tests of the pure core (`nostr_outbox::core`): the state machine case by case,
+//! its properties (proptest), the Nostr rules' properties, and the lists the JavaScript
+//! API and the docs must agree with (error codes, option keys).
+
+mod api_lists;
+mod machine;
+mod props;
+mod semantics_props;

@@ -1,0 +1,10 @@
+//! Native tests of the flusher (`nostr_outbox::flush`) over the memory store and the
+//! scripted transport: one tick, whole runs, the pipeline's rules, crashes mid-flush,
+//! and its properties (proptest).
+
+mod support;
+
+mod crash;
+mod pipeline;
+mod props;
+mod tick;
