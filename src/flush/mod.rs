@@ -28,6 +28,7 @@ use crate::store::{Store, StoreError};
 use crate::transport::{PublishReport, Transport};
 
 pub mod pipeline;
+pub mod wake;
 
 pub use pipeline::hold_bound;
 use pipeline::{

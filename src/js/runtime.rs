@@ -44,6 +44,7 @@ use web_sys::EventTarget;
 use super::sys;
 use super::view::FlushView;
 use crate::core::Signal;
+use crate::flush::wake::{self, Probes, RunEnd, WakeDelays};
 use crate::flush::{self, FlushConfig, FlushEvent};
 use crate::platform::{self, timer_failures, Sleep, Timer};
 use crate::store::{Store, StoreError};
@@ -52,13 +53,6 @@ use futures_util::future::LocalBoxFuture;
 
 /// A timer fires this much after the due time, so the claim sees the record as due.
 const TIMER_SLACK_MS: u64 = 5;
-/// Auto-flush probes the relays that could not be reached this long after the run that
-/// failed to reach them, while records wait; each probe that reaches none makes the
-/// delay 1.5 times as long, up to [`PROBE_MAX_MS`] (a refused connection costs little,
-/// and an outage of `t` seconds is noticed at most about `t / 2` seconds late).
-const PROBE_FIRST_MS: u64 = 1_000;
-/// The longest delay between two probes of unreachable relays.
-const PROBE_MAX_MS: u64 = 30_000;
 
 /// How the runtime runs.
 #[derive(Debug, Clone)]
@@ -217,10 +211,9 @@ struct Shared<S, T> {
     on_error: ErrorSink,
     closed: Cell<bool>,
     state: RefCell<State>,
-    /// The delay before the next probe of unreachable relays.
-    probe_delay: Cell<u64>,
-    /// When the next auto-flush run probes the unreachable relays first (unix ms).
-    probe_at: Cell<Option<u64>>,
+    /// When the next auto-flush run probes the unreachable relays first
+    /// ([`wake::Probes`]).
+    probes: Cell<Probes>,
     /// Records enqueued during a run that it should claim at once (see
     /// [`Runtime::kick_after_enqueue`]).
     hurry: Cell<u32>,
@@ -264,8 +257,7 @@ impl<S: Store + 'static, T: Transport + 'static> Runtime<S, T> {
                 on_error,
                 closed: Cell::new(false),
                 state: RefCell::new(State::default()),
-                probe_delay: Cell::new(PROBE_FIRST_MS),
-                probe_at: Cell::new(None),
+                probes: Cell::new(Probes::default()),
                 hurry: Cell::new(0),
                 writing: Rc::default(),
                 nudge: Signal::default(),
@@ -393,6 +385,38 @@ impl<S: Store + 'static, T: Transport + 'static> Drop for Runtime<S, T> {
     }
 }
 
+/// When auto-flush runs again after `result` at `now`: the policy is `flush::wake`'s
+/// (natively tested); the runtime only arms its timer. A failure is reported here.
+fn wake_at(
+    result: &RunResult,
+    now: u64,
+    config: &RuntimeConfig,
+    on_error: &ErrorSink,
+    unreachable: bool,
+    probes: &Cell<Probes>,
+) -> Option<u64> {
+    let end = match result {
+        Ok(view) if view.ran => RunEnd::Ran {
+            claimed: view.claimed,
+            next_due_ms: view.next_due_at,
+        },
+        Ok(view) if view.skipped == Some("locked") => RunEnd::Locked,
+        Ok(_) | Err(RunError::Closed) => RunEnd::Idle,
+        Err(e) => {
+            on_error(e.clone());
+            RunEnd::Failed
+        }
+    };
+    let delays = WakeDelays {
+        lock_retry_ms: config.lock_retry_ms,
+        error_retry_ms: config.error_retry_ms,
+    };
+    let mut p = probes.get();
+    let at = wake::next_wake(end, now, delays, unreachable, &mut p);
+    probes.set(p);
+    at
+}
+
 impl<S: Store + 'static, T: Transport + 'static> Shared<S, T> {
     fn wake(weak: &Weak<Self>) {
         if let Some(shared) = weak.upgrade() {
@@ -452,44 +476,15 @@ impl<S: Store + 'static, T: Transport + 'static> Shared<S, T> {
         let Some(now) = platform::clock() else {
             return (self.on_error)(RunError::Clock);
         };
-        let at = match result {
-            // Due records that could not be claimed (e.g. unreadable rows) must not
-            // spin the timer: look again after the lock retry delay.
-            Ok(view) if view.ran => view.next_due_at.map(|due| {
-                if view.claimed == 0 && due <= now {
-                    now + self.config.lock_retry_ms
-                } else {
-                    due
-                }
-            }),
-            Ok(view) if view.skipped == Some("locked") => Some(now + self.config.lock_retry_ms),
-            Ok(_) => None,
-            Err(RunError::Closed) => None,
-            Err(e) => {
-                (self.on_error)(e.clone());
-                Some(now + self.config.error_retry_ms)
-            }
-        };
-        // Records wait and some relay could not be reached: probe it sooner than the
-        // records retry, so a relay back after a long outage is noticed within
-        // PROBE_MAX_MS, not the records' backoff (up to `maxDelayMs`). The probe is the
-        // start of the run the timer wakes (under the lock: one context probes).
-        let waiting = matches!(result, Ok(view) if view.ran && view.next_due_at.is_some());
-        // A probe already set keeps its time: records coming due one after the other
-        // must not put it off run after run (their publishes do not reach a relay
-        // whose circuit is open).
-        let probe = if waiting && !self.transport.unreachable().is_empty() {
-            let next = now + self.probe_delay.get();
-            Some(self.probe_at.get().map_or(next, |at| at.min(next)))
-        } else {
-            self.probe_delay.set(PROBE_FIRST_MS);
-            None
-        };
-        self.probe_at.set(probe);
-        let at = match (at, probe) {
-            (Some(at), Some(probe)) => Some(at.min(probe)),
-            (at, probe) => at.or(probe),
-        };
+        let unreachable = !self.transport.unreachable().is_empty();
+        let at = wake_at(
+            result,
+            now,
+            &self.config,
+            &self.on_error,
+            unreachable,
+            &self.probes,
+        );
         let mut state = self.state.borrow_mut();
         let Some(auto) = state.auto.as_mut() else {
             return;
@@ -505,26 +500,21 @@ impl<S: Store + 'static, T: Transport + 'static> Shared<S, T> {
         });
     }
 
-    /// Probes every unreachable relay when a probe is due, one after the other (a
-    /// refused connection fails at once). One that opens is reported recovered by the
-    /// transport, and the run that follows makes the records waiting for it due; when
-    /// none opens, the next probe waits 1.5 times as long (up to PROBE_MAX_MS).
+    /// Probes every unreachable relay when a probe is due ([`wake::Probes`]), one
+    /// after the other (a refused connection fails at once). One that opens is reported
+    /// recovered by the transport, and the run that follows makes the records waiting
+    /// for it due.
     async fn probe_if_due(&self) {
-        let due = self.probe_at.get().zip(platform::clock());
-        if due.is_none_or(|(at, now)| at > now) {
+        if !platform::clock().is_some_and(|now| self.probes.get().due(now)) {
             return;
         }
-        self.probe_at.set(None);
         let mut reached = false;
         for relay in self.transport.unreachable() {
             reached |= self.transport.probe(&relay).await;
         }
-        let delay = self.probe_delay.get();
-        self.probe_delay.set(if reached {
-            PROBE_FIRST_MS
-        } else {
-            (delay * 3 / 2).min(PROBE_MAX_MS)
-        });
+        let mut probes = self.probes.get();
+        probes.probed(reached);
+        self.probes.set(probes);
     }
 
     async fn run(&self, filter: &Filter) -> RunResult {
