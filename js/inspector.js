@@ -1,10 +1,11 @@
 // nostr-outbox/inspector: <nostr-outbox-inspector>, a custom element that shows an outbox's
 // records live (stage, each relay's latest outcome, attempts, next try), a record's evidence
-// on demand, Retry and Cancel where the stage allows them (a refusal is shown, never
-// swallowed), filters by stage and lane, the counts per stage, and Export / Import of the
+// on demand, Retry and Cancel where the stage allows them, Send now for a record waiting
+// for its time (a scheduled post, an event dated ahead, a retry's backoff: `reschedule(id,
+// now)`) (a refusal is shown, never swallowed), filters by stage and lane, the counts per stage, and Export / Import of the
 // queue as a file (`outbox.export()` / `outbox.import()`). No framework: it reads
 // the outbox through nostr-outbox/store (`status`, `list`, `change` events, so other tabs'
-// and workers' changes show too) and calls `retry`/`cancel` on it.
+// and workers' changes show too) and calls `retry`/`cancel`/`reschedule` on it.
 //
 //   import "nostr-outbox/inspector";            // defines <nostr-outbox-inspector>
 //   document.querySelector("nostr-outbox-inspector").outbox = outbox;
@@ -19,6 +20,10 @@ import { createOutboxStore } from "./store.js";
 export const STAGES = ["pending", "leased", "retryable", "delivering", "satisfied", "exhausted", "cancelled", "superseded"];
 /** Stages `cancel` accepts (every stage that is not terminal). */
 const CANCELLABLE = new Set(["pending", "leased", "retryable", "delivering"]);
+/** Stages whose record may wait for a time (`reschedule` moves it). */
+const WAITING = new Set(["pending", "retryable", "delivering"]);
+/** True when `r` waits for a time more than a second away: Send now is offered. */
+const waitsAt = (r, now) => WAITING.has(r.stage) && !r.lease && r.nextAttemptAt != null && r.nextAttemptAt > now + 1000;
 const COLUMNS = ["Event", "Stage", "Relays", "Attempts", "Next try", "Actions"];
 
 const CSS = `
@@ -367,6 +372,7 @@ export class OutboxInspector extends Base {
     const toggle = el("button", { type: "button", part: "button evidence-button", "aria-expanded": "false", "aria-controls": evidenceId });
     const retry = el("button", { type: "button", part: "button retry-button" }, "Retry");
     const cancel = el("button", { type: "button", part: "button cancel-button" }, "Cancel");
+    const sendNow = el("button", { type: "button", part: "button send-now-button" }, "Send now");
     const cells = {
       event: el("th", { scope: "row", part: "cell event" }),
       stage: el("td", { part: "cell stage" }),
@@ -378,13 +384,14 @@ export class OutboxInspector extends Base {
     const tr = el("tr", { part: "row", "data-id": record.id }, ...Object.values(cells));
     const evidenceCell = el("td", { colspan: COLUMNS.length, part: "evidence" });
     const evidenceRow = el("tr", { id: evidenceId, part: "evidence-row", hidden: true }, evidenceCell);
-    const row = { tr, evidenceRow, evidenceCell, cells, toggle, retry, cancel, record, open: false };
+    const row = { tr, evidenceRow, evidenceCell, cells, toggle, retry, cancel, sendNow, record, open: false };
     toggle.addEventListener("click", () => {
       row.open = !row.open;
       this.#fillEvidence(row);
     });
-    retry.addEventListener("click", () => this.#act(row, "retry", retry));
-    cancel.addEventListener("click", () => this.#act(row, "cancel", cancel));
+    retry.addEventListener("click", () => this.#act(row, "Retry", retry, (id) => this.#outbox.retry(id)));
+    cancel.addEventListener("click", () => this.#act(row, "Cancel", cancel, (id) => this.#outbox.cancel(id)));
+    sendNow.addEventListener("click", () => this.#act(row, "Send now", sendNow, (id) => this.#outbox.reschedule(id, Date.now())));
     this.#fillRow(row);
     return row;
   }
@@ -412,15 +419,21 @@ export class OutboxInspector extends Base {
     row.toggle.setAttribute("aria-label", `Evidence (${r.evidence.length}) of ${label}`);
     row.retry.setAttribute("aria-label", `Retry ${label}`);
     row.cancel.setAttribute("aria-label", `Cancel ${label}`);
+    row.sendNow.setAttribute("aria-label", `Send ${label} now`);
     this.#placeAction(row, row.retry, r.stage === "exhausted");
     this.#placeAction(row, row.cancel, CANCELLABLE.has(r.stage));
+    this.#placeAction(row, row.sendNow, waitsAt(r, Date.now()), row.cancel);
     if (row.open) this.#fillEvidence(row);
   }
 
-  /** Shows or removes an action button; a focused button that goes hands focus to the row's Evidence button. */
-  #placeAction(row, button, wanted) {
+  /**
+   * Shows or removes an action button (before `before` when that is shown); a focused button
+   * that goes hands focus to the row's Evidence button.
+   */
+  #placeAction(row, button, wanted, before = null) {
     if (wanted) {
-      if (!button.isConnected || button.parentNode !== row.cells.actions) row.cells.actions.append(button);
+      const next = before && before.parentNode === row.cells.actions ? before : null;
+      if (button.parentNode !== row.cells.actions) row.cells.actions.insertBefore(button, next);
     } else if (button.parentNode) {
       const focused = this.shadowRoot.activeElement === button;
       button.remove();
@@ -445,7 +458,11 @@ export class OutboxInspector extends Base {
 
   #tick() {
     const now = Date.now();
-    for (const row of this.#rows.values()) if (row.record.nextAttemptAt != null) this.#fillNext(row, now);
+    for (const row of this.#rows.values()) {
+      if (row.record.nextAttemptAt == null) continue;
+      this.#fillNext(row, now);
+      this.#placeAction(row, row.sendNow, waitsAt(row.record, now), row.cancel);
+    }
   }
 
   #fillEvidence(row) {
@@ -494,17 +511,17 @@ export class OutboxInspector extends Base {
     row.evidenceCell.replaceChildren(dl, evidence);
   }
 
-  async #act(row, action, button) {
+  async #act(row, label, button, run) {
     const id = row.record.id;
     // aria-disabled, not disabled: a disabled button would drop the keyboard focus.
     if (button.getAttribute("aria-disabled") === "true") return;
     button.setAttribute("aria-disabled", "true");
     try {
-      await this.#outbox[action](id);
+      await run(id);
       this.#showError("");
       await this.#store?.refresh();
     } catch (error) {
-      this.#showError(`${action === "retry" ? "Retry" : "Cancel"} of ${short(id)} failed: ${errorText(error)}`);
+      this.#showError(`${label} of ${short(id)} failed: ${errorText(error)}`);
     } finally {
       button.removeAttribute("aria-disabled");
     }

@@ -52,7 +52,9 @@ async function until(what, read, ok, ms = 20_000) {
 async function scenario(label, call, press) {
   await relayB.stop();
   const [note, laneNote] = signedEvents(2, { content: (i) => `${label} note ${i}` });
-  // nostr-rs-relay refuses events dated more than 30 min ahead ("invalid: …"), for good.
+  // Dated 2 h ahead: the outbox holds it until then (relays refuse events from the future);
+  // sent at once with Send now, nostr-rs-relay refuses it for good (more than 30 min ahead:
+  // "invalid: …").
   const future = finalizeEvent({ kind: 1, created_at: Math.floor(Date.now() / 1000) + 7200, tags: [], content: `${label} from the future` }, generateSecretKey());
   const view = () => call("view");
   const rowOf = (v, id) => v.rows.find((r) => r.id === id);
@@ -113,8 +115,19 @@ async function scenario(label, call, press) {
   assert.ok(outcomes.filter((o) => o === "accepted").length === 2, JSON.stringify(ev.answers));
   assert.ok(outcomes.some((o) => o === "unreachable" || o === "timeout"), JSON.stringify(ev.answers));
 
-  // A rejection for good exhausts a record: Retry, no Cancel.
+  // An event dated ahead waits for its time: Send now and Cancel; the flush leaves it.
   await call("enqueue", future, [relayA.url], { policy: "all" });
+  await call("flush");
+  v = await until("the held row", view, (x) => rowOf(x, future.id)?.stage === "pending");
+  r = rowOf(v, future.id);
+  assert.deepEqual(r.buttons, ["Evidence (0)", "Send now", "Cancel"], "waiting for its time: Send now");
+  assert.match(r.next, /^in (1 h|[0-9]+ min)/, JSON.stringify(r));
+  assert.equal(await call("storedStage", future.id), "pending", "not sent by the flush");
+
+  // Send now: rescheduled to now in the store; the next flush sends it, and the relay's
+  // rejection for good exhausts it: Retry, no Cancel.
+  await press(future.id, "send-now-button");
+  await until("Send now in the store", () => call("storedNext", future.id), (at) => at !== null && at <= Date.now());
   await call("flush");
   v = await until("the rejection", view, (x) => rowOf(x, future.id)?.stage === "exhausted");
   r = rowOf(v, future.id);
@@ -204,7 +217,7 @@ async function scenario(label, call, press) {
   assert.match(v.error, /^Cancel of [0-9a-f]{8}… failed: closed: /);
 }
 
-test("inspector in Chromium: live rows, retry/cancel by keyboard, filters, evidence, axe", async () => {
+test("inspector in Chromium: live rows, send now/retry/cancel by keyboard, filters, evidence, axe", async () => {
   const browser = await launch();
   try {
     const page = await browser.context.newPage();
@@ -219,7 +232,7 @@ test("inspector in Chromium: live rows, retry/cancel by keyboard, filters, evide
     const call = async (name, ...args) => page.evaluate(([n, a]) => window[n](...a), [name, args]);
 
     // The keyboard: Tab from the top of the page until the row's button has focus, then
-    // Enter (Retry) or Space (Cancel). Focus must be visible (an outline) on the way.
+    // Enter or Space, in turns (Send now: Enter, Retry: Space, Cancel: Enter). Focus must be visible (an outline) on the way.
     const seen = new Set();
     let presses = 0;
     const press = async (id, part) => {
@@ -249,7 +262,7 @@ test("inspector in Chromium: live rows, retry/cancel by keyboard, filters, evide
     await scenario("chromium", call, press);
     assert.ok(seen.has("filter stage-filter") && seen.has("filter lane-filter"), `the filters are in the tab order: ${[...seen]}`);
     assert.ok(seen.has("button evidence-button"), "the Evidence buttons are in the tab order");
-    assert.equal(presses, 2, "Retry and Cancel were pressed with the keyboard");
+    assert.equal(presses, 3, "Send now, Retry and Cancel were pressed with the keyboard");
     assert.deepEqual(problems, []);
   } finally {
     await browser.close();

@@ -30,6 +30,7 @@ window.flush = async () => {
   return { delivered: r.delivered, retrying: r.retrying, exhausted: r.exhausted };
 };
 window.storedStage = async (id) => (await outbox.get(id))?.stage ?? null;
+window.storedNext = async (id) => (await outbox.get(id))?.nextAttemptAt ?? null;
 
 /** What the element shows: its rows, counts, error and empty text. */
 window.view = () => {
