@@ -25,6 +25,12 @@ export interface DurableObjectAlarmLike {
 export interface DurableObjectStorageOptions {
   /** Prepended to every key; default "nostr-outbox/". */
   prefix?: string;
+  /**
+   * Default true: no other live context reaches this storage (one instance of an object
+   * runs at a time), so the flusher takes over at once what a killed incarnation left
+   * leased. Open one outbox per object and prefix.
+   */
+  exclusive?: boolean;
 }
 
 /** What the adapter declares: 130 048 UTF-8 bytes per value (128 KiB stored, framing included). */

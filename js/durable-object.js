@@ -28,11 +28,16 @@ export const DURABLE_OBJECT_LIMITS = Object.freeze({ maxValueBytes: 128 * 1024 -
 /**
  * A storage adapter on a Durable Object's storage.
  * @param {object} storage `this.ctx.storage` (`DurableObjectStorage`)
- * @param {{ prefix?: string }} [options] `prefix` (default "nostr-outbox/"): prepended to
- *   every key, so several adapters and the object's own keys share one storage.
+ * @param {{ prefix?: string, exclusive?: boolean }} [options] `prefix` (default
+ *   "nostr-outbox/"): prepended to every key, so several adapters and the object's own keys
+ *   share one storage. `exclusive` (default true): the adapter says no other live context
+ *   reaches this storage (Cloudflare runs one instance of an object at a time), so the
+ *   outbox's flusher takes over at once the records a killed incarnation left leased,
+ *   instead of waiting out their lease. Open one outbox per object and prefix.
  */
 export function durableObjectStorage(storage, options = {}) {
   const prefix = options.prefix ?? "nostr-outbox/";
+  const exclusive = options.exclusive ?? true;
   const session = randomId();
   let writes = 0;
 
@@ -49,6 +54,7 @@ export function durableObjectStorage(storage, options = {}) {
 
   return {
     limits: DURABLE_OBJECT_LIMITS,
+    exclusive,
     getMany: (keys) => read(storage, keys),
     async list({ start, end, limit, reverse }) {
       if (limit <= 0 || !(start < end)) return [];

@@ -52,6 +52,15 @@ export interface StorageCommit {
 export interface StorageAdapter {
   /** What one commit may hold; an omitted field means no limit. */
   readonly limits?: StorageLimits;
+  /**
+   * True when no other live context can reach this storage while this one runs (a Durable
+   * Object's). The outbox's flusher is then the only live one, as the Web Lock holder is in
+   * a browser: at each flush it takes over the leases of other owners (a killed incarnation's)
+   * at once, keeping their attempt numbers, instead of waiting until they expire. Never set
+   * it on storage two live processes share (an SQLite file, Deno KV): their flushers would
+   * take each other's records.
+   */
+  readonly exclusive?: boolean;
   /** For each key (same order): its value and version, or null when absent. */
   getMany(keys: string[]): Promise<Array<StorageEntry | null>>;
   /** The keys k with start <= k < end, ascending; with reverse, descending (the `limit` keys nearest `end`). At most `limit`. */

@@ -40,6 +40,7 @@ extern "C" {
 pub struct JsKv {
     adapter: JsAdapter,
     limits: KvLimits,
+    exclusive: bool,
 }
 
 #[derive(Deserialize)]
@@ -98,6 +99,13 @@ fn is_function(target: &JsValue, name: &str) -> bool {
 }
 
 impl JsKv {
+    /// True when the adapter says no other live context reaches its storage
+    /// (`exclusive: true`): this outbox's flusher is then the only live one, as the Web
+    /// Lock holder is in a browser, and takes other owners' leases over at once.
+    pub fn exclusive(&self) -> bool {
+        self.exclusive
+    }
+
     /// Wraps `value` when it has the three methods; reads its `limits` (each a positive
     /// integer when given).
     pub fn new(value: JsValue) -> Result<JsKv, ApiError> {
@@ -115,6 +123,12 @@ impl JsKv {
                 ),
             ));
         }
+        // `exclusive: true`: no other live context reaches this storage (a Durable
+        // Object's, by Cloudflare's single-instance guarantee).
+        let exclusive = Reflect::get(&value, &JsValue::from_str("exclusive"))
+            .ok()
+            .and_then(|v| v.as_bool())
+            .unwrap_or(false);
         let raw = Reflect::get(&value, &JsValue::from_str("limits")).unwrap_or_default();
         let limits = if raw.is_undefined() || raw.is_null() {
             KvLimits::UNLIMITED
@@ -146,6 +160,7 @@ impl JsKv {
         Ok(JsKv {
             adapter: value.unchecked_into(),
             limits,
+            exclusive,
         })
     }
 }

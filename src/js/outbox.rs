@@ -450,6 +450,10 @@ impl Outbox {
     pub(crate) async fn open_with(config: OpenConfig) -> Result<Outbox, ApiError> {
         // Memory and adapters are not the origin's: no cross-tab election or broadcast.
         let local = !matches!(config.storage, StorageChoice::IndexedDb);
+        #[cfg(feature = "adapter")]
+        let exclusive = matches!(&config.storage, StorageChoice::Adapter(kv) if kv.exclusive());
+        #[cfg(not(feature = "adapter"))]
+        let exclusive = false;
         let store = open_store(config.storage, &config.name, config.durability).await?;
         if config.transport.is_none() && !sys::has_web_socket() {
             store.backend().close();
@@ -525,6 +529,7 @@ impl Outbox {
                 max_ticks: crate::flush::MAX_TICKS,
                 lock_retry_ms: 1_000,
                 error_retry_ms: 10_000,
+                exclusive,
             },
             on_event,
             on_error,

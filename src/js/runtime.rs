@@ -15,7 +15,10 @@
 //!   claimed before it lets the lock go. So a lease held by another owner (another
 //!   outbox: a closed tab, a killed browser, a terminated worker) is an orphan, and the
 //!   run takes it over first ([`crate::flush::RunBounds::take_over`]). Its own leases
-//!   are never taken. Without the lock nothing is taken over: leases only expire.
+//!   are never taken. A storage adapter that says it is `exclusive` (a Durable
+//!   Object's: one live instance at a time) makes every run the only live flusher too,
+//!   so a new incarnation takes over what a killed one leased. Otherwise nothing is
+//!   taken over: leases only expire.
 //! - A run is skipped while the runtime reports itself offline (`navigator.onLine`).
 //! - Auto-flush (`start_auto`): runs at start, on `online`, when the page becomes
 //!   visible (`visibilitychange`, only where a `document` exists), after each enqueue,
@@ -68,6 +71,9 @@ pub(crate) struct RuntimeConfig {
     pub lock_retry_ms: u64,
     /// After a failed auto-flush run, the next one is tried after this long.
     pub error_retry_ms: u64,
+    /// No other live context reaches the storage (a Durable Object's): every run is
+    /// the only live flusher, as one holding the Web Lock is.
+    pub exclusive: bool,
 }
 
 /// Why a run failed.
@@ -540,9 +546,11 @@ impl<S: Store + 'static, T: Transport + 'static> Shared<S, T> {
             },
         };
         // Holding the lock makes this the only live flusher: leases of other owners
-        // are orphans, taken over at once. Without the lock (no `navigator.locks`, a
-        // memory store), leases are left to expire.
-        let take_over = lock.0.is_some();
+        // are orphans, taken over at once; so does storage no other live context
+        // reaches (a Durable Object's: a new incarnation owns what the old one leased).
+        // Otherwise (no `navigator.locks`, a memory store, a shared SQLite file or Deno
+        // KV), leases are left to expire.
+        let take_over = lock.0.is_some() || self.config.exclusive;
         let result = self.run_locked(&mut view, take_over, filter).await;
         lock.release().await;
         result.map(|()| view)

@@ -190,9 +190,10 @@ export async function workerdScenario({ dir, count, makeRelay, signedEvents, onR
   const cfg = {
     script,
     persist: join(dir, "workerd-persist"),
-    // Short leases (a killed flush's records come back in 3 s), small batches (so the kill
-    // lands in the middle of the flush).
-    options: { leaseMs: 3000, connectTimeoutMs: 500, publishTimeoutMs: 1000, baseDelayMs: 100, maxDelayMs: 1000, batchSize: 16, concurrency: 4 },
+    // The default lease (120 s with these timeouts): the killed incarnation's records come
+    // back because the adapter is `exclusive` (the new incarnation takes its leases over),
+    // not because their leases ran out. Small batches, so the kill lands mid-flush.
+    options: { connectTimeoutMs: 500, publishTimeoutMs: 1000, baseDelayMs: 100, maxDelayMs: 1000, batchSize: 16, concurrency: 4 },
   };
   const sub = async (name, fn) => {
     try {
@@ -241,7 +242,8 @@ export async function workerdScenario({ dir, count, makeRelay, signedEvents, onR
     await sub("relaunch_recovers", async () => {
       const started = Date.now();
       mf = await startChild(cfg);
-      // The persisted alarm fires again; the dead flush's leases expire after 3 s.
+      // The persisted alarm fires again and takes the dead flush's leases over (their
+      // lease has 2 minutes to run).
       const s = await until("every record satisfied", async () => {
         const st = (await call(mf.url, "GET", "/status")).body;
         return { done: st.satisfied === count, st };
