@@ -352,3 +352,68 @@ async fn events_from_the_future_wait_for_their_created_at() {
         ok(&o, "close", &[]).await;
     }
 }
+
+/// `holdMs`: an undo window for every enqueue. A record without a time of its own waits
+/// it out (or its `created_at`, whichever is later); `cancel` inside it is an undo;
+/// `notBefore: 0` overrides it; a bad value is refused at open.
+#[wasm_bindgen_test]
+async fn hold_ms_is_an_undo_window_for_every_enqueue() {
+    for mut options in storages() {
+        options["holdMs"] = json!(60_000);
+        let answers = js(json!({ A: { "ok": true, "message": "" } }));
+        let o = open(options.clone(), Some(transport(&answers))).await;
+        let now = now_s();
+        let before = js_sys::Date::now() as u64;
+        let held = event(1, vec![], "held for the undo window", now);
+        let undone = event(1, vec![], "undone inside the window", now);
+        let asked = event(1, vec![], "sent at once", now);
+        let later = event(1, vec![], "dated after the window", now + 120);
+        let r = ok(&o, "enqueue", &[js(held.clone()), relays(&[A])]).await;
+        let at = r["record"]["nextAttemptAt"].as_u64().expect("a time");
+        let after = js_sys::Date::now() as u64;
+        assert!(
+            (before + 60_000..=after + 60_000).contains(&at),
+            "{at} not 60 s after {before}..{after}"
+        );
+        ok(&o, "enqueue", &[js(undone.clone()), relays(&[A])]).await;
+        ok(
+            &o,
+            "enqueue",
+            &[
+                js(asked.clone()),
+                relays(&[A]),
+                js(json!({ "notBefore": 0 })),
+            ],
+        )
+        .await;
+        let r = ok(&o, "enqueue", &[js(later.clone()), relays(&[A])]).await;
+        assert_eq!(
+            r["record"]["nextAttemptAt"],
+            json!((now + 120) * 1000 - 5000),
+            "its created_at is later than the window"
+        );
+        let c = ok(&o, "cancel", &[js(undone["id"].clone())]).await;
+        assert_eq!(c["stage"], json!("cancelled"), "the undo");
+        let f = ok(&o, "flush", &[]).await;
+        assert_eq!(f["delivered"], json!(1), "only the one sent at once: {f}");
+        for (e, stage) in [
+            (&held, "pending"),
+            (&undone, "cancelled"),
+            (&asked, "satisfied"),
+            (&later, "pending"),
+        ] {
+            let got = ok(&o, "get", &[js(e["id"].clone())]).await;
+            assert_eq!(got["stage"], json!(stage), "{}", e["content"]);
+        }
+        ok(&o, "close", &[]).await;
+        // Out of range or not a number: refused at open.
+        for bad in [json!(-1), json!(86_400_001), json!("5s")] {
+            options["holdMs"] = bad.clone();
+            let e = JsFuture::from(Outbox::open(js(options.clone())))
+                .await
+                .expect_err("refused");
+            let err: &OutboxError = e.unchecked_ref();
+            assert_eq!(err.code(), "invalid_options", "holdMs {bad}");
+        }
+    }
+}

@@ -42,13 +42,14 @@ const DEFAULT_LIST_LIMIT: u32 = 100;
 const IMPORT_BATCH: usize = 50;
 
 /// The keys of `Outbox.open` options.
-const OPEN_KEYS: [&str; 21] = [
+const OPEN_KEYS: [&str; 22] = [
     "name",
     "storage",
     "durability",
     "policy",
     "maxAttempts",
     "stopWhenSatisfied",
+    "holdMs",
     "baseDelayMs",
     "maxDelayMs",
     "publishTimeoutMs",
@@ -66,8 +67,8 @@ const OPEN_KEYS: [&str; 21] = [
     "transport",
 ];
 /// The keys of `handleSync` options: those of `Outbox.open`, and `tag`.
-const SYNC_KEYS: [&str; 22] = {
-    let mut keys = [""; 22];
+const SYNC_KEYS: [&str; 23] = {
+    let mut keys = [""; 23];
     let mut i = 0;
     while i < OPEN_KEYS.len() {
         keys[i] = OPEN_KEYS[i];
@@ -86,6 +87,7 @@ shape! {
         policy: input::PolicyInput = "policy",
         max_attempts: Uint = "maxAttempts",
         stop_when_satisfied: bool = "stopWhenSatisfied",
+        hold_ms: Uint = "holdMs",
         base_delay_ms: Uint = "baseDelayMs",
         max_delay_ms: Uint = "maxDelayMs",
         publish_timeout_ms: Uint = "publishTimeoutMs",
@@ -104,6 +106,9 @@ shape! {
         tag: String = "tag",
     }
 }
+
+/// The longest undo window (`holdMs`): a day.
+const MAX_HOLD_MS: u64 = 86_400_000;
 
 /// Where an outbox keeps its records.
 pub(crate) enum StorageChoice {
@@ -137,6 +142,7 @@ pub(crate) struct OpenConfig {
     policy: Policy,
     max_attempts: Option<u32>,
     stop_when_satisfied: bool,
+    hold_ms: Option<u64>,
     flush: FlushConfig,
     ws: WsTransportConfig,
     signer: Option<js_sys::Function>,
@@ -284,6 +290,13 @@ impl OpenConfig {
         let stop_when_satisfied = r
             .boolean("stopWhenSatisfied", o.stop_when_satisfied)?
             .unwrap_or(false);
+        let hold_ms = r.uint("holdMs", o.hold_ms)?.filter(|ms| *ms > 0);
+        if hold_ms.is_some_and(|ms| ms > MAX_HOLD_MS) {
+            return Err(ApiError::options(
+                "holdMs",
+                format!("must be 0..={MAX_HOLD_MS} (a day)"),
+            ));
+        }
         let request_persistence = r
             .boolean("requestPersistence", o.request_persistence)?
             .unwrap_or(false);
@@ -301,6 +314,7 @@ impl OpenConfig {
             policy,
             max_attempts,
             stop_when_satisfied,
+            hold_ms,
             flush,
             ws,
             signer,
@@ -326,6 +340,8 @@ struct Inner {
     policy: Policy,
     max_attempts: Option<u32>,
     stop_when_satisfied: bool,
+    /// The undo window every enqueue without a `notBefore` of its own gets (`holdMs`).
+    hold_ms: Option<u64>,
     persisted: Option<bool>,
     closed: Cell<bool>,
     /// While `flush()` runs: the attempts ended so far and the records due when it
@@ -544,6 +560,7 @@ impl Outbox {
                 policy: config.policy,
                 max_attempts: config.max_attempts,
                 stop_when_satisfied: config.stop_when_satisfied,
+                hold_ms: config.hold_ms,
                 persisted,
                 closed: Cell::new(false),
                 progress,
@@ -663,8 +680,18 @@ impl Inner {
         // Events dated ahead wait for their time (relays refuse them before it).
         let mut held = Vec::with_capacity(plans.len());
         for (i, plan) in plans.into_iter().enumerate() {
+            // The undo window (`holdMs`), for a plan with no time of its own.
+            let window = self
+                .hold_ms
+                .filter(|_| plan.not_before_ms.is_none() && plan.imported.is_none())
+                .map(|ms| now_ms.saturating_add(ms));
             match plan.hold_until_created_at(now_ms) {
-                Ok(plan) => held.push(plan),
+                Ok(mut plan) => {
+                    if let Some(until) = window {
+                        plan.not_before_ms = plan.not_before_ms.max(Some(until));
+                    }
+                    held.push(plan)
+                }
                 Err(e) if indexed => return Err(with_index(e.into(), i)),
                 Err(e) => return Err(e.into()),
             }

@@ -198,6 +198,13 @@ export interface OutboxOptions {
    * Default `false` (every target that has not settled keeps getting the event).
    */
   stopWhenSatisfied?: boolean;
+  /**
+   * An undo window for every enqueue, in ms (0..=86 400 000, default 0): a record without a
+   * `notBefore` of its own waits this long before it is sent, so `cancel(id)` within it is an
+   * undo (nothing was sent), across reloads, tabs and workers. `notBefore` (`0`: at once)
+   * overrides it per record.
+   */
+  holdMs?: number;
   /** Delay after the first failed attempt, doubled each attempt. Default 1000 ms. */
   baseDelayMs?: number;
   /** Largest retry delay. Default 300000 ms. */
