@@ -99,17 +99,28 @@ impl Plan {
     /// explicit `not_before_ms` is the app asking for another time (`0`: at once). An
     /// imported record keeps its own schedule.
     ///
-    /// Refused (`invalid_argument`, field `event`) when that time is at or after a
-    /// deadline still ahead: the record could never be sent.
-    pub fn hold_until_created_at(mut self, now_ms: u64) -> Result<Plan, CoreError> {
-        let created_ms = match &self.event.meta {
-            Some(meta) if self.not_before_ms.is_none() && self.imported.is_none() => {
-                meta.created_at.saturating_mul(1_000)
-            }
-            _ => return Ok(self),
+    /// With `undo_until_ms` (an outbox's undo window, `holdMs`, ending then), such a plan
+    /// waits until the later of the two.
+    ///
+    /// Refused (`invalid_argument`, field `event`) when the `created_at` time is at or
+    /// after a deadline still ahead: the record could never be sent.
+    pub fn hold_until_created_at(
+        mut self,
+        now_ms: u64,
+        undo_until_ms: Option<u64>,
+    ) -> Result<Plan, CoreError> {
+        if self.not_before_ms.is_some() || self.imported.is_some() {
+            return Ok(self);
+        }
+        self.not_before_ms = undo_until_ms;
+        let Some(meta) = &self.event.meta else {
+            return Ok(self);
         };
-        let at = created_ms.saturating_sub(FUTURE_TOLERANCE_MS);
-        if at <= now_ms {
+        let at = meta
+            .created_at
+            .saturating_mul(1_000)
+            .saturating_sub(FUTURE_TOLERANCE_MS);
+        if at <= now_ms || undo_until_ms.is_some_and(|u| u >= at) {
             return Ok(self);
         }
         if let Some(deadline) = self.effective_deadline_ms().filter(|d| *d > now_ms) {
@@ -374,12 +385,14 @@ mod tests {
         let now = 1_000_000_000_000; // ms
                                      // Now, a moment ago, within the tolerance: at once.
         for created in [0, 999_999_000, 1_000_000_000, 1_000_000_005] {
-            let p = dated(created, None).hold_until_created_at(now).unwrap();
+            let p = dated(created, None)
+                .hold_until_created_at(now, None)
+                .unwrap();
             assert_eq!(p.not_before_ms, None, "created_at {created}");
         }
         // Ahead: at created_at less the tolerance.
         let p = dated(1_000_000_060, None)
-            .hold_until_created_at(now)
+            .hold_until_created_at(now, None)
             .unwrap();
         assert_eq!(
             p.not_before_ms,
@@ -387,34 +400,62 @@ mod tests {
         );
         assert!(p.clone().normalize().is_ok());
         // The largest times do not overflow.
-        let p = dated(u64::MAX, None).hold_until_created_at(now).unwrap();
+        let p = dated(u64::MAX, None)
+            .hold_until_created_at(now, None)
+            .unwrap();
         assert_eq!(p.not_before_ms, Some(u64::MAX - FUTURE_TOLERANCE_MS));
-        // The app's own time wins, even an earlier one (0: at once).
+        // The app's own time wins over both, even an earlier one (0: at once).
         for own in [0, now + 1] {
             let p = dated(1_000_000_060, None)
                 .with_not_before_ms(Some(own))
-                .hold_until_created_at(now)
+                .hold_until_created_at(now, Some(now + 60_000))
                 .unwrap();
             assert_eq!(p.not_before_ms, Some(own));
         }
         // No header fields (an envelope built by hand): nothing to read.
         let mut p = dated(1_000_000_060, None);
         p.event.meta = None;
-        assert_eq!(p.hold_until_created_at(now).unwrap().not_before_ms, None);
+        assert_eq!(
+            p.clone()
+                .hold_until_created_at(now, None)
+                .unwrap()
+                .not_before_ms,
+            None
+        );
+        // An undo window: the later of its end and the created_at time.
+        let undo = Some(now + 30_000);
+        assert_eq!(
+            p.hold_until_created_at(now, undo).unwrap().not_before_ms,
+            undo
+        );
+        let p = dated(1_000_000_000, None).hold_until_created_at(now, undo);
+        assert_eq!(p.unwrap().not_before_ms, undo, "dated now: the window");
+        let p = dated(1_000_000_060, None).hold_until_created_at(now, undo);
+        assert_eq!(
+            p.unwrap().not_before_ms,
+            Some(1_000_000_055_000),
+            "dated after the window"
+        );
+        let p = dated(1_000_000_020, None).hold_until_created_at(now, Some(now + 90_000));
+        assert_eq!(
+            p.unwrap().not_before_ms,
+            Some(now + 90_000),
+            "a window past it"
+        );
         // Past a deadline still ahead: refused, it would never be sent.
         let e = dated(1_000_000_060, None)
             .with_deadline_ms(Some(now + 30_000))
-            .hold_until_created_at(now)
+            .hold_until_created_at(now, None)
             .unwrap_err();
         assert_eq!(e.code(), "invalid_argument");
         assert!(format!("{e}").contains("past the deadline"), "{e}");
         let e = dated(1_000_000_060, Some(1_000_000_050))
-            .hold_until_created_at(now)
+            .hold_until_created_at(now, None)
             .unwrap_err();
         assert_eq!(e.code(), "invalid_argument");
         // A deadline already past is the expiry check's (event_expired), not this one's.
         let p = dated(1_000_000_060, Some(999_999_000))
-            .hold_until_created_at(now)
+            .hold_until_created_at(now, None)
             .unwrap();
         assert!(p.not_before_ms.is_some());
     }

@@ -292,10 +292,7 @@ impl OpenConfig {
             .unwrap_or(false);
         let hold_ms = r.uint("holdMs", o.hold_ms)?.filter(|ms| *ms > 0);
         if hold_ms.is_some_and(|ms| ms > MAX_HOLD_MS) {
-            return Err(ApiError::options(
-                "holdMs",
-                format!("must be 0..={MAX_HOLD_MS} (a day)"),
-            ));
+            return Err(ApiError::options("holdMs", "must be 0..=86400000 (a day)"));
         }
         let request_persistence = r
             .boolean("requestPersistence", o.request_persistence)?
@@ -678,20 +675,12 @@ impl Inner {
             }
         };
         // Events dated ahead wait for their time (relays refuse them before it).
+        // and the undo window (`holdMs`).
+        let undo_until = self.hold_ms.map(|ms| now_ms.saturating_add(ms));
         let mut held = Vec::with_capacity(plans.len());
         for (i, plan) in plans.into_iter().enumerate() {
-            // The undo window (`holdMs`), for a plan with no time of its own.
-            let window = self
-                .hold_ms
-                .filter(|_| plan.not_before_ms.is_none() && plan.imported.is_none())
-                .map(|ms| now_ms.saturating_add(ms));
-            match plan.hold_until_created_at(now_ms) {
-                Ok(mut plan) => {
-                    if let Some(until) = window {
-                        plan.not_before_ms = plan.not_before_ms.max(Some(until));
-                    }
-                    held.push(plan)
-                }
+            match plan.hold_until_created_at(now_ms, undo_until) {
+                Ok(plan) => held.push(plan),
                 Err(e) if indexed => return Err(with_index(e.into(), i)),
                 Err(e) => return Err(e.into()),
             }
