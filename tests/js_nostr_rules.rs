@@ -99,6 +99,23 @@ fn details(c: &JsValue) -> Value {
     rust(&Reflect::get(c, &"details".into()).expect("details"))
 }
 
+/// `status().total` is still `before`: a refusal stored nothing.
+async fn nothing_stored(o: &JsValue, before: &Value) {
+    assert_eq!(
+        &ok(o, "status", &[]).await["total"],
+        before,
+        "nothing stored"
+    );
+}
+
+/// Each event's record is in its stage.
+async fn stages_are(o: &JsValue, expected: &[(&Value, &str)]) {
+    for (e, stage) in expected {
+        let got = ok(o, "get", &[js(e["id"].clone())]).await;
+        assert_eq!(got["stage"], json!(stage), "{}", e["content"]);
+    }
+}
+
 fn relays(list: &[&str]) -> JsValue {
     js(json!(list))
 }
@@ -270,11 +287,7 @@ async fn ephemeral_deadline_and_expired_events() {
             "event_expired",
         )
         .await;
-        assert_eq!(
-            ok(&o, "status", &[]).await["total"],
-            before,
-            "nothing stored"
-        );
+        nothing_stored(&o, &before).await;
         ok(&o, "close", &[]).await;
     }
 }
@@ -313,14 +326,15 @@ async fn events_from_the_future_wait_for_their_created_at() {
         ok(&o, "reschedule", &[js(moved["id"].clone()), js(json!(0))]).await;
         let f = ok(&o, "flush", &[]).await;
         assert_eq!(f["delivered"], json!(2), "{f}");
-        for (e, stage) in [
-            (&ahead, "pending"),
-            (&asked, "satisfied"),
-            (&moved, "satisfied"),
-        ] {
-            let got = ok(&o, "get", &[js(e["id"].clone())]).await;
-            assert_eq!(got["stage"], json!(stage), "{}", e["content"]);
-        }
+        stages_are(
+            &o,
+            &[
+                (&ahead, "pending"),
+                (&asked, "satisfied"),
+                (&moved, "satisfied"),
+            ],
+        )
+        .await;
         // A created_at past the deadline: it could never go. Refused, nothing stored.
         let before = ok(&o, "status", &[]).await["total"].clone();
         let late = event(1, vec![], "after its deadline", now + 600);
@@ -344,11 +358,7 @@ async fn events_from_the_future_wait_for_their_created_at() {
         )
         .await;
         assert_eq!(d["index"], json!(1));
-        assert_eq!(
-            ok(&o, "status", &[]).await["total"],
-            before,
-            "nothing stored"
-        );
+        nothing_stored(&o, &before).await;
         ok(&o, "close", &[]).await;
     }
 }
@@ -396,15 +406,16 @@ async fn hold_ms_is_an_undo_window_for_every_enqueue() {
         assert_eq!(c["stage"], json!("cancelled"), "the undo");
         let f = ok(&o, "flush", &[]).await;
         assert_eq!(f["delivered"], json!(1), "only the one sent at once: {f}");
-        for (e, stage) in [
-            (&held, "pending"),
-            (&undone, "cancelled"),
-            (&asked, "satisfied"),
-            (&later, "pending"),
-        ] {
-            let got = ok(&o, "get", &[js(e["id"].clone())]).await;
-            assert_eq!(got["stage"], json!(stage), "{}", e["content"]);
-        }
+        stages_are(
+            &o,
+            &[
+                (&held, "pending"),
+                (&undone, "cancelled"),
+                (&asked, "satisfied"),
+                (&later, "pending"),
+            ],
+        )
+        .await;
         ok(&o, "close", &[]).await;
         // Out of range or not a number: refused at open.
         for bad in [json!(-1), json!(86_400_001), json!("5s")] {
