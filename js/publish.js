@@ -14,7 +14,9 @@
 // - at once (`queued: true`) when the relay is known to be unreachable (its latest answer
 //   is `unreachable`: connection refused, its circuit open), as nostr-tools rejects a
 //   refused connection at once; the outbox keeps delivering the event to it;
-// - after `maxWait` (`queued: true`) when it has not answered by then.
+// - after `maxWait` (`queued: true`) when it has not answered by then, counted from the
+//   record's own time when it waits for one (`notBefore`, the outbox's `holdMs`, an event
+//   dated ahead): a held post is not a relay that failed to answer.
 // A record still in delivery (any stage but the terminal ones, e.g. `delivering` once its
 // policy is met while other targets are open) keeps every open relay's promise waiting.
 import { Outbox, normalizeRelayUrl } from "./nostr_outbox.js";
@@ -154,6 +156,9 @@ export function publishThrough(outbox, relays, event, options = {}) {
       id = first.id;
       if (!last || last.revision < first.revision) settle(first);
       if (waiting.size === 0) return;
+      // A record that waits for its time (scheduled, an undo window, dated ahead) is not
+      // sent before it: maxWait starts then.
+      const held = first.stage === "pending" && first.nextAttemptAt != null ? Math.max(0, first.nextAttemptAt - Date.now()) : 0;
       timer = setTimeout(() => {
         const record = last && last.revision >= first.revision ? last : first;
         const targets = new Map(record.targets.map((t) => [t.relay, t]));
@@ -173,7 +178,7 @@ export function publishThrough(outbox, relays, event, options = {}) {
         }
         waiting.clear();
         done();
-      }, maxWait);
+      }, held + maxWait);
       // The relays still waiting must get the event when they are back, with no call from
       // the app: that takes a flusher that runs at the retry times and probes relays that
       // were down, so publish() turns auto-flush on (it flushes now, too).

@@ -178,6 +178,20 @@ test("one promise per relay: the OK message, the relay's `blocked:` refusal, `du
   assert.equal(answers[2].message, "duplicate url");
 });
 
+test("a held post (notBefore, holdMs, dated ahead): maxWait counts from its time, so the promise resolves from the relay's OK", { timeout: PROMPT }, async () => {
+  const [e] = signedEvents(1, { content: () => "held, then published" });
+  const res = await page.evaluate(async ([url, e]) => {
+    const t0 = Date.now();
+    // Sent 4 s from now; maxWait 3 s: before its time counted, this rejected at 3 s
+    // ("publish timed out") while the post was still waiting to go.
+    const [r] = await settle(outbox.publish([url], e, { maxWait: 3000, notBefore: t0 + 4000 }));
+    return { r, after: Date.now() - t0 };
+  }, [nrr.url, e]);
+  assert.equal(res.r.ok, true, JSON.stringify(res.r));
+  assert.ok(res.after >= 4000, `resolved ${res.after} ms after publish(), not before the post's time`);
+  assert.equal((await queryRelay(nrr.url, [e.id]))[0]?.sig, e.sig);
+});
+
 test("bad input rejects every promise with the OutboxError and stores nothing", async () => {
   const [event] = signedEvents(1);
   const res = await page.evaluate(async ([url, event]) => {
