@@ -2,6 +2,10 @@
 //! its properties (proptest), the Nostr rules' properties, and the lists the JavaScript
 //! API and the docs must agree with (error codes, option keys).
 
+#[cfg(not(target_arch = "wasm32"))]
+#[path = "../support/proptest_config.rs"]
+mod proptest_config;
+
 mod api_lists;
 mod machine;
 mod props;

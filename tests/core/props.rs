@@ -673,7 +673,7 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+    #![proptest_config(crate::proptest_config::cases(256))]
 
     #[test]
     fn random_operation_sequences_keep_the_invariants(ops in prop::collection::vec(op(), 1..80)) {
@@ -762,7 +762,7 @@ fn json_value() -> impl Strategy<Value = serde_json::Value> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 2_000, ..ProptestConfig::default() })]
+    #![proptest_config(crate::proptest_config::cases(2_000))]
 
     /// Hostile imports: a reachable record with some of its fields (or its evidence's)
     /// replaced by arbitrary JSON is either refused by `core::import::plan_for` or taken

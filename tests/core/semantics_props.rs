@@ -297,7 +297,7 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+    #![proptest_config(crate::proptest_config::cases(512))]
 
     #[test]
     fn only_the_newest_version_and_nothing_deleted_is_sent(

@@ -2,6 +2,10 @@
 //! scripted transport: one tick, whole runs, the pipeline's rules, crashes mid-flush,
 //! and its properties (proptest).
 
+#[cfg(not(target_arch = "wasm32"))]
+#[path = "../support/proptest_config.rs"]
+mod proptest_config;
+
 mod support;
 
 mod crash;

@@ -37,7 +37,7 @@ fn policy(code: u8) -> Policy {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
+    #![proptest_config(crate::proptest_config::cases(128))]
 
     #[test]
     fn flushing_random_relays_ends_terminal_without_resending_settled_targets(
@@ -110,5 +110,72 @@ proptest! {
             }
             Ok(())
         })?;
+    }
+}
+
+/// `n` records for one relay that refuses every connection, flushed as an alarm would:
+/// each run at the previous run's `nextDueAt`, the clock moving `step` ms at each look.
+/// Returns the runs in the first `window_ms`.
+fn runs_while_down(n: u32, cfg: &FlushConfig, step: u64, seed: u32, window_ms: u64) -> u32 {
+    block_on(async {
+        let store = MemoryStore::in_memory();
+        let t = ScriptedTransport::new();
+        t.always(RELAYS[0], Outcome::Unreachable, "connection refused");
+        for i in 1..=n {
+            store
+                .enqueue(fixture_plan(i, &RELAYS[..1], Policy::All), 0)
+                .await
+                .unwrap();
+        }
+        let now = Cell::new(0u64);
+        let clock = || {
+            now.set(now.get() + step);
+            now.get()
+        };
+        let mut x = seed | 1;
+        let mut random = move || {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            x
+        };
+        let (mut runs, mut at) = (0, 0u64);
+        while at < window_ms {
+            now.set(at);
+            let s = flush_until_idle(&store, &t, cfg, &clock, &mut random, &mut |_| {}, 100)
+                .await
+                .unwrap();
+            runs += 1;
+            at = s.next_due_ms.expect("records wait").max(now.get() + 1);
+        }
+        runs
+    })
+}
+
+proptest! {
+    #![proptest_config(crate::proptest_config::cases(48))]
+
+    /// Wake-ups grow with the backoff steps, not with the records: however many records
+    /// wait for a dead relay, they take at most one run more in 10 s than a single record
+    /// does, while a run is shorter than the shortest retry delay (jitter up to half the
+    /// delay, delays from 500 ms; records that come due during a run are the next run's).
+    #[test]
+    fn wake_ups_do_not_grow_with_the_records(
+        n in 2u32..48,
+        jitter_permille in 0u32..=500,
+        base_delay_ms in 500u64..2_000,
+        step in 0u64..4,
+        seed in any::<u32>(),
+    ) {
+        let mut cfg = FlushConfig::new("alarm");
+        cfg.retry = RetryConfig {
+            base_delay_ms,
+            max_delay_ms: 300_000,
+            jitter_permille,
+            rate_limit_min_ms: 30_000,
+        };
+        let one = runs_while_down(1, &cfg, step, seed, 10_000);
+        let many = runs_while_down(n, &cfg, step, seed, 10_000);
+        prop_assert!(many <= one + 1, "{n} records: {many} runs, one record: {one}");
     }
 }

@@ -87,7 +87,7 @@ async fn check<S: Store>(store: &S, specs: &[Spec], (limit, lanes, relays): (u32
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(200))]
+    #![proptest_config(crate::proptest_config::cases(200))]
 
     #[test]
     fn claims_come_out_in_priority_then_due_order(
@@ -141,7 +141,7 @@ async fn schedules<S: Store>(store: &S, specs: &[(u64, Option<u64>, Option<u64>)
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(100))]
+    #![proptest_config(crate::proptest_config::cases(100))]
 
     #[test]
     fn no_record_is_claimed_before_its_time(

@@ -878,7 +878,7 @@ mod same_as_reference {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(64))]
+        #![proptest_config(crate::proptest_config::cases(64))]
         #[test]
         fn kv_store_answers_as_the_reference_model(ops in prop::collection::vec(op(), 1..40)) {
             let want = block_on(run(&ReferenceStore::new(), &ops));

@@ -4,6 +4,10 @@
 //! of storage format 1 read back.
 
 #[cfg(not(target_arch = "wasm32"))]
+#[path = "../support/proptest_config.rs"]
+mod proptest_config;
+
+#[cfg(not(target_arch = "wasm32"))]
 mod reference_store;
 #[cfg(not(target_arch = "wasm32"))]
 #[path = "../v1_support/mod.rs"]
