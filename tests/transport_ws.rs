@@ -442,6 +442,12 @@ async fn misbehaving_js_signers_leave_auth_required() {
             "throw undefined",
             "signer threw: unknown JavaScript value",
         ),
+        // A signer that resolves with nothing: refused, not a panic either.
+        (
+            "resolve-undefined",
+            "return Promise.resolve()",
+            "signer returned a value that is not an event: undefined",
+        ),
     ];
     for (tag, body, expect) in cases {
         let t = transport(|_| {});

@@ -189,9 +189,12 @@ impl AuthSigner for JsAuthSigner {
             let signed = JsFuture::from(js_sys::Promise::resolve(&returned))
                 .await
                 .map_err(|e| format!("signer rejected: {}", describe(&e)))?;
-            let text: String = js_sys::JSON::stringify(&signed)
+            // `JSON.stringify(undefined)` is `undefined`, not a string (a signer that
+            // resolves with nothing): an error, never a string conversion that panics.
+            let text = js_sys::JSON::stringify(&signed)
                 .map_err(|e| format!("signer returned a value that is not JSON: {}", describe(&e)))?
-                .into();
+                .as_string()
+                .ok_or("signer returned a value that is not an event: undefined")?;
             serde_json::from_str::<Value>(&text)
                 .map_err(|e| format!("signer returned a value that is not an event: {e}"))
         })
