@@ -674,8 +674,8 @@ impl Inner {
                 false
             }
         };
-        // Events dated ahead wait for their time (relays refuse them before it).
-        // and the undo window (`holdMs`).
+        // A plan with no time of its own waits for its event's `created_at` (relays
+        // refuse events from the future) and for the undo window (`holdMs`).
         let undo_until = self.hold_ms.map(|ms| now_ms.saturating_add(ms));
         let mut held = Vec::with_capacity(plans.len());
         for (i, plan) in plans.into_iter().enumerate() {

@@ -4,8 +4,9 @@
 //! later events), flushes it, and, for a one-off `sync` event that retried nothing,
 //! waits inside the event for records due within [`SYNC_WAIT_MS`] (an undo window, a
 //! post scheduled seconds ahead: the page that enqueued it may be closed by then) and
-//! flushes them at their time; records still waiting after that make it reject with `sync_incomplete`, so the
-//! browser schedules another sync (unless it is the browser's last chance).
+//! flushes them at their time; records still waiting after that make it reject with
+//! `sync_incomplete`, so the browser schedules another sync (unless it is the
+//! browser's last chance).
 
 use std::cell::RefCell;
 
@@ -97,7 +98,6 @@ pub fn handle_sync(event: JsValue, options: JsValue) -> Promise {
         let one_off = bool_prop(&event, "lastChance");
         let started = sys::now_ms()?;
         let mut stats = outbox.flush_now(one_off.is_some()).await?;
-        let mut retrying = stats.retrying;
         // Records due soon (scheduled, not failing: a failed attempt's retry is the
         // browser's next sync) are flushed at their time inside this event: a sync is
         // the only wake-up a service worker gets with no page open.
@@ -115,7 +115,6 @@ pub fn handle_sync(event: JsValue, options: JsValue) -> Promise {
                 }
             }
             stats = outbox.flush_now(false).await?;
-            retrying = stats.retrying;
         }
         // The browser retries a one-off sync whose promise rejects: ask for that
         // while records wait (a retry, or a time further ahead than this event lasts).
@@ -123,7 +122,8 @@ pub fn handle_sync(event: JsValue, options: JsValue) -> Promise {
             return Err(ApiError::new(
                 ErrorCode::SyncIncomplete,
                 format!(
-                    "records still wait ({retrying} for a retry); rejecting so the browser syncs again"
+                    "records still wait ({} for a retry); rejecting so the browser syncs again",
+                    stats.retrying
                 ),
             )
             .with_details(error::Details {
