@@ -5,11 +5,12 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::envelope::EventEnvelope;
 use super::error::CoreError;
 use super::outcome::Outcome;
 use super::plan::Plan;
 use super::policy::{Satisfaction, TargetState};
-use super::record::{Evidence, Lease, Record, Stage, StopReason};
+use super::record::{Evidence, Lease, Record, Stage, StopReason, SIGNER};
 use super::retry::RetryConfig;
 
 /// The longest relay message kept in evidence, in bytes.
@@ -116,14 +117,21 @@ pub struct ClaimRequest {
     /// record, to all of its unsettled targets.
     #[serde(default)]
     pub relays: Vec<String>,
+    /// Claims drafts ([`Record::is_draft`]) to sign them, and nothing else; `false`
+    /// (the default) claims signed records only, so a draft is never published and a
+    /// context with no signer never takes one.
+    #[serde(default)]
+    pub drafts: bool,
 }
 
 impl ClaimRequest {
-    /// True when the filters take `record`: its lane is one of [`ClaimRequest::lanes`]
+    /// True when the filters take `record`: a draft exactly when
+    /// [`ClaimRequest::drafts`], its lane is one of [`ClaimRequest::lanes`]
     /// (or there are none) and it waits for one of [`ClaimRequest::relays`] (or there
     /// are none). Readiness is apart ([`Record::is_ready`]).
     pub fn admits(&self, record: &Record) -> bool {
-        (self.lanes.is_empty() || self.lanes.contains(&record.lane))
+        record.is_draft() == self.drafts
+            && (self.lanes.is_empty() || self.lanes.contains(&record.lane))
             && (self.relays.is_empty() || self.relays.iter().any(|r| record.waits_for(r)))
     }
 
@@ -252,6 +260,9 @@ impl ListQuery {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct StageCounts {
+    /// Drafts waiting for the signer (`draft`).
+    #[serde(default)]
+    pub draft: u32,
     /// Records in `pending`.
     pub pending: u32,
     /// Records in `leased` (including expired leases not yet re-claimed).
@@ -281,6 +292,7 @@ impl StageCounts {
     /// The count for `stage`, to change.
     pub fn get_mut(&mut self, stage: Stage) -> &mut u32 {
         match stage {
+            Stage::Draft => &mut self.draft,
             Stage::Pending => &mut self.pending,
             Stage::Leased => &mut self.leased,
             Stage::Retryable => &mut self.retryable,
@@ -353,6 +365,7 @@ pub fn new_record(plan: Plan, digest: String, now_ms: u64) -> Record {
         stop_when_satisfied: plan.stop_when_satisfied,
     };
     record.satisfaction = record.evaluate();
+    record.stage = waiting_stage(&record);
     record
 }
 
@@ -438,10 +451,13 @@ fn end_delivery(record: &mut Record, unmet: StopReason) {
     }
 }
 
-/// The stage of a record that waits for its next attempt: `pending` before any,
-/// `delivering` once the policy's verdict is in, else `retryable`.
+/// The stage of a record that waits for its next attempt: `draft` while unsigned,
+/// `pending` before any attempt (the signer's answers are no attempt), `delivering`
+/// once the policy's verdict is in, else `retryable`.
 pub(super) fn waiting_stage(record: &Record) -> Stage {
-    if record.evidence.is_empty() {
+    if record.is_draft() {
+        Stage::Draft
+    } else if record.evidence.iter().all(|e| e.target == SIGNER) {
         Stage::Pending
     } else if record.satisfaction == Satisfaction::Pending {
         Stage::Retryable
@@ -756,6 +772,147 @@ pub fn complete_attempt(
             next.reason = None;
             next.retry_not_before_ms = Some(at);
             next.due_ms = Some(at);
+        }
+    }
+    Ok(next)
+}
+
+/// What the signer made of a draft ([`record_signing`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Signing {
+    /// The draft signed, checked against its template by the Nostr layer
+    /// (`nostr::Template::check`): id, signature, author and fields.
+    Signed(EventEnvelope),
+    /// The signer could not be asked, failed, or did not answer in time (`outcome`
+    /// `unreachable` or `timeout`): asked again after a backoff.
+    Unavailable {
+        /// `unreachable` or `timeout`.
+        outcome: Outcome,
+        /// What the signer (or the timer) said.
+        message: String,
+    },
+    /// The signer refused ([`StopReason::SignerRefused`]), answered with something
+    /// that is not the draft signed ([`StopReason::SignatureInvalid`]), or the proof of
+    /// work was not found in time ([`StopReason::PowUnfinished`]): terminal.
+    Failed {
+        /// `signerRefused`, `signatureInvalid` or `powUnfinished`.
+        reason: StopReason,
+        /// Why.
+        message: String,
+    },
+}
+
+/// The signer's answer for one draft, to record under the lease that asked it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Signed {
+    /// The item id.
+    pub id: String,
+    /// The lease the draft was claimed under ([`ClaimRequest::drafts`]).
+    pub lease_id: String,
+    /// The record revision returned by the claim.
+    pub revision: u64,
+    /// What the signer made of it.
+    pub signing: Signing,
+    /// Uniform random input for the retry jitter.
+    pub jitter: u32,
+}
+
+/// Records the signer's answer for a leased draft and releases the lease:
+/// - signed: the event replaces the template (the one write that changes a record's
+///   event), with evidence `accepted` from [`SIGNER`]; the record is `pending`, due at
+///   once, and is published like any record. The event must be the draft's kind and
+///   author (the Nostr layer checked the rest).
+/// - unavailable: evidence from [`SIGNER`] (repeats of one outcome share an entry,
+///   whose `tries` grow); back to `draft`, due after the retry schedule's delay for
+///   that many tries; `exhausted` as `expired` when that falls past the deadline. No
+///   attempt is counted.
+/// - failed: evidence `rejected` from [`SIGNER`]; `exhausted` with the reason
+///   (`retry` makes it a draft again).
+///
+/// A stale lease or revision is a lost claim and nothing changes; a record that is
+/// not a draft is `invalid_argument`.
+pub fn record_signing(
+    record: &Record,
+    signed: &Signed,
+    now_ms: u64,
+    retry: &RetryConfig,
+) -> Result<Record, CoreError> {
+    if signed.id != record.id {
+        return Err(CoreError::arg("id", "the signature is for another record"));
+    }
+    check_lease(record, &signed.lease_id, signed.revision, now_ms)?;
+    if !record.is_draft() {
+        return Err(CoreError::arg("id", "the record is not a draft"));
+    }
+    let mut next = record.clone();
+    bump(&mut next, now_ms);
+    next.lease = None;
+    next.retry_not_before_ms = None;
+    let mut evidence = Evidence {
+        target: SIGNER.to_string(),
+        attempt: 0,
+        outcome: Outcome::Accepted,
+        message: String::new(),
+        at_ms: now_ms,
+        tries: 1,
+        first_at_ms: None,
+    };
+    match &signed.signing {
+        Signing::Signed(event) => {
+            super::plan::validate_envelope(event)?;
+            match (record.event.meta.as_ref(), event.meta.as_ref()) {
+                (Some(a), Some(b))
+                    if !event.id.is_empty() && a.pubkey == b.pubkey && a.kind == b.kind => {}
+                _ => {
+                    return Err(CoreError::arg(
+                        "event",
+                        "is not the draft's kind and author",
+                    ))
+                }
+            }
+            next.event = event.clone();
+            next.evidence.push(evidence);
+            next.last_error = None;
+            next.stage = waiting_stage(&next);
+            next.due_ms = Some(now_ms);
+        }
+        Signing::Unavailable { outcome, message } => {
+            evidence.outcome = *outcome;
+            evidence.message = truncate(message.clone(), MAX_MESSAGE_LEN);
+            next.last_error = Some(format!("signer: {}", outcome.as_str()));
+            let repeat = next
+                .evidence
+                .last_mut()
+                .filter(|e| e.target == SIGNER && e.outcome == *outcome);
+            match repeat {
+                Some(e) => {
+                    e.first_at_ms.get_or_insert(e.at_ms);
+                    e.tries = e.tries.saturating_add(1);
+                    e.message = evidence.message;
+                    e.at_ms = now_ms;
+                }
+                None => next.evidence.push(evidence),
+            }
+            let at =
+                now_ms.saturating_add(retry.delay_ms(next.signer_tries(), signed.jitter, false));
+            if next.effective_deadline_ms().is_some_and(|d| at >= d) {
+                finish(&mut next, Stage::Exhausted, Some(StopReason::Expired));
+            } else {
+                next.stage = Stage::Draft;
+                next.retry_not_before_ms = Some(at);
+                next.due_ms = Some(at);
+            }
+        }
+        Signing::Failed { reason, message } => {
+            evidence.outcome = Outcome::Rejected(match reason {
+                StopReason::SignatureInvalid => super::outcome::RejectReason::Invalid,
+                StopReason::PowUnfinished => super::outcome::RejectReason::Pow,
+                _ => super::outcome::RejectReason::Other,
+            });
+            evidence.message = truncate(message.clone(), MAX_MESSAGE_LEN);
+            next.last_error = Some(format!("signer: {}", reason.as_str()));
+            next.evidence.push(evidence);
+            finish(&mut next, Stage::Exhausted, Some(*reason));
         }
     }
     Ok(next)

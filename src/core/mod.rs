@@ -27,14 +27,15 @@ pub use error::{CoreError, ErrorCode};
 pub use lane::{Priority, DEFAULT_LANE};
 pub use machine::{
     cancel, check_lease, claim, complete_attempt, decide_enqueue, is_purgeable, new_record,
-    orphans, relay_back, release, reschedule, retry, supersede, take_over, ClaimRequest, Claimed,
-    Completion, EnqueueDecision, EnqueueOutcome, Enqueued, ListQuery, StageCounts, TargetResult,
+    orphans, record_signing, relay_back, release, reschedule, retry, supersede, take_over,
+    ClaimRequest, Claimed, Completion, EnqueueDecision, EnqueueOutcome, Enqueued, ListQuery,
+    Signed, Signing, StageCounts, TargetResult,
 };
 pub use outcome::{Outcome, RejectReason};
 pub use plan::{Plan, FUTURE_TOLERANCE_MS};
 pub use policy::{Policy, Satisfaction, TargetState};
 pub use record::{
-    claim_order, list_order, Evidence, Lease, Record, RecordOrder, Stage, StopReason,
+    claim_order, list_order, Evidence, Lease, Record, RecordOrder, Stage, StopReason, SIGNER,
 };
 pub use retry::{coalesce_due, RetryConfig, COALESCE_MAX_MS};
 pub use semantics::{decide_enqueues, BatchDecision, Lookups};

@@ -312,12 +312,17 @@ pub fn validate_item_id(id: &str) -> Result<(), CoreError> {
     Ok(())
 }
 
-/// Checks an envelope: a 64-character lowercase hex id and non-empty raw text.
+/// Checks an envelope: a 64-character lowercase hex id and non-empty raw text; or a
+/// draft's: an empty id, its template as the raw text and its header fields
+/// ([`EventEnvelope::meta`]).
 pub fn validate_envelope(event: &EventEnvelope) -> Result<(), CoreError> {
     let invalid = |reason: &str| CoreError::InvalidEvent {
         reason: reason.to_string(),
     };
-    if event.id.len() != 64
+    if event.id.is_empty() && event.meta.is_none() {
+        return Err(invalid("a draft needs its header fields"));
+    }
+    if !event.id.is_empty() && event.id.len() != 64
         || !event
             .id
             .bytes()

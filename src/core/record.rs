@@ -18,6 +18,12 @@ use super::policy::{Policy, Satisfaction, TargetState};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Stage {
+    /// A draft ([`Record::is_draft`]): an unsigned event template waiting for the
+    /// outbox's signer. Claimed only by a flusher that can sign
+    /// ([`super::ClaimRequest::drafts`]), when due; signed, verified and stored signed
+    /// before any relay sees it, it becomes `pending`. A signer that is unreachable or
+    /// times out brings it back here with a backoff (no attempt counted).
+    Draft,
     /// Enqueued, never attempted (or re-armed before any attempt): claimable when due.
     Pending,
     /// A flusher holds a lease. Claimable again once the lease expires.
@@ -46,7 +52,8 @@ pub enum Stage {
 
 impl Stage {
     /// Every stage, in declaration order.
-    pub const ALL: [Stage; 8] = [
+    pub const ALL: [Stage; 9] = [
+        Stage::Draft,
         Stage::Pending,
         Stage::Leased,
         Stage::Retryable,
@@ -76,7 +83,8 @@ impl Stage {
     pub fn may_send(self) -> bool {
         matches!(
             self,
-            Stage::Pending
+            Stage::Draft
+                | Stage::Pending
                 | Stage::Leased
                 | Stage::Retryable
                 | Stage::Delivering
@@ -92,6 +100,7 @@ impl Stage {
     /// The stable lowercase name used in JSON and JavaScript.
     pub fn as_str(self) -> &'static str {
         match self {
+            Stage::Draft => "draft",
             Stage::Pending => "pending",
             Stage::Leased => "leased",
             Stage::Retryable => "retryable",
@@ -126,6 +135,13 @@ pub enum StopReason {
     Superseded,
     /// A NIP-09 deletion of the event (same author) was enqueued.
     Deleted,
+    /// The signer refused to sign the draft.
+    SignerRefused,
+    /// The signer answered with an event that is not the draft signed by its author:
+    /// a bad id or signature, another pubkey, or fields changed.
+    SignatureInvalid,
+    /// The draft's NIP-13 proof of work was not found in the time allowed.
+    PowUnfinished,
 }
 
 // Read by the crate's one unit-variant reader (`outcome::UnitVariant`), as the derive
@@ -136,6 +152,7 @@ impl<'de> Deserialize<'de> for Stage {
             expecting: "enum Stage",
             name: "Stage",
             variants: &[
+                "draft",
                 "pending",
                 "leased",
                 "retryable",
@@ -163,6 +180,9 @@ impl<'de> Deserialize<'de> for StopReason {
                 "cancelled",
                 "superseded",
                 "deleted",
+                "signerRefused",
+                "signatureInvalid",
+                "powUnfinished",
             ],
         }
         .deserialize(d)?;
@@ -172,13 +192,16 @@ impl<'de> Deserialize<'de> for StopReason {
 
 impl StopReason {
     /// Every reason, in declaration order.
-    pub const ALL: [StopReason; 6] = [
+    pub const ALL: [StopReason; 9] = [
         StopReason::Rejected,
         StopReason::MaxAttempts,
         StopReason::Expired,
         StopReason::Cancelled,
         StopReason::Superseded,
         StopReason::Deleted,
+        StopReason::SignerRefused,
+        StopReason::SignatureInvalid,
+        StopReason::PowUnfinished,
     ];
 
     /// The stable name used in JSON and JavaScript.
@@ -190,6 +213,9 @@ impl StopReason {
             StopReason::Cancelled => "cancelled",
             StopReason::Superseded => "superseded",
             StopReason::Deleted => "deleted",
+            StopReason::SignerRefused => "signerRefused",
+            StopReason::SignatureInvalid => "signatureInvalid",
+            StopReason::PowUnfinished => "powUnfinished",
         }
     }
 }
@@ -367,7 +393,41 @@ fn is_zero(n: &u32) -> bool {
     *n == 0
 }
 
+/// The [`Evidence::target`] of the signer's answers to a draft: not a relay URL, so it
+/// is never one of a record's targets and settles none of them. Its entries have
+/// attempt 0 (signing counts no attempt).
+pub const SIGNER: &str = "signer";
+
 impl Record {
+    /// True while the record holds an unsigned event template, not a signed event:
+    /// its [`EventEnvelope::id`] is empty and [`EventEnvelope::raw`] is the template
+    /// (`nostr::Template`). A draft is never published.
+    pub fn is_draft(&self) -> bool {
+        self.event.id.is_empty()
+    }
+
+    /// What names its event: the event id, or for a draft (which has none yet) the
+    /// record id. [`Record::superseded_by`] of what a draft supersedes, and the
+    /// tie-break between versions of one slot with one `created_at`.
+    pub fn event_name(&self) -> &str {
+        if self.is_draft() {
+            &self.id
+        } else {
+            &self.event.id
+        }
+    }
+
+    /// How many times in a row the signer last failed to answer (unreachable or timed
+    /// out): the retry schedule's attempt number for the next signing.
+    pub fn signer_tries(&self) -> u32 {
+        self.evidence
+            .iter()
+            .rev()
+            .take_while(|e| e.target == SIGNER)
+            .map(|e| e.tries)
+            .sum()
+    }
+
     /// True for a terminal stage.
     pub fn is_terminal(&self) -> bool {
         self.stage.is_terminal()

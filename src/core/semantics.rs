@@ -101,7 +101,7 @@ fn version(record: &Record) -> Option<(u64, &str)> {
         .event
         .meta
         .as_ref()
-        .map(|m| (m.created_at, record.event.id.as_str()))
+        .map(|m| (m.created_at, record.event_name()))
 }
 
 /// A NIP-01 address `kind:pubkey:d` as the slot it names, when its kind is replaceable
@@ -233,7 +233,7 @@ fn decide_one(
     let Some(meta) = record.event.meta.clone().filter(|_| !history) else {
         return Ok((EnqueueDecision::Create(record), Vec::new()));
     };
-    let mine = (meta.created_at, record.event.id.as_str());
+    let mine = (meta.created_at, record.event_name());
     let slot = meta.slot();
     let same_slot = |r: &&Record| slot.is_some() && slot_of(r) == slot;
     // A newer version already held (not cancelled): this one is born superseded.
@@ -268,7 +268,7 @@ fn decide_one(
         } else {
             continue;
         };
-        withdrawn.push(supersede(r, &record.event.id, reason, now_ms)?);
+        withdrawn.push(supersede(r, record.event_name(), reason, now_ms)?);
     }
     Ok((EnqueueDecision::Create(record), withdrawn))
 }

@@ -28,6 +28,7 @@ use crate::store::{Store, StoreError};
 use crate::transport::{PublishReport, Transport};
 
 pub mod pipeline;
+pub mod sign;
 pub mod wake;
 
 pub use pipeline::hold_bound;
@@ -185,6 +186,9 @@ pub struct TickStats {
     /// `claimed` too and attempted in this run.
     #[serde(default)]
     pub taken_over: u32,
+    /// Drafts signed and stored signed ([`sign::sign_drafts`]).
+    #[serde(default)]
+    pub signed: u32,
 }
 
 impl TickStats {
@@ -201,6 +205,7 @@ impl TickStats {
         self.released += other.released;
         self.woken += other.woken;
         self.taken_over += other.taken_over;
+        self.signed += other.signed;
     }
 }
 
@@ -249,6 +254,11 @@ pub enum FlushEvent<'a> {
     /// The record was waiting for a relay that could not be reached, which answered
     /// again: it is due at once ([`Store::relay_back`]); this run claims it.
     Woken {
+        /// The record as stored.
+        record: &'a Record,
+    },
+    /// A draft was signed, checked and stored signed: it is `pending` now.
+    Signed {
         /// The record as stored.
         record: &'a Record,
     },
@@ -480,7 +490,10 @@ fn finish_attempts(
 /// run (a short backoff while every relay is down) wait for the next run instead of
 /// keeping this one going until its tick limit.
 pub async fn due_since<S: Store>(store: &S, started_ms: u64) -> Result<bool, StoreError> {
-    Ok(store.next_due().await?.is_some_and(|d| d <= started_ms))
+    Ok(store
+        .next_due(false)
+        .await?
+        .is_some_and(|d| d <= started_ms))
 }
 
 /// Runs a whole flush with [`run`], without an outside stop: until a claim finds
@@ -678,7 +691,7 @@ pub async fn run<S: Store, T: Transport>(
         stats,
         ticks: pipeline.ticks(),
         next_due_ms: store
-            .next_due()
+            .next_due(false)
             .await?
             .map(|due| coalesce_due(due, started_ms, clock())),
         ok_to_commit: pipeline.latency(),

@@ -460,6 +460,7 @@ impl<'a> Pipeline<'a> {
             lease_ms: self.config.lease_ms,
             lanes: self.config.lanes.clone(),
             relays: self.config.relays.clone(),
+            drafts: false,
         }
     }
 

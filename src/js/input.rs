@@ -23,6 +23,7 @@ use wasm_bindgen::JsCast;
 use super::error::{ApiError, Details};
 use crate::core::semantics;
 use crate::core::{ErrorCode, Lookups, Policy};
+use crate::nostr::template::Template;
 use crate::nostr::{Event, RelayUrl};
 
 /// The largest integer a JavaScript number holds exactly (2^53 − 1).
@@ -233,11 +234,13 @@ shape! {
         priority: String = "priority",
         stop_when_satisfied: bool = "stopWhenSatisfied",
         not_before: Uint = "notBefore",
+        sign: bool = "sign",
+        pow: Uint = "pow",
     }
 }
 
 /// The keys of `enqueue` options.
-pub(crate) const ENQUEUE_KEYS: [&str; 8] = [
+pub(crate) const ENQUEUE_KEYS: [&str; 10] = [
     "policy",
     "id",
     "deadline",
@@ -246,6 +249,8 @@ pub(crate) const ENQUEUE_KEYS: [&str; 8] = [
     "priority",
     "stopWhenSatisfied",
     "notBefore",
+    "sign",
+    "pow",
 ];
 
 /// One `enqueueMany` item: the event, the relays and the keys of [`PlanOptions`] (read
@@ -272,7 +277,7 @@ impl Shape for ItemInput {
 }
 
 /// The keys of an `enqueueMany` item.
-pub(crate) const ITEM_KEYS: [&str; 10] = [
+pub(crate) const ITEM_KEYS: [&str; 12] = [
     "event",
     "relays",
     "policy",
@@ -283,6 +288,8 @@ pub(crate) const ITEM_KEYS: [&str; 10] = [
     "priority",
     "stopWhenSatisfied",
     "notBefore",
+    "sign",
+    "pow",
 ];
 
 impl ItemInput {
@@ -668,6 +675,18 @@ pub(crate) fn parse_relays(v: &JsValue) -> Result<Vec<String>, ApiError> {
         .collect())
 }
 
+/// A draft's template (`enqueue` with `sign: true`): an object or its JSON text, read
+/// with the event's field checks (`nostr::template::Template::from_value`).
+pub(crate) fn parse_template(v: &JsValue, pow: Option<u8>) -> Result<Template, ApiError> {
+    let text = event_text(v)?;
+    let value = serde_json::from_str(&text).map_err(|e| {
+        ApiError::from(crate::nostr::error::EventError::NotJson {
+            detail: e.to_string(),
+        })
+    })?;
+    Ok(Template::from_value(value, pow)?)
+}
+
 /// Reads a signed event (an object with the NIP-01 fields, or its JSON text) and
 /// checks its id; the caller checks its signature ([`Event::signature`]).
 /// Either way the event is kept in its compact NIP-01 form (the seven fields; other
@@ -675,6 +694,13 @@ pub(crate) fn parse_relays(v: &JsValue) -> Result<Vec<String>, ApiError> {
 /// (same id, same sig). An object crosses as the JSON text of its seven fields
 /// (`eventFieldsJson` in `glue.js`: one crossing), parsed strictly like given text.
 pub(crate) fn parse_event(v: &JsValue) -> Result<Event, ApiError> {
+    let event = Event::parse_json_compact(&event_text(v)?)?;
+    event.verify_id()?;
+    Ok(event)
+}
+
+/// The JSON text of an event (or a template) given as an object or as its text.
+fn event_text(v: &JsValue) -> Result<String, ApiError> {
     let text = if let Some(text) = v.as_string() {
         text
     } else if v.is_object() && !Array::is_array(v) && !v.is_function() {
@@ -696,9 +722,7 @@ pub(crate) fn parse_event(v: &JsValue) -> Result<Event, ApiError> {
         )
         .with_details(Details::reason("not_object")));
     };
-    let event = Event::parse_json_compact(&text)?;
-    event.verify_id()?;
-    Ok(event)
+    Ok(text)
 }
 
 /// The most references one `acceptedRelays` call reads.

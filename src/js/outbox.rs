@@ -24,14 +24,16 @@ use crate::core::semantics;
 use crate::core::{
     EnqueueOutcome, Enqueued, ErrorCode, ListQuery, Plan, Policy, Priority, RetryConfig, Stage,
 };
+use crate::flush::sign::SignConfig;
 use crate::flush::{FlushConfig, FlushEvent};
+use crate::nostr::template::MAX_POW;
 use crate::nostr::SignatureCheck;
 use crate::platform::{self, storage as persistence};
 #[cfg(feature = "indexeddb")]
 use crate::store::idb::{IdbKv, IdbOptions};
 use crate::store::kv::{KvStore, MemoryKv};
 use crate::store::{Durability, Progress, Store};
-use crate::transport::websocket::{WsTransport, WsTransportConfig};
+use crate::transport::websocket::{JsSigner, WsTransport, WsTransportConfig};
 
 /// The default database name.
 pub const DEFAULT_NAME: &str = "nostr-outbox";
@@ -42,7 +44,7 @@ const DEFAULT_LIST_LIMIT: u32 = 100;
 const IMPORT_BATCH: usize = 50;
 
 /// The keys of `Outbox.open` options.
-const OPEN_KEYS: [&str; 22] = [
+const OPEN_KEYS: [&str; 23] = [
     "name",
     "storage",
     "durability",
@@ -61,14 +63,15 @@ const OPEN_KEYS: [&str; 22] = [
     "lowConcurrency",
     "leaseMs",
     "signer",
+    "signTimeoutMs",
     "requestPersistence",
     "autoFlush",
     "broadcast",
     "transport",
 ];
 /// The keys of `handleSync` options: those of `Outbox.open`, and `tag`.
-const SYNC_KEYS: [&str; 23] = {
-    let mut keys = [""; 23];
+const SYNC_KEYS: [&str; 24] = {
+    let mut keys = [""; 24];
     let mut i = 0;
     while i < OPEN_KEYS.len() {
         keys[i] = OPEN_KEYS[i];
@@ -99,6 +102,7 @@ shape! {
         low_concurrency: Uint = "lowConcurrency",
         lease_ms: Uint = "leaseMs",
         signer: Raw = "signer",
+        sign_timeout_ms: Uint = "signTimeoutMs",
         request_persistence: bool = "requestPersistence",
         auto_flush: bool = "autoFlush",
         broadcast: bool = "broadcast",
@@ -146,6 +150,7 @@ pub(crate) struct OpenConfig {
     flush: FlushConfig,
     ws: WsTransportConfig,
     signer: Option<js_sys::Function>,
+    sign: SignConfig,
     request_persistence: bool,
     auto_flush: bool,
     broadcast: bool,
@@ -269,6 +274,13 @@ impl OpenConfig {
                 )
             })?),
         };
+        let mut sign = SignConfig::default();
+        if let Some(ms) = r.uint("signTimeoutMs", o.sign_timeout_ms)? {
+            if ms == 0 || ms > 600_000 {
+                return Err(ApiError::options("signTimeoutMs", "must be 1..=600000"));
+            }
+            sign.timeout_ms = ms;
+        }
         let transport = match r.value(o.transport) {
             None => None,
             Some(t) => Some(JsTransport::new(t).ok_or_else(|| {
@@ -315,6 +327,7 @@ impl OpenConfig {
             flush,
             ws,
             signer,
+            sign,
             request_persistence,
             auto_flush,
             broadcast,
@@ -359,8 +372,15 @@ fn with_index(e: ApiError, index: usize) -> ApiError {
 
 /// The first of `signatures` that does not verify, as the error `enqueue` rejects
 /// with (with its index when `indexed`).
-fn bad_signature(signatures: &[SignatureCheck], indexed: bool) -> Option<ApiError> {
-    let (index, e) = SignatureCheck::first_bad(signatures)?;
+fn bad_signature(signatures: &[Option<SignatureCheck>], indexed: bool) -> Option<ApiError> {
+    // Drafts have none: the checks are batched over the signed items, their indices kept.
+    let (items, checks): (Vec<usize>, Vec<SignatureCheck>) = signatures
+        .iter()
+        .enumerate()
+        .filter_map(|(i, c)| Some((i, c.clone()?)))
+        .unzip();
+    let (at, e) = SignatureCheck::first_bad(&checks)?;
+    let index = items.get(at).copied().unwrap_or(at);
     let e = ApiError::from(e);
     Some(if indexed { with_index(e, index) } else { e })
 }
@@ -486,10 +506,11 @@ impl Outbox {
             Some(t) => AnyTransport::Js(t),
             None => {
                 let ws = WsTransport::new(config.ws)?;
-                ws.set_js_signer(config.signer);
+                ws.set_js_signer(config.signer.clone());
                 AnyTransport::Ws(ws)
             }
         });
+        let signer = config.signer.map(JsSigner::new);
         let channel = format!("nostr-outbox:{}", config.name);
         let events = Rc::new(
             Events::new(&channel, config.broadcast && !local).map_err(|e| {
@@ -520,6 +541,7 @@ impl Outbox {
                 FlushEvent::Retrying { record } => ("retrying", record),
                 FlushEvent::Exhausted { record } => ("exhausted", record),
                 FlushEvent::Settled { record } => ("settled", record),
+                FlushEvent::Signed { record } => ("signed", record),
                 // Handed back unattempted (only its stage and lease changed), or due at
                 // once because its relay answered again (only its due time changed).
                 FlushEvent::Released { record } | FlushEvent::Woken { record } => {
@@ -543,6 +565,8 @@ impl Outbox {
                 lock_retry_ms: 1_000,
                 error_retry_ms: 10_000,
                 exclusive,
+                signer,
+                sign: config.sign,
             },
             on_event,
             on_error,
@@ -613,22 +637,40 @@ impl Outbox {
 
 impl Inner {
     /// The plan of one item, and its event's signature, still to be checked
-    /// ([`Inner::enqueue_verified`]).
+    /// ([`Inner::enqueue_verified`]); a draft (`sign: true`) has none, and an id of
+    /// its own (`draft-` and 32 random hex digits) unless the app gives one.
     fn plan(
         &self,
+        now_ms: u64,
         event: &JsValue,
         relays: &JsValue,
         o: PlanOptions,
         r: &Reader,
-    ) -> Result<(Plan, SignatureCheck), ApiError> {
-        let event = input::parse_event(event)?;
+    ) -> Result<(Plan, Option<SignatureCheck>), ApiError> {
+        let sign = r.boolean("sign", o.sign)?.unwrap_or(false);
+        let pow = r.uint("pow", o.pow)?;
+        if pow.is_some_and(|p| !sign || p > u64::from(MAX_POW)) {
+            return Err(ApiError::argument(
+                "pow",
+                format!("must be 0..={MAX_POW}, on a draft (`sign: true`) only"),
+            ));
+        }
+        let (envelope, check) = if sign {
+            let template = input::parse_template(event, pow.map(|p| p as u8))?;
+            (template.to_envelope(now_ms / 1_000)?, None)
+        } else {
+            let event = input::parse_event(event)?;
+            (event.to_envelope(), Some(event.signature()))
+        };
         let targets = input::parse_relays(relays)?;
         let policy = r
             .policy("policy", o.policy)?
             .unwrap_or_else(|| self.policy.clone());
-        let mut plan = Plan::new(event.to_envelope(), targets, policy);
+        let mut plan = Plan::new(envelope, targets, policy);
         if let Some(id) = r.string("id", o.id)? {
             plan = plan.with_id(id);
+        } else if sign {
+            plan = plan.with_id(format!("draft-{}", random_hex(4)?));
         }
         if let Some(n) = r
             .uint32("maxAttempts", o.max_attempts)?
@@ -649,7 +691,7 @@ impl Inner {
         Ok((
             plan.with_deadline_ms(r.uint("deadline", o.deadline)?)
                 .with_not_before_ms(r.uint("notBefore", o.not_before)?),
-            event.signature(),
+            check,
         ))
     }
 
@@ -662,7 +704,7 @@ impl Inner {
         &self,
         now_ms: u64,
         plans: Vec<Plan>,
-        signatures: &[SignatureCheck],
+        signatures: &[Option<SignatureCheck>],
         indexed: bool,
         progress: Option<Progress>,
     ) -> Result<Vec<Enqueued>, ApiError> {
@@ -754,7 +796,7 @@ impl Outbox {
             let (inner, now) = live?;
             let (o, r) =
                 input::read::<PlanOptions>(&options, "enqueue options", &input::ENQUEUE_KEYS)?;
-            let (plan, signature) = inner.plan(&event, &relays, o, &r)?;
+            let (plan, signature) = inner.plan(now, &event, &relays, o, &r)?;
             let answer = inner
                 .enqueue_verified(
                     now,
@@ -798,7 +840,7 @@ impl Outbox {
                             format!("item #{index} must be an object with `event` and `relays`"),
                         ));
                     };
-                    inner.plan(&event, &relays, o, &r)
+                    inner.plan(now, &event, &relays, o, &r)
                 };
                 match read() {
                     Ok((plan, signature)) => {

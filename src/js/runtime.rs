@@ -47,10 +47,12 @@ use web_sys::EventTarget;
 use super::sys;
 use super::view::FlushView;
 use crate::core::Signal;
+use crate::flush::sign::{self, SignConfig};
 use crate::flush::wake::{self, Probes, RunEnd, WakeDelays};
-use crate::flush::{self, FlushConfig, FlushEvent};
+use crate::flush::{self, FlushConfig, FlushEvent, FlushSummary};
 use crate::platform::{self, timer_failures, Sleep, Timer};
 use crate::store::{Store, StoreError};
+use crate::transport::websocket::JsSigner;
 use crate::transport::Transport;
 use futures_util::future::LocalBoxFuture;
 
@@ -74,6 +76,11 @@ pub(crate) struct RuntimeConfig {
     /// No other live context reaches the storage (a Durable Object's): every run is
     /// the only live flusher, as one holding the Web Lock is.
     pub exclusive: bool,
+    /// The app's signer, for drafts ([`crate::flush::sign`]); `None`: drafts are left
+    /// for a context that has one.
+    pub signer: Option<JsSigner>,
+    /// How drafts are signed.
+    pub sign: SignConfig,
 }
 
 /// Why a run failed.
@@ -615,6 +622,28 @@ impl<S: Store + 'static, T: Transport + 'static> Shared<S, T> {
             };
             &filtered
         };
+        // Drafts first: a draft signed now is published by this run.
+        let mut draft_due = None;
+        if let Some(signer) = &self.config.signer {
+            let signed = sign::sign_drafts(
+                &*self.store,
+                signer,
+                config,
+                self.config.sign,
+                &clock,
+                &mut random,
+                &sleep,
+                &keep_going,
+                &mut observer,
+            )
+            .await
+            .map_err(RunError::Store)?;
+            view.add(&FlushSummary {
+                stats: signed.stats,
+                ..FlushSummary::default()
+            });
+            draft_due = signed.next_due_ms;
+        }
         let summary = flush::run(
             &*self.store,
             &*self.transport,
@@ -634,7 +663,10 @@ impl<S: Store + 'static, T: Transport + 'static> Shared<S, T> {
         }
         words.borrow_mut().ready(0).map_err(RunError::Random)?;
         view.add(&summary);
-        view.next_due_at = summary.next_due_ms;
+        view.next_due_at = match (summary.next_due_ms, draft_due) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
         view.ran = true;
         Ok(())
     }

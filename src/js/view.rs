@@ -146,6 +146,8 @@ struct RecordTail<'a> {
     last_attempt_at: Option<u64>,
     revision: u64,
     takeovers: u32,
+    /// An unsigned draft: `event` is its template.
+    draft: bool,
 }
 
 impl<'a> RecordTail<'a> {
@@ -174,7 +176,7 @@ impl<'a> RecordTail<'a> {
             max_attempts: r.max_attempts,
             attempt_limit: r.attempt_limit,
             next_attempt_at: match r.stage {
-                Stage::Pending | Stage::Retryable | Stage::Delivering => r.due_ms,
+                Stage::Draft | Stage::Pending | Stage::Retryable | Stage::Delivering => r.due_ms,
                 _ => None,
             },
             lease: match (r.stage, &r.lease) {
@@ -194,6 +196,7 @@ impl<'a> RecordTail<'a> {
             last_attempt_at: r.last_attempt_ms,
             revision: r.revision,
             takeovers: r.takeovers,
+            draft: r.is_draft(),
         }
     }
 }
@@ -420,6 +423,8 @@ pub struct FlushView {
     /// tab, a killed browser, a terminated worker): attempted in this run, not after
     /// the dead lease's expiry. Counted in `claimed` too.
     pub taken_over: u32,
+    /// Drafts signed and stored signed (then published in the same run).
+    pub signed: u32,
     /// Claim rounds run (a takeover round included).
     pub ticks: u32,
     /// When the next record is due (unix ms), if any.
@@ -450,6 +455,7 @@ impl FlushView {
         self.released += s.released;
         self.woken += s.woken;
         self.taken_over += s.taken_over;
+        self.signed += s.signed;
         self.ticks += summary.ticks;
         if summary.ok_to_commit.count > 0 {
             self.ok_to_commit = Some(summary.ok_to_commit);

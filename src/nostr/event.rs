@@ -122,6 +122,12 @@ impl Event {
         Ok(event)
     }
 
+    /// Replaces the tags, for mining a NIP-13 nonce ([`super::template::Template::mine`]):
+    /// [`Event::raw`] and the id are left as they were (only the computed id changes).
+    pub(crate) fn set_tags(&mut self, tags: Vec<Vec<String>>) {
+        self.tags = tags;
+    }
+
     /// The event id as given: 64 lowercase hex characters.
     pub fn id(&self) -> &str {
         &self.id
@@ -286,7 +292,7 @@ impl Event {
         }
     }
 
-    fn compute_id_bytes(&self) -> [u8; 32] {
+    pub(crate) fn compute_id_bytes(&self) -> [u8; 32] {
         Sha256::digest(self.canonical_bytes()).into()
     }
 

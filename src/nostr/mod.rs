@@ -5,6 +5,8 @@
 //! - [`event`]: [`Event`] parsing, canonical id, BIP-340 verification, expiration.
 //! - [`relay_url`]: [`RelayUrl`] parsing/normalization and target de-duplication.
 //! - [`message`]: [`RelayMessage`] parsing, [`classify_ok`], client message builders.
+//! - [`template`]: drafts: the unsigned [`template::Template`], the check of its
+//!   signed answer, NIP-13 mining.
 //! - [`auth`]: the NIP-42 AUTH event template and the check of the signed answer.
 //! - [`error`]: the typed errors, each with a stable `code()`.
 
@@ -15,6 +17,7 @@ pub mod event;
 pub mod message;
 pub mod relay_url;
 mod schnorr;
+pub mod template;
 
 /// What the fuzz targets (`fuzz/`) call: the batch and the single check, on decoded
 /// bytes. Built only by `cargo fuzz` (`--cfg fuzzing`); not part of the API.

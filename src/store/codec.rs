@@ -36,6 +36,7 @@
 //!
 //! Pure: no I/O. It must not decide anything about the record.
 
+use crate::store::kv::keys;
 use serde::{Deserialize, Serialize};
 
 use crate::core::semantics;
@@ -120,7 +121,7 @@ pub fn encode(record: &Record) -> Result<StoredRow, StoreError> {
         slot_part: slot.as_ref().map(|_| slot_part(record.stage)),
         slot_order: slot.as_ref().map(|_| -(created_at as f64)),
         slot,
-        rank: Some(f64::from(record.priority.rank())),
+        rank: Some(f64::from(keys::claim_rank(record))),
         lane: record.lane.clone(),
         doc,
     })

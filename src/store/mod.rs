@@ -11,7 +11,7 @@ use thiserror::Error;
 
 use crate::core::{
     ClaimRequest, Completion, CoreError, Enqueued, ListQuery, Lookups, Plan, Record, RetryConfig,
-    Stage, StageCounts,
+    Signed, Stage, StageCounts,
 };
 
 pub mod codec;
@@ -236,6 +236,15 @@ pub trait Store {
         out
     }
 
+    /// Records the signer's answer for a leased draft and releases it
+    /// ([`crate::core::record_signing`]). A lost claim changes nothing.
+    async fn record_signing(
+        &self,
+        signed: &Signed,
+        retry: &RetryConfig,
+        now_ms: u64,
+    ) -> Result<Record, StoreError>;
+
     /// Hands a lease back without recording an attempt ([`crate::core::release`]).
     async fn release(
         &self,
@@ -277,12 +286,14 @@ pub trait Store {
         Ok(Vec::new())
     }
 
-    /// The smallest `due_ms` of any non-terminal record: when the next claim can
-    /// succeed (a leased record is due when its lease expires).
-    async fn next_due(&self) -> Result<Option<u64>, StoreError>;
+    /// The smallest `due_ms` of any non-terminal signed record, or with `drafts` of
+    /// any draft ([`crate::core::ClaimRequest::drafts`]): when the next claim of that
+    /// kind can succeed (a leased record is due when its lease expires).
+    async fn next_due(&self, drafts: bool) -> Result<Option<u64>, StoreError>;
 
-    /// How many records are due at `now_ms` (`due_ms <= now_ms`; a leased record
-    /// whose lease expired included): what a flush starting then has ahead of it.
+    /// How many signed records are due at `now_ms` (`due_ms <= now_ms`; a leased
+    /// record whose lease expired included): what a flush starting then has ahead of
+    /// it.
     async fn count_due(&self, now_ms: u64) -> Result<u32, StoreError>;
 }
 

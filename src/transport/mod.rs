@@ -3,7 +3,9 @@
 //! relay transport. A transport sends the event's exact bytes and classifies the
 //! answer; it never retries and never touches a store.
 
+use futures_util::future::LocalBoxFuture;
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use crate::core::{EventEnvelope, Outcome};
 
@@ -12,6 +14,16 @@ pub mod scripted;
 pub mod websocket;
 
 pub use scripted::ScriptedTransport;
+
+/// The app's signer (the NIP-07 `signEvent` shape): it signs NIP-42 AUTH events for the
+/// transport and drafts for the flusher (`crate::flush::sign`). The app's key, never
+/// the outbox's.
+pub trait Signer {
+    /// Signs an unsigned template (`kind`, `created_at`, `tags`, `content`, and for a
+    /// draft `pubkey`) and returns the signed event object (with `id`, `pubkey`,
+    /// `sig`). An error is the signer's message (a throw or a rejection).
+    fn sign(&self, template: Value) -> LocalBoxFuture<'static, Result<Value, String>>;
+}
 
 /// What one publish of one event to one relay produced.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

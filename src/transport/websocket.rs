@@ -8,7 +8,7 @@
 //! - many events in flight on one connection, each waiting for the `OK` with its id
 //!   (within [`WsTransportConfig::publish_timeout_ms`]);
 //! - NIP-42: the relay's latest `AUTH` challenge; on `auth-required:` the app's
-//!   [`AuthSigner`] signs the kind-22242 event, the transport checks it, sends it, waits
+//!   [`Signer`] signs the kind-22242 event, the transport checks it, sends it, waits
 //!   for its `OK` and resends the *same* signed event once;
 //! - per-relay state: a `rate-limited:` answer pauses that relay alone for
 //!   [`WsTransportConfig::rate_limit_backoff_ms`]; repeated connection failures open a
@@ -33,7 +33,7 @@ use thiserror::Error;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
 
-use super::{PublishReport, Transport};
+use super::{PublishReport, Signer, Transport};
 use crate::core::{EventEnvelope, Outcome};
 use crate::nostr::{
     auth_message, auth_template, check_auth_event, classify_ok, event_message, Event, RelayUrl,
@@ -154,30 +154,22 @@ impl WsTransportConfig {
     }
 }
 
-/// Signs NIP-42 AUTH events for the transport: the app's key, never the outbox's.
-pub trait AuthSigner {
-    /// Signs the unsigned kind-22242 template (`kind`, `created_at`, `tags` with `relay`
-    /// and `challenge`, `content`) and returns the signed event object (with `id`,
-    /// `pubkey`, `sig`). An error leaves the publish `AuthRequired`.
-    fn sign(&self, template: Value) -> LocalBoxFuture<'static, Result<Value, String>>;
-}
-
-/// An [`AuthSigner`] backed by a JavaScript function `(template) => signedEvent` or
+/// An [`Signer`] backed by a JavaScript function `(template) => signedEvent` or
 /// `async (template) => signedEvent`, e.g. `t => window.nostr.signEvent(t)` (NIP-07).
 /// A throw or a rejection is reported as the error.
 #[derive(Debug, Clone)]
-pub struct JsAuthSigner {
+pub struct JsSigner {
     function: js_sys::Function,
 }
 
-impl JsAuthSigner {
+impl JsSigner {
     /// Wraps the JavaScript signer function.
-    pub fn new(function: js_sys::Function) -> JsAuthSigner {
-        JsAuthSigner { function }
+    pub fn new(function: js_sys::Function) -> JsSigner {
+        JsSigner { function }
     }
 }
 
-impl AuthSigner for JsAuthSigner {
+impl Signer for JsSigner {
     fn sign(&self, template: Value) -> LocalBoxFuture<'static, Result<Value, String>> {
         let function = self.function.clone();
         Box::pin(async move {
@@ -364,7 +356,7 @@ impl RelayStates {
 
 struct Inner {
     config: WsTransportConfig,
-    signer: RefCell<Option<Rc<dyn AuthSigner>>>,
+    signer: RefCell<Option<Rc<dyn Signer>>>,
     relays: RefCell<RelayStates>,
     /// Relays that answered again after a failed connection, for `take_recovered`.
     recovered: RefCell<Vec<String>>,
@@ -426,13 +418,13 @@ impl WsTransport {
 
     /// Sets (or removes) the NIP-42 signer. Without one, `auth-required:` answers stay
     /// `AuthRequired` (retryable once a signer is set).
-    pub fn set_signer(&self, signer: Option<Rc<dyn AuthSigner>>) {
+    pub fn set_signer(&self, signer: Option<Rc<dyn Signer>>) {
         *self.inner.signer.borrow_mut() = signer;
     }
 
-    /// Sets (or removes) a JavaScript signer function (see [`JsAuthSigner`]).
+    /// Sets (or removes) a JavaScript signer function (see [`JsSigner`]).
     pub fn set_js_signer(&self, function: Option<js_sys::Function>) {
-        self.set_signer(function.map(|f| Rc::new(JsAuthSigner::new(f)) as Rc<dyn AuthSigner>));
+        self.set_signer(function.map(|f| Rc::new(JsSigner::new(f)) as Rc<dyn Signer>));
     }
 
     /// Closes every connection now (publishes in flight on them report `Unreachable`)
@@ -739,7 +731,7 @@ impl WsTransport {
         &self,
         url: &RelayUrl,
         conn: &Rc<Conn>,
-        signer: Rc<dyn AuthSigner>,
+        signer: Rc<dyn Signer>,
         counters: &Counters,
     ) -> Result<(), String> {
         let auth_timeout = self.inner.config.auth_timeout_ms;

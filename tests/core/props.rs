@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use futures::executor::block_on;
 use nostr_outbox::core::{
     ClaimRequest, Completion, EnqueueOutcome, Outcome, Plan, Policy, Record, RejectReason,
-    RetryConfig, Satisfaction, Stage, StopReason, TargetResult,
+    RetryConfig, Satisfaction, Stage, StopReason, TargetResult, SIGNER,
 };
 use nostr_outbox::store::conformance::{fixture_plan, RELAYS};
 use nostr_outbox::store::{MemoryStore, Store};
@@ -237,11 +237,22 @@ fn check_record(r: &Record) -> Result<(), TestCaseError> {
         }
     }
     // Stage, lease, due time and reason agree.
+    let relay_evidence = r.evidence.iter().filter(|e| e.target != SIGNER).count();
     match r.stage {
+        Stage::Draft => {
+            prop_assert!(
+                r.is_draft() && r.lease.is_none() && r.due_ms.is_some(),
+                "{r:?}"
+            );
+            prop_assert_eq!(r.satisfaction, Satisfaction::Pending);
+            prop_assert_eq!(relay_evidence, 0);
+            prop_assert_eq!(r.attempts, 0);
+        }
         Stage::Pending | Stage::Retryable => {
             prop_assert!(r.lease.is_none() && r.due_ms.is_some(), "{r:?}");
+            prop_assert!(!r.is_draft(), "{r:?}");
             prop_assert_eq!(r.satisfaction, Satisfaction::Pending);
-            prop_assert_eq!(r.stage == Stage::Pending, r.evidence.is_empty());
+            prop_assert_eq!(r.stage == Stage::Pending, relay_evidence == 0);
         }
         Stage::Delivering => {
             // The verdict is in, some target can still accept, and the record did not
@@ -665,7 +676,7 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
                     prop_assert_eq!(r.revision, prev.revision);
                 }
             }
-            let next_due = store.next_due().await.expect("next_due");
+            let next_due = store.next_due(false).await.expect("next_due");
             prop_assert_eq!(next_due, after.values().filter_map(|r| r.due_ms).min());
         }
         Ok(())

@@ -9,6 +9,7 @@ mod proptest_config;
 mod support;
 
 mod crash;
+mod drafts;
 mod pipeline;
 mod props;
 mod tick;

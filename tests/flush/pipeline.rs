@@ -114,6 +114,14 @@ impl Store for Slow {
             .complete_attempts(completions, retry, now_ms)
             .await
     }
+    async fn record_signing(
+        &self,
+        signed: &nostr_outbox::core::Signed,
+        retry: &RetryConfig,
+        now_ms: u64,
+    ) -> Result<Record, StoreError> {
+        self.inner.record_signing(signed, retry, now_ms).await
+    }
     async fn release(
         &self,
         id: &str,
@@ -144,8 +152,8 @@ impl Store for Slow {
     async fn status(&self) -> Result<StageCounts, StoreError> {
         self.inner.status().await
     }
-    async fn next_due(&self) -> Result<Option<u64>, StoreError> {
-        self.inner.next_due().await
+    async fn next_due(&self, drafts: bool) -> Result<Option<u64>, StoreError> {
+        self.inner.next_due(drafts).await
     }
     async fn count_due(&self, now_ms: u64) -> Result<u32, StoreError> {
         self.inner.count_due(now_ms).await

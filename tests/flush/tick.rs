@@ -21,6 +21,7 @@ enum Seen {
     Lost(String),
     Released(String),
     Woken(String),
+    Signed(String),
 }
 
 fn record_into(log: &mut Vec<Seen>) -> impl FnMut(FlushEvent<'_>) + '_ {
@@ -38,6 +39,7 @@ fn record_into(log: &mut Vec<Seen>) -> impl FnMut(FlushEvent<'_>) + '_ {
             FlushEvent::LostClaim { id } => Seen::Lost(id.to_string()),
             FlushEvent::Released { record } => Seen::Released(record.id.clone()),
             FlushEvent::Woken { record } => Seen::Woken(record.id.clone()),
+            FlushEvent::Signed { record } => Seen::Signed(record.id.clone()),
         })
     }
 }

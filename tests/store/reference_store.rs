@@ -11,7 +11,7 @@ use std::cell::RefCell;
 use nostr_outbox::core::semantics::{self, Lookups};
 use nostr_outbox::core::{
     self, ClaimRequest, Completion, CoreError, Enqueued, ListQuery, Plan, Record, RetryConfig,
-    StageCounts,
+    Signed, StageCounts,
 };
 
 use nostr_outbox::store::{Store, StoreError};
@@ -202,6 +202,17 @@ impl Store for ReferenceStore {
         self.update(id, |r| core::release(r, lease_id, revision, now_ms))
     }
 
+    async fn record_signing(
+        &self,
+        signed: &Signed,
+        retry: &RetryConfig,
+        now_ms: u64,
+    ) -> Result<Record, StoreError> {
+        self.update(&signed.id, |r| {
+            core::record_signing(r, signed, now_ms, retry)
+        })
+    }
+
     async fn retry(&self, id: &str, now_ms: u64) -> Result<Record, StoreError> {
         {
             let map = self.records.borrow();
@@ -285,15 +296,16 @@ impl Store for ReferenceStore {
         let records = self.records.borrow();
         let due = records
             .values()
-            .filter(|r| r.due_ms.is_some_and(|d| d <= now_ms));
+            .filter(|r| !r.is_draft() && r.due_ms.is_some_and(|d| d <= now_ms));
         Ok(due.count() as u32)
     }
 
-    async fn next_due(&self) -> Result<Option<u64>, StoreError> {
+    async fn next_due(&self, drafts: bool) -> Result<Option<u64>, StoreError> {
         Ok(self
             .records
             .borrow()
             .values()
+            .filter(|r| r.is_draft() == drafts)
             .filter_map(|r| r.due_ms)
             .min())
     }

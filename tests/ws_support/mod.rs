@@ -7,7 +7,8 @@
 use k256::schnorr::SigningKey;
 use nostr_outbox::core::EventEnvelope;
 use nostr_outbox::nostr::{req_by_ids, Event};
-use nostr_outbox::transport::websocket::{AuthSigner, WsTransport, WsTransportConfig};
+use nostr_outbox::transport::websocket::{WsTransport, WsTransportConfig};
+use nostr_outbox::transport::Signer;
 use serde_json::Value;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
@@ -168,7 +169,7 @@ pub async fn fetch_by_id(url: &str, id: &str) -> Vec<Value> {
 /// A NIP-42 signer in Rust (a worker has no `window.nostr`).
 pub struct TestSigner;
 
-impl AuthSigner for TestSigner {
+impl Signer for TestSigner {
     fn sign(
         &self,
         template: Value,

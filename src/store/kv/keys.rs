@@ -18,8 +18,10 @@
 //! `<part>` is the row's `slotPart` (`1` may still be sent, `0` satisfied or
 //! superseded, `2` cancelled); `<inverted createdAt>` is `u64::MAX − created_at`, so the
 //! newest version comes first and, at equal `created_at`, the lower event id (NIP-01).
-//! `<rank>` is the priority's one-digit rank (0 high, 1 normal, 2 low): a claim reads
-//! one range per rank, high first.
+//! `<rank>` is the priority's one-digit rank (0 high, 1 normal, 2 low), plus
+//! [`DRAFT_RANKS`] for a draft (3, 4, 5): a claim reads one range per rank, high first,
+//! of signed records or of drafts ([`crate::core::ClaimRequest::drafts`]), so a context
+//! that cannot sign never reads a draft, nor wakes up for one.
 //! Index keys are derived from the row on every write and written in the same commit.
 //!
 //! Layout 1 (before priorities) filed the claim order under
@@ -27,7 +29,7 @@
 //! row its layout-1 key, so rewriting the row moves it to `p/`;
 //! [`super::KvStore::migrate`] rewrites every row that still has a `d/` key.
 
-use crate::core::Stage;
+use crate::core::{Priority, Record, Stage};
 use crate::store::codec::StoredRow;
 
 /// The prefix of row keys.
@@ -69,6 +71,21 @@ pub fn due_key(rank: u8, due_ms: u64, created_ms: u64, id: &str) -> String {
         num(created_ms),
         hex(id)
     )
+}
+
+/// What a draft's claim rank adds to its priority's ([`claim_rank`]).
+pub const DRAFT_RANKS: u8 = 3;
+
+/// The `<rank>` of `record`'s claim-order key: its priority's rank, plus
+/// [`DRAFT_RANKS`] for a draft.
+pub fn claim_rank(record: &Record) -> u8 {
+    record.priority.rank() + if record.is_draft() { DRAFT_RANKS } else { 0 }
+}
+
+/// The claim ranks a claim reads, in order: of drafts, or of signed records.
+pub fn claim_ranks(drafts: bool) -> impl Iterator<Item = u8> {
+    let base = if drafts { DRAFT_RANKS } else { 0 };
+    Priority::ALL.into_iter().map(move |p| p.rank() + base)
 }
 
 /// The prefix of the claim-order keys of priority rank `rank`.

@@ -6,8 +6,8 @@ use super::keys::{self, ROWS};
 use super::{KvBackend, KvCheck, KvCommit, KvCommitted, KvEntry, KvLimits, KvMutation, KvRange};
 use crate::core::semantics::{self, Lookups};
 use crate::core::{
-    self, ClaimRequest, Completion, CoreError, Enqueued, ListQuery, Plan, Priority, Record,
-    RetryConfig, Stage, StageCounts,
+    self, ClaimRequest, Completion, CoreError, Enqueued, ListQuery, Plan, Record, RetryConfig,
+    Signed, Stage, StageCounts,
 };
 use crate::store::codec::{self, StoredRow};
 use crate::store::{CorruptRow, Progress, Store, StoreError};
@@ -830,9 +830,9 @@ impl<B: KvBackend> Store for KvStore<B> {
             let mut claimed: Vec<Record> = Vec::new();
             // One range per priority, high first: `p/<rank>/` up to the keys due at
             // `now_ms`. The filters are applied to the records read.
-            'ranks: for priority in Priority::ALL {
-                let prefix = keys::rank_prefix(priority.rank());
-                let end = keys::due_end(priority.rank(), now_ms);
+            'ranks: for rank in keys::claim_ranks(request.drafts) {
+                let prefix = keys::rank_prefix(rank);
+                let end = keys::due_end(rank, now_ms);
                 let ready = self
                     .scan_records(tx, prefix, &end, limit - claimed.len(), &|r| {
                         r.is_ready(now_ms) && request.admits(r)
@@ -961,6 +961,18 @@ impl<B: KvBackend> Store for KvStore<B> {
     ) -> Result<Record, StoreError> {
         self.update(id, false, &|r, _| {
             core::release(r, lease_id, revision, now_ms)
+        })
+        .await
+    }
+
+    async fn record_signing(
+        &self,
+        signed: &Signed,
+        retry: &RetryConfig,
+        now_ms: u64,
+    ) -> Result<Record, StoreError> {
+        self.update(&signed.id, false, &|r, _| {
+            core::record_signing(r, signed, now_ms, retry)
         })
         .await
     }
@@ -1131,8 +1143,7 @@ impl<B: KvBackend> Store for KvStore<B> {
         // The claim order's keys up to `now_ms`, one range per priority, counted (no
         // value read).
         let mut count = 0usize;
-        for priority in Priority::ALL {
-            let rank = priority.rank();
+        for rank in keys::claim_ranks(false) {
             count += self
                 .backend
                 .count(&keys::rank_prefix(rank), &keys::due_end(rank, now_ms))
@@ -1141,12 +1152,10 @@ impl<B: KvBackend> Store for KvStore<B> {
         Ok(u32::try_from(count).unwrap_or(u32::MAX))
     }
 
-    async fn next_due(&self) -> Result<Option<u64>, StoreError> {
+    async fn next_due(&self, drafts: bool) -> Result<Option<u64>, StoreError> {
         let mut due: Option<u64> = None;
-        for priority in Priority::ALL {
-            let first = self
-                .scan_prefix(&keys::rank_prefix(priority.rank()), Some(1))
-                .await?;
+        for rank in keys::claim_ranks(drafts) {
+            let first = self.scan_prefix(&keys::rank_prefix(rank), Some(1)).await?;
             if let Some(d) = first.first().and_then(|e| keys::due_of(&e.key)) {
                 due = Some(due.map_or(d, |m| m.min(d)));
             }

@@ -1,0 +1,227 @@
+//! Signing drafts: the step of a flush, before publishing, in a context that has the
+//! app's signer ([`sign_drafts`]). It claims due drafts
+//! ([`crate::core::ClaimRequest::drafts`]) under a lease that covers the signer's
+//! time, asks the signer for each in turn (a person may have to approve each), checks
+//! what comes back against the template (`nostr::template::Template::check`) and
+//! records it ([`Store::record_signing`]): a signed draft is a `pending` record,
+//! published by the same flush. Signed once: two contexts cannot hold one draft's
+//! lease; a crash between the signer's answer and its commit leaves the draft to be
+//! signed again, and only the stored event is ever published.
+//!
+//! The signer's failures are typed evidence: no answer within
+//! [`SignConfig::timeout_ms`] (`timeout`) or a failure (`unreachable`: a bunker that
+//! is not connected, a closed prompt) bring the draft back with a backoff and count
+//! no attempt; the drafts after it in the claim are not asked in this run and wait as
+//! long (they are tried together). A refusal ([`is_refusal`]) and an answer that is
+//! not the draft signed are terminal.
+
+use futures_util::future::{select, Either, LocalBoxFuture};
+
+use super::{lease_id, report_end, FlushConfig, FlushEvent, TickStats};
+use crate::core::{ClaimRequest, Outcome, Record, Signed, Signing, Stage, StopReason};
+use crate::nostr::template::Template;
+use crate::store::{Store, StoreError};
+use crate::transport::Signer;
+
+/// The default [`SignConfig::timeout_ms`]: a person may have to approve the signature.
+pub const SIGN_TIMEOUT_MS: u64 = 60_000;
+/// The default [`SignConfig::pow_ms`].
+pub const POW_MS: u64 = 30_000;
+/// How many NIP-13 nonces are tried between two yields to the event loop.
+pub const POW_SLICE: u64 = 2_048;
+
+/// How drafts are signed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SignConfig {
+    /// How long the signer may take for one draft (1..=600 000 ms).
+    pub timeout_ms: u64,
+    /// How long mining a NIP-13 nonce may take for one draft (1..=600 000 ms); a
+    /// draft whose work is not found in that time ends exhausted (`powUnfinished`).
+    pub pow_ms: u64,
+}
+
+impl Default for SignConfig {
+    fn default() -> SignConfig {
+        SignConfig {
+            timeout_ms: SIGN_TIMEOUT_MS,
+            pow_ms: POW_MS,
+        }
+    }
+}
+
+/// True when a signer's error message says it refused (the person or the bunker said
+/// no): it names a rejection, a denial, a refusal or a missing permission. Anything
+/// else (a bunker that is not connected, a closed prompt, a network error) is taken as
+/// unavailable and asked again later.
+pub fn is_refusal(message: &str) -> bool {
+    let m = message.to_ascii_lowercase();
+    [
+        "reject",
+        "denied",
+        "deny",
+        "refus",
+        "declin",
+        "not allowed",
+        "unauthori",
+        "forbidden",
+        "permission",
+    ]
+    .iter()
+    .any(|w| m.contains(w))
+}
+
+/// What signing the drafts due now did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SignSummary {
+    /// The counts: `claimed`, `signed`, `retrying` (the signer unavailable),
+    /// `exhausted` (refused, a bad answer, past the deadline), `lost_claims`.
+    pub stats: TickStats,
+    /// When a draft is next due, if any.
+    pub next_due_ms: Option<u64>,
+}
+
+/// Signs the drafts due now, claim after claim, until none is due, the signer is
+/// unavailable, or `keep_going` says stop. `sleep(ms)` times the signer out and lets
+/// NIP-13 mining yield. Reports `Signed`, `Retrying` and `Exhausted` to `observer`.
+#[allow(clippy::too_many_arguments)]
+pub async fn sign_drafts<S: Store>(
+    store: &S,
+    signer: &dyn Signer,
+    config: &FlushConfig,
+    sign: SignConfig,
+    clock: &dyn Fn() -> u64,
+    random: &mut dyn FnMut() -> u32,
+    sleep: &dyn Fn(u64) -> LocalBoxFuture<'static, ()>,
+    keep_going: &dyn Fn() -> bool,
+    observer: &mut dyn FnMut(FlushEvent<'_>),
+) -> Result<SignSummary, StoreError> {
+    config.validate()?;
+    let mut stats = TickStats::default();
+    let jitter = random();
+    let mut unavailable: Option<(Outcome, String)> = None;
+    while unavailable.is_none() && keep_going() {
+        let request = ClaimRequest {
+            owner: config.owner.clone(),
+            lease_id: lease_id(random),
+            limit: config.batch_size,
+            // The lease covers the signer's time and the mining, with room to commit.
+            lease_ms: config
+                .lease_ms
+                .max(
+                    sign.timeout_ms
+                        .saturating_add(sign.pow_ms)
+                        .saturating_mul(2),
+                )
+                .min(crate::core::machine::MAX_LEASE_MS),
+            lanes: config.lanes.clone(),
+            relays: config.relays.clone(),
+            drafts: true,
+        };
+        let claimed = store.claim(&request, clock()).await?;
+        if claimed.is_empty() {
+            break;
+        }
+        stats.claimed += claimed.len() as u32;
+        for record in claimed {
+            if record.stage != Stage::Leased {
+                report_end(&record, &mut stats, observer);
+                continue;
+            }
+            let signing = match &unavailable {
+                Some((outcome, message)) => Signing::Unavailable {
+                    outcome: *outcome,
+                    message: format!("not asked: {message}"),
+                },
+                None => ask(&record, signer, sign, clock, sleep).await,
+            };
+            if let Signing::Unavailable { outcome, message } = &signing {
+                unavailable.get_or_insert((*outcome, message.clone()));
+            }
+            let signed = Signed {
+                id: record.id.clone(),
+                lease_id: request.lease_id.clone(),
+                revision: record.revision,
+                signing,
+                jitter,
+            };
+            match store.record_signing(&signed, &config.retry, clock()).await {
+                Ok(next) if next.stage == Stage::Pending => {
+                    stats.signed += 1;
+                    observer(FlushEvent::Signed { record: &next });
+                }
+                Ok(next) if next.stage == Stage::Draft => {
+                    stats.retrying += 1;
+                    observer(FlushEvent::Retrying { record: &next });
+                }
+                Ok(next) => report_end(&next, &mut stats, observer),
+                Err(e) if e.is_item_error() => {
+                    stats.lost_claims += 1;
+                    observer(FlushEvent::LostClaim { id: &record.id });
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+    Ok(SignSummary {
+        stats,
+        next_due_ms: store.next_due(true).await?,
+    })
+}
+
+/// Asks the signer to sign the draft `record` (mining its proof of work first), within
+/// the timeout, and checks the answer.
+async fn ask(
+    record: &Record,
+    signer: &dyn Signer,
+    sign: SignConfig,
+    clock: &dyn Fn() -> u64,
+    sleep: &dyn Fn(u64) -> LocalBoxFuture<'static, ()>,
+) -> Signing {
+    let failed = |reason, message: String| Signing::Failed { reason, message };
+    let mut template = match Template::from_stored(&record.event.raw) {
+        Ok(t) => t,
+        Err(e) => {
+            return failed(
+                StopReason::SignatureInvalid,
+                format!("the stored draft cannot be read: {e}"),
+            )
+        }
+    };
+    let filed = record.event.meta.as_ref().map_or(0, |m| m.created_at);
+    let at = template.signing_time(clock() / 1_000, filed);
+    if let Some(difficulty) = template.pow() {
+        let started = clock();
+        let mut next = 0;
+        while let Err(n) = template.mine(at, next, POW_SLICE) {
+            next = n;
+            if clock().saturating_sub(started) >= sign.pow_ms {
+                return failed(
+                    StopReason::PowUnfinished,
+                    format!(
+                        "no nonce of difficulty {difficulty} in {} ms ({n} tried)",
+                        sign.pow_ms
+                    ),
+                );
+            }
+            sleep(0).await;
+        }
+    }
+    let asked = signer.sign(template.to_sign(at));
+    match select(asked, sleep(sign.timeout_ms)).await {
+        Either::Left((Ok(answer), _)) => match template.check(at, answer) {
+            Ok(event) => Signing::Signed(event.to_envelope()),
+            Err(why) => failed(StopReason::SignatureInvalid, why),
+        },
+        Either::Left((Err(message), _)) if is_refusal(&message) => {
+            failed(StopReason::SignerRefused, message)
+        }
+        Either::Left((Err(message), _)) => Signing::Unavailable {
+            outcome: Outcome::Unreachable,
+            message,
+        },
+        Either::Right(_) => Signing::Unavailable {
+            outcome: Outcome::Timeout,
+            message: format!("the signer did not answer within {} ms", sign.timeout_ms),
+        },
+    }
+}

@@ -1,0 +1,590 @@
+//! Drafts: unsigned templates signed by the app's signer when due
+//! (`nostr_outbox::flush::sign`), over the memory store and the scripted transport,
+//! with native signers that sign with a key, hang, fail, refuse or cheat.
+
+use std::cell::{Cell, RefCell};
+
+use futures::executor::block_on;
+use futures_util::future::LocalBoxFuture;
+use k256::schnorr::SigningKey;
+use proptest::prelude::*;
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+
+use nostr_outbox::core::{Outcome, Plan, Policy, Record, RetryConfig, Stage, StopReason, SIGNER};
+use nostr_outbox::flush::sign::{is_refusal, sign_drafts, SignConfig, SignSummary};
+use nostr_outbox::flush::{FlushConfig, FlushEvent};
+use nostr_outbox::nostr::template::{leading_zero_bits, Template};
+use nostr_outbox::nostr::Event;
+use nostr_outbox::store::conformance::RELAYS;
+use nostr_outbox::store::{MemoryStore, Store};
+use nostr_outbox::transport::{ScriptedTransport, Signer};
+
+use crate::support::{config, counter, flush_all};
+
+/// What the test signer does when asked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Signs with its key.
+    Sign,
+    /// Never answers.
+    Hang,
+    /// Rejects as an unreachable bunker does.
+    Fail,
+    /// Rejects as a person who says no.
+    Refuse,
+    /// Signs with another key.
+    OtherKey,
+    /// Signs, with the content changed.
+    Tamper,
+    /// Answers with a signature that does not verify.
+    BadSig,
+}
+
+fn key(n: u8) -> SigningKey {
+    SigningKey::from_bytes(&Sha256::digest([b'd', n])[..]).expect("a valid secret key")
+}
+
+fn pubkey(key: &SigningKey) -> String {
+    hex::encode(key.verifying_key().to_bytes())
+}
+
+/// Signs an unsigned event object with `key` (NIP-01 id, BIP-340 signature).
+fn sign_with(key: &SigningKey, template: &Value) -> Value {
+    let tags: Vec<Vec<String>> = serde_json::from_value(template["tags"].clone()).unwrap();
+    let unsigned = Event::from_parts(
+        "0".repeat(64),
+        pubkey(key),
+        template["created_at"].as_u64().unwrap(),
+        template["kind"].as_u64().unwrap() as u16,
+        tags.clone(),
+        template["content"].as_str().unwrap().to_string(),
+        "0".repeat(128),
+    )
+    .unwrap();
+    let id = unsigned.compute_id();
+    let digest: [u8; 32] = hex::decode(&id).unwrap().try_into().unwrap();
+    let sig = key.sign_raw(&digest, &[7u8; 32]).unwrap().to_bytes();
+    json!({
+        "id": id,
+        "pubkey": pubkey(key),
+        "created_at": unsigned.created_at(),
+        "kind": unsigned.kind(),
+        "tags": tags,
+        "content": unsigned.content(),
+        "sig": hex::encode(sig),
+    })
+}
+
+/// A signer for tests: answers as its [`Mode`] says, and counts what it was asked.
+pub struct TestSigner {
+    pub mode: Cell<Mode>,
+    pub asked: Cell<u32>,
+    pub templates: RefCell<Vec<Value>>,
+}
+
+impl TestSigner {
+    pub fn new(mode: Mode) -> TestSigner {
+        TestSigner {
+            mode: Cell::new(mode),
+            asked: Cell::new(0),
+            templates: RefCell::new(Vec::new()),
+        }
+    }
+}
+
+impl Signer for TestSigner {
+    fn sign(&self, template: Value) -> LocalBoxFuture<'static, Result<Value, String>> {
+        self.asked.set(self.asked.get() + 1);
+        self.templates.borrow_mut().push(template.clone());
+        let answer = match self.mode.get() {
+            Mode::Sign => Ok(sign_with(&key(1), &template)),
+            Mode::Hang => return Box::pin(futures_util::future::pending()),
+            Mode::Fail => Err("bunker is not connected".to_string()),
+            Mode::Refuse => Err("User rejected the request".to_string()),
+            Mode::OtherKey => Ok(sign_with(&key(2), &template)),
+            Mode::Tamper => {
+                let mut t = template.clone();
+                t["content"] = json!("changed");
+                Ok(sign_with(&key(1), &t))
+            }
+            Mode::BadSig => {
+                let mut signed = sign_with(&key(1), &template);
+                signed["sig"] = json!("1".repeat(128));
+                Ok(signed)
+            }
+        };
+        Box::pin(async move { answer })
+    }
+}
+
+/// A draft plan of `kind` by key 1, filed at `now_ms`.
+pub fn draft_plan(id: &str, kind: u16, content: &str, now_ms: u64) -> Plan {
+    draft_plan_with(
+        id,
+        json!({ "kind": kind, "pubkey": pubkey(&key(1)), "tags": [], "content": content }),
+        None,
+        now_ms,
+    )
+}
+
+fn draft_plan_with(id: &str, template: Value, pow: Option<u8>, now_ms: u64) -> Plan {
+    let template = Template::from_value(template, pow).expect("a valid template");
+    Plan::new(
+        template.to_envelope(now_ms / 1_000).expect("an envelope"),
+        RELAYS.iter().map(|r| r.to_string()).collect(),
+        Policy::All,
+    )
+    .with_id(id)
+}
+
+/// One signing pass at `now` (a timeout fires at once), its events logged.
+pub async fn sign_at(
+    store: &MemoryStore,
+    signer: &TestSigner,
+    config: &FlushConfig,
+    now: u64,
+    log: &mut Vec<String>,
+) -> SignSummary {
+    let sleep = |_ms: u64| -> LocalBoxFuture<'static, ()> { Box::pin(async {}) };
+    sign_drafts(
+        store,
+        signer,
+        config,
+        SignConfig::default(),
+        &|| now,
+        &mut counter(),
+        &sleep,
+        &|| true,
+        &mut |e| {
+            log.push(match e {
+                FlushEvent::Signed { record } => format!("signed {}", record.id),
+                FlushEvent::Retrying { record } => format!("retrying {}", record.id),
+                FlushEvent::Exhausted { record } => format!("exhausted {}", record.id),
+                FlushEvent::LostClaim { id } => format!("lost {id}"),
+                _ => "other".into(),
+            })
+        },
+    )
+    .await
+    .expect("the pass runs")
+}
+
+async fn get(store: &MemoryStore, id: &str) -> Record {
+    store.get(id).await.unwrap().expect("stored")
+}
+
+fn signer_evidence(r: &Record) -> Vec<(Outcome, u32)> {
+    r.evidence
+        .iter()
+        .filter(|e| e.target == SIGNER)
+        .map(|e| (e.outcome, e.tries))
+        .collect()
+}
+
+#[test]
+fn a_draft_is_signed_when_due_then_published_once() {
+    block_on(async {
+        let store = MemoryStore::in_memory();
+        let t = ScriptedTransport::new();
+        t.default_answer(Outcome::Accepted, "");
+        let config = config(8, 4);
+        let created = store
+            .enqueue(draft_plan("d1", 1, "written offline", 1_000_000), 1_000_000)
+            .await
+            .unwrap();
+        assert_eq!(created.record.stage, Stage::Draft);
+        assert!(created.record.is_draft());
+        // A flush with no signer leaves it alone and sends nothing.
+        let summary = flush_all(&store, &t, &config).await.unwrap();
+        assert_eq!(summary.stats.claimed, 0);
+        assert!(t.sent().is_empty());
+        assert_eq!(get(&store, "d1").await.stage, Stage::Draft);
+
+        let signer = TestSigner::new(Mode::Sign);
+        let mut log = Vec::new();
+        let signed = sign_at(&store, &signer, &config, 1_005_000, &mut log).await;
+        assert_eq!(signed.stats.signed, 1);
+        assert_eq!(log, ["signed d1"]);
+        let r = get(&store, "d1").await;
+        assert_eq!(r.stage, Stage::Pending);
+        assert_eq!(r.attempts, 0);
+        assert_eq!(signer_evidence(&r), [(Outcome::Accepted, 1)]);
+        let event = Event::parse_json(&r.event.raw).unwrap();
+        event.verify().unwrap();
+        assert_eq!(event.id(), r.event.id);
+        assert_eq!(event.pubkey(), pubkey(&key(1)));
+        assert_eq!(event.content(), "written offline");
+        // No `created_at` in the template: the signing time.
+        assert_eq!(event.created_at(), 1_005);
+        assert_eq!(signer.templates.borrow()[0]["created_at"], json!(1_005));
+
+        nostr_outbox::flush::flush_until_idle(
+            &store,
+            &t,
+            &config,
+            &|| 1_005_000,
+            &mut counter(),
+            &mut |_| {},
+            100,
+        )
+        .await
+        .unwrap();
+        for relay in RELAYS {
+            assert_eq!(t.count(relay, event.id()), 1, "{relay}");
+        }
+        assert_eq!(t.sent().len(), RELAYS.len());
+        assert_eq!(get(&store, "d1").await.stage, Stage::Satisfied);
+        // Nothing left to sign.
+        let again = sign_at(&store, &signer, &config, 1_006_000, &mut log).await;
+        assert_eq!(again.stats.claimed, 0);
+        assert_eq!(signer.asked.get(), 1);
+    })
+}
+
+#[test]
+fn a_context_without_a_signer_neither_claims_nor_wakes_for_drafts() {
+    block_on(async {
+        let store = MemoryStore::in_memory();
+        store
+            .enqueue(draft_plan("d1", 1, "x", 5_000), 5_000)
+            .await
+            .unwrap();
+        assert_eq!(store.next_due(false).await.unwrap(), None);
+        assert_eq!(store.count_due(u64::MAX).await.unwrap(), 0);
+        assert_eq!(store.next_due(true).await.unwrap(), Some(5_000));
+        let mut request = nostr_outbox::core::ClaimRequest {
+            owner: "sw".into(),
+            lease_id: "l1".into(),
+            limit: 10,
+            lease_ms: 1_000,
+            lanes: Vec::new(),
+            relays: Vec::new(),
+            drafts: false,
+        };
+        assert!(store.claim(&request, 10_000).await.unwrap().is_empty());
+        request.drafts = true;
+        let claimed = store.claim(&request, 10_000).await.unwrap();
+        assert_eq!(claimed.len(), 1);
+        assert_eq!(claimed[0].stage, Stage::Leased);
+        // Its lease keeps it from another signing context until it expires.
+        request.lease_id = "l2".into();
+        request.owner = "tab-2".into();
+        assert!(store.claim(&request, 10_500).await.unwrap().is_empty());
+        let status = store.status().await.unwrap();
+        assert_eq!(status.leased, 1);
+    })
+}
+
+#[test]
+fn an_unavailable_signer_backs_off_without_spending_attempts_and_asks_once_per_run() {
+    block_on(async {
+        let store = MemoryStore::in_memory();
+        let config = config(8, 4);
+        for n in 0..3 {
+            let id = format!("d{n}");
+            store
+                .enqueue(draft_plan(&id, 1, &id, 1_000), 1_000)
+                .await
+                .unwrap();
+        }
+        let signer = TestSigner::new(Mode::Fail);
+        let mut log = Vec::new();
+        let pass = sign_at(&store, &signer, &config, 2_000, &mut log).await;
+        // The first draft asked; the others wait as long, not asked.
+        assert_eq!(signer.asked.get(), 1);
+        assert_eq!(pass.stats.retrying, 3);
+        assert_eq!(pass.next_due_ms, Some(2_000 + 1_000));
+        for n in 0..3 {
+            let r = get(&store, &format!("d{n}")).await;
+            assert_eq!(r.stage, Stage::Draft);
+            assert_eq!(r.attempts, 0);
+            assert_eq!(signer_evidence(&r), [(Outcome::Unreachable, 1)]);
+            assert_eq!(r.due_ms, Some(3_000));
+        }
+        // Before the backoff ends nothing is asked; after it, the delay doubles.
+        sign_at(&store, &signer, &config, 2_500, &mut log).await;
+        assert_eq!(signer.asked.get(), 1);
+        sign_at(&store, &signer, &config, 3_000, &mut log).await;
+        assert_eq!(signer.asked.get(), 2);
+        let r = get(&store, "d0").await;
+        assert_eq!(signer_evidence(&r), [(Outcome::Unreachable, 2)]);
+        assert_eq!(r.due_ms, Some(3_000 + 2_000));
+        // The signer comes back: all three signed in one pass.
+        signer.mode.set(Mode::Sign);
+        let pass = sign_at(&store, &signer, &config, 5_000, &mut log).await;
+        assert_eq!(pass.stats.signed, 3);
+        assert_eq!(pass.next_due_ms, None);
+        for n in 0..3 {
+            let r = get(&store, &format!("d{n}")).await;
+            assert_eq!(r.stage, Stage::Pending);
+            assert_eq!(r.attempt_limit, r.max_attempts);
+        }
+    })
+}
+
+#[test]
+fn a_signer_that_never_answers_times_out() {
+    block_on(async {
+        let store = MemoryStore::in_memory();
+        store
+            .enqueue(draft_plan("d1", 1, "x", 1_000), 1_000)
+            .await
+            .unwrap();
+        let signer = TestSigner::new(Mode::Hang);
+        let mut log = Vec::new();
+        sign_at(&store, &signer, &config(8, 4), 1_000, &mut log).await;
+        let r = get(&store, "d1").await;
+        assert_eq!(r.stage, Stage::Draft);
+        assert_eq!(signer_evidence(&r), [(Outcome::Timeout, 1)]);
+        assert!(r.evidence[0]
+            .message
+            .contains("did not answer within 60000 ms"));
+        assert_eq!(log, ["retrying d1"]);
+    })
+}
+
+#[test]
+fn a_refusal_is_terminal_until_retry() {
+    block_on(async {
+        let store = MemoryStore::in_memory();
+        store
+            .enqueue(draft_plan("d1", 1, "x", 1_000), 1_000)
+            .await
+            .unwrap();
+        let signer = TestSigner::new(Mode::Refuse);
+        let mut log = Vec::new();
+        sign_at(&store, &signer, &config(8, 4), 1_000, &mut log).await;
+        let r = get(&store, "d1").await;
+        assert_eq!(r.stage, Stage::Exhausted);
+        assert_eq!(r.reason, Some(StopReason::SignerRefused));
+        assert_eq!(log, ["exhausted d1"]);
+        assert!(r.evidence[0].outcome.is_terminal_rejection());
+        // `retry` makes it a draft again, signed when the person agrees.
+        let r = store.retry("d1", 2_000).await.unwrap();
+        assert_eq!(r.stage, Stage::Draft);
+        signer.mode.set(Mode::Sign);
+        sign_at(&store, &signer, &config(8, 4), 2_000, &mut log).await;
+        assert_eq!(get(&store, "d1").await.stage, Stage::Pending);
+    })
+}
+
+#[test]
+fn an_answer_that_is_not_the_draft_signed_is_terminal_and_never_published() {
+    for mode in [Mode::OtherKey, Mode::Tamper, Mode::BadSig] {
+        block_on(async {
+            let store = MemoryStore::in_memory();
+            let t = ScriptedTransport::new();
+            store
+                .enqueue(draft_plan("d1", 1, "x", 1_000), 1_000)
+                .await
+                .unwrap();
+            let signer = TestSigner::new(mode);
+            let mut log = Vec::new();
+            sign_at(&store, &signer, &config(8, 4), 1_000, &mut log).await;
+            let r = get(&store, "d1").await;
+            assert_eq!(r.stage, Stage::Exhausted, "{mode:?}");
+            assert_eq!(r.reason, Some(StopReason::SignatureInvalid), "{mode:?}");
+            assert!(r.is_draft(), "{mode:?}");
+            flush_all(&store, &t, &config(8, 4)).await.unwrap();
+            assert!(t.sent().is_empty(), "{mode:?}");
+        })
+    }
+}
+
+#[test]
+fn drafts_take_part_in_supersession_of_replaceable_events() {
+    block_on(async {
+        let store = MemoryStore::in_memory();
+        // A kind-0 draft filed at t=1000 s, then a newer one at t=2000 s: the older is
+        // withdrawn, named by the newer draft's record id.
+        store
+            .enqueue(
+                draft_plan("old", 0, "{\"name\":\"a\"}", 1_000_000),
+                1_000_000,
+            )
+            .await
+            .unwrap();
+        let newer = store
+            .enqueue(
+                draft_plan("new", 0, "{\"name\":\"b\"}", 2_000_000),
+                2_000_000,
+            )
+            .await
+            .unwrap();
+        assert_eq!(newer.withdrawn.len(), 1);
+        let old = get(&store, "old").await;
+        assert_eq!(old.stage, Stage::Superseded);
+        assert_eq!(old.superseded_by.as_deref(), Some("new"));
+        // An older draft (a template dated earlier) is born superseded.
+        let stale = draft_plan_with(
+            "stale",
+            json!({ "kind": 0, "pubkey": pubkey(&key(1)), "tags": [], "content": "{}", "created_at": 1_500 }),
+            None,
+            3_000_000,
+        );
+        let born = store.enqueue(stale, 3_000_000).await.unwrap();
+        assert_eq!(born.record.stage, Stage::Superseded);
+        // The newer draft signed: its event has the signing time.
+        let signer = TestSigner::new(Mode::Sign);
+        let mut log = Vec::new();
+        sign_at(&store, &signer, &config(8, 4), 3_000_000, &mut log).await;
+        let r = get(&store, "new").await;
+        assert_eq!(r.stage, Stage::Pending);
+        assert_eq!(Event::parse_json(&r.event.raw).unwrap().created_at(), 3_000);
+    })
+}
+
+#[test]
+fn proof_of_work_is_mined_before_signing() {
+    block_on(async {
+        let store = MemoryStore::in_memory();
+        let plan = draft_plan_with(
+            "pow",
+            json!({ "kind": 1, "pubkey": pubkey(&key(1)), "tags": [["t", "x"]], "content": "work" }),
+            Some(10),
+            1_000,
+        );
+        store.enqueue(plan, 1_000).await.unwrap();
+        let signer = TestSigner::new(Mode::Sign);
+        let mut log = Vec::new();
+        sign_at(&store, &signer, &config(8, 4), 1_000, &mut log).await;
+        let r = get(&store, "pow").await;
+        assert_eq!(r.stage, Stage::Pending, "{r:?}");
+        let event = Event::parse_json(&r.event.raw).unwrap();
+        let id: [u8; 32] = hex::decode(event.id()).unwrap().try_into().unwrap();
+        assert!(leading_zero_bits(&id) >= 10);
+        let nonce = event
+            .tags()
+            .iter()
+            .find(|t| t[0] == "nonce")
+            .expect("a nonce tag");
+        assert_eq!(nonce[2], "10");
+        assert_eq!(event.tags()[0], ["t", "x"]);
+    })
+}
+
+#[test]
+fn refusals_are_told_from_outages() {
+    for refused in [
+        "User rejected",
+        "permission denied",
+        "Request refused by user",
+        "declined",
+    ] {
+        assert!(is_refusal(refused), "{refused}");
+    }
+    for outage in [
+        "bunker is not connected",
+        "Prompt was closed",
+        "timeout",
+        "fetch failed",
+    ] {
+        assert!(!is_refusal(outage), "{outage}");
+    }
+}
+
+#[test]
+fn templates_are_read_with_the_event_checks() {
+    let ok = json!({ "kind": 1, "pubkey": pubkey(&key(1)), "tags": [], "content": "x" });
+    assert!(Template::from_value(ok.clone(), None).is_ok());
+    for (field, value) in [
+        ("pubkey", json!("ABC")),
+        ("kind", json!(70_000)),
+        ("tags", json!([["t", 1]])),
+        ("content", json!(5)),
+        ("created_at", json!(-1)),
+        ("id", json!("0".repeat(64))),
+        ("sig", json!("0".repeat(128))),
+    ] {
+        let mut bad = ok.clone();
+        bad[field] = value;
+        assert!(Template::from_value(bad, None).is_err(), "{field}");
+    }
+    let mut no_pubkey = ok.clone();
+    no_pubkey.as_object_mut().unwrap().remove("pubkey");
+    assert!(Template::from_value(no_pubkey, None).is_err());
+    assert!(Template::from_value(ok, Some(33)).is_err());
+    assert!(Template::from_value(json!([1]), None).is_err());
+}
+
+/// What the signer does at each signing pass, and whether a flush runs after it.
+fn step() -> impl Strategy<Value = (Mode, bool, u64)> {
+    (
+        prop::sample::select(vec![
+            Mode::Sign,
+            Mode::Hang,
+            Mode::Fail,
+            Mode::Refuse,
+            Mode::OtherKey,
+            Mode::Tamper,
+            Mode::BadSig,
+        ]),
+        any::<bool>(),
+        0u64..20_000,
+    )
+}
+
+proptest! {
+    #![proptest_config(crate::proptest_config::cases(48))]
+
+    /// Whatever the signer does, run after run: no draft is published unsigned or
+    /// with a signature that does not verify, and each is published as one event
+    /// only, by its author, with its content.
+    #[test]
+    fn a_draft_is_published_signed_once_as_one_event(
+        steps in prop::collection::vec(step(), 1..12),
+        drafts in 1usize..4,
+    ) {
+        block_on(async {
+            let store = MemoryStore::in_memory();
+            let t = ScriptedTransport::new();
+            t.default_answer(Outcome::Accepted, "");
+            let config = FlushConfig { retry: RetryConfig { jitter_permille: 0, ..config(8, 4).retry }, ..config(8, 4) };
+            for n in 0..drafts {
+                let id = format!("d{n}");
+                store.enqueue(draft_plan(&id, 1, &id, 1_000), 1_000).await.unwrap();
+            }
+            let signer = TestSigner::new(Mode::Sign);
+            let mut now = 1_000;
+            let mut log = Vec::new();
+            for (mode, flush, wait) in steps {
+                signer.mode.set(mode);
+                now += wait;
+                sign_at(&store, &signer, &config, now, &mut log).await;
+                if flush {
+                    nostr_outbox::flush::flush_until_idle(
+                        &store, &t, &config, &|| now, &mut counter(), &mut |_| {}, 100,
+                    ).await.unwrap();
+                }
+            }
+            for n in 0..drafts {
+                let id = format!("d{n}");
+                let r = get(&store, &id).await;
+                let sent: Vec<String> = t.sent().into_iter().map(|(_, e)| e).collect();
+                if r.is_draft() {
+                    prop_assert!(r.stage != Stage::Pending && r.attempts == 0, "{r:?}");
+                    continue;
+                }
+                let event = Event::parse_json(&r.event.raw).unwrap();
+                prop_assert!(event.verify().is_ok());
+                prop_assert_eq!(event.pubkey(), pubkey(&key(1)));
+                prop_assert_eq!(event.content(), id.as_str());
+                // Every publish of this record was of this one event.
+                for relay in RELAYS {
+                    prop_assert!(t.count(relay, event.id()) <= 1);
+                }
+                prop_assert!(sent.iter().all(|e| !e.is_empty()));
+            }
+            // Every event published is a stored, signed one.
+            let mut stored = Vec::new();
+            for n in 0..drafts {
+                stored.push(get(&store, &format!("d{n}")).await.event.id);
+            }
+            for (_, id) in t.sent() {
+                prop_assert!(stored.contains(&id), "published {id}, which no record holds");
+            }
+            Ok(())
+        })?;
+    }
+}
