@@ -435,7 +435,7 @@ async fn misbehaving_js_signers_leave_auth_required() {
         (
             "reject-undefined",
             "return Promise.reject()",
-            "signer rejected: unknown JavaScript value",
+            "signer failed: unknown JavaScript value",
         ),
         (
             "throw-undefined",

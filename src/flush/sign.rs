@@ -55,6 +55,8 @@ impl Default for SignConfig {
 /// unavailable and asked again later.
 pub fn is_refusal(message: &str) -> bool {
     let m = message.to_ascii_lowercase();
+    // A byte window rather than `str::contains`, whose searcher costs the `.wasm` more
+    // than this whole function.
     [
         "reject",
         "denied",
@@ -67,7 +69,7 @@ pub fn is_refusal(message: &str) -> bool {
         "permission",
     ]
     .iter()
-    .any(|w| m.contains(w))
+    .any(|w| m.as_bytes().windows(w.len()).any(|x| x == w.as_bytes()))
 }
 
 /// What signing the drafts due now did.
@@ -128,9 +130,10 @@ pub async fn sign_drafts<S: Store>(
                 continue;
             }
             let signing = match &unavailable {
+                // Not asked: it waits as long as the one the signer failed.
                 Some((outcome, message)) => Signing::Unavailable {
                     outcome: *outcome,
-                    message: format!("not asked: {message}"),
+                    message: message.clone(),
                 },
                 None => ask(&record, signer, sign, clock, sleep).await,
             };
@@ -188,27 +191,24 @@ async fn ask(
         }
     };
     let filed = record.event.meta.as_ref().map_or(0, |m| m.created_at);
-    let at = template.signing_time(clock() / 1_000, filed);
-    if let Some(difficulty) = template.pow() {
+    template.date(template.signing_time(clock() / 1_000, filed));
+    if template.pow().is_some() {
         let started = clock();
         let mut next = 0;
-        while let Err(n) = template.mine(at, next, POW_SLICE) {
+        while let Err(n) = template.mine(next, POW_SLICE) {
             next = n;
             if clock().saturating_sub(started) >= sign.pow_ms {
                 return failed(
                     StopReason::PowUnfinished,
-                    format!(
-                        "no nonce of difficulty {difficulty} in {} ms ({n} tried)",
-                        sign.pow_ms
-                    ),
+                    "no nonce found in the time allowed (powMs)".into(),
                 );
             }
             sleep(0).await;
         }
     }
-    let asked = signer.sign(template.to_sign(at));
+    let asked = signer.sign(template.to_sign());
     match select(asked, sleep(sign.timeout_ms)).await {
-        Either::Left((Ok(answer), _)) => match template.check(at, answer) {
+        Either::Left((Ok(answer), _)) => match template.check(&answer) {
             Ok(event) => Signing::Signed(event.to_envelope()),
             Err(why) => failed(StopReason::SignatureInvalid, why),
         },
@@ -221,7 +221,7 @@ async fn ask(
         },
         Either::Right(_) => Signing::Unavailable {
             outcome: Outcome::Timeout,
-            message: format!("the signer did not answer within {} ms", sign.timeout_ms),
+            message: "the signer did not answer in time (signTimeoutMs)".into(),
         },
     }
 }

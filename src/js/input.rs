@@ -678,13 +678,7 @@ pub(crate) fn parse_relays(v: &JsValue) -> Result<Vec<String>, ApiError> {
 /// A draft's template (`enqueue` with `sign: true`): an object or its JSON text, read
 /// with the event's field checks (`nostr::template::Template::from_value`).
 pub(crate) fn parse_template(v: &JsValue, pow: Option<u8>) -> Result<Template, ApiError> {
-    let text = event_text(v)?;
-    let value = serde_json::from_str(&text).map_err(|e| {
-        ApiError::from(crate::nostr::error::EventError::NotJson {
-            detail: e.to_string(),
-        })
-    })?;
-    Ok(Template::from_value(value, pow)?)
+    Ok(Template::parse(&event_text(v)?, pow)?)
 }
 
 /// Reads a signed event (an object with the NIP-01 fields, or its JSON text) and

@@ -81,6 +81,10 @@ impl Event {
     }
 
     fn read(text: &str, raw: RawSource<'_>) -> Result<Event, EventError> {
+        Event::fields(text)?.into_event(raw)
+    }
+
+    fn fields(text: &str) -> Result<Fields, EventError> {
         let not_json = |e: serde_json::Error| EventError::NotJson {
             detail: e.to_string(),
         };
@@ -88,9 +92,30 @@ impl Event {
         let top = Top::deserialize(&mut de).map_err(not_json)?;
         de.end().map_err(not_json)?;
         match top {
-            Top::Object(fields) => fields.into_event(raw),
+            Top::Object(fields) => Ok(*fields),
             Top::Other(found) => Err(EventError::NotObject { found }),
         }
+    }
+
+    /// Reads an unsigned event template from JSON text, with the checks of
+    /// [`Event::parse_json`] but for `id` and `sig`, which must be absent (they are
+    /// zeros in the answer, [`Event::unsigned_json`] leaves them out) and `created_at`,
+    /// which may be absent (0 in the answer). The drafts' reader
+    /// ([`super::template::Template`]).
+    pub(crate) fn parse_unsigned(text: &str) -> Result<Event, EventError> {
+        let mut fields = Event::fields(text)?;
+        for (field, given, len) in [("id", &mut fields.id, 64), ("sig", &mut fields.sig, 128)] {
+            if given.is_some() {
+                return Err(EventError::BadValue {
+                    field,
+                    reason: "is given: a draft is unsigned (enqueue a signed event without `sign`)"
+                        .into(),
+                });
+            }
+            *given = Some(Value::String("0".repeat(len)));
+        }
+        fields.created_at.get_or_insert(Value::from(0u8));
+        fields.into_event(RawSource::Canonical)
     }
 
     /// Builds an event from its fields, with the same format checks as
@@ -126,6 +151,13 @@ impl Event {
     /// [`Event::raw`] and the id are left as they were (only the computed id changes).
     pub(crate) fn set_tags(&mut self, tags: Vec<Vec<String>>) {
         self.tags = tags;
+    }
+
+    /// Sets `created_at` and makes [`Event::raw`] the compact form again (drafts: the
+    /// time a template is signed with; `id` and `sig` stay as they are).
+    pub(crate) fn set_created_at(&mut self, created_at: u64) {
+        self.created_at = created_at;
+        self.raw = self.compact_json();
     }
 
     /// The event id as given: 64 lowercase hex characters.
@@ -319,10 +351,25 @@ impl Event {
 
     /// `{"id":..,"pubkey":..,"created_at":..,"kind":..,"tags":..,"content":..,"sig":..}`
     fn compact_json(&self) -> String {
+        self.json(true)
+    }
+
+    /// `{"pubkey":..,"created_at":..,"kind":..,"tags":..,"content":..}`: the event
+    /// unsigned, as a signer is handed it (NIP-07 `signEvent`).
+    pub(crate) fn unsigned_json(&self) -> String {
+        self.json(false)
+    }
+
+    fn json(&self, signed: bool) -> String {
         let mut buf = Vec::with_capacity(self.content.len() + 256);
-        buf.extend_from_slice(b"{\"id\":\"");
-        buf.extend_from_slice(self.id.as_bytes());
-        buf.extend_from_slice(b"\",\"pubkey\":\"");
+        if signed {
+            buf.extend_from_slice(b"{\"id\":\"");
+            buf.extend_from_slice(self.id.as_bytes());
+            buf.extend_from_slice(b"\",");
+        } else {
+            buf.push(b'{');
+        }
+        buf.extend_from_slice(b"\"pubkey\":\"");
         buf.extend_from_slice(self.pubkey.as_bytes());
         buf.extend_from_slice(b"\",\"created_at\":");
         write_u64(&mut buf, self.created_at);
@@ -332,9 +379,12 @@ impl Event {
         write_tags(&mut buf, &self.tags);
         buf.extend_from_slice(b",\"content\":");
         write_json_str(&mut buf, &self.content);
-        buf.extend_from_slice(b",\"sig\":\"");
-        buf.extend_from_slice(self.sig.as_bytes());
-        buf.extend_from_slice(b"\"}");
+        if signed {
+            buf.extend_from_slice(b",\"sig\":\"");
+            buf.extend_from_slice(self.sig.as_bytes());
+            buf.push(b'"');
+        }
+        buf.push(b'}');
         String::from_utf8(buf).unwrap_or_default()
     }
 }

@@ -5,7 +5,6 @@
 
 use futures_util::future::LocalBoxFuture;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use crate::core::{EventEnvelope, Outcome};
 
@@ -19,10 +18,10 @@ pub use scripted::ScriptedTransport;
 /// transport and drafts for the flusher (`crate::flush::sign`). The app's key, never
 /// the outbox's.
 pub trait Signer {
-    /// Signs an unsigned template (`kind`, `created_at`, `tags`, `content`, and for a
-    /// draft `pubkey`) and returns the signed event object (with `id`, `pubkey`,
-    /// `sig`). An error is the signer's message (a throw or a rejection).
-    fn sign(&self, template: Value) -> LocalBoxFuture<'static, Result<Value, String>>;
+    /// Signs an unsigned template, JSON text (`kind`, `created_at`, `tags`, `content`,
+    /// and for a draft `pubkey`), and returns the signed event as JSON text (with `id`,
+    /// `pubkey`, `sig`). An error is the signer's message (a throw or a rejection).
+    fn sign(&self, template: String) -> LocalBoxFuture<'static, Result<String, String>>;
 }
 
 /// What one publish of one event to one relay produced.

@@ -38,7 +38,6 @@ use crate::core::{EventEnvelope, Outcome};
 use crate::nostr::{
     auth_message, auth_template, check_auth_event, classify_ok, event_message, Event, RelayUrl,
 };
-use serde_json::Value;
 
 mod conn;
 mod notify;
@@ -170,25 +169,25 @@ impl JsSigner {
 }
 
 impl Signer for JsSigner {
-    fn sign(&self, template: Value) -> LocalBoxFuture<'static, Result<Value, String>> {
+    fn sign(&self, template: String) -> LocalBoxFuture<'static, Result<String, String>> {
         let function = self.function.clone();
         Box::pin(async move {
-            let arg = js_sys::JSON::parse(&template.to_string())
+            let arg = js_sys::JSON::parse(&template)
                 .map_err(|e| format!("cannot build the template: {}", describe(&e)))?;
             let returned = function
                 .call1(&JsValue::UNDEFINED, &arg)
                 .map_err(|e| format!("signer threw: {}", describe(&e)))?;
             let signed = JsFuture::from(js_sys::Promise::resolve(&returned))
                 .await
-                .map_err(|e| format!("signer rejected: {}", describe(&e)))?;
+                // Not "rejected": the drafts' signing tells a refusal by its words
+                // (`flush::sign::is_refusal`), and these are the signer's own.
+                .map_err(|e| format!("signer failed: {}", describe(&e)))?;
             // `JSON.stringify(undefined)` is `undefined`, not a string (a signer that
             // resolves with nothing): an error, never a string conversion that panics.
-            let text = js_sys::JSON::stringify(&signed)
+            js_sys::JSON::stringify(&signed)
                 .map_err(|e| format!("signer returned a value that is not JSON: {}", describe(&e)))?
                 .as_string()
-                .ok_or("signer returned a value that is not an event: undefined")?;
-            serde_json::from_str::<Value>(&text)
-                .map_err(|e| format!("signer returned a value that is not an event: {e}"))
+                .ok_or_else(|| "signer returned a value that is not an event: undefined".into())
         })
     }
 }
@@ -763,8 +762,8 @@ impl WsTransport {
         let created_at = (now_ms() / 1000.0) as u64;
         let template = auth_template(url, &challenge, created_at);
         let run = async {
-            let signed = signer.sign(template).await?;
-            let event = Event::parse_json(&signed.to_string())
+            let signed = signer.sign(template.to_string()).await?;
+            let event = Event::parse_json(&signed)
                 .map_err(|e| format!("the signer returned an invalid event: {e}"))?;
             check_auth_event(&event, url, &challenge)
                 .map_err(|e| format!("the signer returned a wrong AUTH event: {e}"))?;

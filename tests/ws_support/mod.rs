@@ -172,14 +172,15 @@ pub struct TestSigner;
 impl Signer for TestSigner {
     fn sign(
         &self,
-        template: Value,
-    ) -> futures_util::future::LocalBoxFuture<'static, Result<Value, String>> {
+        template: String,
+    ) -> futures_util::future::LocalBoxFuture<'static, Result<String, String>> {
         Box::pin(async move {
+            let template: Value = serde_json::from_str(&template).map_err(|e| e.to_string())?;
             let tags: Vec<Vec<String>> =
                 serde_json::from_value(template["tags"].clone()).map_err(|e| e.to_string())?;
             let created_at = template["created_at"].as_u64().unwrap_or(0);
             let ev = sign(5, 22242, tags, "", created_at);
-            serde_json::from_str(ev.raw()).map_err(|e| e.to_string())
+            Ok(ev.raw().to_string())
         })
     }
 }
