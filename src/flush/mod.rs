@@ -400,6 +400,7 @@ pub async fn tick<S: Store, T: Transport>(
         hurry: None,
         hold: None,
         nudge: None,
+        drafts: false,
     };
     let summary = run(store, transport, config, clock, random, observer, &bounds).await?;
     Ok(summary.stats)
@@ -517,6 +518,7 @@ pub async fn flush_until_idle<S: Store, T: Transport>(
         hurry: None,
         hold: None,
         nudge: None,
+        drafts: false,
     };
     run(store, transport, config, clock, random, observer, &bounds).await
 }
@@ -561,6 +563,9 @@ pub struct RunBounds<'a> {
     /// at once (and resets it) instead of at its next step, which behind a held
     /// backlog may be milliseconds away. `None`: at the next step.
     pub nudge: Option<&'a Signal>,
+    /// This context signs drafts ([`sign::sign_drafts`] runs before it): the run's
+    /// [`FlushSummary::next_due_ms`] counts the drafts' due times too.
+    pub drafts: bool,
 }
 
 /// A whole flush as a pipeline: claims, publishes and recordings overlap instead of
@@ -691,7 +696,7 @@ pub async fn run<S: Store, T: Transport>(
         stats,
         ticks: pipeline.ticks(),
         next_due_ms: store
-            .next_due(false)
+            .next_due(bounds.drafts)
             .await?
             .map(|due| coalesce_due(due, started_ms, clock())),
         ok_to_commit: pipeline.latency(),

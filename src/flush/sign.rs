@@ -72,19 +72,12 @@ pub fn is_refusal(message: &str) -> bool {
     .any(|w| m.as_bytes().windows(w.len()).any(|x| x == w.as_bytes()))
 }
 
-/// What signing the drafts due now did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct SignSummary {
-    /// The counts: `claimed`, `signed`, `retrying` (the signer unavailable),
-    /// `exhausted` (refused, a bad answer, past the deadline), `lost_claims`.
-    pub stats: TickStats,
-    /// When a draft is next due, if any.
-    pub next_due_ms: Option<u64>,
-}
-
 /// Signs the drafts due now, claim after claim, until none is due, the signer is
 /// unavailable, or `keep_going` says stop. `sleep(ms)` times the signer out and lets
-/// NIP-13 mining yield. Reports `Signed`, `Retrying` and `Exhausted` to `observer`.
+/// NIP-13 mining yield. Reports `Signed`, `Retrying` and `Exhausted` to `observer`;
+/// answers the counts: `claimed`, `signed`, `retrying` (the signer unavailable),
+/// `exhausted` (refused, a bad answer, past the deadline), `lost_claims`. The next
+/// draft's due time is the flush's ([`super::RunBounds::drafts`]).
 #[allow(clippy::too_many_arguments)]
 pub async fn sign_drafts<S: Store>(
     store: &S,
@@ -96,8 +89,7 @@ pub async fn sign_drafts<S: Store>(
     sleep: &dyn Fn(u64) -> LocalBoxFuture<'static, ()>,
     keep_going: &dyn Fn() -> bool,
     observer: &mut dyn FnMut(FlushEvent<'_>),
-) -> Result<SignSummary, StoreError> {
-    config.validate()?;
+) -> Result<TickStats, StoreError> {
     let mut stats = TickStats::default();
     let jitter = random();
     let mut unavailable: Option<(Outcome, String)> = None;
@@ -165,10 +157,7 @@ pub async fn sign_drafts<S: Store>(
             }
         }
     }
-    Ok(SignSummary {
-        stats,
-        next_due_ms: store.next_due(true).await?,
-    })
+    Ok(stats)
 }
 
 /// Asks the signer to sign the draft `record` (mining its proof of work first), within

@@ -610,6 +610,7 @@ impl<S: Store + 'static, T: Transport + 'static> Shared<S, T> {
             // Without a timer the held run's look again would come at once: no hold.
             hold: Some(&|| self.writing.get() > 0 && sound()),
             nudge: Some(&self.nudge),
+            drafts: self.config.signer.is_some(),
         };
         let filtered;
         let config = if *filter == Filter::default() {
@@ -623,7 +624,6 @@ impl<S: Store + 'static, T: Transport + 'static> Shared<S, T> {
             &filtered
         };
         // Drafts first: a draft signed now is published by this run.
-        let mut draft_due = None;
         if let Some(signer) = &self.config.signer {
             let signed = sign::sign_drafts(
                 &*self.store,
@@ -639,10 +639,9 @@ impl<S: Store + 'static, T: Transport + 'static> Shared<S, T> {
             .await
             .map_err(RunError::Store)?;
             view.add(&FlushSummary {
-                stats: signed.stats,
+                stats: signed,
                 ..FlushSummary::default()
             });
-            draft_due = signed.next_due_ms;
         }
         let summary = flush::run(
             &*self.store,
@@ -663,10 +662,7 @@ impl<S: Store + 'static, T: Transport + 'static> Shared<S, T> {
         }
         words.borrow_mut().ready(0).map_err(RunError::Random)?;
         view.add(&summary);
-        view.next_due_at = match (summary.next_due_ms, draft_due) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
+        view.next_due_at = summary.next_due_ms;
         view.ran = true;
         Ok(())
     }

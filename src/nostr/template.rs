@@ -141,26 +141,17 @@ impl Template {
     pub fn check(&self, answer: &str) -> Result<Event, String> {
         let event = Event::parse_json_compact(answer).map_err(|e| e.to_string())?;
         event.verify().map_err(|e| e.to_string())?;
-        let want = &self.event;
-        let field = if event.pubkey() != want.pubkey() {
-            "pubkey"
-        } else if event.kind() != want.kind() {
-            "kind"
-        } else if event.created_at() != want.created_at() {
-            "created_at"
-        } else if event.tags() != want.tags() {
-            "tags"
-        } else if event.content() != want.content() {
-            "content"
-        } else if self
-            .pow()
-            .is_some_and(|p| leading_zero_bits(&event.compute_id_bytes()) < u32::from(p))
-        {
-            "id"
-        } else {
-            return Ok(event);
-        };
-        Err(format!("the signed event's `{field}` is not the draft's"))
+        // The id is the hash of every field signed: one comparison checks them all
+        // (and the proof of work, mined into the template).
+        let want = self.event.compute_id();
+        if event.id() != want {
+            return Err(format!(
+                "the signed event is not the draft (its id is {}, the draft's {want}): \
+                 another author, time, kind, tags or content",
+                event.id()
+            ));
+        }
+        Ok(event)
     }
 }
 

@@ -286,9 +286,10 @@ pub trait Store {
         Ok(Vec::new())
     }
 
-    /// The smallest `due_ms` of any non-terminal signed record, or with `drafts` of
-    /// any draft ([`crate::core::ClaimRequest::drafts`]): when the next claim of that
-    /// kind can succeed (a leased record is due when its lease expires).
+    /// The smallest `due_ms` of any non-terminal signed record, and with `drafts` of
+    /// any draft too ([`crate::core::ClaimRequest::drafts`]): when the next claim can
+    /// succeed (a leased record is due when its lease expires) in a context that
+    /// publishes, or that also signs.
     async fn next_due(&self, drafts: bool) -> Result<Option<u64>, StoreError>;
 
     /// How many signed records are due at `now_ms` (`due_ms <= now_ms`; a leased

@@ -216,6 +216,7 @@ async fn run_once(store: &MemoryStore, t: &ScriptedTransport, take_over: bool) -
         hurry: None,
         hold: None,
         nudge: None,
+        drafts: false,
     };
     let summary = nostr_outbox::flush::run(
         store,

@@ -12,8 +12,8 @@ use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
 use nostr_outbox::core::{Outcome, Plan, Policy, Record, RetryConfig, Stage, StopReason, SIGNER};
-use nostr_outbox::flush::sign::{is_refusal, sign_drafts, SignConfig, SignSummary};
-use nostr_outbox::flush::{FlushConfig, FlushEvent};
+use nostr_outbox::flush::sign::{is_refusal, sign_drafts, SignConfig};
+use nostr_outbox::flush::{FlushConfig, FlushEvent, TickStats};
 use nostr_outbox::nostr::template::{leading_zero_bits, Template};
 use nostr_outbox::nostr::Event;
 use nostr_outbox::store::conformance::RELAYS;
@@ -146,7 +146,7 @@ pub async fn sign_at(
     config: &FlushConfig,
     now: u64,
     log: &mut Vec<String>,
-) -> SignSummary {
+) -> TickStats {
     let sleep = |_ms: u64| -> LocalBoxFuture<'static, ()> { Box::pin(async {}) };
     sign_drafts(
         store,
@@ -205,7 +205,7 @@ fn a_draft_is_signed_when_due_then_published_once() {
         let signer = TestSigner::new(Mode::Sign);
         let mut log = Vec::new();
         let signed = sign_at(&store, &signer, &config, 1_005_000, &mut log).await;
-        assert_eq!(signed.stats.signed, 1);
+        assert_eq!(signed.signed, 1);
         assert_eq!(log, ["signed d1"]);
         let r = get(&store, "d1").await;
         assert_eq!(r.stage, Stage::Pending);
@@ -238,7 +238,7 @@ fn a_draft_is_signed_when_due_then_published_once() {
         assert_eq!(get(&store, "d1").await.stage, Stage::Satisfied);
         // Nothing left to sign.
         let again = sign_at(&store, &signer, &config, 1_006_000, &mut log).await;
-        assert_eq!(again.stats.claimed, 0);
+        assert_eq!(again.claimed, 0);
         assert_eq!(signer.asked.get(), 1);
     })
 }
@@ -294,8 +294,8 @@ fn an_unavailable_signer_backs_off_without_spending_attempts_and_asks_once_per_r
         let pass = sign_at(&store, &signer, &config, 2_000, &mut log).await;
         // The first draft asked; the others wait as long, not asked.
         assert_eq!(signer.asked.get(), 1);
-        assert_eq!(pass.stats.retrying, 3);
-        assert_eq!(pass.next_due_ms, Some(2_000 + 1_000));
+        assert_eq!(pass.retrying, 3);
+        assert_eq!(store.next_due(true).await.unwrap(), Some(2_000 + 1_000));
         for n in 0..3 {
             let r = get(&store, &format!("d{n}")).await;
             assert_eq!(r.stage, Stage::Draft);
@@ -314,8 +314,10 @@ fn an_unavailable_signer_backs_off_without_spending_attempts_and_asks_once_per_r
         // The signer comes back: all three signed in one pass.
         signer.mode.set(Mode::Sign);
         let pass = sign_at(&store, &signer, &config, 5_000, &mut log).await;
-        assert_eq!(pass.stats.signed, 3);
-        assert_eq!(pass.next_due_ms, None);
+        assert_eq!(pass.signed, 3);
+        // No draft waits; the signed records are due at once.
+        assert_eq!(store.next_due(true).await.unwrap(), Some(5_000));
+        assert_eq!(store.next_due(false).await.unwrap(), Some(5_000));
         for n in 0..3 {
             let r = get(&store, &format!("d{n}")).await;
             assert_eq!(r.stage, Stage::Pending);

@@ -431,6 +431,7 @@ fn keep_going_stops_claiming_but_finishes_what_was_claimed() {
             hurry: None,
             hold: None,
             nudge: None,
+            drafts: false,
         };
         let summary = run(
             &store,
@@ -720,6 +721,7 @@ fn group_commit_writes_at_the_bound_or_at_batch_size() {
                 hurry: None,
                 hold: None,
                 nudge: None,
+                drafts: false,
             };
             let summary = run(
                 &store,
@@ -786,6 +788,7 @@ fn hurried_bounds<'a>(take: &'a dyn Fn() -> u32, nudge: Option<&'a Signal>) -> R
         hurry: Some(take),
         hold: None,
         nudge,
+        drafts: false,
     }
 }
 
@@ -1091,6 +1094,7 @@ async fn run_holding(t: &Holding<'_>) -> FlushSummary {
         hurry: None,
         hold: Some(&hold),
         nudge: None,
+        drafts: false,
     };
     let cfg = config(8, 4);
     run(

@@ -305,7 +305,7 @@ impl Store for ReferenceStore {
             .records
             .borrow()
             .values()
-            .filter(|r| r.is_draft() == drafts)
+            .filter(|r| drafts || !r.is_draft())
             .filter_map(|r| r.due_ms)
             .min())
     }

@@ -1154,7 +1154,12 @@ impl<B: KvBackend> Store for KvStore<B> {
 
     async fn next_due(&self, drafts: bool) -> Result<Option<u64>, StoreError> {
         let mut due: Option<u64> = None;
-        for rank in keys::claim_ranks(drafts) {
+        // Signed records' ranks, then the drafts'.
+        for rank in 0..if drafts {
+            2 * keys::DRAFT_RANKS
+        } else {
+            keys::DRAFT_RANKS
+        } {
             let first = self.scan_prefix(&keys::rank_prefix(rank), Some(1)).await?;
             if let Some(d) = first.first().and_then(|e| keys::due_of(&e.key)) {
                 due = Some(due.map_or(d, |m| m.min(d)));
