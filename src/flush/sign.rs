@@ -72,8 +72,9 @@ pub fn is_refusal(message: &str) -> bool {
     .any(|w| m.as_bytes().windows(w.len()).any(|x| x == w.as_bytes()))
 }
 
-/// Signs the drafts due now, claim after claim, until none is due, the signer is
-/// unavailable, or `keep_going` says stop. `sleep(ms)` times the signer out and lets
+/// Signs the drafts due now: one claim of up to [`FlushConfig::batch_size`] (more wait
+/// for the next flush, due at once), asked in claim order until the signer is
+/// unavailable; nothing when `keep_going` says stop. `sleep(ms)` times the signer out and lets
 /// NIP-13 mining yield. Reports `Signed`, `Retrying` and `Exhausted` to `observer`;
 /// answers the counts: `claimed`, `signed`, `retrying` (the signer unavailable),
 /// `exhausted` (refused, a bad answer, past the deadline), `lost_claims`. The next
@@ -91,70 +92,67 @@ pub async fn sign_drafts<S: Store>(
     observer: &mut dyn FnMut(FlushEvent<'_>),
 ) -> Result<TickStats, StoreError> {
     let mut stats = TickStats::default();
+    if !keep_going() {
+        return Ok(stats);
+    }
     let jitter = random();
+    let request = ClaimRequest {
+        owner: config.owner.clone(),
+        lease_id: lease_id(random),
+        limit: config.batch_size,
+        // The lease covers the signer's time and the mining, with room to commit.
+        lease_ms: config
+            .lease_ms
+            .max(
+                sign.timeout_ms
+                    .saturating_add(sign.pow_ms)
+                    .saturating_mul(2),
+            )
+            .min(crate::core::machine::MAX_LEASE_MS),
+        lanes: config.lanes.clone(),
+        relays: config.relays.clone(),
+        drafts: true,
+    };
     let mut unavailable: Option<(Outcome, String)> = None;
-    while unavailable.is_none() && keep_going() {
-        let request = ClaimRequest {
-            owner: config.owner.clone(),
-            lease_id: lease_id(random),
-            limit: config.batch_size,
-            // The lease covers the signer's time and the mining, with room to commit.
-            lease_ms: config
-                .lease_ms
-                .max(
-                    sign.timeout_ms
-                        .saturating_add(sign.pow_ms)
-                        .saturating_mul(2),
-                )
-                .min(crate::core::machine::MAX_LEASE_MS),
-            lanes: config.lanes.clone(),
-            relays: config.relays.clone(),
-            drafts: true,
-        };
-        let claimed = store.claim(&request, clock()).await?;
-        if claimed.is_empty() {
-            break;
+    for record in store.claim(&request, clock()).await? {
+        stats.claimed += 1;
+        if record.stage != Stage::Leased {
+            report_end(&record, &mut stats, observer);
+            continue;
         }
-        stats.claimed += claimed.len() as u32;
-        for record in claimed {
-            if record.stage != Stage::Leased {
-                report_end(&record, &mut stats, observer);
-                continue;
+        let signing = match &unavailable {
+            // Not asked: it waits as long as the one the signer failed.
+            Some((outcome, message)) => Signing::Unavailable {
+                outcome: *outcome,
+                message: message.clone(),
+            },
+            None => ask(&record, signer, sign, clock, sleep).await,
+        };
+        if let Signing::Unavailable { outcome, message } = &signing {
+            unavailable.get_or_insert((*outcome, message.clone()));
+        }
+        let signed = Signed {
+            id: record.id.clone(),
+            lease_id: request.lease_id.clone(),
+            revision: record.revision,
+            signing,
+            jitter,
+        };
+        match store.record_signing(&signed, &config.retry, clock()).await {
+            Ok(next) if next.stage == Stage::Pending => {
+                stats.signed += 1;
+                observer(FlushEvent::Signed { record: &next });
             }
-            let signing = match &unavailable {
-                // Not asked: it waits as long as the one the signer failed.
-                Some((outcome, message)) => Signing::Unavailable {
-                    outcome: *outcome,
-                    message: message.clone(),
-                },
-                None => ask(&record, signer, sign, clock, sleep).await,
-            };
-            if let Signing::Unavailable { outcome, message } = &signing {
-                unavailable.get_or_insert((*outcome, message.clone()));
+            Ok(next) if next.stage == Stage::Draft => {
+                stats.retrying += 1;
+                observer(FlushEvent::Retrying { record: &next });
             }
-            let signed = Signed {
-                id: record.id.clone(),
-                lease_id: request.lease_id.clone(),
-                revision: record.revision,
-                signing,
-                jitter,
-            };
-            match store.record_signing(&signed, &config.retry, clock()).await {
-                Ok(next) if next.stage == Stage::Pending => {
-                    stats.signed += 1;
-                    observer(FlushEvent::Signed { record: &next });
-                }
-                Ok(next) if next.stage == Stage::Draft => {
-                    stats.retrying += 1;
-                    observer(FlushEvent::Retrying { record: &next });
-                }
-                Ok(next) => report_end(&next, &mut stats, observer),
-                Err(e) if e.is_item_error() => {
-                    stats.lost_claims += 1;
-                    observer(FlushEvent::LostClaim { id: &record.id });
-                }
-                Err(e) => return Err(e),
+            Ok(next) => report_end(&next, &mut stats, observer),
+            Err(e) if e.is_item_error() => {
+                stats.lost_claims += 1;
+                observer(FlushEvent::LostClaim { id: &record.id });
             }
+            Err(e) => return Err(e),
         }
     }
     Ok(stats)
@@ -172,12 +170,7 @@ async fn ask(
     let failed = |reason, message: String| Signing::Failed { reason, message };
     let mut template = match Template::from_stored(&record.event.raw) {
         Ok(t) => t,
-        Err(e) => {
-            return failed(
-                StopReason::SignatureInvalid,
-                format!("the stored draft cannot be read: {e}"),
-            )
-        }
+        Err(e) => return failed(StopReason::SignatureInvalid, e.to_string()),
     };
     let filed = record.event.meta.as_ref().map_or(0, |m| m.created_at);
     template.date(template.signing_time(clock() / 1_000, filed));
