@@ -10,6 +10,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/env.sh
+# Panic locations name their source files, and a crate from crates.io is named by its
+# whole path under $CARGO_HOME: remapped to `crates/<name>-<version>/…`, the .wasm is
+# smaller (figure in docs/SIZE.md). Only the release .wasm builds run with these flags
+# (a target is given, so build scripts and proc macros keep theirs).
+for dir in "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/; do
+  [ -d "$dir" ] && RUSTFLAGS="${RUSTFLAGS:-} --remap-path-prefix=${dir%/}=crates"
+done
+export RUSTFLAGS="${RUSTFLAGS:-}"
 wasm-pack build --release --target web --out-dir pkg --out-name nostr_outbox 2>&1 | grep -vE '^\s*$' | tail -n 5
 # wasm-opt kept the function names (`--debuginfo`, Cargo.toml): they go to a copy in
 # target/ for the table below, and out of the shipped .wasm.

@@ -859,7 +859,6 @@ pub fn record_signing(
     };
     match &signed.signing {
         Signing::Signed(event) => {
-            super::plan::validate_envelope(event)?;
             match (record.event.meta.as_ref(), event.meta.as_ref()) {
                 (Some(a), Some(b))
                     if !event.id.is_empty() && a.pubkey == b.pubkey && a.kind == b.kind => {}
@@ -879,7 +878,7 @@ pub fn record_signing(
         Signing::Unavailable { outcome, message } => {
             evidence.outcome = *outcome;
             evidence.message = truncate(message.clone(), MAX_MESSAGE_LEN);
-            next.last_error = Some(format!("signer: {}", outcome.as_str()));
+            next.last_error = Some(evidence.message.clone());
             let repeat = next
                 .evidence
                 .last_mut()
@@ -910,7 +909,7 @@ pub fn record_signing(
                 _ => super::outcome::RejectReason::Other,
             });
             evidence.message = truncate(message.clone(), MAX_MESSAGE_LEN);
-            next.last_error = Some(format!("signer: {}", reason.as_str()));
+            next.last_error = Some(evidence.message.clone());
             next.evidence.push(evidence);
             finish(&mut next, Stage::Exhausted, Some(*reason));
         }
