@@ -245,8 +245,7 @@ impl ApiError {
             self.code,
             &self.message,
             self.details
-                .and_then(|d| d.serialize(&super::view::SERIALIZER).ok())
-                .unwrap_or(JsValue::UNDEFINED),
+                .map_or(JsValue::UNDEFINED, |d| super::view::to_js(&d)),
             self.cause.unwrap_or(JsValue::UNDEFINED),
         )
     }

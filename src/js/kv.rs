@@ -15,7 +15,6 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
 
 use super::error::ApiError;
-use super::view::SERIALIZER;
 use crate::platform::thrown;
 use crate::store::kv::{
     KvBackend, KvCommit, KvCommitted, KvEntry, KvLimits, KvMutation, KvRange, KvValue,
@@ -221,9 +220,7 @@ impl KvBackend for JsKv {
             limit: range.limit,
             reverse: range.reverse,
         };
-        let arg = out
-            .serialize(&SERIALIZER)
-            .map_err(|e| StoreError::Backend(e.to_string()))?;
+        let arg = super::view::to_js(&out);
         let answer = call("list", self.adapter.list(arg)).await?;
         const EXPECTED: &str = "an array of { key: string, value: string, version: string }";
         let listed: Vec<ListedInput> =
@@ -275,9 +272,7 @@ impl KvBackend for JsKv {
                 KvMutation::Delete { key } => out.deletes.push(key),
             }
         }
-        let arg = out
-            .serialize(&SERIALIZER)
-            .map_err(|e| StoreError::Backend(e.to_string()))?;
+        let arg = super::view::to_js(&out);
         let answer = call("commit", self.adapter.commit(arg)).await?;
         match answer.as_bool() {
             Some(true) => Ok(KvCommitted::Applied),

@@ -652,7 +652,7 @@ impl Inner {
         if pow.is_some_and(|p| !sign || p > u64::from(MAX_POW)) {
             return Err(ApiError::argument(
                 "pow",
-                format!("must be 0..={MAX_POW}, on a draft (`sign: true`) only"),
+                "must be 0..=32, on a draft (`sign: true`) only",
             ));
         }
         let (envelope, check) = if sign {

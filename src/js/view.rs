@@ -1,6 +1,8 @@
 //! How records, counts and flush results look in JavaScript: plain objects with
-//! camelCase fields (see `docs/API.md`), written by serde-wasm-bindgen from the view
-//! structs here (fields in the order `docs/API.md` lists them). Built from the stored
+//! camelCase fields (see `docs/API.md`), written as JSON by serde_json from the view
+//! structs here (fields in the order `docs/API.md` lists them) and parsed by one
+//! `JSON.parse`. (serde-wasm-bindgen's serializer did this field by field; with every
+//! view on the JSON path it left the browser `.wasm`, 1 KB gzipped less: docs/SIZE.md.) Built from the stored
 //! [`Record`] through read-only derivations of [`crate::core`] (latest evidence, target
 //! state, effective deadline); nothing is decided here. Times are unix milliseconds,
 //! handed over as JavaScript numbers (`f64`), never as `BigInt`.
@@ -14,15 +16,13 @@ use crate::core::{
 };
 use crate::flush::{FlushSummary, Latency};
 
-/// The serializer of every value handed to JavaScript: plain objects (not `Map`s),
-/// `null` for an absent value.
-pub(crate) const SERIALIZER: serde_wasm_bindgen::Serializer =
-    serde_wasm_bindgen::Serializer::json_compatible();
-
-/// `value` as a plain JavaScript value (`null` if it cannot be one, which the view
-/// types here rule out: no map keys, no integers beyond 2^53).
-fn to_js<T: Serialize + ?Sized>(value: &T) -> JsValue {
-    value.serialize(&SERIALIZER).unwrap_or(JsValue::NULL)
+/// `value` as a plain JavaScript value: its JSON, parsed (`null` if it cannot be one,
+/// which the view types here rule out: no map keys, no integers beyond 2^53).
+pub(crate) fn to_js<T: Serialize + ?Sized>(value: &T) -> JsValue {
+    serde_json::to_string(value)
+        .ok()
+        .and_then(|text| js_sys::JSON::parse(&text).ok())
+        .unwrap_or(JsValue::NULL)
 }
 
 /// A time or count as a JavaScript number.
@@ -274,6 +274,7 @@ pub(crate) fn records(rs: &[Record]) -> JsValue {
 /// Counts per stage: `OutboxStatus`.
 #[derive(Serialize)]
 struct StatusView {
+    draft: u32,
     pending: u32,
     leased: u32,
     retryable: u32,
@@ -289,6 +290,7 @@ struct StatusView {
 /// Counts per stage as a JavaScript `OutboxStatus`.
 pub(crate) fn status(c: &StageCounts) -> JsValue {
     to_js(&StatusView {
+        draft: c.draft,
         pending: c.pending,
         leased: c.leased,
         retryable: c.retryable,
@@ -360,32 +362,24 @@ pub(crate) fn corrupt_rows(rows: &[crate::store::CorruptRow]) -> JsValue {
     to_js(&views)
 }
 
-/// The answer of `enqueue`: `EnqueueResult` (`record` is already a JavaScript value,
-/// the same object the `enqueued` event carries).
-#[derive(Serialize)]
-struct EnqueueResultView<'a> {
-    id: &'a str,
-    disposition: &'static str,
-    #[serde(serialize_with = "preserved")]
-    record: &'a JsValue,
-}
-
-/// A JavaScript value kept as it is (serde-wasm-bindgen only).
-fn preserved<S: serde::Serializer>(v: &&JsValue, s: S) -> Result<S::Ok, S::Error> {
-    serde_wasm_bindgen::preserve::serialize(*v, s)
-}
-
-/// An `EnqueueResult` around a record already converted by [`record`].
+/// An `EnqueueResult` (`{ id, disposition, record }`) around a record already
+/// converted by [`record`]: the same object the `enqueued` event carries.
 pub(crate) fn enqueue_result(id: &str, outcome: EnqueueOutcome, record: &JsValue) -> JsValue {
-    to_js(&EnqueueResultView {
-        id,
-        disposition: match outcome {
-            EnqueueOutcome::Created => "created",
-            EnqueueOutcome::Replay => "replay",
-            EnqueueOutcome::Superseded => "superseded",
-        },
-        record,
-    })
+    let disposition = match outcome {
+        EnqueueOutcome::Created => "created",
+        EnqueueOutcome::Replay => "replay",
+        EnqueueOutcome::Superseded => "superseded",
+    };
+    let out = js_sys::Object::new();
+    for (key, value) in [
+        ("id", JsValue::from_str(id)),
+        ("disposition", JsValue::from_str(disposition)),
+        ("record", record.clone()),
+    ] {
+        // Setting a property of a fresh plain object does not fail.
+        let _ = js_sys::Reflect::set(&out, &JsValue::from_str(key), &value);
+    }
+    out.into()
 }
 
 /// What a flush did, as a JavaScript `FlushResult`.

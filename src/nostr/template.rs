@@ -15,6 +15,9 @@ use crate::core::EventEnvelope;
 /// The most NIP-13 difficulty a draft may ask for (leading zero bits of the id).
 pub const MAX_POW: u8 = 32;
 
+// The messages that name it say 32: a literal, not `format!` (a cold path).
+const _: () = assert!(MAX_POW == 32);
+
 /// An unsigned event: the NIP-01 fields but `id` and `sig`, with the `pubkey` it must
 /// be signed by, a `created_at` (0: the signing time) and, in a `nonce` tag, the
 /// NIP-13 difficulty to mine before signing.
@@ -39,7 +42,7 @@ impl Template {
             if difficulty > MAX_POW {
                 return Err(EventError::BadValue {
                     field: "tags",
-                    reason: format!("asks for a proof of work over {MAX_POW}"),
+                    reason: "asks for a proof of work over 32 (`MAX_POW`)".into(),
                 });
             }
             let mut tags = event.tags().to_vec();
