@@ -973,6 +973,7 @@ async fn run_tick<S: Store>(store: &S, t: &WsTransport, now: &Cell<u64>) -> Vec<
             FlushEvent::LostClaim { .. } => "lost".to_string(),
             FlushEvent::Released { .. } => "released".to_string(),
             FlushEvent::Woken { .. } => "woken".to_string(),
+            FlushEvent::Signed { .. } => "signed".to_string(),
         })
     };
     tick(

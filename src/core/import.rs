@@ -77,7 +77,7 @@ fn check(r: &Record) -> Result<(), CoreError> {
         Stage::Leased => r.lease.as_ref().is_some_and(|l| {
             l.attempt == r.attempts.saturating_add(1) && r.due_ms == Some(l.expires_ms)
         }),
-        Stage::Pending | Stage::Retryable | Stage::Delivering => {
+        Stage::Draft | Stage::Pending | Stage::Retryable | Stage::Delivering => {
             r.lease.is_none()
                 && r.due_ms.is_some()
                 && r.stage == super::machine::waiting_stage(r)
@@ -110,6 +110,16 @@ fn check(r: &Record) -> Result<(), CoreError> {
     let unreached = |o: Outcome| matches!(o, Outcome::Unreachable | Outcome::NotAttempted);
     let mut last = 0u32;
     for (i, e) in r.evidence.iter().enumerate() {
+        // The signer's answers to a draft: no attempt, repeats of one outcome in one
+        // entry (`machine::record_signing`).
+        if e.target == super::record::SIGNER {
+            if e.attempt != 0 || e.tries == 0 || (e.tries > 1) != e.first_at_ms.is_some() {
+                return Err(bad(format!(
+                    "its evidence #{i} is not one the outbox writes"
+                )));
+            }
+            continue;
+        }
         let before = &r.evidence[..i];
         let same = |p: &&super::Evidence| p.target == e.target;
         if !r.targets.contains(&e.target)

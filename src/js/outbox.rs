@@ -373,14 +373,7 @@ fn with_index(e: ApiError, index: usize) -> ApiError {
 /// The first of `signatures` that does not verify, as the error `enqueue` rejects
 /// with (with its index when `indexed`).
 fn bad_signature(signatures: &[Option<SignatureCheck>], indexed: bool) -> Option<ApiError> {
-    // Drafts have none: the checks are batched over the signed items, their indices kept.
-    let (items, checks): (Vec<usize>, Vec<SignatureCheck>) = signatures
-        .iter()
-        .enumerate()
-        .filter_map(|(i, c)| Some((i, c.clone()?)))
-        .unzip();
-    let (at, e) = SignatureCheck::first_bad(&checks)?;
-    let index = items.get(at).copied().unwrap_or(at);
+    let (index, e) = SignatureCheck::first_bad_of(signatures)?;
     let e = ApiError::from(e);
     Some(if indexed { with_index(e, index) } else { e })
 }

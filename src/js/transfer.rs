@@ -11,6 +11,7 @@ use js_sys::Array;
 use super::error::{ApiError, Details};
 use crate::core::semantics::sorted_positions;
 use crate::core::{import, CoreError, ErrorCode, Plan, Record};
+use crate::nostr::template::Template;
 use crate::nostr::{Event, RelayUrl, SignatureCheck};
 
 /// The format's name, on the first line.
@@ -67,24 +68,32 @@ pub(crate) fn plans(lines: &Array, now_ms: u64) -> Result<Vec<(usize, Plan)>, Ap
     // The signatures are checked as `enqueueMany` checks them, in BIP-340 batches; a
     // line's other fault is reported after any bad signature on an earlier line.
     let mut signatures = Vec::new();
-    let bad_signature = |signatures: &[SignatureCheck], out: &[(usize, Plan)]| {
-        SignatureCheck::first_bad(signatures)
+    let bad_signature = |signatures: &[Option<SignatureCheck>], out: &[(usize, Plan)]| {
+        SignatureCheck::first_bad_of(signatures)
             .map(|(i, e)| refused(out[i].0, format!("its event: {e}")))
     };
     for i in 1..lines.length() {
         let n = i as usize + 1;
         // The line's plan and signature, or `None` for a blank line.
-        let read = || -> Result<Option<(Plan, SignatureCheck)>, ApiError> {
+        let read = || -> Result<Option<(Plan, Option<SignatureCheck>)>, ApiError> {
             let line = text(i)?;
             if line.trim().is_empty() {
                 return Ok(None);
             }
             let record: Record = serde_json::from_str(&line)
                 .map_err(|e| refused(n, format!("not a record: {e}")))?;
-            let event = Event::parse_json(&record.event.raw)
-                .and_then(|event| event.verify_id().map(|()| event))
-                .map_err(|e| refused(n, format!("its event: {e}")))?;
-            if event.to_envelope() != record.event {
+            // A draft's text is its template (no signature yet), read back as it was
+            // filed; a signed event's, the event with its id.
+            let filed = record.event.meta.as_ref().map_or(0, |m| m.created_at);
+            let (envelope, signature) = if record.is_draft() {
+                Template::from_stored(&record.event.raw).map(|t| (t.to_envelope(filed), None))
+            } else {
+                Event::parse_json(&record.event.raw)
+                    .and_then(|event| event.verify_id().map(|()| event))
+                    .map(|e| (e.to_envelope(), Some(e.signature())))
+            }
+            .map_err(|e| refused(n, format!("its event: {e}")))?;
+            if envelope != record.event {
                 return Err(refused(n, "its event does not match the event's text"));
             }
             for target in &record.targets {
@@ -97,7 +106,7 @@ pub(crate) fn plans(lines: &Array, now_ms: u64) -> Result<Vec<(usize, Plan)>, Ap
                 }
             }
             let plan = import::plan_for(record, now_ms).map_err(|e| refused(n, e))?;
-            Ok(Some((plan, event.signature())))
+            Ok(Some((plan, signature)))
         };
         match read() {
             Ok(Some((plan, signature))) => {

@@ -88,8 +88,11 @@ export interface StorageAdapter {
  * open until they settle or the deadline or attempt budget ends it (not with
  * `stopWhenSatisfied`). Delivery over, a satisfied record ends `satisfied` and one that
  * can no longer be satisfied `exhausted` (reason `rejected`).
+ * `draft`: an unsigned template (`enqueue(template, relays, { sign: true })`) waiting
+ * for the outbox's `signer`; once signed and checked it is `pending`.
  */
 export type Stage =
+  | "draft"
   | "pending"
   | "leased"
   | "retryable"
@@ -134,7 +137,10 @@ export type StopReason =
   | "expired"
   | "cancelled"
   | "superseded"
-  | "deleted";
+  | "deleted"
+  | "signerRefused"
+  | "signatureInvalid"
+  | "powUnfinished";
 
 /** A target's state from its latest evidence. */
 export type TargetState = "open" | "accepted" | "rejected";
@@ -150,15 +156,35 @@ export interface SignedEvent {
   sig: string;
 }
 
-/** An unsigned event, as handed to a signer (NIP-42 AUTH). */
+/** An unsigned event, as handed to a signer (NIP-42 AUTH, drafts; drafts add `pubkey`). */
 export interface EventTemplate {
   kind: number;
   created_at: number;
   tags: string[][];
   content: string;
+  pubkey?: string;
 }
 
-/** Signs NIP-42 AUTH events: a NIP-07 `window.nostr`, or any object of this shape. */
+/**
+ * A draft: an unsigned event to be signed by the outbox's `signer` when it is due
+ * (`enqueue(draft, relays, { sign: true })`). `pubkey` is the author it must be signed
+ * by; without `created_at` (or with `0`) it gets the signing time. No `id`, no `sig`.
+ */
+export interface DraftTemplate {
+  kind: number;
+  pubkey: string;
+  tags: string[][];
+  content: string;
+  created_at?: number;
+}
+
+/**
+ * Signs NIP-42 AUTH events and drafts: a NIP-07 `window.nostr`, nostr-tools'
+ * `BunkerSigner`, an NDK or applesauce signer, or any object of this shape. A rejection
+ * whose message says no (rejected, denied, refused, declined, not allowed, unauthorized,
+ * forbidden, permission) ends a draft `signerRefused`; any other rejection, or no answer
+ * within `signTimeoutMs`, asks again later.
+ */
 export interface NostrSigner {
   signEvent(template: EventTemplate): Promise<SignedEvent> | SignedEvent;
 }
@@ -248,8 +274,17 @@ export interface OutboxOptions {
    * publish. Default `max(120000, 3 × (connectTimeoutMs + 30000 + 2 × publishTimeoutMs))`.
    */
   leaseMs?: number;
-  /** Signs NIP-42 AUTH challenges (e.g. `window.nostr`). */
+  /**
+   * Signs NIP-42 AUTH challenges and drafts (e.g. `window.nostr`, a `BunkerSigner`).
+   * Without one, drafts wait for a context that has one (a tab, while a service worker
+   * or an edge runtime only publishes).
+   */
   signer?: NostrSigner | ((template: EventTemplate) => Promise<SignedEvent>);
+  /**
+   * How long the signer may take for one draft (1..=600000 ms, default 60000: a person
+   * may have to approve it). No answer by then: asked again after a backoff.
+   */
+  signTimeoutMs?: number;
   /** Call `navigator.storage.persist()` at open; the answer is `outbox.persisted`. */
   requestPersistence?: boolean;
   /** Start auto-flush at once (same as calling `startAutoFlush()`). Default false. */
@@ -293,6 +328,18 @@ export interface EnqueueOptions {
    * future); `0` sends it at once.
    */
   notBefore?: number;
+  /**
+   * The item is a draft (`DraftTemplate`), not a signed event: stored at once (stage
+   * `draft`), signed by the `signer` when due, checked (id, signature, author, fields)
+   * and stored signed before any relay sees it. Default id: `draft-` and 32 random hex
+   * digits.
+   */
+  sign?: boolean;
+  /**
+   * NIP-13 proof of work for a draft (1..=32 leading zero bits of the id): a `nonce` tag
+   * is mined before signing, for at most 30 s (then `powUnfinished`).
+   */
+  pow?: number;
 }
 
 /**
@@ -321,7 +368,8 @@ export interface StatusOptions {
 
 /** One item of `enqueueMany`. */
 export interface EnqueueItem extends EnqueueOptions {
-  event: SignedEvent | string;
+  /** A signed event, or with `sign: true` a `DraftTemplate`. */
+  event: SignedEvent | DraftTemplate | string;
   relays: readonly string[];
 }
 
@@ -374,8 +422,8 @@ export interface OutboxRecord {
   lane: string;
   /** Its claim priority. */
   priority: Priority;
-  /** The signed event exactly as enqueued. */
-  event: SignedEvent;
+  /** The signed event exactly as enqueued (signed, for a draft); a draft's template while `draft` is true. */
+  event: SignedEvent | DraftTemplate;
   policy: Policy;
   /**
    * The policy's verdict over the evidence: `"pending"`, `"satisfied"`, or `"exhausted"`
@@ -426,10 +474,14 @@ export interface OutboxRecord {
    * accepted it answer `duplicate:`).
    */
   takeovers: number;
+  /** Not signed yet: `event` is the template (stage `draft`, or `leased` while it is signed). */
+  draft: boolean;
 }
 
 /** How many records are in each stage. */
 export interface OutboxStatus {
+  /** Drafts waiting for the signer. */
+  draft: number;
   pending: number;
   leased: number;
   retryable: number;
@@ -515,6 +567,8 @@ export interface FlushResult {
    * over; also counted in `claimed`.
    */
   takenOver: number;
+  /** Drafts signed and stored signed (and then published in the same run). */
+  signed: number;
   /** Claim rounds run (with the Web Lock held, the first is a takeover round). */
   ticks: number;
   /**
@@ -605,6 +659,8 @@ export class OutboxError extends Error {
 export interface OutboxEventMap {
   /** A new record was stored. */
   enqueued: CustomEvent<OutboxRecord>;
+  /** A draft was signed, checked and stored signed: stage `pending`, `event` the signed event. */
+  signed: CustomEvent<OutboxRecord>;
   /** An attempt starts (stage `leased`; the open targets are being published to). */
   attempt: CustomEvent<OutboxRecord>;
   /**
@@ -693,7 +749,9 @@ export class Outbox {
   /** Opens (creating or upgrading) the outbox database. */
   static open(options?: OutboxOptions): Promise<Outbox>;
   /** Checks and stores one signed event for `relays`; durable when it resolves. */
-  enqueue(event: SignedEvent | string, relays: readonly string[], options?: EnqueueOptions): Promise<EnqueueResult>;
+  enqueue(event: SignedEvent | string, relays: readonly string[], options?: EnqueueOptions & { sign?: false }): Promise<EnqueueResult>;
+  /** Stores a draft for `relays`, to be signed by the `signer` when due; durable when it resolves. */
+  enqueue(draft: DraftTemplate | string, relays: readonly string[], options: EnqueueOptions & { sign: true }): Promise<EnqueueResult>;
   /** Stores many items in one transaction: all or nothing. */
   enqueueMany(items: readonly EnqueueItem[]): Promise<EnqueueResult[]>;
   /** The record with this id, or null. */

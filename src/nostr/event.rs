@@ -406,6 +406,19 @@ impl SignatureCheck {
         check_signature(&self.id, &self.pubkey, &self.sig)
     }
 
+    /// [`SignatureCheck::first_bad`] of the items that have a signature to check (a
+    /// draft has none), with the index among all of `checks`.
+    pub fn first_bad_of(checks: &[Option<SignatureCheck>]) -> Option<(usize, EventError)> {
+        // Drafts have none: the signed items are checked in batches, their indices kept.
+        let (items, checks): (Vec<usize>, Vec<SignatureCheck>) = checks
+            .iter()
+            .enumerate()
+            .filter_map(|(i, c)| Some((i, c.clone()?)))
+            .unzip();
+        let (at, e) = SignatureCheck::first_bad(&checks)?;
+        Some((items.get(at).copied().unwrap_or(at), e))
+    }
+
     /// Checks `checks` and answers the first (in order) that fails, with its index:
     /// what checking each alone, in order, would answer.
     ///

@@ -1,6 +1,7 @@
 //! Drafts: unsigned templates signed by the app's signer when due
 //! (`nostr_outbox::flush::sign`), over the memory store and the scripted transport,
 //! with native signers that sign with a key, hang, fail, refuse or cheat.
+#![cfg(not(target_arch = "wasm32"))]
 
 use std::cell::{Cell, RefCell};
 
