@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 . scripts/env.sh
 # Panic locations name their source files, and a crate from crates.io is named by its
 # whole path under $CARGO_HOME: remapped to `crates/<name>-<version>/…`, the .wasm is
-# smaller (figure in docs/SIZE.md). Only the release .wasm builds run with these flags
+# smaller (docs/BENCHMARKS.md, size section). Only the release .wasm builds run with these flags
 # (a target is given, so build scripts and proc macros keep theirs).
 for dir in "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/; do
   [ -d "$dir" ] && RUSTFLAGS="${RUSTFLAGS:-} --remap-path-prefix=${dir%/}=crates"

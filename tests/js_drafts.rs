@@ -165,10 +165,16 @@ async fn a_draft_whose_signer_hangs_is_signed_when_it_answers_and_delivered_once
     let signed = counter(&o, "signed");
     let answer = draft(&o, note("written offline"), json!({})).await;
     let id = answer["id"].clone();
-    assert!(id.as_str().is_some_and(|i| i.starts_with("draft-")), "{answer}");
+    assert!(
+        id.as_str().is_some_and(|i| i.starts_with("draft-")),
+        "{answer}"
+    );
     assert_eq!(answer["record"]["stage"], json!("draft"));
     assert_eq!(answer["record"]["draft"], json!(true));
-    assert_eq!(answer["record"]["event"]["content"], json!("written offline"));
+    assert_eq!(
+        answer["record"]["event"]["content"],
+        json!("written offline")
+    );
 
     // The signer does not answer within signTimeoutMs: timeout evidence, no attempt.
     let result = ok(&o, "flush", &[]).await;
@@ -252,7 +258,11 @@ async fn without_a_signer_drafts_wait_for_a_context_that_has_one() {
     let id = draft(&o, note("from a worker"), json!({})).await["id"].clone();
     let result = ok(&o, "flush", &[]).await;
     assert_eq!(result["claimed"], json!(0), "{result}");
-    assert_eq!(result["nextDueAt"], Value::Null, "no wake-up for a draft: {result}");
+    assert_eq!(
+        result["nextDueAt"],
+        Value::Null,
+        "no wake-up for a draft: {result}"
+    );
     let r = ok(&o, "get", &[js(id)]).await;
     assert_eq!(r["stage"], json!("draft"));
     assert_eq!(r["evidence"], json!([]));
@@ -273,7 +283,11 @@ async fn scheduled_and_undone_drafts() {
     JsFuture::from(sleep(450)).await.expect("sleep");
     let r = flush_until(&o, &later["id"], &["satisfied"]).await;
     assert!(r["event"]["created_at"].as_u64().unwrap() * 1000 >= now + 400 - 1000);
-    assert_eq!(get(&s, "calls"), json!(1), "the cancelled draft was never signed");
+    assert_eq!(
+        get(&s, "calls"),
+        json!(1),
+        "the cancelled draft was never signed"
+    );
     assert_eq!(sent(&t).len(), 1);
 }
 
@@ -301,15 +315,28 @@ async fn bad_drafts_are_typed_errors_and_store_nothing() {
     let cases = [
         (with_id, json!({ "sign": true }), "invalid_event"),
         (bad_key, json!({ "sign": true }), "invalid_event"),
-        (note("x"), json!({ "sign": true, "pow": 33 }), "invalid_argument"),
+        (
+            note("x"),
+            json!({ "sign": true, "pow": 33 }),
+            "invalid_argument",
+        ),
         (note("x"), json!({ "pow": 8 }), "invalid_argument"),
         (note("x"), json!({ "sign": "yes" }), "invalid_options"),
     ];
     for (template, options, code) in cases {
-        let e = call(&o, "enqueue", &[js(template.clone()), js(json!([A])), js(options.clone())])
-            .await
-            .expect_err("refused");
-        assert_eq!(get(&e, "code"), json!(code), "{template} {options}: {:?}", rust(&e));
+        let e = call(
+            &o,
+            "enqueue",
+            &[js(template.clone()), js(json!([A])), js(options.clone())],
+        )
+        .await
+        .expect_err("refused");
+        assert_eq!(
+            get(&e, "code"),
+            json!(code),
+            "{template} {options}: {:?}",
+            rust(&e)
+        );
     }
     assert_eq!(ok(&o, "status", &[]).await["total"], json!(0));
 }
