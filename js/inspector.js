@@ -17,11 +17,11 @@
 // defines nothing.
 import { createOutboxStore } from "./store.js";
 
-export const STAGES = ["pending", "leased", "retryable", "delivering", "satisfied", "exhausted", "cancelled", "superseded"];
+export const STAGES = ["draft", "pending", "leased", "retryable", "delivering", "satisfied", "exhausted", "cancelled", "superseded"];
 /** Stages `cancel` accepts (every stage that is not terminal). */
-const CANCELLABLE = new Set(["pending", "leased", "retryable", "delivering"]);
+const CANCELLABLE = new Set(["draft", "pending", "leased", "retryable", "delivering"]);
 /** Stages whose record may wait for a time (`reschedule` moves it). */
-const WAITING = new Set(["pending", "retryable", "delivering"]);
+const WAITING = new Set(["draft", "pending", "retryable", "delivering"]);
 /** True when `r` waits for a time more than a second away: Send now is offered. */
 const waitsAt = (r, now) => WAITING.has(r.stage) && !r.lease && r.nextAttemptAt != null && r.nextAttemptAt > now + 1000;
 const COLUMNS = ["Event", "Stage", "Relays", "Attempts", "Next try", "Actions"];

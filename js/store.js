@@ -14,7 +14,7 @@
 // that did not change keeps its object, so do the counts and the records array when theirs
 // did not. `purge` fires no event: call `refresh()` after it.
 
-const COUNTS = ["pending", "leased", "retryable", "delivering", "satisfied", "exhausted", "cancelled", "superseded", "corrupt", "total"];
+const COUNTS = ["draft", "pending", "leased", "retryable", "delivering", "satisfied", "exhausted", "cancelled", "superseded", "corrupt", "total"];
 
 const sameStatus = (a, b) => a !== null && b !== null && COUNTS.every((k) => a[k] === b[k]);
 

@@ -24,6 +24,7 @@ import init, {
   type Priority,
   type PublishOptions,
   type SignedEvent,
+  type DraftTemplate,
   type Stage,
   type StopReason,
   type Satisfaction,
@@ -66,6 +67,7 @@ export async function main(): Promise<void> {
     lowConcurrency: 2,
     leaseMs: 120_000,
     signer: nip07,
+    signTimeoutMs: 30_000,
     requestPersistence: true,
     autoFlush: false,
     broadcast: true,
@@ -135,6 +137,19 @@ export async function main(): Promise<void> {
   await outbox.enqueue(signed, relays, { priority: "urgent" });
   // @ts-expect-error lanes is a list
   await outbox.flush({ lanes: "dm" });
+
+  // Drafts: an unsigned note, signed by the outbox's signer when due.
+  const template: DraftTemplate = { kind: 1, pubkey: signed.pubkey, tags: [], content: "gm" };
+  const drafted = await outbox.enqueue(template, relays, { sign: true, pow: 16 });
+  const isDraft: boolean = drafted.record.draft;
+  const draftStage: Stage = "draft";
+  const refused: StopReason = "signerRefused";
+  const signedCount: number = (await outbox.flush()).signed + (await outbox.status()).draft;
+  outbox.addEventListener("signed", (e) => console.log(e.detail.event.content));
+  console.log(isDraft, draftStage, refused, signedCount);
+  await outbox.enqueueMany([{ event: template, relays, sign: true }]);
+  // @ts-expect-error a template is not a signed event: `sign: true` is required
+  await outbox.enqueue(template, relays);
 
   const stats: FlushResult = await outbox.flush();
   if (!stats.ran && stats.skipped === "locked") console.log("another tab is flushing");
