@@ -95,6 +95,7 @@ pub(super) fn id_of(n: u32) -> String {
 
 mod claims;
 mod delivery;
+mod drafts;
 mod enqueue;
 mod fixtures;
 mod import;
@@ -104,6 +105,7 @@ mod schedule;
 
 pub use claims::*;
 pub use delivery::*;
+pub use drafts::*;
 pub use enqueue::*;
 pub use fixtures::*;
 pub use import::*;
@@ -169,6 +171,7 @@ macro_rules! conformance_cases {
             lanes_list_and_status,
             import_brings_records_as_they_are,
             scheduled_records_wait_for_their_time,
+            drafts_are_claimed_only_to_be_signed,
         );
     };
 }
