@@ -221,7 +221,7 @@ async fn opens_memory_and_indexeddb() {
         let s = ok(o, "status", &[]).await;
         assert_eq!(
             s,
-            json!({"pending":0,"leased":0,"retryable":0,"delivering":0,"satisfied":0,"exhausted":0,"cancelled":0,"superseded":0,"corrupt":0,"total":0})
+            json!({"draft":0,"pending":0,"leased":0,"retryable":0,"delivering":0,"satisfied":0,"exhausted":0,"cancelled":0,"superseded":0,"corrupt":0,"total":0})
         );
         assert_eq!(ok(o, "corruptRecords", &[]).await, json!([]));
         ok(o, "close", &[]).await;
