@@ -67,8 +67,12 @@ impl RetryConfig {
         let shift = attempt.saturating_sub(1).min(63);
         let exp = self.base_delay_ms.saturating_mul(1u64 << shift);
         let cap = exp.min(self.max_delay_ms);
-        let cut = (u128::from(cap) * u128::from(self.jitter_permille) * u128::from(jitter))
-            / (1000u128 << 32);
+        // `cap · permille · jitter / (1000 · 2^32)`, exactly, in u64 (no u128 code):
+        // `cap · permille` < 2^42 (delays < 2^32 ms, permille ≤ 1000), and jitter is
+        // split in halves so that each product stays under 2^59.
+        let cp = cap.min(MAX_DELAY_MS) * u64::from(self.jitter_permille.min(1000));
+        let (high, low) = (u64::from(jitter >> 16), u64::from(jitter & 0xffff));
+        let cut = (cp * high + ((cp * low) >> 16)) / (1000 << 16);
         let delay = cap - cut as u64;
         if rate_limited {
             delay.max(self.rate_limit_min_ms)
@@ -103,6 +107,42 @@ pub fn coalesce_due(due_ms: u64, started_ms: u64, ended_ms: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_jitter_cut_is_the_exact_fraction_of_the_u128_formula() {
+        // xorshift64: 200 000 delays, permilles and jitters, with the extremes.
+        let mut x = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let extremes = [
+            (MAX_DELAY_MS, 1000, u32::MAX),
+            (1, 1, 1),
+            (MAX_DELAY_MS, 0, u32::MAX),
+        ];
+        let random = (0..200_000).map(|_| {
+            let (a, b) = (next(), next());
+            (a % MAX_DELAY_MS + 1, (b % 1001) as u32, (b >> 32) as u32)
+        });
+        for (cap, permille, jitter) in extremes.into_iter().chain(random) {
+            let config = RetryConfig {
+                base_delay_ms: cap,
+                max_delay_ms: cap,
+                jitter_permille: permille,
+                rate_limit_min_ms: 0,
+            };
+            let cut =
+                (u128::from(cap) * u128::from(permille) * u128::from(jitter)) / (1000u128 << 32);
+            assert_eq!(
+                config.delay_ms(1, jitter, false),
+                cap - cut as u64,
+                "{cap} {permille} {jitter}"
+            );
+        }
+    }
 
     #[test]
     fn exponential_capped_and_jittered() {

@@ -663,7 +663,7 @@ impl Inner {
         if let Some(id) = r.string("id", o.id)? {
             plan = plan.with_id(id);
         } else if sign {
-            plan = plan.with_id(format!("draft-{}", random_hex(4)?));
+            plan = plan.with_id("draft-".to_owned() + &random_hex(4)?);
         }
         if let Some(n) = r
             .uint32("maxAttempts", o.max_attempts)?
