@@ -409,14 +409,12 @@ impl SignatureCheck {
     /// [`SignatureCheck::first_bad`] of the items that have a signature to check (a
     /// draft has none), with the index among all of `checks`.
     pub fn first_bad_of(checks: &[Option<SignatureCheck>]) -> Option<(usize, EventError)> {
-        // Drafts have none: the signed items are checked in batches, their indices kept.
-        let (items, checks): (Vec<usize>, Vec<SignatureCheck>) = checks
+        let items: Vec<(usize, &SignatureCheck)> = checks
             .iter()
             .enumerate()
-            .filter_map(|(i, c)| Some((i, c.clone()?)))
-            .unzip();
-        let (at, e) = SignatureCheck::first_bad(&checks)?;
-        Some((items.get(at).copied().unwrap_or(at), e))
+            .filter_map(|(i, c)| Some((i, c.as_ref()?)))
+            .collect();
+        first_bad_among(&items)
     }
 
     /// Checks `checks` and answers the first (in order) that fails, with its index:
@@ -427,27 +425,32 @@ impl SignatureCheck {
     /// check per signature; see `batch.rs`). A run that fails is checked one by one to
     /// find which signature and why.
     pub fn first_bad(checks: &[SignatureCheck]) -> Option<(usize, EventError)> {
-        let mut start = 0;
-        for run in checks.chunks(BATCH_SIZE) {
-            let passed = run.len() >= BATCH_MIN
-                && batch::all_verify(
-                    run.iter()
-                        .map(|c| (c.id.as_str(), c.pubkey.as_str(), c.sig.as_str())),
-                );
-            if !passed {
-                let bad = run.iter().enumerate().find_map(|(i, c)| {
-                    check_signature(&c.id, &c.pubkey, &c.sig)
-                        .err()
-                        .map(|err| (start + i, err))
-                });
-                if bad.is_some() {
-                    return bad;
-                }
-            }
-            start += run.len();
-        }
-        None
+        let items: Vec<(usize, &SignatureCheck)> = checks.iter().enumerate().collect();
+        first_bad_among(&items)
     }
+}
+
+/// [`SignatureCheck::first_bad`] of `(index, check)` items, answering the item's index:
+/// one implementation for the signed items of a batch with drafts and without.
+fn first_bad_among(items: &[(usize, &SignatureCheck)]) -> Option<(usize, EventError)> {
+    for run in items.chunks(BATCH_SIZE) {
+        let passed = run.len() >= BATCH_MIN
+            && batch::all_verify(
+                run.iter()
+                    .map(|(_, c)| (c.id.as_str(), c.pubkey.as_str(), c.sig.as_str())),
+            );
+        if !passed {
+            let bad = run.iter().find_map(|(i, c)| {
+                check_signature(&c.id, &c.pubkey, &c.sig)
+                    .err()
+                    .map(|err| (*i, err))
+            });
+            if bad.is_some() {
+                return bad;
+            }
+        }
+    }
+    None
 }
 
 /// The fewest signatures [`SignatureCheck::first_bad`] checks as one batch: below it,

@@ -79,7 +79,15 @@ impl Template {
     /// The NIP-13 difficulty its `nonce` tag asks for, if any.
     pub fn pow(&self) -> Option<u8> {
         let tag = self.event.tags().iter().find(|t| is_nonce(t))?;
-        tag.get(2)?.parse().ok().filter(|p| *p > 0 && *p <= MAX_POW)
+        // Decimal digits by hand: `str::parse::<u8>` brought its own parser.
+        let mut n = 0u32;
+        for b in tag.get(2)?.bytes() {
+            if !b.is_ascii_digit() || n > u32::from(MAX_POW) {
+                return None;
+            }
+            n = n * 10 + u32::from(b - b'0');
+        }
+        u8::try_from(n).ok().filter(|p| *p > 0 && *p <= MAX_POW)
     }
 
     /// The envelope a draft record keeps: no id (a draft), the template as its text,

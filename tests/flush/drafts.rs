@@ -514,6 +514,21 @@ fn templates_are_read_with_the_event_checks() {
     assert_eq!((t.created_at(), t.pow()), (None, Some(12)));
     let stored = Template::from_stored(t.to_stored()).unwrap();
     assert_eq!(stored, t);
+    // A nonce tag of the template's own asks for its difficulty (NIP-13).
+    for (target, want) in [
+        ("8", Some(8)),
+        ("08", Some(8)),
+        ("32", Some(32)),
+        ("33", None),
+        ("0", None),
+        ("x", None),
+        ("", None),
+        ("300", None),
+    ] {
+        let mut t = ok.clone();
+        t["tags"] = json!([["nonce", "0", target]]);
+        assert_eq!(parse(&t, None).unwrap().pow(), want, "{target:?}");
+    }
     let mut dated = ok.clone();
     dated["created_at"] = json!(1_700_000_000);
     assert_eq!(
