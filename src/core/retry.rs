@@ -73,7 +73,7 @@ impl RetryConfig {
         let cp = cap.min(MAX_DELAY_MS) * u64::from(self.jitter_permille.min(1000));
         let (high, low) = (u64::from(jitter >> 16), u64::from(jitter & 0xffff));
         let cut = (cp * high + ((cp * low) >> 16)) / (1000 << 16);
-        let delay = cap - cut as u64;
+        let delay = cap - cut;
         if rate_limited {
             delay.max(self.rate_limit_min_ms)
         } else {

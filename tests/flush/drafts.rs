@@ -327,18 +327,25 @@ fn an_unavailable_signer_backs_off_without_spending_attempts_and_asks_once_per_r
     })
 }
 
+/// A store with draft `d1` filed at 1 000, and one signing pass at 1 000 by a signer in
+/// `mode`: the store, the signer, the pass's events and the draft after it.
+async fn one_draft_asked(mode: Mode) -> (MemoryStore, TestSigner, Vec<String>, Record) {
+    let store = MemoryStore::in_memory();
+    store
+        .enqueue(draft_plan("d1", 1, "x", 1_000), 1_000)
+        .await
+        .unwrap();
+    let signer = TestSigner::new(mode);
+    let mut log = Vec::new();
+    sign_at(&store, &signer, &config(8, 4), 1_000, &mut log).await;
+    let r = get(&store, "d1").await;
+    (store, signer, log, r)
+}
+
 #[test]
 fn a_signer_that_never_answers_times_out() {
     block_on(async {
-        let store = MemoryStore::in_memory();
-        store
-            .enqueue(draft_plan("d1", 1, "x", 1_000), 1_000)
-            .await
-            .unwrap();
-        let signer = TestSigner::new(Mode::Hang);
-        let mut log = Vec::new();
-        sign_at(&store, &signer, &config(8, 4), 1_000, &mut log).await;
-        let r = get(&store, "d1").await;
+        let (_, _, log, r) = one_draft_asked(Mode::Hang).await;
         assert_eq!(r.stage, Stage::Draft);
         assert_eq!(signer_evidence(&r), [(Outcome::Timeout, 1)]);
         assert!(r.evidence[0].message.contains("did not answer in time"));
@@ -349,15 +356,7 @@ fn a_signer_that_never_answers_times_out() {
 #[test]
 fn a_refusal_is_terminal_until_retry() {
     block_on(async {
-        let store = MemoryStore::in_memory();
-        store
-            .enqueue(draft_plan("d1", 1, "x", 1_000), 1_000)
-            .await
-            .unwrap();
-        let signer = TestSigner::new(Mode::Refuse);
-        let mut log = Vec::new();
-        sign_at(&store, &signer, &config(8, 4), 1_000, &mut log).await;
-        let r = get(&store, "d1").await;
+        let (store, signer, mut log, r) = one_draft_asked(Mode::Refuse).await;
         assert_eq!(r.stage, Stage::Exhausted);
         assert_eq!(r.reason, Some(StopReason::SignerRefused));
         assert_eq!(log, ["exhausted d1"]);
@@ -375,16 +374,8 @@ fn a_refusal_is_terminal_until_retry() {
 fn an_answer_that_is_not_the_draft_signed_is_terminal_and_never_published() {
     for mode in [Mode::OtherKey, Mode::Tamper, Mode::BadSig] {
         block_on(async {
-            let store = MemoryStore::in_memory();
+            let (store, _, _, r) = one_draft_asked(mode).await;
             let t = ScriptedTransport::new();
-            store
-                .enqueue(draft_plan("d1", 1, "x", 1_000), 1_000)
-                .await
-                .unwrap();
-            let signer = TestSigner::new(mode);
-            let mut log = Vec::new();
-            sign_at(&store, &signer, &config(8, 4), 1_000, &mut log).await;
-            let r = get(&store, "d1").await;
             assert_eq!(r.stage, Stage::Exhausted, "{mode:?}");
             assert_eq!(r.reason, Some(StopReason::SignatureInvalid), "{mode:?}");
             assert!(r.is_draft(), "{mode:?}");
