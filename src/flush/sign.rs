@@ -73,7 +73,9 @@ pub fn is_refusal(message: &str) -> bool {
 }
 
 /// Signs the drafts due now: one claim of up to [`FlushConfig::batch_size`] (more wait
-/// for the next flush, due at once), asked in claim order until the signer is
+/// for the next flush, due at once), after taking over the drafts leased by flushers
+/// that are gone when `take_over` (the caller holds the Web Lock, as
+/// [`super::RunBounds::take_over`]); asked in claim order until the signer is
 /// unavailable; nothing when `keep_going` says stop. `sleep(ms)` times the signer out and lets
 /// NIP-13 mining yield. Reports `Signed`, `Retrying` and `Exhausted` to `observer`;
 /// answers the counts: `claimed`, `signed`, `retrying` (the signer unavailable),
@@ -85,6 +87,7 @@ pub async fn sign_drafts<S: Store>(
     signer: &dyn Signer,
     config: &FlushConfig,
     sign: SignConfig,
+    take_over: bool,
     clock: &dyn Fn() -> u64,
     random: &mut dyn FnMut() -> u32,
     sleep: &dyn Fn(u64) -> LocalBoxFuture<'static, ()>,
@@ -114,7 +117,15 @@ pub async fn sign_drafts<S: Store>(
         drafts: true,
     };
     let mut unavailable: Option<(Outcome, String)> = None;
-    for record in store.claim(&request, clock()).await? {
+    // Holding the Web Lock, the drafts leased by a flusher that is gone (a tab closed
+    // while its signer was asked) are taken over at once, not after their lease.
+    let mut claimed = if take_over {
+        store.take_over(&request, clock()).await?
+    } else {
+        Vec::new()
+    };
+    claimed.extend(store.claim(&request, clock()).await?);
+    for record in claimed {
         stats.claimed += 1;
         if record.stage != Stage::Leased {
             report_end(&record, &mut stats, observer);

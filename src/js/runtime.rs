@@ -630,6 +630,7 @@ impl<S: Store + 'static, T: Transport + 'static> Shared<S, T> {
                 signer,
                 config,
                 self.config.sign,
+                take_over,
                 &clock,
                 &mut random,
                 &sleep,

@@ -24,11 +24,15 @@ after(async () => {
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-/** A signer in Node: `up` signs with `sk`, else it fails as an unreachable bunker does. */
+/**
+ * A signer in Node: `up` signs with `sk`; `hang` never answers (a prompt left open);
+ * else it fails as an unreachable bunker does.
+ */
 function remoteSigner(sk) {
-  const s = { up: false, asked: 0, signed: [] };
+  const s = { up: false, hang: false, asked: 0, signed: [] };
   s.sign = async (template) => {
     s.asked += 1;
+    if (s.hang) return new Promise(() => {});
     if (!s.up) throw new Error("bunker is not connected");
     const event = finalizeEvent({ kind: template.kind, created_at: template.created_at, tags: template.tags, content: template.content }, sk);
     s.signed.push(event.id);
@@ -71,9 +75,18 @@ test("a note composed offline with the signer down is signed once and delivered 
   assert.equal(stored.stage, "draft");
   assert.equal(stored.isDraft, true);
   assert.equal(signer.asked, 0, "an offline flush asks no signer");
-  await browser.context.setOffline(false);
 
-  // Reload: the draft is still there; the signer is down: asked, the draft waits.
+  // Online again: the page's flush asks the signer, which does not answer (a prompt
+  // left open); the page is reloaded meanwhile, its lease on the draft left behind.
+  signer.hang = true;
+  await browser.context.setOffline(false);
+  await page.evaluate(() => { outbox.flush(); });
+  for (let i = 0; i < 100 && signer.asked === 0; i++) await sleep(50);
+  assert.equal(signer.asked, 1, "asked before the reload");
+  signer.hang = false;
+
+  // Reload: the new page holds the Web Lock and takes the draft over at once; the signer
+  // is down: asked, the draft waits.
   await page.reload();
   await open(page, name);
   const waiting = await page.evaluate(async (id) => {
@@ -84,7 +97,8 @@ test("a note composed offline with the signer down is signed once and delivered 
       await new Promise((res) => setTimeout(res, 50));
     }
   }, stored.id);
-  assert.equal(waiting.stage, "draft");
+  assert.equal(waiting.stage, "draft", JSON.stringify(waiting));
+  assert.equal(waiting.takeovers, 1, "taken over from the page that was reloaded");
   assert.equal(waiting.evidence[0].relay, "signer");
   assert.equal(waiting.evidence[0].outcome, "unreachable");
   assert.equal(waiting.attempts, 0);
@@ -103,6 +117,7 @@ test("a note composed offline with the signer down is signed once and delivered 
   }, stored.id);
   assert.equal(done.r.stage, "satisfied", JSON.stringify(done.r));
   assert.equal(signer.signed.length, 1, "signed once");
+  assert.equal(signer.asked, 3, "asked three times: the hang, the failure, the answer");
   assert.equal(done.r.event.id, signer.signed[0]);
   assert.ok(verifyEvent(done.r.event), "the stored event verifies (nostr-tools)");
   assert.equal(done.r.event.content, draft.content);

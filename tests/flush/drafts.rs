@@ -154,6 +154,7 @@ pub async fn sign_at(
         signer,
         config,
         SignConfig::default(),
+        true,
         &|| now,
         &mut counter(),
         &sleep,
@@ -340,6 +341,35 @@ async fn one_draft_asked(mode: Mode) -> (MemoryStore, TestSigner, Vec<String>, R
     sign_at(&store, &signer, &config(8, 4), 1_000, &mut log).await;
     let r = get(&store, "d1").await;
     (store, signer, log, r)
+}
+
+#[test]
+fn a_draft_leased_by_a_flusher_that_is_gone_is_taken_over_by_the_lock_holder() {
+    block_on(async {
+        let store = MemoryStore::in_memory();
+        store
+            .enqueue(draft_plan("d1", 1, "x", 1_000), 1_000)
+            .await
+            .unwrap();
+        // A tab claimed it for signing and was closed while its signer was asked.
+        let dead = nostr_outbox::core::ClaimRequest {
+            owner: "closed-tab".into(),
+            lease_id: "l-dead".into(),
+            limit: 8,
+            lease_ms: 180_000,
+            lanes: Vec::new(),
+            relays: Vec::new(),
+            drafts: true,
+        };
+        assert_eq!(store.claim(&dead, 1_000).await.unwrap().len(), 1);
+        let signer = TestSigner::new(Mode::Sign);
+        let mut log = Vec::new();
+        let pass = sign_at(&store, &signer, &config(8, 4), 1_500, &mut log).await;
+        assert_eq!((pass.signed, pass.claimed), (1, 1), "{log:?}");
+        let r = get(&store, "d1").await;
+        assert_eq!(r.stage, Stage::Pending);
+        assert_eq!(r.takeovers, 1);
+    })
 }
 
 #[test]
