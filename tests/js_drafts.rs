@@ -206,6 +206,30 @@ async fn a_draft_whose_signer_hangs_is_signed_when_it_answers_and_delivered_once
 }
 
 #[wasm_bindgen_test]
+async fn a_signer_that_answers_with_the_signature_alone_signs_drafts() {
+    // NDK's signers: `sign(event)` resolves with the signature only.
+    let sign = Closure::<dyn Fn(JsValue) -> js_sys::Promise>::new(|t: JsValue| {
+        let text = js_sys::JSON::stringify(&t)
+            .expect("JSON")
+            .as_string()
+            .expect("text");
+        let signed: Value = serde_json::from_str(&sign_text(text, "sign".into())).expect("event");
+        js_sys::Promise::resolve(&JsValue::from_str(signed["sig"].as_str().expect("sig")))
+    });
+    let ndk_like = js(json!({}));
+    set(&ndk_like, "sign", sign.as_ref());
+    sign.forget();
+    let t = transport(&js(json!({ A: { "ok": true } })));
+    let o = open(&t, Some(&ndk_like)).await;
+    let id = draft(&o, note("signed by NDK"), json!({})).await["id"].clone();
+    let r = flush_until(&o, &id, &["satisfied"]).await;
+    let event = Event::parse_json(&r["event"].to_string()).expect("an event");
+    event.verify().expect("it verifies");
+    assert_eq!(event.content(), "signed by NDK");
+    assert_eq!(sent(&t), vec![json!([A, event.id()])]);
+}
+
+#[wasm_bindgen_test]
 async fn an_unreachable_signer_keeps_the_draft_waiting() {
     let t = transport(&js(json!({ A: { "ok": true } })));
     let s = signer();

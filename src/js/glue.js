@@ -78,6 +78,10 @@ export function signerFunction(signer) {
   if (signer && typeof signer.signEvent === "function") {
     return (template) => signer.signEvent(template);
   }
+  // NDK's signers: `sign(event)` resolves with the signature of the event as given.
+  if (signer && typeof signer.sign === "function") {
+    return (template) => signer.sign(template);
+  }
   return undefined;
 }
 

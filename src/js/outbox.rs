@@ -270,7 +270,7 @@ impl OpenConfig {
             Some(s) => Some(sys::signer_function(&s).ok_or_else(|| {
                 ApiError::options(
                     "signer",
-                    "must be an object with a signEvent(template) method",
+                    "must be an object with a signEvent(template) or sign(event) method, or a function",
                 )
             })?),
         };

@@ -189,6 +189,15 @@ export interface NostrSigner {
   signEvent(template: EventTemplate): Promise<SignedEvent> | SignedEvent;
 }
 
+/**
+ * A signer that answers with the signature alone, as NDK's signers do (`sign(event)`):
+ * it signs drafts (the event is the draft with that signature, checked like any answer);
+ * NIP-42 AUTH needs a `signEvent` signer.
+ */
+export interface SignatureSigner {
+  sign(event: EventTemplate & { pubkey: string }): Promise<string>;
+}
+
 /** The relay's `["OK", id, ok, message]` answer, as reported by a custom transport. */
 export interface RelayAnswer {
   ok: boolean;
@@ -279,7 +288,7 @@ export interface OutboxOptions {
    * Without one, drafts wait for a context that has one (a tab, while a service worker
    * or an edge runtime only publishes).
    */
-  signer?: NostrSigner | ((template: EventTemplate) => Promise<SignedEvent>);
+  signer?: NostrSigner | SignatureSigner | ((template: EventTemplate) => Promise<SignedEvent>);
   /**
    * How long the signer may take for one draft (1..=600000 ms, default 60000: a person
    * may have to approve it). No answer by then: asked again after a backoff.

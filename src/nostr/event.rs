@@ -153,6 +153,18 @@ impl Event {
         self.tags = tags;
     }
 
+    /// This event signed with `sig` (128 lowercase hex): its id computed, its raw text the
+    /// compact form. For a signer that answers with the signature alone (drafts); the
+    /// caller verifies it.
+    pub(crate) fn with_signature(&self, sig: &str) -> Result<Event, EventError> {
+        check_hex("sig", sig, 128)?;
+        let mut event = self.clone();
+        event.id = self.compute_id();
+        event.sig = sig.to_string();
+        event.raw = event.compact_json();
+        Ok(event)
+    }
+
     /// Sets `created_at` and makes [`Event::raw`] the compact form again (drafts: the
     /// time a template is signed with; `id` and `sig` stay as they are).
     pub(crate) fn set_created_at(&mut self, created_at: u64) {

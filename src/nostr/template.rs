@@ -145,12 +145,20 @@ impl Template {
         Err(end)
     }
 
-    /// Checks the signer's answer (JSON text) against this template as dated and
-    /// mined: a well-formed event whose id and signature verify, by
+    /// Checks the signer's answer (JSON text: the signed event, or its signature alone)
+    /// against this template as dated and mined: a well-formed event whose id and signature verify, by
     /// [`Template::pubkey`], with its kind, tags, content and `created_at`, and the
     /// proof of work asked for. The event, or why not.
     pub fn check(&self, answer: &str) -> Result<Event, String> {
-        let event = Event::parse_json_compact(answer).map_err(|e| e.to_string())?;
+        // A signer that answers with the signature alone (NDK's `sign(event)`): the event
+        // is the template with it, and must verify like any answer.
+        // (JSON text of a string: the 128 hex digits in quotes, nothing to unescape.)
+        let sig = answer.strip_prefix('"').and_then(|a| a.strip_suffix('"'));
+        let event = match sig.filter(|sig| sig.len() == 128) {
+            Some(sig) => self.event.with_signature(sig),
+            None => Event::parse_json_compact(answer),
+        }
+        .map_err(|e| e.to_string())?;
         event.verify().map_err(|e| e.to_string())?;
         // The id is the hash of every field signed: one comparison checks them all
         // (and the proof of work, mined into the template).

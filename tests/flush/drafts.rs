@@ -40,6 +40,10 @@ pub enum Mode {
     Tamper,
     /// Answers with a signature that does not verify.
     BadSig,
+    /// Answers with the signature alone (NDK's `sign`).
+    SigOnly,
+    /// Answers with a signature alone, by another key.
+    SigOnlyOtherKey,
 }
 
 fn key(n: u8) -> SigningKey {
@@ -115,6 +119,8 @@ impl Signer for TestSigner {
                 signed["sig"] = json!("1".repeat(128));
                 Ok(signed)
             }
+            Mode::SigOnly => Ok(sign_with(&key(1), &template)["sig"].clone()),
+            Mode::SigOnlyOtherKey => Ok(sign_with(&key(2), &template)["sig"].clone()),
         };
         Box::pin(async move { answer.map(|v| v.to_string()) })
     }
@@ -384,6 +390,20 @@ fn a_signer_that_never_answers_times_out() {
 }
 
 #[test]
+fn a_signature_alone_signs_the_draft_as_it_was_asked() {
+    block_on(async {
+        let (_, _, log, r) = one_draft_asked(Mode::SigOnly).await;
+        assert_eq!(log, ["signed d1"]);
+        let event = Event::parse_json(&r.event.raw).unwrap();
+        event.verify().unwrap();
+        assert_eq!(
+            (event.pubkey(), event.content()),
+            (pubkey(&key(1)).as_str(), "x")
+        );
+    })
+}
+
+#[test]
 fn a_refusal_is_terminal_until_retry() {
     block_on(async {
         let (store, signer, mut log, r) = one_draft_asked(Mode::Refuse).await;
@@ -402,7 +422,12 @@ fn a_refusal_is_terminal_until_retry() {
 
 #[test]
 fn an_answer_that_is_not_the_draft_signed_is_terminal_and_never_published() {
-    for mode in [Mode::OtherKey, Mode::Tamper, Mode::BadSig] {
+    for mode in [
+        Mode::OtherKey,
+        Mode::Tamper,
+        Mode::BadSig,
+        Mode::SigOnlyOtherKey,
+    ] {
         block_on(async {
             let (store, _, _, r) = one_draft_asked(mode).await;
             let t = ScriptedTransport::new();
@@ -569,6 +594,8 @@ fn step() -> impl Strategy<Value = (Mode, bool, u64)> {
             Mode::OtherKey,
             Mode::Tamper,
             Mode::BadSig,
+            Mode::SigOnly,
+            Mode::SigOnlyOtherKey,
         ]),
         any::<bool>(),
         0u64..20_000,
