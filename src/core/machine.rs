@@ -709,11 +709,7 @@ pub fn complete_attempt(
         };
         match repeat {
             Some(e) => {
-                e.first_at_ms.get_or_insert(e.at_ms);
-                e.tries = e.tries.saturating_add(1);
-                e.outcome = outcome;
-                e.message = message;
-                e.at_ms = now_ms;
+                e.again(outcome, message, now_ms);
                 streak = streak.max(e.tries);
             }
             None => next.evidence.push(Evidence {
@@ -884,12 +880,7 @@ pub fn record_signing(
                 .last_mut()
                 .filter(|e| e.target == SIGNER && e.outcome == *outcome);
             match repeat {
-                Some(e) => {
-                    e.first_at_ms.get_or_insert(e.at_ms);
-                    e.tries = e.tries.saturating_add(1);
-                    e.message = evidence.message;
-                    e.at_ms = now_ms;
-                }
+                Some(e) => e.again(*outcome, evidence.message, now_ms),
                 None => next.evidence.push(evidence),
             }
             let at =

@@ -289,6 +289,19 @@ pub struct Evidence {
     pub first_at_ms: Option<u64>,
 }
 
+impl Evidence {
+    /// Counts one more try in this entry (a try that reached no relay, a signer that
+    /// failed again): `tries` grows, `first_at_ms` keeps the first, `at_ms`, the
+    /// outcome and the message are the latest's.
+    pub(super) fn again(&mut self, outcome: Outcome, message: String, at_ms: u64) {
+        self.first_at_ms.get_or_insert(self.at_ms);
+        self.tries = self.tries.saturating_add(1);
+        self.outcome = outcome;
+        self.message = message;
+        self.at_ms = at_ms;
+    }
+}
+
 fn one() -> u32 {
     1
 }

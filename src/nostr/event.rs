@@ -147,10 +147,11 @@ impl Event {
         Ok(event)
     }
 
-    /// Replaces the tags, for mining a NIP-13 nonce ([`super::template::Template::mine`]):
-    /// [`Event::raw`] and the id are left as they were (only the computed id changes).
-    pub(crate) fn set_tags(&mut self, tags: Vec<Vec<String>>) {
-        self.tags = tags;
+    /// The tags, to change, for a draft's NIP-13 nonce ([`super::template::Template`]):
+    /// [`Event::raw`] and the id are left as they were (only the computed id changes)
+    /// until [`Event::set_created_at`] writes the raw text again.
+    pub(crate) fn tags_mut(&mut self) -> &mut Vec<Vec<String>> {
+        &mut self.tags
     }
 
     /// This event signed with `sig` (128 lowercase hex): its id computed, its raw text the

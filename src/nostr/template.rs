@@ -45,10 +45,9 @@ impl Template {
                     reason: "asks for a proof of work over 32 (`MAX_POW`)".into(),
                 });
             }
-            let mut tags = event.tags().to_vec();
+            let tags = event.tags_mut();
             tags.retain(|t| !is_nonce(t));
             tags.push(vec!["nonce".into(), "0".into(), difficulty.to_string()]);
-            event.set_tags(tags);
             event.set_created_at(event.created_at());
         }
         Ok(Template { event })
@@ -129,14 +128,14 @@ impl Template {
         let Some(target) = self.pow() else {
             return Ok(());
         };
-        let mut tags = self.event.tags().to_vec();
-        let Some(at) = tags.iter().position(|t| is_nonce(t)) else {
+        let Some(at) = self.event.tags().iter().position(|t| is_nonce(t)) else {
             return Ok(());
         };
-        let end = start.saturating_add(budget);
+        let (end, target_text) = (start.saturating_add(budget), target.to_string());
         for nonce in start..end {
-            tags[at] = vec!["nonce".into(), nonce.to_string(), target.to_string()];
-            self.event.set_tags(tags.clone());
+            // Only the nonce tag changes from one try to the next.
+            self.event.tags_mut()[at] =
+                vec!["nonce".into(), nonce.to_string(), target_text.clone()];
             if leading_zero_bits(&self.event.compute_id_bytes()) >= u32::from(target) {
                 self.event.set_created_at(self.event.created_at());
                 return Ok(());
