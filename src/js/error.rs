@@ -5,7 +5,7 @@
 //! `invalid_options` (a malformed options object), `storage_unavailable`,
 //! `no_random_source`, `unsupported`, `closed` and `sync_incomplete`. The
 //! `details` are a typed [`Details`] (the `OutboxErrorDetails` of the TypeScript
-//! declarations), handed to JavaScript as a plain object through serde-wasm-bindgen.
+//! declarations), handed to JavaScript as a plain object (its JSON, parsed: `view::to_js`).
 
 use serde::Serialize;
 use wasm_bindgen::prelude::*;

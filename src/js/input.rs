@@ -15,8 +15,6 @@
 //! as JavaScript values ([`Raw`]) and read where they are used.
 
 use js_sys::{Array, Object, Reflect};
-use serde::de::{self, Deserializer};
-use serde::Deserialize;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
@@ -149,35 +147,9 @@ impl FromJs for PolicyInput {
 #[derive(Debug)]
 pub(crate) struct Raw(pub(crate) JsValue);
 
-impl<'de> Deserialize<'de> for Raw {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Raw, D::Error> {
-        serde_wasm_bindgen::preserve::deserialize(d).map(Raw)
-    }
-}
-
 /// A non-negative safe integer given as a JavaScript number (not a `BigInt`).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Uint(pub(crate) u64);
-
-impl<'de> Deserialize<'de> for Uint {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Uint, D::Error> {
-        struct Visitor;
-        impl de::Visitor<'_> for Visitor {
-            type Value = Uint;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a non-negative integer")
-            }
-            fn visit_f64<E: de::Error>(self, n: f64) -> Result<Uint, E> {
-                if (0.0..=MAX_SAFE).contains(&n) && n.fract() == 0.0 {
-                    Ok(Uint(n as u64))
-                } else {
-                    Err(E::invalid_value(de::Unexpected::Float(n), &self))
-                }
-            }
-        }
-        d.deserialize_f64(Visitor)
-    }
-}
 
 /// A policy as given: `"all"`, `"any"`, `{ atLeast: n }` or `{ required: [urls] }`.
 #[derive(Debug)]
@@ -676,7 +648,7 @@ pub(crate) fn parse_relays(v: &JsValue) -> Result<Vec<String>, ApiError> {
 }
 
 /// A draft's template (`enqueue` with `sign: true`): an object or its JSON text, read
-/// with the event's field checks (`nostr::template::Template::from_value`).
+/// with the event's field checks (`nostr::template::Template::parse`).
 pub(crate) fn parse_template(v: &JsValue, pow: Option<u8>) -> Result<Template, ApiError> {
     Ok(Template::parse(&event_text(v)?, pow)?)
 }

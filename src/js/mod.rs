@@ -1,8 +1,8 @@
 //! The wasm-bindgen API: the only layer that knows about JavaScript. It converts
 //! arguments and options into the domain types of [`crate::nostr`] and
-//! [`crate::core`] (serde derives read by serde-wasm-bindgen), calls the
+//! [`crate::core`] (options objects read key by key, `input`), calls the
 //! [`crate::store`] and the flusher runtime, and converts records, counts and errors
-//! back to plain JavaScript objects (serde-wasm-bindgen again). It reads the clock
+//! back to plain JavaScript objects (their JSON through one `JSON.parse`, `view`). It reads the clock
 //! (`Date.now()`) and randomness (`crypto.getRandomValues` through getrandom) for the
 //! layers below, with no stand-in: `open` refuses with `unsupported` (no clock, no
 //! `setTimeout`) or `no_random_source`, and so does a later call that needs one that
