@@ -254,11 +254,7 @@ fn a_draft_is_signed_when_due_then_published_once() {
 #[test]
 fn a_context_without_a_signer_neither_claims_nor_wakes_for_drafts() {
     block_on(async {
-        let store = MemoryStore::in_memory();
-        store
-            .enqueue(draft_plan("d1", 1, "x", 5_000), 5_000)
-            .await
-            .unwrap();
+        let store = with_draft(5_000).await;
         assert_eq!(store.next_due(false).await.unwrap(), None);
         assert_eq!(store.count_due(u64::MAX).await.unwrap(), 0);
         assert_eq!(store.next_due(true).await.unwrap(), Some(5_000));
@@ -334,14 +330,20 @@ fn an_unavailable_signer_backs_off_without_spending_attempts_and_asks_once_per_r
     })
 }
 
+/// A memory store holding one draft, `d1` (kind 1, content `x`), filed at `at`.
+async fn with_draft(at: u64) -> MemoryStore {
+    let store = MemoryStore::in_memory();
+    store
+        .enqueue(draft_plan("d1", 1, "x", at), at)
+        .await
+        .unwrap();
+    store
+}
+
 /// A store with draft `d1` filed at 1 000, and one signing pass at 1 000 by a signer in
 /// `mode`: the store, the signer, the pass's events and the draft after it.
 async fn one_draft_asked(mode: Mode) -> (MemoryStore, TestSigner, Vec<String>, Record) {
-    let store = MemoryStore::in_memory();
-    store
-        .enqueue(draft_plan("d1", 1, "x", 1_000), 1_000)
-        .await
-        .unwrap();
+    let store = with_draft(1_000).await;
     let signer = TestSigner::new(mode);
     let mut log = Vec::new();
     sign_at(&store, &signer, &config(8, 4), 1_000, &mut log).await;
@@ -352,11 +354,7 @@ async fn one_draft_asked(mode: Mode) -> (MemoryStore, TestSigner, Vec<String>, R
 #[test]
 fn a_draft_leased_by_a_flusher_that_is_gone_is_taken_over_by_the_lock_holder() {
     block_on(async {
-        let store = MemoryStore::in_memory();
-        store
-            .enqueue(draft_plan("d1", 1, "x", 1_000), 1_000)
-            .await
-            .unwrap();
+        let store = with_draft(1_000).await;
         // A tab claimed it for signing and was closed while its signer was asked.
         let dead = nostr_outbox::core::ClaimRequest {
             owner: "closed-tab".into(),
