@@ -46,6 +46,35 @@ extern "C" {
     fn makeSigner(sign: &JsValue) -> JsValue;
 }
 
+#[wasm_bindgen(inline_js = r#"
+// Replaces globalThis.Worker: "count" wraps the real one, counting the workers made and
+// their answers; "refuse" throws as a Content Security Policy refusing blob: workers
+// does; "restore" puts the real one back. Returns the counts ({ made, answers }).
+const real = globalThis.Worker;
+const seen = { made: 0, answers: [] };
+export function workers(how) {
+  if (how === "count") {
+    globalThis.Worker = class extends real {
+      constructor(...args) {
+        super(...args);
+        seen.made += 1;
+        this.addEventListener("message", (e) => seen.answers.push(e.data));
+      }
+    };
+  } else if (how === "refuse") {
+    globalThis.Worker = function () {
+      throw new DOMException("refused by the Content Security Policy", "SecurityError");
+    };
+  } else {
+    globalThis.Worker = real;
+  }
+  return seen;
+}
+"#)]
+extern "C" {
+    fn workers(how: &str) -> JsValue;
+}
+
 fn key(n: u8) -> SigningKey {
     SigningKey::from_bytes(&[n; 32]).expect("test key")
 }
@@ -315,17 +344,46 @@ async fn scheduled_and_undone_drafts() {
     assert_eq!(sent(&t).len(), 1);
 }
 
-#[wasm_bindgen_test]
-async fn proof_of_work_is_mined_into_the_draft() {
+/// Enqueues a draft asking for `difficulty` bits, flushes it to delivery and returns its
+/// nonce (after checking the work and the tag).
+async fn mined(difficulty: u8) -> u64 {
     let t = transport(&js(json!({ A: { "ok": true } })));
     let s = signer();
     let o = open(&t, Some(&s)).await;
-    let id = draft(&o, note("work"), json!({ "pow": 8 })).await["id"].clone();
+    let id = draft(&o, note("work"), json!({ "pow": difficulty })).await["id"].clone();
     let r = flush_until(&o, &id, &["satisfied"]).await;
     let event = Event::parse_json(&r["event"].to_string()).expect("an event");
     let bytes: [u8; 32] = hex::decode(event.id()).unwrap().try_into().unwrap();
-    assert!(leading_zero_bits(&bytes) >= 8, "{}", event.id());
-    assert!(event.tags().iter().any(|t| t[0] == "nonce" && t[2] == "8"));
+    assert!(
+        leading_zero_bits(&bytes) >= u32::from(difficulty),
+        "{}",
+        event.id()
+    );
+    let tag = event
+        .tags()
+        .iter()
+        .find(|t| t[0] == "nonce")
+        .expect("a nonce tag");
+    assert_eq!(tag[2], difficulty.to_string());
+    tag[1].parse().expect("a decimal nonce")
+}
+
+#[wasm_bindgen_test]
+async fn proof_of_work_is_mined_in_a_worker_off_the_page_thread() {
+    let seen = workers("count");
+    let nonce = mined(12).await;
+    workers("restore");
+    // One worker was made for the draft, and its answer is the nonce signed.
+    assert_eq!(get(&seen, "made"), json!(1));
+    assert_eq!(get(&seen, "answers"), json!([nonce]));
+}
+
+#[wasm_bindgen_test]
+async fn without_workers_proof_of_work_is_mined_on_the_page_thread() {
+    workers("refuse");
+    let nonce = mined(8).await;
+    workers("restore");
+    assert!(nonce > 0);
 }
 
 #[wasm_bindgen_test]

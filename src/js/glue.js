@@ -202,3 +202,56 @@ export function hasWebSocket() {
 export function hasIndexedDb() {
   return typeof globalThis.indexedDB === "object" && globalThis.indexedDB !== null;
 }
+
+// NIP-13 mining in a worker (src/platform/pow.rs). The worker instantiates the outbox's
+// own compiled module with imports that throw (it calls `__powSlice` only, which needs
+// none) and tries nonces in slices until one fits or its time is up: it answers the
+// nonce, -1 when none was found in time, -2 when the draft could not be read.
+const POW_WORKER = `onmessage = ({ data: { module, template, ms } }) => {
+  const end = Date.now() + ms;
+  const imports = {};
+  for (const { module: from, name } of WebAssembly.Module.imports(module)) {
+    (imports[from] ||= {})[name] = () => { throw new Error("not in the proof-of-work worker"); };
+  }
+  const wasm = new WebAssembly.Instance(module, imports).exports;
+  const bytes = new TextEncoder().encode(template);
+  let found = -1;
+  for (let start = 0; found === -1 && Date.now() < end; start += 16384) {
+    const at = wasm.__wbindgen_malloc(bytes.length, 1); // freed by __powSlice
+    new Uint8Array(wasm.memory.buffer, at, bytes.length).set(bytes);
+    found = wasm.__powSlice(at, bytes.length, start, 16384);
+  }
+  postMessage(found);
+};`;
+let powWorkerUrl;
+
+// Mines `template` (unsigned event JSON with its nonce tag) in a new worker for at most
+// `ms`: resolves with the nonce or -1 (none in time); rejects where no worker can run it
+// (none in this runtime, a Content Security Policy refusing blob: workers, a worker
+// that fails), and the caller mines on its own thread.
+export function mineInWorker(module, template, ms) {
+  return new Promise((resolve, reject) => {
+    let worker;
+    try {
+      powWorkerUrl ||= URL.createObjectURL(new Blob([POW_WORKER], { type: "text/javascript" }));
+      worker = new Worker(powWorkerUrl, { type: "module" });
+    } catch (e) {
+      reject(e);
+      return;
+    }
+    const done = (settle, value) => {
+      clearTimeout(timer);
+      worker.terminate();
+      settle(value);
+    };
+    // A worker that never answers (one refused without an error event) is given up.
+    const timer = setTimeout(() => done(reject, new Error("no answer from the worker")), ms + 5000);
+    worker.onmessage = ({ data }) =>
+      data >= -1 ? done(resolve, data) : done(reject, new Error("the worker could not read the draft"));
+    worker.onerror = (e) => {
+      e.preventDefault();
+      done(reject, new Error(e.message || "the worker failed"));
+    };
+    worker.postMessage({ module, template, ms });
+  });
+}

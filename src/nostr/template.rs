@@ -122,14 +122,15 @@ impl Template {
 
     /// Mines the NIP-13 nonce of its `nonce` tag for the current `created_at` so the
     /// id has at least [`Template::pow`] leading zero bits, trying at most `budget`
-    /// nonces from `start`. `Ok(())` when found (or no difficulty asked), `Err(next)`
-    /// to go on from `next` (the caller yields between slices and bounds the time).
-    pub fn mine(&mut self, start: u64, budget: u64) -> Result<(), u64> {
+    /// nonces from `start`. `Ok(nonce)` when found (the tag now holds it; 0 when no
+    /// difficulty is asked), `Err(next)` to go on from `next` (the caller yields between
+    /// slices and bounds the time). `mine(n, 1)` checks a nonce found elsewhere.
+    pub fn mine(&mut self, start: u64, budget: u64) -> Result<u64, u64> {
         let Some(target) = self.pow() else {
-            return Ok(());
+            return Ok(0);
         };
         let Some(at) = self.event.tags().iter().position(|t| is_nonce(t)) else {
-            return Ok(());
+            return Ok(0);
         };
         let (end, target_text) = (start.saturating_add(budget), target.to_string());
         for nonce in start..end {
@@ -138,7 +139,7 @@ impl Template {
                 vec!["nonce".into(), nonce.to_string(), target_text.clone()];
             if leading_zero_bits(&self.event.compute_id_bytes()) >= u32::from(target) {
                 self.event.set_created_at(self.event.created_at());
-                return Ok(());
+                return Ok(nonce);
             }
         }
         Err(end)

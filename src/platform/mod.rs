@@ -1,14 +1,16 @@
 //! The platform: what the wasm side needs of the JavaScript runtime, written once and
 //! used by every other wasm module (the WebSocket transport, the IndexedDB and adapter
 //! stores, the JavaScript API): the clock, timers and sleep ([`timer`]), randomness
-//! ([`random`]), Web Locks, `navigator.storage` ([`storage`]) and the description of a
-//! thrown JavaScript value ([`thrown`]). Everything works without a DOM (windows,
-//! workers, service workers, edge runtimes), and nothing stands in for a missing piece:
-//! a clock that cannot be read is `None`, a timer that cannot be set is counted.
+//! ([`random`]), Web Locks, `navigator.storage` ([`storage`]), NIP-13 mining in a
+//! worker ([`pow`]) and the description of a thrown JavaScript value ([`thrown`]).
+//! Everything works without a DOM (windows, workers, service workers, edge runtimes),
+//! and nothing stands in for a missing piece: a clock that cannot be read is `None`, a
+//! timer that cannot be set is counted.
 
 use js_sys::Promise;
 use wasm_bindgen::prelude::*;
 
+pub(crate) mod pow;
 pub(crate) mod random;
 pub mod storage;
 pub(crate) mod thrown;

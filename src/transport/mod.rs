@@ -22,6 +22,18 @@ pub trait Signer {
     /// and for a draft `pubkey`), and returns the signed event as JSON text (with `id`,
     /// `pubkey`, `sig`). An error is the signer's message (a throw or a rejection).
     fn sign(&self, template: String) -> LocalBoxFuture<'static, Result<String, String>>;
+
+    /// Mines the NIP-13 nonce of `template` (the JSON [`Signer::sign`] is given, with
+    /// its `nonce` tag) away from the thread that flushes, for at most `ms`: the nonce,
+    /// `Ok(None)` when none was found in time, `Err` when this signer's runtime has no
+    /// such place (the default: the flush then mines itself, in slices that yield).
+    fn mine(
+        &self,
+        _template: String,
+        _ms: u64,
+    ) -> LocalBoxFuture<'static, Result<Option<u64>, ()>> {
+        Box::pin(async { Err(()) })
+    }
 }
 
 /// What one publish of one event to one relay produced.

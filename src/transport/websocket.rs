@@ -190,6 +190,11 @@ impl Signer for JsSigner {
                 .ok_or_else(|| "signer returned a value that is not an event: undefined".into())
         })
     }
+
+    /// In a `Worker` where the runtime has them ([`crate::platform::pow`]).
+    fn mine(&self, template: String, ms: u64) -> LocalBoxFuture<'static, Result<Option<u64>, ()>> {
+        Box::pin(async move { crate::platform::pow::mine(&template, ms).await })
+    }
 }
 
 /// The state of a relay's connection, for diagnostics.

@@ -81,9 +81,23 @@ fn sign_with(key: &SigningKey, template: &Value) -> Value {
     })
 }
 
+/// Where a [`TestSigner`]'s runtime mines proof of work ([`Signer::mine`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Miner {
+    /// Nowhere (the flush mines itself).
+    Absent,
+    /// Mines from this nonce on (so its nonce is not the one the flush finds from 0).
+    From(u64),
+    /// Answers this nonce, fitting or not.
+    Gives(u64),
+    /// Finds none in time.
+    Unfinished,
+}
+
 /// A signer for tests: answers as its [`Mode`] says, and counts what it was asked.
 pub struct TestSigner {
     pub mode: Cell<Mode>,
+    pub miner: Cell<Miner>,
     pub asked: Cell<u32>,
     pub templates: RefCell<Vec<Value>>,
 }
@@ -92,6 +106,7 @@ impl TestSigner {
     pub fn new(mode: Mode) -> TestSigner {
         TestSigner {
             mode: Cell::new(mode),
+            miner: Cell::new(Miner::Absent),
             asked: Cell::new(0),
             templates: RefCell::new(Vec::new()),
         }
@@ -123,6 +138,19 @@ impl Signer for TestSigner {
             Mode::SigOnlyOtherKey => Ok(sign_with(&key(2), &template)["sig"].clone()),
         };
         Box::pin(async move { answer.map(|v| v.to_string()) })
+    }
+
+    fn mine(&self, template: String, _ms: u64) -> LocalBoxFuture<'static, Result<Option<u64>, ()>> {
+        let found = match self.miner.get() {
+            Miner::Absent => Err(()),
+            Miner::From(start) => {
+                let mut t = Template::parse(&template, None).expect("the template to mine");
+                Ok(t.mine(start, u64::MAX).ok())
+            }
+            Miner::Gives(n) => Ok(Some(n)),
+            Miner::Unfinished => Ok(None),
+        };
+        Box::pin(async move { found })
     }
 }
 
@@ -481,32 +509,77 @@ fn drafts_take_part_in_supersession_of_replaceable_events() {
     })
 }
 
+/// The nonce of the signed event of record `id`, after checking its work and tags.
+async fn mined_nonce(store: &MemoryStore, id: &str, difficulty: u32) -> u64 {
+    let r = get(store, id).await;
+    assert_eq!(r.stage, Stage::Pending, "{r:?}");
+    let event = Event::parse_json(&r.event.raw).unwrap();
+    let bytes: [u8; 32] = hex::decode(event.id()).unwrap().try_into().unwrap();
+    assert!(leading_zero_bits(&bytes) >= difficulty);
+    let nonce = event
+        .tags()
+        .iter()
+        .find(|t| t[0] == "nonce")
+        .expect("a nonce tag");
+    assert_eq!(nonce[2], difficulty.to_string());
+    assert_eq!(event.tags()[0], ["t", "x"]);
+    nonce[1].parse().expect("a decimal nonce")
+}
+
+/// A store holding draft `pow` asking for `difficulty`.
+async fn pow_draft(difficulty: u8) -> MemoryStore {
+    let store = MemoryStore::in_memory();
+    let plan = draft_plan_with(
+        "pow",
+        json!({ "kind": 1, "pubkey": pubkey(&key(1)), "tags": [["t", "x"]], "content": "work" }),
+        Some(difficulty),
+        1_000,
+    );
+    store.enqueue(plan, 1_000).await.unwrap();
+    store
+}
+
 #[test]
 fn proof_of_work_is_mined_before_signing() {
     block_on(async {
-        let store = MemoryStore::in_memory();
-        let plan = draft_plan_with(
-            "pow",
-            json!({ "kind": 1, "pubkey": pubkey(&key(1)), "tags": [["t", "x"]], "content": "work" }),
-            Some(10),
-            1_000,
-        );
-        store.enqueue(plan, 1_000).await.unwrap();
+        let store = pow_draft(10).await;
         let signer = TestSigner::new(Mode::Sign);
-        let mut log = Vec::new();
-        sign_at(&store, &signer, &config(8, 4), 1_000, &mut log).await;
+        sign_at(&store, &signer, &config(8, 4), 1_000, &mut Vec::new()).await;
+        // Mined here, from nonce 0: the first nonce that fits.
+        let nonce = mined_nonce(&store, "pow", 10).await;
+        let mut first = Template::parse(&signer.templates.borrow()[0].to_string(), None).unwrap();
+        assert_eq!(first.mine(0, u64::MAX), Ok(nonce));
+    })
+}
+
+#[test]
+fn proof_of_work_found_off_the_thread_is_used_once_checked() {
+    block_on(async {
+        // The runtime's miner (a worker) finds a nonce: that one is signed.
+        let store = pow_draft(10).await;
+        let signer = TestSigner::new(Mode::Sign);
+        signer.miner.set(Miner::From(1_000_000));
+        sign_at(&store, &signer, &config(8, 4), 1_000, &mut Vec::new()).await;
+        assert!(mined_nonce(&store, "pow", 10).await >= 1_000_000);
+
+        // A nonce that does not fit is not trusted: the flush mines itself.
+        let store = pow_draft(10).await;
+        let signer = TestSigner::new(Mode::Sign);
+        signer.miner.set(Miner::Gives(7));
+        sign_at(&store, &signer, &config(8, 4), 1_000, &mut Vec::new()).await;
+        assert_ne!(mined_nonce(&store, "pow", 10).await, 7);
+
+        // None found in the time allowed: ended, the signer never asked.
+        let store = pow_draft(10).await;
+        let signer = TestSigner::new(Mode::Sign);
+        signer.miner.set(Miner::Unfinished);
+        sign_at(&store, &signer, &config(8, 4), 1_000, &mut Vec::new()).await;
         let r = get(&store, "pow").await;
-        assert_eq!(r.stage, Stage::Pending, "{r:?}");
-        let event = Event::parse_json(&r.event.raw).unwrap();
-        let id: [u8; 32] = hex::decode(event.id()).unwrap().try_into().unwrap();
-        assert!(leading_zero_bits(&id) >= 10);
-        let nonce = event
-            .tags()
-            .iter()
-            .find(|t| t[0] == "nonce")
-            .expect("a nonce tag");
-        assert_eq!(nonce[2], "10");
-        assert_eq!(event.tags()[0], ["t", "x"]);
+        assert_eq!(
+            (r.stage, r.reason),
+            (Stage::Exhausted, Some(StopReason::PowUnfinished))
+        );
+        assert_eq!(signer.asked.get(), 0);
     })
 }
 
