@@ -122,6 +122,12 @@ pub struct ClaimRequest {
     /// context with no signer never takes one.
     #[serde(default)]
     pub drafts: bool,
+    /// A takeover ([`orphans`]) takes only the leases of owners whose heartbeat has
+    /// lapsed ([`crate::core::heartbeat`]): for a flusher that cannot know it is the only
+    /// live one (no Web Lock). `false`: the caller is the only live flusher, so every
+    /// other owner is gone.
+    #[serde(default)]
+    pub lapsed_only: bool,
 }
 
 impl ClaimRequest {
@@ -558,15 +564,20 @@ pub fn take_over(
 
 /// The records a takeover by `request` takes, in the order it takes them: those of
 /// `records` whose live lease another owner holds ([`Record::is_orphan_for`]) and that
-/// the request's filters admit, in claim order, at most `request.limit`. Stores read their leased records and pass them here.
+/// the request's filters admit, in claim order, at most `request.limit`. With
+/// [`ClaimRequest::lapsed_only`], only leases whose owner `gone` says is gone (its
+/// heartbeat lapsed). Stores read their leased records (and the owners' heartbeats) and
+/// pass them here.
 pub fn orphans<'r>(
     records: impl IntoIterator<Item = &'r Record>,
     request: &ClaimRequest,
     now_ms: u64,
+    gone: &dyn Fn(&str) -> bool,
 ) -> Vec<&'r Record> {
     let mut out: Vec<&Record> = records
         .into_iter()
         .filter(|r| r.is_orphan_for(&request.owner, now_ms) && request.admits(r))
+        .filter(|r| !request.lapsed_only || r.lease.as_ref().is_some_and(|l| gone(&l.owner)))
         .collect();
     super::order::sort_records(&mut out, super::record::claim_order);
     out.truncate(request.limit as usize);

@@ -10,6 +10,7 @@
 mod derive_check;
 pub mod envelope;
 pub mod error;
+pub mod heartbeat;
 pub mod import;
 pub mod lane;
 pub mod machine;
@@ -24,6 +25,7 @@ pub mod signal;
 
 pub use envelope::{EventEnvelope, EventMeta};
 pub use error::{CoreError, ErrorCode};
+pub use heartbeat::Heartbeat;
 pub use lane::{Priority, DEFAULT_LANE};
 pub use machine::{
     cancel, check_lease, claim, complete_attempt, decide_enqueue, is_purgeable, new_record,

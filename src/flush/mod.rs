@@ -86,6 +86,12 @@ pub struct FlushConfig {
     /// they are ([`crate::core::ClaimRequest::relays`]). Empty: every record, to all its targets.
     #[serde(default)]
     pub relays: Vec<String>,
+    /// Takeovers ([`RunBounds::take_over`]) take only the leases of owners whose
+    /// heartbeat lapsed ([`crate::core::ClaimRequest::lapsed_only`]): for a flusher that
+    /// is not the only live one it can know of (no Web Lock) and beats itself
+    /// ([`Store::beat`]) while it runs.
+    #[serde(default)]
+    pub lapsed_only: bool,
 }
 
 /// The default [`FlushConfig::group_wait_ms`].
@@ -113,6 +119,7 @@ impl FlushConfig {
             group_wait_ms: GROUP_WAIT_MS,
             lanes: Vec::new(),
             relays: Vec::new(),
+            lapsed_only: false,
         }
     }
 

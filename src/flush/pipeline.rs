@@ -461,6 +461,7 @@ impl<'a> Pipeline<'a> {
             lanes: self.config.lanes.clone(),
             relays: self.config.relays.clone(),
             drafts: false,
+            lapsed_only: self.config.lapsed_only,
         }
     }
 

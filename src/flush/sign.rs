@@ -25,6 +25,19 @@ use crate::transport::Signer;
 
 /// The default [`SignConfig::timeout_ms`]: a person may have to approve the signature.
 pub const SIGN_TIMEOUT_MS: u64 = 60_000;
+/// The lease of a draft being signed: it covers the signer's time and the mining, with
+/// room to commit (and is never shorter than a publish's).
+pub fn lease_ms(config: &FlushConfig, sign: SignConfig) -> u64 {
+    config
+        .lease_ms
+        .max(
+            sign.timeout_ms
+                .saturating_add(sign.pow_ms)
+                .saturating_mul(2),
+        )
+        .min(crate::core::machine::MAX_LEASE_MS)
+}
+
 /// The default [`SignConfig::pow_ms`].
 pub const POW_MS: u64 = 30_000;
 /// How many NIP-13 nonces are tried between two yields to the event loop.
@@ -103,18 +116,11 @@ pub async fn sign_drafts<S: Store>(
         owner: config.owner.clone(),
         lease_id: lease_id(random),
         limit: config.batch_size,
-        // The lease covers the signer's time and the mining, with room to commit.
-        lease_ms: config
-            .lease_ms
-            .max(
-                sign.timeout_ms
-                    .saturating_add(sign.pow_ms)
-                    .saturating_mul(2),
-            )
-            .min(crate::core::machine::MAX_LEASE_MS),
+        lease_ms: lease_ms(config, sign),
         lanes: config.lanes.clone(),
         relays: config.relays.clone(),
         drafts: true,
+        lapsed_only: config.lapsed_only,
     };
     let mut unavailable: Option<(Outcome, String)> = None;
     // Holding the Web Lock, the drafts leased by a flusher that is gone (a tab closed

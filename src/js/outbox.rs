@@ -477,6 +477,8 @@ impl Outbox {
         // Memory and adapters are not the origin's: no cross-tab election or broadcast.
         let local = !matches!(config.storage, StorageChoice::IndexedDb);
         #[cfg(feature = "adapter")]
+        let shared = !matches!(config.storage, StorageChoice::Memory);
+        #[cfg(feature = "adapter")]
         let exclusive = matches!(&config.storage, StorageChoice::Adapter(kv) if kv.exclusive());
         #[cfg(not(feature = "adapter"))]
         let exclusive = false;
@@ -558,6 +560,8 @@ impl Outbox {
                 lock_retry_ms: 1_000,
                 error_retry_ms: 10_000,
                 exclusive,
+                #[cfg(feature = "adapter")]
+                shared,
                 signer,
                 sign: config.sign,
             },

@@ -17,8 +17,12 @@
 //!   run takes it over first ([`crate::flush::RunBounds::take_over`]). Its own leases
 //!   are never taken. A storage adapter that says it is `exclusive` (a Durable
 //!   Object's: one live instance at a time) makes every run the only live flusher too,
-//!   so a new incarnation takes over what a killed one leased. Otherwise nothing is
-//!   taken over: leases only expire.
+//!   so a new incarnation takes over what a killed one leased. Otherwise (storage
+//!   shared without Web Locks: Deno KV, SQLite, a context without `navigator.locks`)
+//!   a run keeps a heartbeat for its owner ([`crate::core::heartbeat`]: written, renewed
+//!   every 2 s, removed at its end) and takes over the leases of owners whose heartbeat
+//!   lapsed (a killed process) within seconds, instead of after `leaseMs`; an owner
+//!   that never beat keeps its leases until they expire.
 //! - A run is skipped while the runtime reports itself offline (`navigator.onLine`).
 //! - Auto-flush (`start_auto`): runs at start, on `online`, when the page becomes
 //!   visible (`visibilitychange`, only where a `document` exists), after each enqueue,
@@ -46,6 +50,8 @@ use web_sys::EventTarget;
 
 use super::sys;
 use super::view::FlushView;
+#[cfg(feature = "adapter")]
+use crate::core::heartbeat::{Heartbeat, BEAT_EVERY_MS, BEAT_LAPSE_MS};
 use crate::core::Signal;
 use crate::flush::sign::{self, SignConfig};
 use crate::flush::wake::{self, Probes, RunEnd, WakeDelays};
@@ -55,6 +61,10 @@ use crate::store::{Store, StoreError};
 use crate::transport::websocket::JsSigner;
 use crate::transport::Transport;
 use futures_util::future::LocalBoxFuture;
+#[cfg(feature = "adapter")]
+use futures_util::future::{select, Either};
+#[cfg(feature = "adapter")]
+use std::pin::pin;
 
 /// A timer fires this much after the due time, so the claim sees the record as due.
 const TIMER_SLACK_MS: u64 = 5;
@@ -76,6 +86,12 @@ pub(crate) struct RuntimeConfig {
     /// No other live context reaches the storage (a Durable Object's): every run is
     /// the only live flusher, as one holding the Web Lock is.
     pub exclusive: bool,
+    /// Other live contexts may reach the storage (a storage adapter that is not
+    /// `exclusive`; IndexedDB where there are no Web Locks, in a build with adapters):
+    /// a run that does not hold the Web Lock keeps a heartbeat
+    /// ([`crate::core::heartbeat`]).
+    #[cfg(feature = "adapter")]
+    pub shared: bool,
     /// The app's signer, for drafts ([`crate::flush::sign`]); `None`: drafts are left
     /// for a context that has one.
     pub signer: Option<JsSigner>,
@@ -555,18 +571,85 @@ impl<S: Store + 'static, T: Transport + 'static> Shared<S, T> {
         // Holding the lock makes this the only live flusher: leases of other owners
         // are orphans, taken over at once; so does storage no other live context
         // reaches (a Durable Object's: a new incarnation owns what the old one leased).
-        // Otherwise (no `navigator.locks`, a memory store, a shared SQLite file or Deno
-        // KV), leases are left to expire.
+        // A memory store is private: nothing to take over.
         let take_over = lock.0.is_some() || self.config.exclusive;
-        let result = self.run_locked(&mut view, take_over, filter).await;
+        // Storage other live contexts may share, with no Web Lock (Deno KV, SQLite, a
+        // context without `navigator.locks`): the run beats while it runs, and takes
+        // over the leases of owners whose heartbeat has lapsed (a killed process).
+        // Only the edge build has such storage: browsers have Web Locks, and the heartbeat
+        // costs the browser .wasm 3.3 KB gzipped.
+        #[cfg(feature = "adapter")]
+        let result = {
+            let beating = !take_over && self.config.shared;
+            self.run_beating(&mut view, take_over, beating, filter)
+                .await
+        };
+        #[cfg(not(feature = "adapter"))]
+        let result = self.run_locked(&mut view, take_over, false, filter).await;
         lock.release().await;
         result.map(|()| view)
+    }
+
+    /// [`Runtime::run_locked`], keeping this owner's heartbeat when `beating`
+    /// ([`crate::core::heartbeat`]): written first, renewed every [`BEAT_EVERY_MS`]
+    /// while the run lasts, removed at its end (a failed renewal or removal only lets
+    /// the row lapse). One call of `run_locked` either way: its state machine is large.
+    #[cfg(feature = "adapter")]
+    async fn run_beating(
+        &self,
+        view: &mut FlushView,
+        take_over: bool,
+        beating: bool,
+        filter: &Filter,
+    ) -> Result<(), RunError> {
+        let owner = &self.config.flush.owner;
+        let lease_ms = sign::lease_ms(&self.config.flush, self.config.sign);
+        let beat = || async move {
+            let now = platform::clock().ok_or(RunError::Clock)?;
+            let beat = Heartbeat::at(now, lease_ms);
+            self.store
+                .beat(owner, Some(beat), now)
+                .await
+                .map(drop)
+                .map_err(RunError::Store)
+        };
+        if beating {
+            beat().await?;
+        }
+        let renew = async {
+            if !beating {
+                return futures_util::future::pending().await;
+            }
+            loop {
+                Sleep::new(BEAT_EVERY_MS as u32).await;
+                // Best effort: a renewal that fails is tried again at the next.
+                let _ = beat().await;
+            }
+        };
+        let run = self.run_locked(view, take_over || beating, beating, filter);
+        let result = match select(pin!(run), pin!(renew)).await {
+            Either::Left((result, _)) => result,
+            Either::Right((never, _)) => never,
+        };
+        if !beating {
+            return result;
+        }
+        let now = platform::clock().unwrap_or_default();
+        // Another flusher that runs (or stopped lately) may hold leases: if it stops
+        // beating they are taken over once its heartbeat lapses, so the next run comes
+        // then, not when those leases run out.
+        if self.store.beat(owner, None, now).await.is_ok_and(|n| n > 0) && result.is_ok() {
+            let at = now + BEAT_LAPSE_MS + BEAT_EVERY_MS;
+            view.next_due_at = Some(view.next_due_at.map_or(at, |due| due.min(at)));
+        }
+        result
     }
 
     async fn run_locked(
         &self,
         view: &mut FlushView,
         take_over: bool,
+        lapsed_only: bool,
         filter: &Filter,
     ) -> Result<(), RunError> {
         // The clock, a timer and the random words, checked before anything is claimed.
@@ -613,12 +696,13 @@ impl<S: Store + 'static, T: Transport + 'static> Shared<S, T> {
             drafts: self.config.signer.is_some(),
         };
         let filtered;
-        let config = if *filter == Filter::default() {
+        let config = if *filter == Filter::default() && !lapsed_only {
             &self.config.flush
         } else {
             filtered = FlushConfig {
                 lanes: filter.lanes.clone(),
                 relays: filter.relays.clone(),
+                lapsed_only,
                 ..self.config.flush.clone()
             };
             &filtered

@@ -10,8 +10,8 @@ use std::rc::Rc;
 use thiserror::Error;
 
 use crate::core::{
-    ClaimRequest, Completion, CoreError, Enqueued, ListQuery, Lookups, Plan, Record, RetryConfig,
-    Signed, Stage, StageCounts,
+    ClaimRequest, Completion, CoreError, Enqueued, Heartbeat, ListQuery, Lookups, Plan, Record,
+    RetryConfig, Signed, Stage, StageCounts,
 };
 
 pub mod codec;
@@ -192,8 +192,10 @@ pub trait Store {
     /// owner than `request.owner` ([`Record::is_orphan_for`], [`crate::core::take_over`]),
     /// in claim order (the lease expiring first, first), in one transaction; leases of
     /// `request.owner` and expired leases are left alone. Only the holder of the
-    /// database's Web Lock (the only live flusher) may call it: every other lease then
-    /// belongs to a flusher that is gone. Records whose deadline has passed are
+    /// database's Web Lock (the only live flusher) may call it as it is: every other
+    /// lease then belongs to a flusher that is gone. Any flusher may call it with
+    /// [`ClaimRequest::lapsed_only`]: then only the leases of owners whose heartbeat
+    /// ([`Store::beat`]) has lapsed are taken. Records whose deadline has passed are
     /// exhausted as `expired` instead and returned too, as [`Store::claim`] does.
     /// Answers the records as stored.
     async fn take_over(
@@ -201,6 +203,19 @@ pub trait Store {
         request: &ClaimRequest,
         now_ms: u64,
     ) -> Result<Vec<Record>, StoreError>;
+
+    /// Writes `owner`'s heartbeat ([`crate::core::heartbeat`]), or removes it (`None`:
+    /// its run ended; the heartbeats of other owners that are stale at `now_ms` go too,
+    /// and the answer is how many other owners' heartbeats are kept: flushers that run,
+    /// or stopped lately, whose leases may still need a takeover). Not transactional
+    /// with anything else: a heartbeat read as lapsed just as its owner renews it costs
+    /// that owner lost claims, never a record.
+    async fn beat(
+        &self,
+        owner: &str,
+        beat: Option<Heartbeat>,
+        now_ms: u64,
+    ) -> Result<u32, StoreError>;
 
     /// Records an attempt and releases its lease with the next stage
     /// ([`crate::core::complete_attempt`]). A lost claim changes nothing.

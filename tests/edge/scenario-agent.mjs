@@ -15,15 +15,16 @@ const report = (value) => console.log("@" + JSON.stringify(value));
 const exit = (code) => (isDeno ? Deno.exit(code) : process.exit(code));
 const sleep = (ms) => new Promise((f) => setTimeout(f, ms));
 
-// The outbox's timing for the scenario: short leases so a killed flusher's records come
-// back within seconds (an adapter outbox has no Web Locks, so leases only expire).
+// The outbox's timing for the scenario: short relay timeouts and retries, and the
+// default lease (120 s with these timeouts). An adapter outbox has no Web Locks: a killed
+// flusher's records come back because its heartbeat lapses (6 s), not because their
+// leases run out; the recover phase gives up after 40 s.
 const OPTIONS = {
   autoFlush: false,
   connectTimeoutMs: 500,
   publishTimeoutMs: 1000,
   baseDelayMs: 100,
   maxDelayMs: 1000,
-  leaseMs: 3000,
   ...(config.options ?? {}),
 };
 

@@ -4,8 +4,8 @@
 //      checks per commit) while the relay is down; a flush records it unreachable;
 //   2. the relay is started; a runtime process flushes and is SIGKILLed in the middle of
 //      the flush (some records delivered, others leased);
-//   3. a new process on the same storage flushes until nothing waits (the dead flusher's
-//      leases expire: leaseMs 3000);
+//   3. a new process on the same storage flushes until nothing waits, with the default
+//      lease (120 s): the dead flusher's leases are taken over once its heartbeat lapses;
 //   4. checks: every event is on the relay (REQ by ids), every record `satisfied`, none
 //      lost, attempts >= 1 with evidence; bad input gives typed OutboxError codes and
 //      writes nothing.

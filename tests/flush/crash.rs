@@ -23,6 +23,7 @@ fn config(owner: &str) -> FlushConfig {
         group_wait_ms: nostr_outbox::flush::GROUP_WAIT_MS,
         lanes: Vec::new(),
         relays: Vec::new(),
+        lapsed_only: false,
     }
 }
 

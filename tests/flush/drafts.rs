@@ -294,6 +294,7 @@ fn a_context_without_a_signer_neither_claims_nor_wakes_for_drafts() {
             lanes: Vec::new(),
             relays: Vec::new(),
             drafts: false,
+            lapsed_only: false,
         };
         assert!(store.claim(&request, 10_000).await.unwrap().is_empty());
         request.drafts = true;
@@ -392,6 +393,7 @@ fn a_draft_leased_by_a_flusher_that_is_gone_is_taken_over_by_the_lock_holder() {
             lanes: Vec::new(),
             relays: Vec::new(),
             drafts: true,
+            lapsed_only: false,
         };
         assert_eq!(store.claim(&dead, 1_000).await.unwrap().len(), 1);
         let signer = TestSigner::new(Mode::Sign);

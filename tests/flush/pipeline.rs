@@ -8,8 +8,9 @@ use std::cell::{Cell, RefCell};
 use futures::executor::block_on;
 use futures::future::LocalBoxFuture;
 use nostr_outbox::core::{
-    ClaimRequest, Completion, Enqueued, EventEnvelope, ListQuery, Lookups, Outcome, Plan, Policy,
-    Priority, Record, RejectReason, RetryConfig, Signal, Stage, StageCounts, StopReason,
+    ClaimRequest, Completion, Enqueued, EventEnvelope, Heartbeat, ListQuery, Lookups, Outcome,
+    Plan, Policy, Priority, Record, RejectReason, RetryConfig, Signal, Stage, StageCounts,
+    StopReason,
 };
 use nostr_outbox::flush::{
     flush_until_idle, run, FlushConfig, FlushEvent, FlushSummary, RunBounds, LOW_BATCH_PER_PUBLISH,
@@ -83,6 +84,14 @@ impl Store for Slow {
         now_ms: u64,
     ) -> Result<Vec<Record>, StoreError> {
         self.inner.take_over(request, now_ms).await
+    }
+    async fn beat(
+        &self,
+        owner: &str,
+        beat: Option<Heartbeat>,
+        now_ms: u64,
+    ) -> Result<u32, StoreError> {
+        self.inner.beat(owner, beat, now_ms).await
     }
     async fn complete_attempt(
         &self,

@@ -73,6 +73,7 @@ proptest! {
                 group_wait_ms: nostr_outbox::flush::GROUP_WAIT_MS,
                 lanes: Vec::new(),
                 relays: Vec::new(),
+                lapsed_only: false,
             };
             let now = Cell::new(0u64);
             let mut seed = 1u32;

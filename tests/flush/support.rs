@@ -30,6 +30,7 @@ pub fn config(batch_size: u32, concurrency: u32) -> FlushConfig {
         group_wait_ms: nostr_outbox::flush::GROUP_WAIT_MS,
         lanes: Vec::new(),
         relays: Vec::new(),
+        lapsed_only: false,
     }
 }
 

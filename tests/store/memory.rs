@@ -5,8 +5,8 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use futures::executor::block_on;
 use nostr_outbox::core::{
-    ClaimRequest, Completion, Enqueued, ListQuery, Lookups, Plan, Record, RetryConfig, Stage,
-    StageCounts,
+    ClaimRequest, Completion, Enqueued, Heartbeat, ListQuery, Lookups, Plan, Record, RetryConfig,
+    Stage, StageCounts,
 };
 use nostr_outbox::store::{conformance, MemoryStore, Store, StoreError};
 
@@ -41,6 +41,8 @@ enum Defect {
     NoNostrRules,
     /// `take_over` also takes the caller's own live leases (its work in flight).
     TakeOverOwnLeases,
+    /// `take_over` ignores heartbeats: a flusher without the lock takes a busy one's.
+    IgnoresHeartbeats,
     /// Delivery stops at the policy's verdict: a record that would go on delivering to
     /// its open targets is ended instead.
     StopsAtVerdict,
@@ -102,7 +104,20 @@ impl Store for Broken {
             blind.owner = "any-owner".into();
             return self.inner.take_over(&blind, now_ms).await;
         }
+        if let Defect::IgnoresHeartbeats = self.defect {
+            let mut blind = request.clone();
+            blind.lapsed_only = false;
+            return self.inner.take_over(&blind, now_ms).await;
+        }
         self.inner.take_over(request, now_ms).await
+    }
+    async fn beat(
+        &self,
+        owner: &str,
+        beat: Option<Heartbeat>,
+        now_ms: u64,
+    ) -> Result<u32, StoreError> {
+        self.inner.beat(owner, beat, now_ms).await
     }
     async fn complete_attempt(
         &self,
@@ -203,6 +218,11 @@ fn the_suite_catches_broken_stores() {
     assert!(msg.contains("replaceable_versions_supersede"), "{msg}");
     let msg = suite_fails_on(Defect::TakeOverOwnLeases);
     assert!(msg.contains("take_over_orphaned_leases"), "{msg}");
+    let msg = suite_fails_on(Defect::IgnoresHeartbeats);
+    assert!(
+        msg.contains("takeover_by_heartbeat_takes_only_lapsed_owners"),
+        "{msg}"
+    );
     let msg = suite_fails_on(Defect::StopsAtVerdict);
     assert!(msg.contains("policies"), "{msg}");
 }

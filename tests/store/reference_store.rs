@@ -10,8 +10,8 @@ use std::cell::RefCell;
 
 use nostr_outbox::core::semantics::{self, Lookups};
 use nostr_outbox::core::{
-    self, ClaimRequest, Completion, CoreError, Enqueued, ListQuery, Plan, Record, RetryConfig,
-    Signed, StageCounts,
+    self, ClaimRequest, Completion, CoreError, Enqueued, Heartbeat, ListQuery, Plan, Record,
+    RetryConfig, Signed, StageCounts,
 };
 
 use nostr_outbox::store::{Store, StoreError};
@@ -74,6 +74,8 @@ impl Records {
 #[derive(Debug, Default)]
 pub struct ReferenceStore {
     records: RefCell<Records>,
+    /// Owners' heartbeats.
+    beats: RefCell<Vec<(String, Heartbeat)>>,
 }
 
 impl ReferenceStore {
@@ -170,7 +172,9 @@ impl Store for ReferenceStore {
     ) -> Result<Vec<Record>, StoreError> {
         request.validate()?;
         let mut map = self.records.borrow_mut();
-        let out = core::orphans(map.values(), request, now_ms)
+        let beats = self.beats.borrow();
+        let gone = |owner: &str| beats.iter().any(|(o, b)| o == owner && b.lapsed(now_ms));
+        let out = core::orphans(map.values(), request, now_ms, &gone)
             .into_iter()
             .map(|r| core::take_over(r, request, now_ms).map(core::Claimed::into_record))
             .collect::<Result<Vec<Record>, CoreError>>()?;
@@ -179,6 +183,22 @@ impl Store for ReferenceStore {
             map.insert(r.clone());
         }
         Ok(out)
+    }
+
+    async fn beat(
+        &self,
+        owner: &str,
+        beat: Option<Heartbeat>,
+        now_ms: u64,
+    ) -> Result<u32, StoreError> {
+        let mut beats = self.beats.borrow_mut();
+        beats.retain(|(o, b)| o != owner && (beat.is_some() || !b.stale(now_ms)));
+        beats.extend(beat.map(|b| (owner.to_string(), b)));
+        Ok(if beat.is_none() {
+            beats.len() as u32
+        } else {
+            0
+        })
     }
 
     async fn complete_attempt(

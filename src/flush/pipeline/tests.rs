@@ -30,6 +30,7 @@ fn leased(n: u32, relays: &[&str], priority: Priority, now: u64) -> (Record, Vec
         lanes: Vec::new(),
         relays: Vec::new(),
         drafts: false,
+        lapsed_only: false,
     };
     let record = claim(&record, &request, now).unwrap().into_record();
     let targets = record.attempt_targets();

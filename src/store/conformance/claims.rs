@@ -883,3 +883,85 @@ pub async fn filtered_claims<S: Store>(s: &S) {
         "scoped takeover"
     );
 }
+
+/// Without a Web Lock, a flusher takes over only the leases of owners whose heartbeat
+/// has lapsed (a killed process): not those of an owner that renews its heartbeat (a
+/// busy one), nor of one that never beat (its leases only expire), nor its own. The
+/// lock holder (no `lapsed_only`) still takes every other owner's. A removed heartbeat
+/// is no lapse.
+pub async fn takeover_by_heartbeat_takes_only_lapsed_owners<S: Store>(s: &S) {
+    const C: &str = "takeover_by_heartbeat_takes_only_lapsed_owners";
+    use crate::core::heartbeat::BEAT_LAPSE_MS;
+    let mut ids = Vec::new();
+    for n in 1..=4u32 {
+        let e = ok(
+            C,
+            "enqueue",
+            s.enqueue(fixture_plan(n, &RELAYS[..1], Policy::All), u64::from(n))
+                .await,
+        );
+        ids.push(e.record.id);
+    }
+    // #1 by `busy`, #2 by `killed`, #3 by `silent` (never beats), #4 by `me`.
+    for owner in ["busy", "killed", "silent", "me"] {
+        let got = ok(
+            C,
+            "claim",
+            s.claim(&fixture_claim(owner, &format!("l-{owner}"), 1, 60_000), 100)
+                .await,
+        );
+        check_eq!(C, got.len(), 1, "{owner} claims one");
+    }
+    for owner in ["busy", "killed", "me"] {
+        ok(
+            C,
+            "beat",
+            s.beat(owner, Some(Heartbeat::at(100, 60_000)), 100).await,
+        );
+    }
+    // `busy` renews; `killed` does not; `me` ends its run (its row removed).
+    let later = 100 + BEAT_LAPSE_MS + 1;
+    ok(
+        C,
+        "renew",
+        s.beat("busy", Some(Heartbeat::at(later - 1, 60_000)), later - 1)
+            .await,
+    );
+    // `busy` and `killed` are still on record when `me` ends its run.
+    let others = ok(C, "end", s.beat("me", None, later - 1).await);
+    check_eq!(C, others, 2, "other owners' heartbeats kept");
+    let heir = ClaimRequest {
+        lapsed_only: true,
+        ..fixture_claim("heir", "t-heir", 256, 60_000)
+    };
+    // Before the lapse, nothing is taken.
+    let none = ok(C, "take over early", s.take_over(&heir, later - 1).await);
+    check!(C, none.is_empty(), "no lapse yet: {:?}", ids_of(&none));
+    let taken = ok(C, "take over", s.take_over(&heir, later).await);
+    check_eq!(C, ids_of(&taken), [ids[1].as_str()], "only killed's lease");
+    check_eq!(C, taken[0].attempts, 0, "the attempt number is kept");
+    // The lock holder takes every other owner's live lease.
+    let lock_holder = fixture_claim("holder", "t-holder", 256, 60_000);
+    let taken = ok(
+        C,
+        "take over (lock)",
+        s.take_over(&lock_holder, later).await,
+    );
+    let mut got = ids_of(&taken);
+    got.sort();
+    check_eq!(
+        C,
+        got,
+        [
+            ids[0].as_str(),
+            ids[1].as_str(),
+            ids[2].as_str(),
+            ids[3].as_str()
+        ],
+        "every other owner's"
+    );
+    // Once every lease `killed` could hold has run out, its heartbeat is forgotten.
+    let stale = 100 + BEAT_LAPSE_MS + 60_001;
+    let others = ok(C, "end late", s.beat("heir", None, stale).await);
+    check_eq!(C, others, 1, "only busy's (renewed) is kept");
+}

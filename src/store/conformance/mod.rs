@@ -11,9 +11,9 @@ use std::future::Future;
 
 use crate::core::semantics::{self, EPHEMERAL_DEADLINE_MS};
 use crate::core::{
-    ClaimRequest, Completion, EnqueueOutcome, Enqueued, EventEnvelope, EventMeta, ListQuery,
-    Lookups, Outcome, Plan, Policy, Priority, Record, RejectReason, RetryConfig, Satisfaction,
-    Stage, StopReason, TargetResult,
+    ClaimRequest, Completion, EnqueueOutcome, Enqueued, EventEnvelope, EventMeta, Heartbeat,
+    ListQuery, Lookups, Outcome, Plan, Policy, Priority, Record, RejectReason, RetryConfig,
+    Satisfaction, Stage, StopReason, TargetResult,
 };
 
 use super::{Store, StoreError};
@@ -166,6 +166,7 @@ macro_rules! conformance_cases {
             ephemeral_and_expired_events,
             related_finds_versions_and_accepting_relays,
             take_over_orphaned_leases,
+            takeover_by_heartbeat_takes_only_lapsed_owners,
             claim_priority_order,
             filtered_claims,
             lanes_list_and_status,

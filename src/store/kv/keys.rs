@@ -48,6 +48,8 @@ pub const EVENT: &str = "e/";
 pub const SLOT: &str = "s/";
 /// The prefix of slot locks.
 pub const LOCK: &str = "k/";
+/// The prefix of owners' heartbeats ([`crate::core::heartbeat`]).
+pub const OWNER: &str = "o/";
 
 fn num(n: u64) -> String {
     format!("{n:020}")
@@ -55,6 +57,11 @@ fn num(n: u64) -> String {
 
 fn hex(text: &str) -> String {
     hex::encode(text.as_bytes())
+}
+
+/// The key of `owner`'s heartbeat.
+pub fn owner_key(owner: &str) -> String {
+    format!("{OWNER}{}", hex(owner))
 }
 
 /// The key of the row of item `id`.
