@@ -136,6 +136,14 @@ struct Tx<'a, B> {
     locks: RefCell<Sorted<(Option<String>, bool)>>,
 }
 
+/// The error of an operation whose every commit conflicted: out of line, one copy for
+/// every operation's `atomic`.
+fn conflicted() -> StoreError {
+    StoreError::Blocked(format!(
+        "the commit conflicted with other writers {MAX_COMMIT_TRIES} times; nothing was written"
+    ))
+}
+
 /// Decodes the value stored under item `id`'s row key.
 fn decode_value(id: &str, value: &str) -> Result<Record, StoreError> {
     let row: StoredRow = serde_json::from_str(value).map_err(|e| StoreError::Corrupt {
@@ -422,8 +430,9 @@ impl<'a, B: KvBackend> Tx<'a, B> {
 type Transition<'a> = dyn Fn(&Record, &[Record]) -> Result<Record, CoreError> + 'a;
 
 /// One record's part of a many-record operation: `None` leaves it alone; else the next
-/// record (`None`: delete it) and what to answer for it.
-type Step<'a, T> = dyn Fn(&Record) -> Result<Option<(Option<Record>, T)>, StoreError> + 'a;
+/// record (`None`: delete it), which is also its answer. (One answer type for every
+/// operation: `in_commits` and its commit loop are compiled once.)
+type Step<'a> = dyn Fn(&Record) -> Result<Option<Option<Record>>, StoreError> + 'a;
 
 /// The ids of index entries (in key order), skipping keys whose id does not decode.
 fn ids(entries: &[KvEntry]) -> Vec<String> {
@@ -554,16 +563,23 @@ impl<B: KvBackend> KvStore<B> {
     ) -> Result<Option<T>, StoreError> {
         let tx = Tx::new(&self.backend);
         let out = op(&tx).await?;
+        Ok(self.commit(&tx).await?.then_some(out))
+    }
+
+    /// Commits what `tx` wrote (nothing to commit is applied): false when the commit
+    /// conflicted. Not generic: every operation's `run_once` awaits this one state
+    /// machine instead of a copy of it.
+    async fn commit(&self, tx: &Tx<'_, B>) -> Result<bool, StoreError> {
         let Some(commit) = tx.build()? else {
-            return Ok(Some(out));
+            return Ok(true);
         };
         if let Some(why) = self.backend.limits().refuse(&commit) {
             return Err(StoreError::Backend(format!("commit too large: {why}")));
         }
-        Ok(match self.backend.commit(commit).await? {
-            KvCommitted::Applied => Some(out),
-            KvCommitted::Conflict => None,
-        })
+        Ok(matches!(
+            self.backend.commit(commit).await?,
+            KvCommitted::Applied
+        ))
     }
 
     /// Runs `op` and commits what it wrote; on a conflict, runs it again (up to
@@ -577,9 +593,7 @@ impl<B: KvBackend> KvStore<B> {
                 return Ok(out);
             }
         }
-        Err(StoreError::Blocked(format!(
-            "the commit conflicted with other writers {MAX_COMMIT_TRIES} times; nothing was written"
-        )))
+        Err(conflicted())
     }
 
     /// Every entry in `[start, end)`, page by page, at most `limit` of them.
@@ -761,13 +775,13 @@ impl<B: KvBackend> KvStore<B> {
     }
 
     /// Applies `step` to the records of `ids`, as many per commit as fit, each commit
-    /// atomic; answers what each commit's `step` answered, in order. A record that does
-    /// not fit in a commit of its own is a storage error.
-    async fn in_commits<T>(
+    /// atomic; answers what `step` wrote (the next record, `None` for a deletion), in
+    /// order. A record that does not fit in a commit of its own is a storage error.
+    async fn in_commits(
         &self,
         ids: &[String],
-        step: &Step<'_, T>,
-    ) -> Result<Vec<T>, StoreError> {
+        step: &Step<'_>,
+    ) -> Result<Vec<Option<Record>>, StoreError> {
         let limits = self.backend.limits();
         let mut out = Vec::new();
         let mut pos = 0;
@@ -783,7 +797,7 @@ impl<B: KvBackend> KvStore<B> {
                             used += 1;
                             continue;
                         };
-                        if let Some((next, answer)) = step(&record)? {
+                        if let Some(next) = step(&record)? {
                             match &next {
                                 Some(next) => tx.put(next)?,
                                 None => tx.delete(id)?,
@@ -797,7 +811,7 @@ impl<B: KvBackend> KvStore<B> {
                                 }
                                 break;
                             }
-                            answers.push(answer);
+                            answers.push(next);
                         }
                         used += 1;
                     }
@@ -1058,10 +1072,12 @@ impl<B: KvBackend> Store for KvStore<B> {
         for stage in Stage::AFTER_ATTEMPT {
             waiting.extend(self.ids_in_stage(stage).await?);
         }
-        self.in_commits(&waiting, &|record| {
-            Ok(core::relay_back(record, relay, now_ms).map(|next| (Some(next.clone()), next)))
-        })
-        .await
+        let woken = self
+            .in_commits(&waiting, &|record| {
+                Ok(core::relay_back(record, relay, now_ms).map(Some))
+            })
+            .await?;
+        Ok(woken.into_iter().flatten().collect())
     }
 
     async fn retry(&self, id: &str, now_ms: u64) -> Result<Record, StoreError> {
@@ -1089,7 +1105,7 @@ impl<B: KvBackend> Store for KvStore<B> {
         }
         let purged = self
             .in_commits(&doomed, &|record| {
-                Ok(core::is_purgeable(record, before_ms).then_some((None, ())))
+                Ok(core::is_purgeable(record, before_ms).then_some(None))
             })
             .await?;
         Ok(u32::try_from(purged.len()).unwrap_or(u32::MAX))
