@@ -556,18 +556,8 @@ impl<B: KvBackend> KvStore<B> {
         Ok(moved)
     }
 
-    /// One run of `op` and its commit: `None` when the commit conflicted.
-    async fn run_once<T>(
-        &self,
-        op: &impl AsyncFn(&Tx<'_, B>) -> Result<T, StoreError>,
-    ) -> Result<Option<T>, StoreError> {
-        let tx = Tx::new(&self.backend);
-        let out = op(&tx).await?;
-        Ok(self.commit(&tx).await?.then_some(out))
-    }
-
     /// Commits what `tx` wrote (nothing to commit is applied): false when the commit
-    /// conflicted. Not generic: every operation's `run_once` awaits this one state
+    /// conflicted. Not generic: every operation's `atomic` awaits this one state
     /// machine instead of a copy of it.
     async fn commit(&self, tx: &Tx<'_, B>) -> Result<bool, StoreError> {
         let Some(commit) = tx.build()? else {
@@ -589,7 +579,9 @@ impl<B: KvBackend> KvStore<B> {
         op: impl AsyncFn(&Tx<'_, B>) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
         for _ in 0..MAX_COMMIT_TRIES {
-            if let Some(out) = self.run_once(&op).await? {
+            let tx = Tx::new(&self.backend);
+            let out = op(&tx).await?;
+            if self.commit(&tx).await? {
                 return Ok(out);
             }
         }
