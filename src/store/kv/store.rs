@@ -144,6 +144,13 @@ fn conflicted() -> StoreError {
     ))
 }
 
+/// The error of a record that does not fit in a commit of its own (`why`: what is
+/// over the storage's limits), for every operation that writes in as many commits as
+/// needed.
+fn too_big(id: &str, why: &str) -> StoreError {
+    StoreError::Backend(format!("record `{id}` does not fit in one commit: {why}"))
+}
+
 /// Decodes the value stored under item `id`'s row key.
 fn decode_value(id: &str, value: &str) -> Result<Record, StoreError> {
     let row: StoredRow = serde_json::from_str(value).map_err(|e| StoreError::Corrupt {
@@ -797,9 +804,7 @@ impl<B: KvBackend> KvStore<B> {
                             if let Some(why) = tx.over(&limits) {
                                 tx.unwrite(id);
                                 if used == 0 {
-                                    return Err(StoreError::Backend(format!(
-                                        "record `{id}` does not fit in one commit: {why}"
-                                    )));
+                                    return Err(too_big(id, &why));
                                 }
                                 break;
                             }
@@ -1008,10 +1013,7 @@ impl<B: KvBackend> Store for KvStore<B> {
                             if let Some(why) = tx.over(&limits) {
                                 tx.unwrite(&c.id);
                                 if answers.is_empty() {
-                                    return Err(StoreError::Backend(format!(
-                                        "record `{}` does not fit in one commit: {why}",
-                                        c.id
-                                    )));
+                                    return Err(too_big(&c.id, &why));
                                 }
                                 break;
                             }
