@@ -86,6 +86,7 @@ fn envelope(seed: &str, n: u32) -> EventEnvelope {
             d: String::new(),
             deletes_ids: Vec::new(),
             deletes_addresses: Vec::new(),
+            protected: false,
         }),
     }
 }

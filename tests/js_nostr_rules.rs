@@ -45,6 +45,20 @@ extern "C" {
     fn transport(answers: &JsValue) -> JsValue;
 }
 
+#[wasm_bindgen(inline_js = r#"
+// A NIP-07-shaped signer whose getPublicKey() answers `pubkey` (never, without one).
+export function keyedSigner(pubkey) {
+  return {
+    signEvent: () => Promise.reject(new Error("not in this test")),
+    getPublicKey: () => (pubkey == null ? new Promise(() => {}) : Promise.resolve(pubkey)),
+  };
+}
+"#)]
+extern "C" {
+    #[wasm_bindgen(js_name = keyedSigner)]
+    fn keyed_signer(pubkey: Option<String>) -> JsValue;
+}
+
 fn now_s() -> u64 {
     (js_sys::Date::now() / 1000.0) as u64
 }
@@ -427,4 +441,52 @@ async fn hold_ms_is_an_undo_window_for_every_enqueue() {
             assert_eq!(err.code(), "invalid_options", "holdMs {bad}");
         }
     }
+}
+
+#[wasm_bindgen_test]
+async fn protected_events_of_another_author_than_the_signer_are_refused() {
+    let protected = |content: &str| event(1, vec![vec!["-"]], content, now_s());
+    let mine = protected("mine");
+    let author = mine["pubkey"].as_str().expect("pubkey").to_string();
+    let other = "b".repeat(64);
+    let with_signer = |pubkey: Option<String>| async move {
+        let o = js(json!({ "storage": "memory", "autoFlush": false }));
+        Reflect::set(&o, &"signer".into(), &keyed_signer(pubkey)).expect("set");
+        JsFuture::from(Outbox::open(o)).await.expect("open")
+    };
+    // The signer is another key: refused, alone or in a batch (with the item's index),
+    // and nothing stored.
+    let o = with_signer(Some(other.clone())).await;
+    let before = ok(&o, "status", &[]).await["total"].clone();
+    let d = fails(
+        &o,
+        "enqueue",
+        &[js(mine.clone()), relays(&[A])],
+        "invalid_argument",
+    )
+    .await;
+    assert_eq!(d["argument"], json!("event"), "{d:?}");
+    let items = json!([
+        { "event": event(1, vec![], "plain", now_s()), "relays": [A] },
+        { "event": protected("second"), "relays": [A] },
+    ]);
+    let d = fails(&o, "enqueueMany", &[js(items)], "invalid_argument").await;
+    assert_eq!(d["index"], json!(1), "{d:?}");
+    nothing_stored(&o, &before).await;
+    // An event that is not protected is not the signer's business.
+    ok(
+        &o,
+        "enqueue",
+        &[js(event(1, vec![], "plain", now_s())), relays(&[A])],
+    )
+    .await;
+    // The signer is its author: taken.
+    let o = with_signer(Some(author)).await;
+    let r = ok(&o, "enqueue", &[js(mine.clone()), relays(&[A])]).await;
+    assert_eq!(r["disposition"], json!("created"), "{r:?}");
+    // A signer that cannot tell now (offline: no answer within 2 s) lets it in: the
+    // transport still sends it only where its author authenticates.
+    let o = with_signer(None).await;
+    let r = ok(&o, "enqueue", &[js(mine), relays(&[A])]).await;
+    assert_eq!(r["disposition"], json!("created"), "{r:?}");
 }

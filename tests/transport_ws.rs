@@ -470,6 +470,71 @@ async fn rust_signer_authenticates() {
     assert_eq!(r.outcome, Outcome::Accepted, "{r:?}");
 }
 
+// --- NIP-70 ------------------------------------------------------------------------------
+
+/// A protected note (NIP-70: a `["-"]` tag) by key `seed`.
+fn protected(seed: u8, label: &str) -> EventEnvelope {
+    let content = format!("protected: {label} {}", js_sys::Math::random());
+    let now = (js_sys::Date::now() / 1000.0) as u64;
+    sign(seed, 1, vec![vec!["-".into()]], &content, now).to_envelope()
+}
+
+#[wasm_bindgen_test]
+async fn protected_events_go_only_where_their_author_authenticated() {
+    // A relay that asks for AUTH when the client connects: AUTH first, then one send.
+    let t = transport(|_| {});
+    let signer = js_signer(9, "async");
+    t.set_js_signer(Some(signer_fn(&signer)));
+    let url = fault("/auth-eager?t=protected");
+    let ev = protected(9, "by its author");
+    let r = t.publish(&url, &ev).await;
+    assert_eq!(r.outcome, Outcome::Accepted, "{r:?}");
+    let rd = t.diagnostics().relay(&url).cloned().unwrap();
+    assert_eq!(
+        (rd.auth_sent, rd.events_sent),
+        (1, 1),
+        "AUTH, then one send: {rd:?}"
+    );
+    assert_eq!(fetch_by_id(&url, &ev.id).await.len(), 1);
+    // Another author's protected event, on the connection authenticated as key 9: kept.
+    let other = protected(1, "another author");
+    let r = t.publish(&url, &other).await;
+    assert_eq!(
+        r.outcome,
+        Outcome::Rejected(RejectReason::Restricted),
+        "{r:?}"
+    );
+    assert!(r.message.contains("not its author"), "{r:?}");
+    assert_eq!(t.diagnostics().relay(&url).unwrap().events_sent, 1);
+    assert!(fetch_by_id(&url, &other.id).await.is_empty());
+}
+
+#[wasm_bindgen_test]
+async fn protected_events_are_never_sent_unauthenticated() {
+    // A relay that never asks for AUTH (one that ignores NIP-70 would store the event):
+    // after the wait for a challenge, nothing is sent; retried later as AuthRequired.
+    let t = transport(|c| c.auth_timeout_ms = 500);
+    let signer = js_signer(9, "async");
+    t.set_js_signer(Some(signer_fn(&signer)));
+    let url = fault("/accept?t=protected-open");
+    let ev = protected(9, "no challenge");
+    let r = t.publish(&url, &ev).await;
+    assert_eq!(r.outcome, Outcome::AuthRequired, "{r:?}");
+    assert!(
+        r.message.starts_with("protected event (NIP-70) not sent"),
+        "{r:?}"
+    );
+    assert_eq!(t.diagnostics().relay(&url).unwrap().events_sent, 0);
+    assert!(fetch_by_id(&url, &ev.id).await.is_empty());
+    // No signer to authenticate with: not sent either.
+    let t = transport(|_| {});
+    let url = fault("/auth-eager?t=protected-nosigner");
+    let r = t.publish(&url, &protected(9, "no signer")).await;
+    assert_eq!(r.outcome, Outcome::AuthRequired, "{r:?}");
+    assert!(r.message.contains("no signer configured"), "{r:?}");
+    assert_eq!(t.diagnostics().relay(&url).unwrap().events_sent, 0);
+}
+
 // --- per-relay state ---------------------------------------------------------------------
 
 #[wasm_bindgen_test]

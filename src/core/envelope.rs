@@ -45,4 +45,8 @@ pub struct EventMeta {
     /// every version up to the deletion's `created_at`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub deletes_addresses: Vec<String>,
+    /// A NIP-70 protected event (a `["-"]` tag): sent only to relays where its author
+    /// has authenticated (NIP-42).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub protected: bool,
 }

@@ -381,6 +381,7 @@ mod tests {
             d: String::new(),
             deletes_ids: Vec::new(),
             deletes_addresses: Vec::new(),
+            protected: false,
         });
         Plan::new(e, vec!["wss://r.example".into()], Policy::All)
     }

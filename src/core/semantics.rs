@@ -505,6 +505,7 @@ mod tests {
                 d: d.into(),
                 deletes_ids: Vec::new(),
                 deletes_addresses: Vec::new(),
+                protected: false,
             }),
         }
     }

@@ -85,6 +85,32 @@ export function signerFunction(signer) {
   return undefined;
 }
 
+// NIP-70 at enqueue: the index of the first of `authors` (the pubkeys of protected
+// events; "" for the others) that is not the signer's key, else -1. The key is asked of
+// the signer: NIP-07's, nostr-tools' BunkerSigner's and applesauce's `getPublicKey()`,
+// NDK's `user()`. A signer that cannot tell within 2 s (none of those, offline, a throw)
+// gives -1: the transport still sends a protected event only where its author
+// authenticates.
+export async function foreignAuthor(signer, authors) {
+  let timer;
+  try {
+    const key =
+      typeof signer.getPublicKey === "function"
+        ? signer.getPublicKey()
+        : typeof signer.user === "function"
+          ? Promise.resolve(signer.user()).then((u) => u && u.pubkey)
+          : undefined;
+    const late = new Promise((resolve) => (timer = setTimeout(resolve, 2000)));
+    const me = await Promise.race([key, late]);
+    if (typeof me !== "string" || !/^[0-9a-f]{64}$/.test(me)) return -1;
+    return authors.findIndex((a) => a !== "" && a !== me);
+  } catch {
+    return -1;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 // Dispatches `new CustomEvent(type, { detail })` on `target`.
 export function fire(target, type, detail) {
   target.dispatchEvent(new CustomEvent(type, { detail }));

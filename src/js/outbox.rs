@@ -9,7 +9,7 @@ use std::rc::Rc;
 use futures_util::future::LocalBoxFuture;
 use js_sys::{Array, Promise};
 use wasm_bindgen::prelude::*;
-use wasm_bindgen_futures::future_to_promise;
+use wasm_bindgen_futures::{future_to_promise, JsFuture};
 
 use super::backend::{AnyKv, AnyStore, AnyTransport, JsTransport};
 use super::error::{ApiError, Details};
@@ -150,6 +150,8 @@ pub(crate) struct OpenConfig {
     flush: FlushConfig,
     ws: WsTransportConfig,
     signer: Option<js_sys::Function>,
+    /// The signer as given (its `getPublicKey()` is asked about protected events).
+    signer_object: Option<JsValue>,
     sign: SignConfig,
     request_persistence: bool,
     auto_flush: bool,
@@ -265,9 +267,10 @@ impl OpenConfig {
             .unwrap_or((3 * round).max(120_000));
         flush.retry = retry;
         flush.validate()?;
-        let signer = match r.value(o.signer) {
+        let signer_object = r.value(o.signer);
+        let signer = match &signer_object {
             None => None,
-            Some(s) => Some(sys::signer_function(&s).ok_or_else(|| {
+            Some(s) => Some(sys::signer_function(s).ok_or_else(|| {
                 ApiError::options(
                     "signer",
                     "must be an object with a signEvent(template) or sign(event) method, or a function",
@@ -327,6 +330,7 @@ impl OpenConfig {
             flush,
             ws,
             signer,
+            signer_object,
             sign,
             request_persistence,
             auto_flush,
@@ -352,6 +356,8 @@ struct Inner {
     stop_when_satisfied: bool,
     /// The undo window every enqueue without a `notBefore` of its own gets (`holdMs`).
     hold_ms: Option<u64>,
+    /// The app's signer as given, to refuse protected events of another author.
+    signer: Option<JsValue>,
     persisted: Option<bool>,
     closed: Cell<bool>,
     /// While `flush()` runs: the attempts ended so far and the records due when it
@@ -579,6 +585,7 @@ impl Outbox {
                 max_attempts: config.max_attempts,
                 stop_when_satisfied: config.stop_when_satisfied,
                 hold_ms: config.hold_ms,
+                signer: config.signer_object,
                 persisted,
                 closed: Cell::new(false),
                 progress,
@@ -725,6 +732,7 @@ impl Inner {
             }
         }
         let plans = held;
+        self.check_protected(&plans, indexed).await?;
         // A running flush starts no bulk transaction while a `high` record is being
         // written, so its claim need not queue behind one.
         let _hold = plans
@@ -753,6 +761,44 @@ impl Inner {
                 .kick_after_enqueue(u32::try_from(urgent).unwrap_or(u32::MAX));
         }
         Ok(answers)
+    }
+
+    /// Refuses a NIP-70 protected event whose author is not the signer's key: it is sent
+    /// only where its author authenticates, through the signer, so it could never go.
+    /// The signer is asked only when a plan is protected; one that cannot tell (none, no
+    /// `getPublicKey`, no answer within 2 s: offline) lets it in, and the transport's
+    /// rule still holds when it is sent. (The asking is `glue.js`'s `foreignAuthor`.)
+    async fn check_protected(&self, plans: &[Plan], indexed: bool) -> Result<(), ApiError> {
+        let authors: Array = plans
+            .iter()
+            .map(|p| {
+                let m = p.event.meta.as_ref().filter(|m| m.protected);
+                JsValue::from_str(m.map_or("", |m| m.pubkey.as_str()))
+            })
+            .collect();
+        let Some(signer) = self.signer.as_ref().filter(|_| {
+            plans
+                .iter()
+                .any(|p| p.event.meta.as_ref().is_some_and(|m| m.protected))
+        }) else {
+            return Ok(());
+        };
+        let found = JsFuture::from(sys::foreign_author(signer, &authors)).await;
+        match found.ok().and_then(|v| v.as_f64()).filter(|i| *i >= 0.0) {
+            Some(i) => {
+                let e = ApiError::argument(
+                    "event",
+                    "is protected (NIP-70) and signed by another key than the signer's: \
+                     it is sent only where its author authenticates",
+                );
+                Err(if indexed {
+                    with_index(e, i as usize)
+                } else {
+                    e
+                })
+            }
+            None => Ok(()),
+        }
     }
 
     /// The events of one enqueue: `enqueued` for a new record, `superseded` for a

@@ -25,6 +25,8 @@ extern "C" {
     pub(crate) fn is_visible() -> bool;
     #[wasm_bindgen(js_name = signerFunction)]
     pub(crate) fn signer_function(signer: &JsValue) -> Option<js_sys::Function>;
+    #[wasm_bindgen(js_name = foreignAuthor)]
+    pub(crate) fn foreign_author(signer: &JsValue, authors: &js_sys::Array) -> Promise;
     #[wasm_bindgen(catch)]
     pub(crate) fn fire(
         target: &web_sys::EventTarget,

@@ -334,6 +334,7 @@ impl Event {
                 Vec::new()
             },
             deletes_addresses: if deletion { values("a") } else { Vec::new() },
+            protected: self.tags.iter().any(|t| t.len() == 1 && t[0] == "-"),
         }
     }
 

@@ -433,15 +433,19 @@ mod doc_props {
             text(),
             prop::collection::vec(text(), 0..3),
             prop::collection::vec(text(), 0..3),
+            any::<bool>(),
         )
             .prop_map(
-                |(pubkey, kind, created_at, d, deletes_ids, deletes_addresses)| EventMeta {
-                    pubkey,
-                    kind,
-                    created_at,
-                    d,
-                    deletes_ids,
-                    deletes_addresses,
+                |(pubkey, kind, created_at, d, deletes_ids, deletes_addresses, protected)| {
+                    EventMeta {
+                        pubkey,
+                        kind,
+                        created_at,
+                        d,
+                        deletes_ids,
+                        deletes_addresses,
+                        protected,
+                    }
                 },
             )
     }

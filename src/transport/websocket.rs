@@ -10,6 +10,11 @@
 //! - NIP-42: the relay's latest `AUTH` challenge; on `auth-required:` the app's
 //!   [`Signer`] signs the kind-22242 event, the transport checks it, sends it, waits
 //!   for its `OK` and resends the *same* signed event once;
+//! - NIP-70: a protected event (`["-"]` tag) is sent only on a connection that has
+//!   authenticated as its author: AUTH first (waiting up to the auth timeout for the
+//!   relay's challenge), never an unauthenticated send; otherwise `AuthRequired` (no
+//!   signer, no challenge, a failed AUTH: retried) or `Rejected(Restricted)` (the
+//!   signer is another key), with the reason;
 //! - per-relay state: a `rate-limited:` answer pauses that relay alone for
 //!   [`WsTransportConfig::rate_limit_backoff_ms`]; repeated connection failures open a
 //!   circuit so publishes to a dead relay report `Unreachable` at once;
@@ -34,7 +39,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
 
 use super::{PublishReport, Signer, Transport};
-use crate::core::{EventEnvelope, Outcome};
+use crate::core::{EventEnvelope, Outcome, RejectReason};
 use crate::nostr::{
     auth_message, auth_template, check_auth_event, classify_ok, event_message, Event, RelayUrl,
 };
@@ -729,6 +734,38 @@ impl WsTransport {
         }
     }
 
+    /// NIP-42 on `conn` with the transport's signer, for a publish that needs it (`why`:
+    /// the relay's `auth-required:` message, or what asks for it): the report to give
+    /// when it cannot authenticate.
+    async fn authenticate_for(
+        &self,
+        url: &RelayUrl,
+        key: &str,
+        conn: &Rc<Conn>,
+        counters: &Counters,
+        why: &str,
+    ) -> Result<(), PublishReport> {
+        let signer = self.inner.signer.borrow().clone();
+        let Some(signer) = signer else {
+            return Err(PublishReport::new(
+                Outcome::AuthRequired,
+                format!("{why} (no signer configured)"),
+            ));
+        };
+        let Err(failed) = self.authenticate(url, conn, signer, counters).await else {
+            return Ok(());
+        };
+        if let ConnState::Closed(reason) = conn.state() {
+            let msg = format!("{reason} while authenticating");
+            self.note_failure(key, Some(conn), &msg);
+            return Err(PublishReport::new(Outcome::Unreachable, msg));
+        }
+        Err(PublishReport::new(
+            Outcome::AuthRequired,
+            format!("{why} (authentication failed: {failed})"),
+        ))
+    }
+
     /// NIP-42 on `conn`: sign the AUTH event for the latest challenge (or wait for the
     /// publish already doing it) and wait for the relay's `OK`.
     async fn authenticate(
@@ -778,7 +815,10 @@ impl WsTransport {
                 .request_ok(conn, event.id(), &frame, auth_timeout)
                 .await
             {
-                Ok((true, _)) => Ok(()),
+                Ok((true, _)) => {
+                    conn.set_author(event.pubkey());
+                    Ok(())
+                }
                 Ok((false, message)) => Err(format!("the relay refused the AUTH event: {message}")),
                 Err(Failure::Closed(reason)) => Err(reason),
                 Err(Failure::Timeout) => Err("no OK for the AUTH event".into()),
@@ -874,27 +914,43 @@ impl Transport for WsTransport {
         let Some(counters) = self.counters(&key) else {
             return PublishReport::new(Outcome::Unreachable, "relay state missing");
         };
+        // NIP-70: a protected event goes only to a relay where its author has
+        // authenticated: AUTH first (the relay asks for it when a client connects), never
+        // an unauthenticated send, which a relay that ignores NIP-70 would store.
+        if let Some(m) = event.meta.as_ref().filter(|m| m.protected) {
+            const NOT_SENT: &str = "protected event (NIP-70) not sent";
+            if conn.auth_state() != AuthState::Done {
+                let asked = conn.wait_for(|c| {
+                    (c.challenge().is_some() || matches!(c.state(), ConnState::Closed(_)))
+                        .then_some(())
+                });
+                let _ = select(pin!(asked), Sleep::new(self.inner.config.auth_timeout_ms)).await;
+                if let Err(report) = self
+                    .authenticate_for(&url, &key, &conn, &counters, NOT_SENT)
+                    .await
+                {
+                    return report;
+                }
+            }
+            if conn.author() != m.pubkey {
+                return PublishReport::new(
+                    Outcome::Rejected(RejectReason::Restricted),
+                    format!(
+                        "{NOT_SENT} (authenticated as {}, not its author)",
+                        conn.author()
+                    ),
+                );
+            }
+        }
         let first = self.send_event(&key, &conn, event, &counters).await;
         if first.outcome != Outcome::AuthRequired {
             return first;
         }
-        let signer = self.inner.signer.borrow().clone();
-        let Some(signer) = signer else {
-            return PublishReport::new(
-                Outcome::AuthRequired,
-                format!("{} (no signer configured)", first.message),
-            );
-        };
-        if let Err(why) = self.authenticate(&url, &conn, signer, &counters).await {
-            if let ConnState::Closed(reason) = conn.state() {
-                let msg = format!("{reason} while authenticating");
-                self.note_failure(&key, Some(&conn), &msg);
-                return PublishReport::new(Outcome::Unreachable, msg);
-            }
-            return PublishReport::new(
-                Outcome::AuthRequired,
-                format!("{} (authentication failed: {why})", first.message),
-            );
+        if let Err(report) = self
+            .authenticate_for(&url, &key, &conn, &counters, &first.message)
+            .await
+        {
+            return report;
         }
         // Authenticated: resend the same signed event, once.
         self.send_event(&key, &conn, event, &counters).await

@@ -52,6 +52,7 @@ pub fn nostr_event(
             },
             deletes_ids: ids.iter().map(|s| s.to_string()).collect(),
             deletes_addresses: addresses.iter().map(|s| s.to_string()).collect(),
+            protected: false,
         }),
     }
 }

@@ -151,6 +151,8 @@ pub(crate) struct Conn {
     busy: Cell<u32>,
     challenge: RefCell<Option<String>>,
     auth: RefCell<AuthState>,
+    /// The pubkey this connection authenticated (NIP-42); empty before.
+    author: RefCell<String>,
     counters: Rc<Counters>,
     idle: RefCell<Option<Timer>>,
     handlers: RefCell<Option<Handlers>>,
@@ -208,6 +210,7 @@ impl Conn {
                 busy: Cell::new(0),
                 challenge: RefCell::new(None),
                 auth: RefCell::new(AuthState::Idle),
+                author: RefCell::new(String::new()),
                 counters,
                 idle: RefCell::new(None),
                 handlers: RefCell::new(Some(Handlers {
@@ -262,6 +265,16 @@ impl Conn {
     /// This connection's authentication state.
     pub(crate) fn auth_state(&self) -> AuthState {
         self.auth.borrow().clone()
+    }
+
+    /// The pubkey this connection authenticated; empty before.
+    pub(crate) fn author(&self) -> String {
+        self.author.borrow().clone()
+    }
+
+    /// Records the pubkey this connection authenticated.
+    pub(crate) fn set_author(&self, pubkey: &str) {
+        *self.author.borrow_mut() = pubkey.to_string();
     }
 
     /// Sets the authentication state and wakes everyone waiting on this connection.

@@ -10,6 +10,7 @@
 //! |---|---|
 //! | `/` or `/accept` | a normal relay (the open `LocalRelay`) |
 //! | `/auth` | NIP-42: `AUTH` challenge + `auth-required:` until the client authenticates |
+//! | `/auth-eager` | the same relay, but its `AUTH` challenge comes when the client connects (as relays that take NIP-70 protected events do), not with the first refusal |
 //! | `/reply/<prefix>` | every `EVENT` answered `["OK",id,false,"<prefix>: fault relay"]` (`true` for `duplicate`) |
 //! | `/silent` | `EVENT`s are read and never answered |
 //! | `/close` | the first `EVENT` gets a WebSocket close frame (1011) instead of an `OK` |
@@ -59,6 +60,7 @@ const HUGE_FRAME: usize = 2 * 1024 * 1024;
 enum Mode {
     Accept,
     Auth,
+    AuthEager,
     Reply(String),
     Silent,
     Close,
@@ -76,6 +78,7 @@ impl Mode {
         match parts.as_slice() {
             [] | ["accept"] => Mode::Accept,
             ["auth"] => Mode::Auth,
+            ["auth-eager"] => Mode::AuthEager,
             ["reply", prefix] => Mode::Reply((*prefix).to_string()),
             ["silent"] => Mode::Silent,
             ["close"] => Mode::Close,
@@ -507,7 +510,7 @@ async fn proxy<S: AsyncRead + AsyncWrite + Unpin>(
     key: &str,
 ) {
     // The backend: a LocalRelay session over an in-memory duplex pipe.
-    let relay = if mode == Mode::Auth {
+    let relay = if mode == Mode::Auth || mode == Mode::AuthEager {
         state.auth.clone()
     } else {
         state.open.clone()
@@ -518,6 +521,24 @@ async fn proxy<S: AsyncRead + AsyncWrite + Unpin>(
     });
     let mut backend = WebSocketStream::from_raw_socket(ours, Role::Client, None).await;
     let mut hostile_round: u64 = 0;
+    // `/auth-eager`: the embedded relay challenges only a write, so a protected event by a
+    // throwaway key is written for the client as it connects; the relay's AUTH challenge
+    // goes to the client, the refusal of the probe does not.
+    let mut probe: Option<String> = None;
+    if mode == Mode::AuthEager {
+        use nostr_relay_builder::prelude::{EventBuilder, Keys, Tag};
+        let Ok(event) = EventBuilder::text_note("probe")
+            .tag(Tag::protected())
+            .sign_with_keys(&Keys::generate())
+        else {
+            return;
+        };
+        probe = Some(event.id.to_hex());
+        let frame = json!(["EVENT", event]).to_string();
+        if backend.send(Message::text(frame)).await.is_err() {
+            return;
+        }
+    }
 
     loop {
         tokio::select! {
@@ -567,7 +588,14 @@ async fn proxy<S: AsyncRead + AsyncWrite + Unpin>(
             }
             msg = backend.next() => {
                 let Some(Ok(msg)) = msg else { break };
-                if let Message::Text(_) = msg {
+                if let Message::Text(t) = &msg {
+                    let answers_probe = probe.as_ref().is_some_and(|id| {
+                        serde_json::from_str::<Value>(t.as_str())
+                            .is_ok_and(|v| v[0] == "OK" && v[1].as_str() == Some(id))
+                    });
+                    if answers_probe {
+                        continue;
+                    }
                     if client.send(msg).await.is_err() {
                         break;
                     }
