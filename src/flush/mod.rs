@@ -44,8 +44,8 @@ pub const MAX_TICKS: u32 = 10_000;
 /// The default [`FlushConfig::low_concurrency`]: the most publishes of `low` records in
 /// flight to one relay. A relay answers one connection's messages in order, so a
 /// `high` or `normal` record published behind a `low` backlog waits for at most this
-/// many of the backlog's publishes, whatever the window. Why 4 and not 16: the A/B
-/// figures are in docs/BENCHMARKS.md ("The last change measured") and docs/API.md.
+/// many of the backlog's publishes, whatever the window. Why 4 and not 16: the figures
+/// are in docs/BENCHMARKS.md ("Lanes and priority") and docs/API.md (`lowConcurrency`).
 pub const LOW_WINDOW: u32 = 4;
 /// The most `low` records one claim takes once the claims have reached them, per
 /// publish of the low window (16 at the default window of 4, or
