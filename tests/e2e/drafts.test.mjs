@@ -2,7 +2,8 @@
 // while the remote signer is down is stored at once (stage `draft`); the page is reloaded;
 // the signer (here in Node, reached over the page's bridge as a bunker is over relays)
 // fails, then comes back, and the note is signed once and delivered once. A draft undone
-// within its hold window across a reload is never signed nor sent.
+// within its hold window across a reload is never signed nor sent. NIP-13 work for a draft
+// is mined in a Worker of its own by the shipped package.
 // Run: cd tests/e2e && node --test drafts.test.mjs   (needs pkg/ from `make build`)
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
@@ -168,6 +169,51 @@ test("a draft undone within its hold window, across a reload, is never signed no
   const undone = await page.evaluate(async (id) => outbox.get(id), ids[0]);
   assert.equal(undone.stage, "cancelled");
   assert.equal(undone.draft, true, "never signed");
+  await page.evaluate(() => outbox.close());
+  await page.close();
+});
+
+test("proof of work for a draft is mined in a Worker by the shipped package, and the note delivered", async () => {
+  const name = `drafts-pow-${Math.random()}`;
+  const sk = generateSecretKey();
+  const signer = remoteSigner(sk);
+  signer.up = true;
+  const page = await browser.context.newPage();
+  await page.exposeFunction("remoteSign", signer.sign);
+  await page.goto(`${server.url}/tests/e2e/pages/blank.html`);
+  // Counts the workers the page makes and what they answer.
+  await page.evaluate(() => {
+    const Real = window.Worker;
+    window.workers = { made: 0, answers: [] };
+    window.Worker = class extends Real {
+      constructor(...args) {
+        super(...args);
+        window.workers.made += 1;
+        this.addEventListener("message", (e) => window.workers.answers.push(e.data));
+      }
+    };
+  });
+  await open(page, name);
+  const draft = { kind: 1, pubkey: getPublicKey(sk), tags: [], content: `mined ${name}` };
+  const done = await page.evaluate(async ([draft, url]) => {
+    const { id } = await outbox.enqueue(draft, [url], { sign: true, pow: 16 });
+    const until = Date.now() + 30_000;
+    for (;;) {
+      const r = await outbox.get(id);
+      if (r.stage === "satisfied" || Date.now() > until) return { record: r, workers: window.workers };
+      await new Promise((res) => setTimeout(res, 100));
+    }
+  }, [draft, nrr.url]);
+  assert.equal(done.record.stage, "satisfied", JSON.stringify(done.record));
+  const event = done.record.event;
+  assert.ok(verifyEvent(event));
+  const nonce = event.tags.find((t) => t[0] === "nonce");
+  assert.equal(nonce[2], "16");
+  assert.ok(/^0000/.test(event.id), `16 leading zero bits: ${event.id}`);
+  assert.equal(done.workers.made, 1, "one worker mined it");
+  assert.deepEqual(done.workers.answers, [Number(nonce[1])], "the worker's nonce was signed");
+  const [onRelay] = await queryRelay(nrr.url, [event.id]);
+  assert.equal(onRelay.id, event.id);
   await page.evaluate(() => outbox.close());
   await page.close();
 });
