@@ -187,6 +187,11 @@ export interface DraftTemplate {
  */
 export interface NostrSigner {
   signEvent(template: EventTemplate): Promise<SignedEvent> | SignedEvent;
+  /**
+   * The signer's key (NIP-07): asked when a NIP-70 protected event is enqueued, which is
+   * refused (`invalid_argument`) when its author is another key.
+   */
+  getPublicKey?(): Promise<string> | string;
 }
 
 /**
@@ -196,6 +201,8 @@ export interface NostrSigner {
  */
 export interface SignatureSigner {
   sign(event: EventTemplate & { pubkey: string }): Promise<string>;
+  /** NDK's: the signer's user, whose `pubkey` is asked about NIP-70 protected events. */
+  user?(): Promise<{ pubkey: string }>;
 }
 
 /** The relay's `["OK", id, ok, message]` answer, as reported by a custom transport. */
