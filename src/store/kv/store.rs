@@ -913,7 +913,7 @@ impl<B: KvBackend> Store for KvStore<B> {
                 .collect();
             // The browser build's flushers hold Web Locks and never ask for
             // `lapsed_only` (it would take nothing there): heartbeats are read only
-            // where flushers keep them, which saves the browser .wasm 1.2 KB gzipped.
+            // where flushers keep them, which saves the browser .wasm 805 B gzipped.
             #[cfg(any(feature = "adapter", feature = "testing"))]
             let gone = self.gone_owners(request, &decoded, now_ms).await?;
             #[cfg(not(any(feature = "adapter", feature = "testing")))]
