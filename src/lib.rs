@@ -21,6 +21,10 @@
 //!   `core` and `nostr`.
 //! - [`flush`]: the flusher that drives claim → publish → record → release; uses
 //!   `core`, `store` and `transport`.
+//! - [`outbox`]: the service an app talks to, platform-neutral: what `enqueue` does
+//!   besides storing (the time rule, protected events, hurrying the flusher) and the
+//!   events each answer tells; uses `core`, `nostr` and `store`, and reaches the runtime
+//!   through [`outbox::Host`].
 //! - `js` (wasm only): the wasm-bindgen API, the only layer that knows JavaScript; uses
 //!   all of them.
 #![warn(missing_docs)]
@@ -28,6 +32,7 @@
 pub mod core;
 pub mod flush;
 pub mod nostr;
+pub mod outbox;
 pub mod store;
 pub mod transport;
 

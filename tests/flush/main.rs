@@ -10,6 +10,7 @@ mod support;
 
 mod crash;
 mod drafts;
+mod enqueue;
 mod pipeline;
 mod props;
 mod tick;
