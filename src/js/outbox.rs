@@ -521,37 +521,22 @@ impl Outbox {
         let sink = events.clone();
         let progress: Rc<Cell<Option<(usize, usize)>>> = Rc::default();
         let counter = progress.clone();
-        let on_event = Box::new(move |ev: FlushEvent<'_>| {
-            // An attempt ended: one more of a `flush()`'s records done.
-            if let (
-                FlushEvent::Delivered { .. }
-                | FlushEvent::Retrying { .. }
-                | FlushEvent::Exhausted { .. }
-                | FlushEvent::Settled { .. },
-                Some((done, total)),
-            ) = (&ev, counter.get())
-            {
-                let (done, total) = (done + 1, total.max(done + 1));
-                counter.set(Some((done, total)));
-                sink.emit_local("progress", &view::progress("flush", done, total));
-            }
-            let (kind, record) = match ev {
-                FlushEvent::AttemptStarted { record, .. } => ("attempt", record),
-                FlushEvent::Delivered { record } => ("delivered", record),
-                FlushEvent::Retrying { record } => ("retrying", record),
-                FlushEvent::Exhausted { record } => ("exhausted", record),
-                FlushEvent::Settled { record } => ("settled", record),
-                FlushEvent::Signed { record } => ("signed", record),
-                // Handed back unattempted (only its stage and lease changed), or due at
-                // once because its relay answered again (only its due time changed).
-                FlushEvent::Released { record } | FlushEvent::Woken { record } => {
-                    sink.emit("change", &view::record(record));
-                    return;
+        let on_event = Box::new(move |ev: FlushEvent<'_>| match service::tell(&ev) {
+            service::Tell::Record {
+                name,
+                record,
+                ends_attempt,
+            } => {
+                // One more of a `flush()`'s records done.
+                if let (true, Some((done, total))) = (ends_attempt, counter.get()) {
+                    let (done, total) = (done + 1, total.max(done + 1));
+                    counter.set(Some((done, total)));
+                    sink.emit_local("progress", &view::progress("flush", done, total));
                 }
-                FlushEvent::LostClaim { .. } => return,
-            };
-            let detail = view::record(record);
-            sink.emit_record(kind, &detail);
+                sink.emit_record(name, &view::record(record));
+            }
+            service::Tell::Change(record) => sink.emit("change", &view::record(record)),
+            service::Tell::Nothing => {}
         });
         let sink = events.clone();
         let on_error = Box::new(move |e| sink.emit_local("error", &run_error(e).into_js()));

@@ -16,11 +16,13 @@
 //! 5. when records were created, the host wakes the flusher, told how many must not
 //!    wait behind a backlog ([`Host::created`]: neither `low` nor born terminal).
 //!
-//! Then [`told`] says which events each answer dispatches. The JavaScript layer only
+//! Then [`told`] says which events each answer dispatches, and [`tell`] which event
+//! each of the flusher's reports dispatches. The JavaScript layer only
 //! converts: plans from the app's values, answers and events to JavaScript values, and
 //! [`EnqueueError`] to an `Error` with its stable code.
 
 use crate::core::{EnqueueOutcome, Enqueued, Plan, Priority, Record};
+use crate::flush::FlushEvent;
 use crate::nostr::{EventError, SignatureCheck};
 use crate::store::{Progress, Store, StoreError};
 
@@ -173,4 +175,46 @@ pub fn told(
         EnqueueOutcome::Replay => None,
     };
     (own, answer.withdrawn.iter().map(|r| ("superseded", r)))
+}
+
+/// How the app hears of one of the flusher's reports ([`tell`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tell<'a> {
+    /// A record event `name` (then `change`) with the record as stored; `ends_attempt`
+    /// when it ends one of a `flush()` call's attempts (its `progress` counts it).
+    Record {
+        /// The event's name.
+        name: &'static str,
+        /// The record as stored.
+        record: &'a Record,
+        /// The report ends an attempt.
+        ends_attempt: bool,
+    },
+    /// `change` alone: only the record's stage, lease or due time changed (handed back
+    /// unattempted, or due at once because its relay answered again).
+    Change(&'a Record),
+    /// Nothing (a claim lost to another flusher: the winner tells).
+    Nothing,
+}
+
+/// The event a flusher report dispatches: `attempt`, `delivered`, `retrying`,
+/// `exhausted`, `settled`, `signed`, or `change` alone.
+pub fn tell<'a>(report: &FlushEvent<'a>) -> Tell<'a> {
+    let (name, record, ends_attempt) = match *report {
+        FlushEvent::AttemptStarted { record, .. } => ("attempt", record, false),
+        FlushEvent::Delivered { record } => ("delivered", record, true),
+        FlushEvent::Retrying { record } => ("retrying", record, true),
+        FlushEvent::Exhausted { record } => ("exhausted", record, true),
+        FlushEvent::Settled { record } => ("settled", record, true),
+        FlushEvent::Signed { record } => ("signed", record, false),
+        FlushEvent::Released { record } | FlushEvent::Woken { record } => {
+            return Tell::Change(record)
+        }
+        FlushEvent::LostClaim { .. } => return Tell::Nothing,
+    };
+    Tell::Record {
+        name,
+        record,
+        ends_attempt,
+    }
 }

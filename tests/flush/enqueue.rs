@@ -13,8 +13,9 @@ use k256::schnorr::SigningKey;
 use sha2::{Digest, Sha256};
 
 use nostr_outbox::core::{EnqueueOutcome, Plan, Policy, Priority, Stage};
+use nostr_outbox::flush::FlushEvent;
 use nostr_outbox::nostr::{Event, EventError, SignatureCheck};
-use nostr_outbox::outbox::{enqueue, told, EnqueueError, Host};
+use nostr_outbox::outbox::{enqueue, tell, told, EnqueueError, Host, Tell};
 use nostr_outbox::store::conformance::RELAYS;
 use nostr_outbox::store::{MemoryStore, Store};
 
@@ -330,4 +331,45 @@ fn each_answer_tells_its_events() {
     // A replay tells nothing.
     let replay = run(&store, &host, None, &[(&newest, plan(&newest))], false).expect("replayed");
     assert_eq!(told(&replay[0]).0, None);
+}
+
+#[test]
+fn each_flusher_report_tells_one_event() {
+    let store = MemoryStore::in_memory();
+    let a = note(1);
+    let answers = run(&store, &FakeHost::default(), None, &[(&a, plan(&a))], false).unwrap();
+    let r = &answers[0].record;
+    let record = |name, ends_attempt| Tell::Record {
+        name,
+        record: r,
+        ends_attempt,
+    };
+    let targets = vec![RELAYS[0].to_string()];
+    let cases = [
+        (
+            FlushEvent::AttemptStarted {
+                record: r,
+                attempt: 1,
+                targets: &targets,
+            },
+            record("attempt", false),
+        ),
+        (
+            FlushEvent::Delivered { record: r },
+            record("delivered", true),
+        ),
+        (FlushEvent::Retrying { record: r }, record("retrying", true)),
+        (
+            FlushEvent::Exhausted { record: r },
+            record("exhausted", true),
+        ),
+        (FlushEvent::Settled { record: r }, record("settled", true)),
+        (FlushEvent::Signed { record: r }, record("signed", false)),
+        (FlushEvent::Released { record: r }, Tell::Change(r)),
+        (FlushEvent::Woken { record: r }, Tell::Change(r)),
+        (FlushEvent::LostClaim { id: &r.id }, Tell::Nothing),
+    ];
+    for (report, expected) in cases {
+        assert_eq!(tell(&report), expected, "{report:?}");
+    }
 }
