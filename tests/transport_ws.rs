@@ -293,6 +293,32 @@ async fn silent_relay_times_out_and_keeps_the_connection() {
 }
 
 #[wasm_bindgen_test]
+async fn read_back_asks_by_id_and_tells_only_what_the_relay_said() {
+    let t = transport(|c| {
+        c.publish_timeout_ms = 500;
+        c.connect_timeout_ms = 500;
+    });
+    // `/swallow` stores the event and never sends its `OK`.
+    let url = fault("/swallow?t=holds");
+    let e = note("swallowed");
+    let r = t.publish(&url, &e).await;
+    assert_eq!(r.outcome, Outcome::Timeout, "{r:?}");
+    assert_eq!(t.holds(&url, &e.id).await, Some(true), "stored, sent back");
+    let never = note("never sent");
+    assert_eq!(t.holds(&url, &never.id).await, Some(false), "EOSE without it");
+    // A relay that cannot be reached, or never finishes its handshake: cannot tell.
+    assert_eq!(t.holds(&closed(), &e.id).await, None);
+    assert_eq!(t.holds(&fault("/stall?t=holds"), &e.id).await, None);
+    // The subscriptions ended (`CLOSE` sent): nothing is left waiting, nothing counted
+    // as unrelated, and the connection still publishes.
+    let rd = t.diagnostics().relay(&url).cloned().unwrap();
+    assert_eq!((rd.in_flight, rd.unrelated_frames), (0, 0), "{rd:?}");
+    let r = t.publish(&url, &never).await;
+    assert_eq!(r.outcome, Outcome::Timeout, "{r:?}");
+    assert_eq!(fault_events("/swallow?t=holds").await, 2);
+}
+
+#[wasm_bindgen_test]
 async fn close_mid_publish_is_unreachable_never_success() {
     let t = transport(|c| c.circuit_failures = 0);
     for path in ["/close?t=mid", "/drop?t=mid"] {

@@ -27,7 +27,7 @@
 //!
 //! See `docs/TRANSPORT.md` for the outcome table and the design notes.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::fmt;
 use std::pin::pin;
 use std::rc::Rc;
@@ -39,9 +39,10 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
 
 use super::{PublishReport, Signer, Transport};
-use crate::core::{EventEnvelope, Outcome, RejectReason};
+use crate::core::{EventEnvelope, Outcome, RejectReason, UNANSWERED};
 use crate::nostr::{
-    auth_message, auth_template, check_auth_event, classify_ok, event_message, Event, RelayUrl,
+    auth_message, auth_template, check_auth_event, classify_ok, event_message, req_by_ids, Event,
+    RelayUrl,
 };
 
 mod conn;
@@ -369,6 +370,8 @@ struct Inner {
     relays: RefCell<RelayStates>,
     /// Relays that answered again after a failed connection, for `take_recovered`.
     recovered: RefCell<Vec<String>>,
+    /// The number of the next subscription (`REQ`) this transport opens.
+    next_sub: Cell<u32>,
 }
 
 /// Publishes signed events to relays over WebSockets; see the module docs.
@@ -416,6 +419,7 @@ impl WsTransport {
                 signer: RefCell::new(None),
                 relays: RefCell::default(),
                 recovered: RefCell::default(),
+                next_sub: Cell::new(0),
             }),
         })
     }
@@ -700,6 +704,32 @@ impl WsTransport {
         }
     }
 
+    /// A `REQ` on `relay` (the frame `req` builds for a subscription id) until `EOSE`,
+    /// `CLOSED` or the publish timeout: the stored events it sent (unchecked, at most
+    /// a few), or why it could not tell.
+    async fn query(
+        &self,
+        relay: &str,
+        req: impl FnOnce(&str) -> String,
+    ) -> Result<Vec<serde_json::Value>, String> {
+        let url = RelayUrl::parse(relay).map_err(|e| format!("bad relay URL: {e}"))?;
+        let key = url.as_str().to_owned();
+        if let Some(report) = self.gate(&key) {
+            return Err(report.message);
+        }
+        let (conn, _busy) = self.open_busy(&url, &key).await?;
+        let n = self.inner.next_sub.get();
+        self.inner.next_sub.set(n.wrapping_add(1));
+        let id = format!("outbox-{n}");
+        let sub = conn.subscribe(&id, &req(&id))?;
+        let timeout = self.inner.config.publish_timeout_ms;
+        let stored = match select(pin!(sub.stored()), Sleep::new(timeout)).await {
+            Either::Left((stored, _)) => stored,
+            Either::Right(_) => Err(format!("no EOSE within {timeout} ms")),
+        };
+        stored
+    }
+
     /// Publishes once on an open connection and turns the result into a report; the
     /// caller handles `auth-required:`.
     async fn send_event(
@@ -723,7 +753,7 @@ impl WsTransport {
                 PublishReport::new(outcome, message)
             }
             Err(Failure::Closed(reason)) => {
-                let msg = format!("{reason} before the relay answered");
+                let msg = format!("{reason} {UNANSWERED}");
                 self.note_failure(key, Some(conn), &msg);
                 PublishReport::new(Outcome::Unreachable, msg)
             }
@@ -857,6 +887,20 @@ impl Drop for AuthGuard<'_> {
 }
 
 impl Transport for WsTransport {
+    /// A `REQ` by id, bounded by the publish timeout: `Some(true)` only when the relay
+    /// sent back an event with that id before its `EOSE`.
+    async fn holds(&self, relay: &str, event_id: &str) -> Option<bool> {
+        let stored = self
+            .query(relay, |sub| req_by_ids(sub, &[event_id]))
+            .await
+            .ok()?;
+        Some(
+            stored
+                .iter()
+                .any(|e| e.get("id").and_then(|id| id.as_str()) == Some(event_id)),
+        )
+    }
+
     /// Closes every open circuit and forgets counted connection failures; rate-limit
     /// pauses stay.
     fn network_restored(&self) {
