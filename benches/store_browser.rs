@@ -87,6 +87,7 @@ fn envelope(seed: &str, n: u32) -> EventEnvelope {
             deletes_ids: Vec::new(),
             deletes_addresses: Vec::new(),
             protected: false,
+            vanish_relays: Vec::new(),
         }),
     }
 }

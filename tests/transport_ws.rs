@@ -305,7 +305,11 @@ async fn read_back_asks_by_id_and_tells_only_what_the_relay_said() {
     assert_eq!(r.outcome, Outcome::Timeout, "{r:?}");
     assert_eq!(t.holds(&url, &e.id).await, Some(true), "stored, sent back");
     let never = note("never sent");
-    assert_eq!(t.holds(&url, &never.id).await, Some(false), "EOSE without it");
+    assert_eq!(
+        t.holds(&url, &never.id).await,
+        Some(false),
+        "EOSE without it"
+    );
     // A relay that cannot be reached, or never finishes its handshake: cannot tell.
     assert_eq!(t.holds(&closed(), &e.id).await, None);
     assert_eq!(t.holds(&fault("/stall?t=holds"), &e.id).await, None);

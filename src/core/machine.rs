@@ -415,7 +415,8 @@ pub fn decide_enqueue(
 }
 
 /// Ends a record that may still be sent ([`Stage::may_send`]) as `superseded`: a newer
-/// version (`reason` `superseded`) or a deletion (`deleted`) with event id `by` was
+/// version (`reason` `superseded`), a deletion (`deleted`) or a request to vanish
+/// (`vanished`) with event id `by` was
 /// enqueued. Its evidence stays (targets that accepted keep their answer); a held
 /// lease becomes a lost claim. Fails with [`CoreError::AlreadyTerminal`] for a
 /// satisfied, cancelled or superseded record.
@@ -431,8 +432,14 @@ pub fn supersede(
             stage: record.stage,
         });
     }
-    if !matches!(reason, StopReason::Superseded | StopReason::Deleted) {
-        return Err(CoreError::arg("reason", "must be superseded or deleted"));
+    if !matches!(
+        reason,
+        StopReason::Superseded | StopReason::Deleted | StopReason::Vanished
+    ) {
+        return Err(CoreError::arg(
+            "reason",
+            "must be superseded, deleted or vanished",
+        ));
     }
     let mut next = record.clone();
     bump(&mut next, now_ms);

@@ -382,6 +382,7 @@ mod tests {
             deletes_ids: Vec::new(),
             deletes_addresses: Vec::new(),
             protected: false,
+            vanish_relays: Vec::new(),
         });
         Plan::new(e, vec!["wss://r.example".into()], Policy::All)
     }

@@ -142,6 +142,9 @@ pub enum StopReason {
     SignatureInvalid,
     /// The draft's NIP-13 proof of work was not found in the time allowed.
     PowUnfinished,
+    /// A NIP-62 request to vanish (same author, from every relay of the record) was
+    /// enqueued.
+    Vanished,
 }
 
 // Read by the crate's one unit-variant reader (`outcome::UnitVariant`), as the derive
@@ -183,6 +186,7 @@ impl<'de> Deserialize<'de> for StopReason {
                 "signerRefused",
                 "signatureInvalid",
                 "powUnfinished",
+                "vanished",
             ],
         }
         .deserialize(d)?;
@@ -192,7 +196,7 @@ impl<'de> Deserialize<'de> for StopReason {
 
 impl StopReason {
     /// Every reason, in declaration order.
-    pub const ALL: [StopReason; 9] = [
+    pub const ALL: [StopReason; 10] = [
         StopReason::Rejected,
         StopReason::MaxAttempts,
         StopReason::Expired,
@@ -202,6 +206,7 @@ impl StopReason {
         StopReason::SignerRefused,
         StopReason::SignatureInvalid,
         StopReason::PowUnfinished,
+        StopReason::Vanished,
     ];
 
     /// The stable name used in JSON and JavaScript.
@@ -216,6 +221,7 @@ impl StopReason {
             StopReason::SignerRefused => "signerRefused",
             StopReason::SignatureInvalid => "signatureInvalid",
             StopReason::PowUnfinished => "powUnfinished",
+            StopReason::Vanished => "vanished",
         }
     }
 }

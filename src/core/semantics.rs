@@ -13,6 +13,14 @@
 //!   references and that may still be sent: `e` tags by event id, `a` tags for every
 //!   version of the address with `created_at` ≤ the deletion's (reason `deleted`).
 //!   Deletions are never deleted by deletions (NIP-09). The deletion itself is sent.
+//! - A **request to vanish** (kind 62, NIP-62) withdraws its author's records that may
+//!   still be sent, with `created_at` ≤ the request's, whose every target it names in a
+//!   `relay` tag ([`ALL_RELAYS`]: every relay) (reason `vanished`). A record with a
+//!   target it does not name stays: those relays still get the event, and the named
+//!   ones refuse it once they have honoured the request. Requests to vanish are never
+//!   withdrawn by one. The stores read every record that may still be sent for it
+//!   ([`Lookups::live`]): a request to vanish is rare, and that read is as long as the
+//!   queue.
 //! - **Ephemeral** events (20000–29999) get a deadline of [`EPHEMERAL_DEADLINE_MS`]
 //!   when the plan names none; [`super::machine::decide_enqueue`] refuses an event whose
 //!   NIP-40 expiration has passed.
@@ -36,6 +44,12 @@ pub const EPHEMERAL_DEADLINE_MS: u64 = 10_000;
 
 /// The NIP-09 deletion kind.
 pub const DELETION_KIND: u16 = 5;
+
+/// The NIP-62 request to vanish kind.
+pub const VANISH_KIND: u16 = 62;
+
+/// The `relay` tag value of a request to vanish from every relay (NIP-62).
+pub const ALL_RELAYS: &str = "ALL_RELAYS";
 
 /// How relays treat a kind (NIP-01).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -82,6 +96,11 @@ impl EventMeta {
     /// True for a kind-5 deletion.
     pub fn is_deletion(&self) -> bool {
         self.kind == DELETION_KIND
+    }
+
+    /// True for a kind-62 request to vanish.
+    pub fn is_vanish(&self) -> bool {
+        self.kind == VANISH_KIND
     }
 }
 
@@ -140,12 +159,14 @@ pub struct Lookups {
     pub slots: Vec<String>,
     /// Event ids: every record of each (any stage; the rules filter).
     pub event_ids: Vec<String>,
+    /// Every record that may still be sent (a request to vanish; the rules filter).
+    pub live: bool,
 }
 
 impl Lookups {
     /// True when the plan needs no other record.
     pub fn is_empty(&self) -> bool {
-        self.slots.is_empty() && self.event_ids.is_empty()
+        self.slots.is_empty() && self.event_ids.is_empty() && !self.live
     }
 
     /// Sorts both lists and drops repeats.
@@ -154,18 +175,22 @@ impl Lookups {
         super::order::sort_dedup(&mut self.event_ids);
     }
 
-    /// True when `record` answers these lookups (its event id or its slot is named).
+    /// True when `record` answers these lookups (its event id or its slot is named, or
+    /// every record that may still be sent is wanted and it may).
     pub fn matches(&self, record: &Record) -> bool {
-        self.event_ids.contains(&record.event.id)
+        (self.live && record.stage.may_send())
+            || self.event_ids.contains(&record.event.id)
             || slot_of(record).is_some_and(|s| self.slots.contains(&s))
     }
 }
 
 /// True when `plan` has rules that read other records ([`lookups`] is not empty): a
-/// replaceable or addressable event, or a deletion. Allocates nothing.
+/// replaceable or addressable event, a deletion or a request to vanish. Allocates
+/// nothing.
 pub fn needs_lookups(plan: &Plan) -> bool {
     plan.event.meta.as_ref().is_some_and(|m| {
         m.is_deletion()
+            || m.is_vanish()
             || matches!(
                 kind_class(m.kind),
                 KindClass::Replaceable | KindClass::Addressable
@@ -183,6 +208,7 @@ pub fn lookups(plan: &Plan) -> Lookups {
     if let Some(slot) = meta.slot() {
         out.slots.push(slot);
     }
+    out.live = meta.is_vanish();
     if meta.is_deletion() {
         out.event_ids = meta.deletes_ids.clone();
         out.slots.extend(
@@ -213,6 +239,21 @@ fn deletes(deletion: &EventMeta, record: &Record) -> bool {
                     .iter()
                     .any(|a| normalize_address(a).as_deref() == Some(s.as_str()))
             }))
+}
+
+/// Why the request to vanish `vanish` withdraws `record`, if it does: same author, not
+/// itself a request to vanish, `created_at` no later than the request's, and every one
+/// of its targets named (or [`ALL_RELAYS`]).
+fn vanishes(vanish: &EventMeta, record: &Record) -> bool {
+    let Some(meta) = record.event.meta.as_ref() else {
+        return false;
+    };
+    let named = |t: &String| vanish.vanish_relays.contains(t);
+    meta.pubkey == vanish.pubkey
+        && !meta.is_vanish()
+        && meta.created_at <= vanish.created_at
+        && (vanish.vanish_relays.iter().any(|r| r == ALL_RELAYS)
+            || record.targets.iter().all(named))
 }
 
 /// One plan decided against its stored record and the related records: the decision
@@ -265,6 +306,8 @@ fn decide_one(
             StopReason::Superseded
         } else if meta.is_deletion() && deletes(&meta, r) {
             StopReason::Deleted
+        } else if meta.is_vanish() && vanishes(&meta, r) {
+            StopReason::Vanished
         } else {
             continue;
         };
@@ -365,9 +408,13 @@ pub fn decide_enqueues(
                     push(&mut context, r);
                 }
             }
-            if !wanted.event_ids.is_empty() {
-                for j in (0..i).filter(|&j| wanted.event_ids.contains(&event_ids[j])) {
-                    if let Some(r) = overlay.get(&ids[j]) {
+            if !wanted.event_ids.is_empty() || wanted.live {
+                for j in (0..i).filter(|&j| wanted.live || wanted.event_ids.contains(&event_ids[j]))
+                {
+                    if let Some(r) = overlay
+                        .get(&ids[j])
+                        .filter(|r| !wanted.live || r.stage.may_send())
+                    {
                         push(&mut context, r);
                     }
                 }
@@ -506,6 +553,7 @@ mod tests {
                 deletes_ids: Vec::new(),
                 deletes_addresses: Vec::new(),
                 protected: false,
+                vanish_relays: Vec::new(),
             }),
         }
     }

@@ -140,7 +140,8 @@ export type StopReason =
   | "deleted"
   | "signerRefused"
   | "signatureInvalid"
-  | "powUnfinished";
+  | "powUnfinished"
+  | "vanished";
 
 /** A target's state from its latest evidence. */
 export type TargetState = "open" | "accepted" | "rejected";

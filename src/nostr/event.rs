@@ -14,7 +14,9 @@ use sha2::{Digest, Sha256};
 
 use super::batch;
 use super::error::EventError;
+use super::relay_url::RelayUrl;
 use super::schnorr::{self, Failure};
+use crate::core::semantics::{ALL_RELAYS, VANISH_KIND};
 use crate::core::{EventEnvelope, EventMeta};
 
 /// The largest `created_at` accepted: 2^53 − 1, the largest integer JavaScript numbers
@@ -335,6 +337,24 @@ impl Event {
             },
             deletes_addresses: if deletion { values("a") } else { Vec::new() },
             protected: self.tags.iter().any(|t| t.len() == 1 && t[0] == "-"),
+            vanish_relays: if self.kind == VANISH_KIND {
+                let mut out: Vec<String> = Vec::new();
+                for v in values("relay") {
+                    let relay = if v == ALL_RELAYS {
+                        v
+                    } else if let Ok(url) = RelayUrl::parse(&v) {
+                        url.as_str().to_owned()
+                    } else {
+                        continue;
+                    };
+                    if !out.contains(&relay) {
+                        out.push(relay);
+                    }
+                }
+                out
+            } else {
+                Vec::new()
+            },
         }
     }
 

@@ -442,9 +442,10 @@ mod doc_props {
                         kind,
                         created_at,
                         d,
-                        deletes_ids,
+                        deletes_ids: deletes_ids.clone(),
                         deletes_addresses,
                         protected,
+                        vanish_relays: deletes_ids.clone(),
                     }
                 },
             )

@@ -49,7 +49,11 @@ fn a_relay_that_sends_the_event_back_after_a_timeout_is_not_sent_it_again() {
     let s = flush_at(&store, &t, 60_000);
     assert_eq!((s.stats.satisfied, s.stats.read_back), (1, 1), "{s:?}");
     assert_eq!(t.asked(), vec![(RELAYS[0].to_string(), id.clone())]);
-    assert_eq!(t.count(RELAYS[0], &id), 1, "sent once, at the first attempt");
+    assert_eq!(
+        t.count(RELAYS[0], &id),
+        1,
+        "sent once, at the first attempt"
+    );
     let record = block_on(store.get(&id)).unwrap().unwrap();
     assert_eq!(record.stage, Stage::Satisfied);
     let latest = record.latest_evidence(RELAYS[0]).unwrap();

@@ -456,7 +456,8 @@ fn hostile_input_gets_a_typed_error_never_a_panic() {
 
 /// The header fields the queue's Nostr rules read: `d` for addressable kinds only (the
 /// first one, `""` when absent), a deletion's `e` ids (64 lowercase hex only) and `a`
-/// addresses, each once, in tag order; nothing of the kind for other kinds.
+/// addresses, each once, in tag order; a request to vanish's relays; nothing of the kind
+/// for other kinds.
 #[test]
 fn envelopes_carry_the_fields_the_rules_read() {
     let pk = "a1".repeat(32);
@@ -501,4 +502,24 @@ fn envelopes_carry_the_fields_the_rules_read() {
     assert_eq!(deletion.deletes_addresses, vec![a.clone()]);
     let note = event(1, vec![vec!["e", &id("1")], vec!["a", &a]]);
     assert!(note.deletes_ids.is_empty() && note.deletes_addresses.is_empty());
+    // NIP-62: a request to vanish's `relay` tags, normalized as targets are; a value that
+    // is neither a relay URL nor `ALL_RELAYS` is left out, a repeat kept once.
+    let vanish = event(
+        62,
+        vec![
+            vec!["relay", "WSS://Relay.Example:443/"],
+            vec!["relay", "ALL_RELAYS"],
+            vec!["relay", "not a url"],
+            vec!["relay", "https://relay.example"],
+            vec!["relay", "wss://relay.example"],
+            vec!["relay"],
+        ],
+    );
+    assert_eq!(
+        vanish.vanish_relays,
+        vec!["wss://relay.example", "ALL_RELAYS"]
+    );
+    assert!(event(1, vec![vec!["relay", "ALL_RELAYS"]])
+        .vanish_relays
+        .is_empty());
 }

@@ -240,6 +240,7 @@ impl Store for ReferenceStore {
                 let wanted = Lookups {
                     slots: semantics::slot_of(record).into_iter().collect(),
                     event_ids: Vec::new(),
+                    live: false,
                 };
                 semantics::check_retry(record, &map.related(&wanted))?;
             }

@@ -53,6 +53,7 @@ pub fn nostr_event(
             deletes_ids: ids.iter().map(|s| s.to_string()).collect(),
             deletes_addresses: addresses.iter().map(|s| s.to_string()).collect(),
             protected: false,
+            vanish_relays: Vec::new(),
         }),
     }
 }

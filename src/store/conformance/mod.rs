@@ -162,6 +162,7 @@ macro_rules! conformance_cases {
             replaceable_versions_supersede,
             addressable_slots_and_ties,
             deletions_withdraw_what_they_name,
+            requests_to_vanish_withdraw_the_authors_queue,
             batches_apply_the_rules_in_order,
             ephemeral_and_expired_events,
             related_finds_versions_and_accepting_relays,

@@ -373,6 +373,98 @@ pub async fn deletions_withdraw_what_they_name<S: Store>(s: &S) {
     );
 }
 
+/// NIP-62: a request to vanish withdraws its author's records that may still be sent,
+/// dated no later than it, whose every target it names (`ALL_RELAYS`: every relay),
+/// in its own batch too; never another author's, a newer one, one with a target it
+/// does not name, a delivered one, or a request to vanish; it is itself sent.
+pub async fn requests_to_vanish_withdraw_the_authors_queue<S: Store>(s: &S) {
+    const C: &str = "requests_to_vanish_withdraw_the_authors_queue";
+    let note = |n, who, at| nostr_plan(nostr_event(n, who, 1, at, "", &[]));
+    let vanish = |n, at, relays: &[&str]| {
+        let mut e = nostr_event(n, ALICE, semantics::VANISH_KIND, at, "", &[]);
+        if let Some(m) = e.meta.as_mut() {
+            m.vanish_relays = relays.iter().map(|r| r.to_string()).collect();
+        }
+        nostr_plan(e)
+    };
+    ok(C, "note 1", s.enqueue(note(1, ALICE, 100), 0).await);
+    ok(C, "bob's note", s.enqueue(note(2, BOB, 100), 0).await);
+    ok(C, "a newer note", s.enqueue(note(3, ALICE, 300), 0).await);
+    let to_a = Plan::new(
+        nostr_event(4, ALICE, 1, 100, "", &[]),
+        vec![RELAYS[0].to_string()],
+        Policy::All,
+    );
+    ok(C, "note 4, to relay a only", s.enqueue(to_a, 0).await);
+    ok(C, "note 5", s.enqueue(note(5, ALICE, 100), 0).await);
+    // Note 5 is delivered before any request to vanish.
+    let r = claim_one(C, s, "l", 1, &id_of(5)).await;
+    let all = RELAYS
+        .iter()
+        .map(|t| answer(t, Outcome::Accepted))
+        .collect();
+    ok(
+        C,
+        "deliver 5",
+        s.complete_attempt(&completion(&r, "l", all), &fixture_retry(), 2)
+            .await,
+    );
+    // From relay a: note 4 only (note 1 also goes to b and c, which keep it).
+    let r = ok(
+        C,
+        "vanish from a",
+        s.enqueue(vanish(6, 200, &[RELAYS[0]]), 3).await,
+    );
+    check_eq!(
+        C,
+        r.withdrawn.iter().map(|w| w.id.clone()).collect::<Vec<_>>(),
+        vec![id_of(4)],
+        "only the record whose every relay is named"
+    );
+    check_superseded(C, &must_get(C, s, &id_of(4)).await, StopReason::Vanished, 6);
+    // From every relay, in a batch after a note of the same batch.
+    let answers = ok(
+        C,
+        "batch",
+        s.enqueue_many(
+            vec![
+                note(7, ALICE, 150),
+                vanish(8, 250, &[semantics::ALL_RELAYS]),
+            ],
+            4,
+        )
+        .await,
+    );
+    let mut withdrawn: Vec<String> = answers[1].withdrawn.iter().map(|w| w.id.clone()).collect();
+    withdrawn.sort();
+    check_eq!(
+        C,
+        withdrawn,
+        vec![id_of(1), id_of(7)],
+        "the author's older records, its own batch's too; not the request to vanish 6"
+    );
+    check_superseded(C, &must_get(C, s, &id_of(1)).await, StopReason::Vanished, 8);
+    check_superseded(C, &must_get(C, s, &id_of(7)).await, StopReason::Vanished, 8);
+    for (n, why) in [
+        (2, "another author's note"),
+        (3, "a note dated after the request"),
+        (6, "a request to vanish"),
+        (8, "the request itself"),
+    ] {
+        check!(
+            C,
+            must_get(C, s, &id_of(n)).await.stage.may_send(),
+            "{why} stays queued"
+        );
+    }
+    check_eq!(
+        C,
+        must_get(C, s, &id_of(5)).await.stage,
+        Stage::Satisfied,
+        "a delivered note stays delivered"
+    );
+}
+
 /// `enqueue_many` applies the rules in order inside the batch, all or nothing.
 pub async fn batches_apply_the_rules_in_order<S: Store>(s: &S) {
     const C: &str = "batches_apply_the_rules_in_order";
@@ -585,6 +677,7 @@ pub async fn related_finds_versions_and_accepting_relays<S: Store>(s: &S) {
     let lookups = Lookups {
         slots: vec![format!("30000:{ALICE}:f")],
         event_ids: vec![id_of(1)],
+        live: false,
     };
     let mut found: Vec<String> = ok(C, "related", s.related(&lookups).await)
         .into_iter()

@@ -708,7 +708,8 @@ impl<B: KvBackend> KvStore<B> {
 
     /// The records answering `lookups`, read in `tx` and guarded: for each slot its
     /// versions that may still be sent and its newest other one (with `every_version`,
-    /// all but cancelled ones); for each event id its records. Corrupt rows are skipped.
+    /// all but cancelled ones); for each event id its records; with `live`, every
+    /// record that may still be sent (by the stage index). Corrupt rows are skipped.
     async fn read_related(
         &self,
         tx: &Tx<'_, B>,
@@ -729,6 +730,13 @@ impl<B: KvBackend> KvStore<B> {
             found.extend(ids(&self
                 .scan_prefix(&keys::event_prefix(event_id), None)
                 .await?));
+        }
+        if lookups.live {
+            for stage in Stage::ALL.into_iter().filter(|s| s.may_send()) {
+                found.extend(ids(&self
+                    .scan_prefix(&keys::stage_prefix(stage), None)
+                    .await?));
+            }
         }
         let mut unique = found.clone();
         core::order::sort_dedup(&mut unique);
@@ -761,6 +769,7 @@ impl<B: KvBackend> KvStore<B> {
                     .into_iter()
                     .collect(),
                 event_ids: Vec::new(),
+                live: false,
             };
             for s in &wanted.slots {
                 tx.lock(s, false).await?;
