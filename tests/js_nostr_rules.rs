@@ -263,6 +263,59 @@ async fn deletions_withdraw_queued_notes_and_name_where_to_send() {
 }
 
 #[wasm_bindgen_test]
+async fn a_request_to_vanish_withdraws_the_authors_queue_on_the_relays_it_names() {
+    for options in storages() {
+        // Every relay is down: everything stays queued until the request arrives.
+        let o = open(options, Some(transport(&js(json!({}))))).await;
+        let now = now_s();
+        let to_a = event(1, vec![], "to A only", now - 5);
+        let to_both = event(1, vec![], "to A and B", now - 4);
+        let later = event(1, vec![], "written after the request", now + 1);
+        ok(&o, "enqueue", &[js(to_a.clone()), relays(&[A])]).await;
+        ok(&o, "enqueue", &[js(to_both.clone()), relays(&[A, B])]).await;
+        let superseded = counter(&o, "superseded");
+        // From A: the note going to A alone is withdrawn, the one also going to B stays.
+        let from_a = event(62, vec![vec!["relay", A]], "", now - 2);
+        ok(&o, "enqueue", &[js(from_a.clone()), relays(&[A])]).await;
+        assert_eq!(count(&superseded), 1);
+        let gone = ok(&o, "get", &[js(to_a["id"].clone())]).await;
+        assert_eq!(
+            (&gone["stage"], &gone["reason"], &gone["supersededBy"]),
+            (&json!("superseded"), &json!("vanished"), &from_a["id"])
+        );
+        assert_eq!(
+            ok(&o, "get", &[js(to_both["id"].clone())]).await["stage"],
+            json!("pending")
+        );
+        // From every relay: the rest of the author's older queue, not a later event, not
+        // the first request.
+        ok(
+            &o,
+            "enqueue",
+            &[
+                js(later.clone()),
+                relays(&[A, B]),
+                js(json!({ "notBefore": 0 })),
+            ],
+        )
+        .await;
+        let everywhere = event(62, vec![vec!["relay", "ALL_RELAYS"]], "", now);
+        ok(&o, "enqueue", &[js(everywhere.clone()), relays(&[A, B])]).await;
+        assert_eq!(count(&superseded), 2);
+        let gone = ok(&o, "get", &[js(to_both["id"].clone())]).await;
+        assert_eq!(
+            (&gone["reason"], &gone["supersededBy"]),
+            (&json!("vanished"), &everywhere["id"])
+        );
+        for kept in [&later, &from_a, &everywhere] {
+            let r = ok(&o, "get", &[js(kept["id"].clone())]).await;
+            assert_eq!(r["stage"], json!("pending"), "{r}");
+        }
+        ok(&o, "close", &[]).await;
+    }
+}
+
+#[wasm_bindgen_test]
 async fn ephemeral_deadline_and_expired_events() {
     for options in storages() {
         let o = open(options, None).await;

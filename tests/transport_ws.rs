@@ -12,7 +12,9 @@ use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
 use futures_util::future::{join, join_all};
-use nostr_outbox::core::{EventEnvelope, Outcome, Plan, Policy, RejectReason, Stage, StopReason};
+use nostr_outbox::core::{
+    EventEnvelope, Outcome, Plan, Policy, RejectReason, Stage, StopReason, UNANSWERED,
+};
 use nostr_outbox::flush::{flush_until_idle, tick, FlushConfig, FlushEvent};
 use nostr_outbox::nostr::{req_by_ids, RelayUrl};
 use nostr_outbox::store::idb::{IdbOptions, IdbStore};
@@ -332,6 +334,8 @@ async fn close_mid_publish_is_unreachable_never_success() {
         for r in &reports {
             assert_eq!(r.outcome, Outcome::Unreachable, "{path}: {r:?}");
             assert!(r.message.contains("closed"), "{path}: {r:?}");
+            // What read-back looks for: the `EVENT` was written, no answer came.
+            assert!(r.message.ends_with(UNANSWERED), "{path}: {r:?}");
         }
         let rd = t.diagnostics().relay(&url).cloned().unwrap();
         assert_eq!(rd.in_flight, 0);

@@ -50,7 +50,8 @@ pub struct EventMeta {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub protected: bool,
     /// A kind-62 request to vanish's `relay` tags (NIP-62): normalized relay URLs, or
-    /// [`crate::core::semantics::ALL_RELAYS`]. Tags that are neither are left out.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    /// [`crate::core::semantics::ALL_RELAYS`]. Tags that are neither are left out. Not
+    /// stored: the rule acts when the request is enqueued, from the event just read.
+    #[serde(skip)]
     pub vanish_relays: Vec<String>,
 }

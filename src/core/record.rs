@@ -272,10 +272,12 @@ impl fmt::Debug for Lease {
 /// written and before the relay's `OK` ([`Record::unclear_at`]).
 pub const UNANSWERED: &str = "before the relay answered";
 
-/// How a read-back's evidence message begins: the relay, asked by id after an unclear
-/// answer, sent the event back, so it is recorded as [`Outcome::Duplicate`] without
-/// sending it again.
-pub const READ_BACK: &str = "read back:";
+/// The evidence message of a read-back: the relay, asked by id after an unclear answer,
+/// sent the event back, so it is recorded as [`Outcome::Duplicate`] without sending it
+/// again. It begins `read back:`.
+pub const READ_BACK: &str =
+    "read back: the relay sent the event back when asked by id after an unclear answer; \
+     not sent again";
 
 /// What one target answered in one attempt. Appended, never removed; the one exception
 /// to "never changed": consecutive tries of one attempt that reached no relay at all

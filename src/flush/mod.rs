@@ -795,13 +795,7 @@ impl<S: Store, T: Transport> Driver for Starter<'_, '_, S, T> {
                     if record.unclear_at(&relay)
                         && transport.holds(&relay, &record.event.id).await == Some(true)
                     {
-                        let report = PublishReport::new(
-                            Outcome::Duplicate,
-                            format!(
-                                "{READ_BACK} the relay sent the event back when asked by id \
-                                 after an unclear answer; not sent again"
-                            ),
-                        );
+                        let report = PublishReport::new(Outcome::Duplicate, READ_BACK);
                         return Done::Published(ticket, relay, report, true);
                     }
                     let report = transport.publish(&relay, &record.event).await;

@@ -318,9 +318,12 @@ impl From<EventError> for ApiError {
 }
 
 impl From<EnqueueError> for ApiError {
+    // Out of line: once in the .wasm, not in the state machine of every enqueue.
+    #[inline(never)]
     fn from(e: EnqueueError) -> ApiError {
         let (e, index) = match e {
-            EnqueueError::Store { error, index } => (ApiError::from(error), index),
+            EnqueueError::Core { error, index } => (ApiError::from(error), index),
+            EnqueueError::Store(error) => (ApiError::from(error), None),
             EnqueueError::Signature {
                 error: Some(error),
                 index,

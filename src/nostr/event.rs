@@ -347,9 +347,7 @@ impl Event {
                     } else {
                         continue;
                     };
-                    if !out.contains(&relay) {
-                        out.push(relay);
-                    }
+                    out.push(relay);
                 }
                 out
             } else {

@@ -21,7 +21,7 @@
 //! converts: plans from the app's values, answers and events to JavaScript values, and
 //! [`EnqueueError`] to an `Error` with its stable code.
 
-use crate::core::{EnqueueOutcome, Enqueued, Plan, Priority, Record};
+use crate::core::{CoreError, EnqueueOutcome, Enqueued, Plan, Priority, Record};
 use crate::flush::FlushEvent;
 use crate::nostr::{EventError, SignatureCheck};
 use crate::store::{Progress, Store, StoreError};
@@ -51,13 +51,15 @@ pub trait Host {
 /// caller asked for indices (`enqueueMany`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum EnqueueError {
-    /// A plan breaks a rule of the state machine or of the store.
-    Store {
+    /// A plan breaks a rule of the state machine (the time rule).
+    Core {
         /// Why.
-        error: StoreError,
-        /// The item, for rules about one item.
+        error: CoreError,
+        /// The item.
         index: Option<usize>,
     },
+    /// The store refused the batch, or failed.
+    Store(StoreError),
     /// An event's signature does not verify (or its id is not its hash).
     Signature {
         /// Why (`None` from a store that refused the batch without asking).
@@ -74,7 +76,7 @@ pub enum EnqueueError {
 
 impl From<StoreError> for EnqueueError {
     fn from(error: StoreError) -> EnqueueError {
-        EnqueueError::Store { error, index: None }
+        EnqueueError::Store(error)
     }
 }
 
@@ -98,9 +100,9 @@ pub async fn enqueue<S: Store + ?Sized, H: Host>(
     for (i, plan) in plans.into_iter().enumerate() {
         match plan.hold_until_created_at(now_ms, undo_until) {
             Ok(plan) => held.push(plan),
-            Err(e) => {
-                return Err(EnqueueError::Store {
-                    error: e.into(),
+            Err(error) => {
+                return Err(EnqueueError::Core {
+                    error,
                     index: at(i),
                 })
             }
@@ -117,15 +119,9 @@ pub async fn enqueue<S: Store + ?Sized, H: Host>(
         }
     }
     let mut failed = None;
-    let mut check = || match SignatureCheck::first_bad_of(signatures) {
-        None => true,
-        Some((i, error)) => {
-            failed = Some(EnqueueError::Signature {
-                error: Some(error),
-                index: at(i),
-            });
-            false
-        }
+    let mut check = || {
+        failed = SignatureCheck::first_bad_of(signatures);
+        failed.is_none()
     };
     let _hold = plans
         .iter()
@@ -135,10 +131,8 @@ pub async fn enqueue<S: Store + ?Sized, H: Host>(
         .enqueue_many_checked(plans, now_ms, &mut check, progress)
         .await?;
     let Some(answers) = answers else {
-        return Err(failed.unwrap_or(EnqueueError::Signature {
-            error: None,
-            index: None,
-        }));
+        let (index, error) = failed.map_or((None, None), |(i, e)| (at(i), Some(e)));
+        return Err(EnqueueError::Signature { error, index });
     };
     let created = |a: &&Enqueued| a.outcome == EnqueueOutcome::Created;
     if answers.iter().any(|a| created(&a)) {

@@ -442,10 +442,10 @@ mod doc_props {
                         kind,
                         created_at,
                         d,
-                        deletes_ids: deletes_ids.clone(),
+                        deletes_ids,
                         deletes_addresses,
                         protected,
-                        vanish_relays: deletes_ids.clone(),
+                        vanish_relays: Vec::new(),
                     }
                 },
             )

@@ -15,6 +15,8 @@
 //!   relay's challenge), never an unauthenticated send; otherwise `AuthRequired` (no
 //!   signer, no challenge, a failed AUTH: retried) or `Rejected(Restricted)` (the
 //!   signer is another key), with the reason;
+//! - read-back ([`Transport::holds`]): a `REQ` by id until `EOSE`, on a short-lived
+//!   connection of its own (`glue.js`'s `storedEvents`), never on the shared ones;
 //! - per-relay state: a `rate-limited:` answer pauses that relay alone for
 //!   [`WsTransportConfig::rate_limit_backoff_ms`]; repeated connection failures open a
 //!   circuit so publishes to a dead relay report `Unreachable` at once;
@@ -27,7 +29,7 @@
 //!
 //! See `docs/TRANSPORT.md` for the outcome table and the design notes.
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::fmt;
 use std::pin::pin;
 use std::rc::Rc;
@@ -39,7 +41,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
 
 use super::{PublishReport, Signer, Transport};
-use crate::core::{EventEnvelope, Outcome, RejectReason, UNANSWERED};
+use crate::core::{EventEnvelope, Outcome, RejectReason};
 use crate::nostr::{
     auth_message, auth_template, check_auth_event, classify_ok, event_message, req_by_ids, Event,
     RelayUrl,
@@ -47,6 +49,12 @@ use crate::nostr::{
 
 mod conn;
 mod notify;
+
+#[wasm_bindgen(module = "/src/js/glue.js")]
+extern "C" {
+    #[wasm_bindgen(js_name = storedEvents)]
+    fn stored_events(url: &str, req: &str, timeout_ms: u32) -> js_sys::Promise;
+}
 
 use crate::platform::{describe, now_ms, Sleep};
 use conn::{Answer, AuthState, BusyGuard, Conn, ConnState, Counters};
@@ -370,8 +378,6 @@ struct Inner {
     relays: RefCell<RelayStates>,
     /// Relays that answered again after a failed connection, for `take_recovered`.
     recovered: RefCell<Vec<String>>,
-    /// The number of the next subscription (`REQ`) this transport opens.
-    next_sub: Cell<u32>,
 }
 
 /// Publishes signed events to relays over WebSockets; see the module docs.
@@ -419,7 +425,6 @@ impl WsTransport {
                 signer: RefCell::new(None),
                 relays: RefCell::default(),
                 recovered: RefCell::default(),
-                next_sub: Cell::new(0),
             }),
         })
     }
@@ -704,32 +709,6 @@ impl WsTransport {
         }
     }
 
-    /// A `REQ` on `relay` (the frame `req` builds for a subscription id) until `EOSE`,
-    /// `CLOSED` or the publish timeout: the stored events it sent (unchecked, at most
-    /// a few), or why it could not tell.
-    async fn query(
-        &self,
-        relay: &str,
-        req: impl FnOnce(&str) -> String,
-    ) -> Result<Vec<serde_json::Value>, String> {
-        let url = RelayUrl::parse(relay).map_err(|e| format!("bad relay URL: {e}"))?;
-        let key = url.as_str().to_owned();
-        if let Some(report) = self.gate(&key) {
-            return Err(report.message);
-        }
-        let (conn, _busy) = self.open_busy(&url, &key).await?;
-        let n = self.inner.next_sub.get();
-        self.inner.next_sub.set(n.wrapping_add(1));
-        let id = format!("outbox-{n}");
-        let sub = conn.subscribe(&id, &req(&id))?;
-        let timeout = self.inner.config.publish_timeout_ms;
-        let stored = match select(pin!(sub.stored()), Sleep::new(timeout)).await {
-            Either::Left((stored, _)) => stored,
-            Either::Right(_) => Err(format!("no EOSE within {timeout} ms")),
-        };
-        stored
-    }
-
     /// Publishes once on an open connection and turns the result into a report; the
     /// caller handles `auth-required:`.
     async fn send_event(
@@ -753,7 +732,8 @@ impl WsTransport {
                 PublishReport::new(outcome, message)
             }
             Err(Failure::Closed(reason)) => {
-                let msg = format!("{reason} {UNANSWERED}");
+                // Ends with `core::UNANSWERED` (read-back looks for it).
+                let msg = format!("{reason} before the relay answered");
                 self.note_failure(key, Some(conn), &msg);
                 PublishReport::new(Outcome::Unreachable, msg)
             }
@@ -887,57 +867,25 @@ impl Drop for AuthGuard<'_> {
 }
 
 impl Transport for WsTransport {
-    /// A `REQ` by id, bounded by the publish timeout: `Some(true)` only when the relay
-    /// sent back an event with that id before its `EOSE`.
+    /// A `REQ` by id on a connection of its own (`glue.js`'s `storedEvents`), bounded by
+    /// the publish timeout: `Some(true)` only when the relay sent back an event with
+    /// that id before its `EOSE`.
     async fn holds(&self, relay: &str, event_id: &str) -> Option<bool> {
-        let stored = self
-            .query(relay, |sub| req_by_ids(sub, &[event_id]))
+        let url = RelayUrl::parse(relay).ok()?;
+        let req = req_by_ids("outbox", &[event_id]);
+        let timeout = self.inner.config.publish_timeout_ms;
+        let stored = JsFuture::from(stored_events(url.as_str(), &req, timeout))
             .await
-            .ok()?;
-        Some(
-            stored
-                .iter()
-                .any(|e| e.get("id").and_then(|id| id.as_str()) == Some(event_id)),
-        )
-    }
-
-    /// Closes every open circuit and forgets counted connection failures; rate-limit
-    /// pauses stay.
-    fn network_restored(&self) {
-        for st in self.inner.relays.borrow_mut().values_mut() {
-            st.consecutive_failures = 0;
-            st.circuit_open_until = 0.0;
-        }
-    }
-
-    fn take_recovered(&self) -> Vec<String> {
-        std::mem::take(&mut *self.inner.recovered.borrow_mut())
-    }
-
-    fn unreachable(&self) -> Vec<String> {
-        self.inner
-            .relays
-            .borrow()
-            .iter()
-            .filter(|(_, st)| st.unreachable)
-            .map(|(key, _)| key.clone())
-            .collect()
-    }
-
-    /// Opens (or reuses) the relay's connection and waits for it to open, at most the
-    /// connect timeout; a failure counts as a failed connection, an open connection
-    /// as an answer (the circuit closes, the relay is reported recovered). The
-    /// connection then closes when idle, unless a publish uses it.
-    async fn probe(&self, relay: &str) -> bool {
-        let Ok(url) = RelayUrl::parse(relay) else {
-            return false;
-        };
-        let key = url.as_str().to_owned();
-        let opened = self.open_busy(&url, &key).await.is_ok();
-        if opened {
-            self.note_answer(&key);
-        }
-        opened
+            .ok()
+            .filter(|v| !v.is_null())?;
+        let stored = js_sys::Array::from(&stored);
+        Some(stored.iter().any(|event| {
+            js_sys::Reflect::get(&event, &"id".into())
+                .ok()
+                .and_then(|id| id.as_string())
+                .as_deref()
+                == Some(event_id)
+        }))
     }
 
     async fn publish(&self, relay: &str, event: &EventEnvelope) -> PublishReport {

@@ -256,7 +256,7 @@ fn an_event_dated_past_its_deadline_is_refused_by_index_and_nothing_is_stored() 
     )
     .expect_err("refused");
     assert!(
-        matches!(e, EnqueueError::Store { index: Some(1), .. }),
+        matches!(e, EnqueueError::Core { index: Some(1), .. }),
         "{e:?}"
     );
     assert_eq!(store.len(), 0);

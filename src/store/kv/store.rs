@@ -716,27 +716,24 @@ impl<B: KvBackend> KvStore<B> {
         lookups: &Lookups,
         every_version: bool,
     ) -> Result<Vec<Record>, StoreError> {
-        let mut found: Vec<String> = Vec::new();
+        // The index ranges first, then one loop that reads them: one `await` of a scan
+        // in this state machine instead of one per kind of range.
+        let mut ranges: Vec<(String, Option<usize>)> = Vec::new();
         for slot in &lookups.slots {
-            found.extend(ids(&self
-                .scan_prefix(&keys::slot_prefix(slot, 1), None)
-                .await?));
-            let others = (!every_version).then_some(1);
-            found.extend(ids(&self
-                .scan_prefix(&keys::slot_prefix(slot, 0), others)
-                .await?));
+            ranges.push((keys::slot_prefix(slot, 1), None));
+            ranges.push((keys::slot_prefix(slot, 0), (!every_version).then_some(1)));
         }
         for event_id in &lookups.event_ids {
-            found.extend(ids(&self
-                .scan_prefix(&keys::event_prefix(event_id), None)
-                .await?));
+            ranges.push((keys::event_prefix(event_id), None));
         }
         if lookups.live {
             for stage in Stage::ALL.into_iter().filter(|s| s.may_send()) {
-                found.extend(ids(&self
-                    .scan_prefix(&keys::stage_prefix(stage), None)
-                    .await?));
+                ranges.push((keys::stage_prefix(stage), None));
             }
+        }
+        let mut found: Vec<String> = Vec::new();
+        for (prefix, limit) in &ranges {
+            found.extend(ids(&self.scan_prefix(prefix, *limit).await?));
         }
         let mut unique = found.clone();
         core::order::sort_dedup(&mut unique);

@@ -18,16 +18,13 @@ use wasm_bindgen::JsCast;
 use web_sys::{BinaryType, CloseEvent, Event, MessageEvent, WebSocket};
 
 use super::notify::Notify;
-use crate::nostr::{close_message, RelayMessage, RelayUrl};
+use crate::nostr::{RelayMessage, RelayUrl};
 use crate::platform::{describe, Timer};
 
 /// The longest challenge remembered (longer `AUTH` frames are counted as malformed).
 const MAX_CHALLENGE_LEN: usize = 1024;
 /// The longest `NOTICE` text kept for diagnostics.
 const MAX_NOTICE_KEPT: usize = 256;
-/// The most events one subscription keeps (its filters ask for one; a relay that sends
-/// more is not believed further).
-const MAX_SUB_EVENTS: usize = 8;
 
 /// Per-relay counters, shared by the relay's successive connections.
 #[derive(Debug, Default)]
@@ -95,24 +92,6 @@ impl Slot {
     }
 }
 
-/// One subscription (`REQ`) waiting for its stored events: the events received and,
-/// once over, how it ended (`EOSE`: `Ok`; `CLOSED` or the connection's close: `Err`).
-#[derive(Default)]
-struct Sub {
-    events: RefCell<Vec<serde_json::Value>>,
-    end: RefCell<Option<Result<(), String>>>,
-    waker: RefCell<Option<Waker>>,
-}
-
-impl Sub {
-    fn finish(&self, end: Result<(), String>) {
-        self.end.borrow_mut().get_or_insert(end);
-        if let Some(w) = self.waker.borrow_mut().take() {
-            w.wake();
-        }
-    }
-}
-
 /// The publishes waiting on one event id, oldest first, each with its waiter key.
 type Queue = VecDeque<(u64, Rc<Slot>)>;
 
@@ -168,8 +147,6 @@ pub(crate) struct Conn {
     state: RefCell<ConnState>,
     notify: Notify,
     pending: RefCell<Pending>,
-    /// Open subscriptions by id (few: one per read-back in flight).
-    subs: RefCell<Vec<(String, Rc<Sub>)>>,
     next_waiter: Cell<u64>,
     busy: Cell<u32>,
     challenge: RefCell<Option<String>>,
@@ -229,7 +206,6 @@ impl Conn {
                 state: RefCell::new(ConnState::Connecting),
                 notify: Notify::default(),
                 pending: RefCell::default(),
-                subs: RefCell::default(),
                 next_waiter: Cell::new(0),
                 busy: Cell::new(0),
                 challenge: RefCell::new(None),
@@ -370,41 +346,6 @@ impl Conn {
         }
     }
 
-    /// Sends `["REQ",<id>,...]` (`frame`) for the subscription `id` (registered before
-    /// the send); the returned [`Subscription`] collects its events until `EOSE`,
-    /// `CLOSED` or the close, and sends `CLOSE` when dropped early or after `EOSE`.
-    pub(crate) fn subscribe(
-        self: &Rc<Self>,
-        id: &str,
-        frame: &str,
-    ) -> Result<Subscription, String> {
-        if let ConnState::Closed(reason) = self.state() {
-            return Err(reason);
-        }
-        let sub = Rc::new(Sub::default());
-        self.subs.borrow_mut().push((id.to_owned(), sub.clone()));
-        let subscription = Subscription {
-            conn: self.clone(),
-            id: id.to_owned(),
-            sub,
-        };
-        match self.ws.send_with_str(frame) {
-            Ok(()) => Ok(subscription),
-            Err(e) => {
-                let reason = format!("send failed: {}", describe(&e));
-                self.abort(&reason);
-                Err(reason)
-            }
-        }
-    }
-
-    fn sub(&self, id: &str) -> Option<Rc<Sub>> {
-        let subs = self.subs.borrow();
-        subs.iter()
-            .find(|(s, _)| s == id)
-            .map(|(_, sub)| sub.clone())
-    }
-
     /// Closes the socket now, failing whatever waits on it with `reason`.
     pub(crate) fn abort(&self, reason: &str) {
         let _ = self
@@ -477,30 +418,10 @@ impl Conn {
                 }
                 self.notify.notify_all();
             }
-            RelayMessage::Event {
-                subscription_id,
-                event,
-            } => match self.sub(&subscription_id) {
-                Some(sub) if sub.end.borrow().is_none() => {
-                    let mut events = sub.events.borrow_mut();
-                    if events.len() < MAX_SUB_EVENTS {
-                        events.push(event);
-                    }
-                }
-                _ => Counters::bump(&c.unrelated_frames),
-            },
-            RelayMessage::Eose { subscription_id } => match self.sub(&subscription_id) {
-                Some(sub) => sub.finish(Ok(())),
-                None => Counters::bump(&c.unrelated_frames),
-            },
-            RelayMessage::Closed {
-                subscription_id,
-                message,
-            } => match self.sub(&subscription_id) {
-                Some(sub) => sub.finish(Err(format!("CLOSED: {message}"))),
-                None => Counters::bump(&c.unrelated_frames),
-            },
-            RelayMessage::Unknown { .. } => Counters::bump(&c.unrelated_frames),
+            RelayMessage::Closed { .. }
+            | RelayMessage::Eose { .. }
+            | RelayMessage::Event { .. }
+            | RelayMessage::Unknown { .. } => Counters::bump(&c.unrelated_frames),
             RelayMessage::Malformed { .. } => Counters::bump(&c.malformed_frames),
             RelayMessage::TooLarge { .. } => Counters::bump(&c.oversized_frames),
         }
@@ -521,10 +442,6 @@ impl Conn {
             .collect();
         for slot in pending {
             slot.fill(Answer::Closed(reason.clone()));
-        }
-        let subs = std::mem::take(&mut *self.subs.borrow_mut());
-        for (_, sub) in subs {
-            sub.finish(Err(reason.clone()));
         }
         self.notify.notify_all();
         // Nothing more will arrive: detach the handlers now. The closures themselves are
@@ -619,38 +536,5 @@ impl Waiter {
 impl Drop for Waiter {
     fn drop(&mut self) {
         self.conn.remove_waiter(&self.event_id, self.key);
-    }
-}
-
-/// One subscription ([`Conn::subscribe`]). Dropping it forgets the subscription and,
-/// unless the relay closed it or the connection is gone, sends `CLOSE`.
-pub(crate) struct Subscription {
-    conn: Rc<Conn>,
-    id: String,
-    sub: Rc<Sub>,
-}
-
-impl Subscription {
-    /// Resolves when the subscription ends: the events received (at most
-    /// [`MAX_SUB_EVENTS`], unchecked) on `EOSE`, or why it ended otherwise.
-    pub(crate) async fn stored(&self) -> Result<Vec<serde_json::Value>, String> {
-        poll_fn(|cx| {
-            if let Some(end) = self.sub.end.borrow().clone() {
-                return Poll::Ready(end.map(|()| self.sub.events.take()));
-            }
-            *self.sub.waker.borrow_mut() = Some(cx.waker().clone());
-            Poll::Pending
-        })
-        .await
-    }
-}
-
-impl Drop for Subscription {
-    fn drop(&mut self) {
-        self.conn.subs.borrow_mut().retain(|(id, _)| *id != self.id);
-        let closed_by_relay = matches!(&*self.sub.end.borrow(), Some(Err(_)));
-        if !closed_by_relay && !self.conn.is_closed() {
-            let _ = self.conn.ws.send_with_str(&close_message(&self.id));
-        }
     }
 }
