@@ -706,6 +706,20 @@ impl<B: KvBackend> KvStore<B> {
             .await
     }
 
+    /// Every stored row that cannot be decoded, with its id, its stored value and why
+    /// (reads every row): what `status` counts apart and `corrupt_rows` lists, read by
+    /// one scan written once.
+    async fn undecodable(&self) -> Result<Vec<(String, String, StoreError)>, StoreError> {
+        let mut out = Vec::new();
+        for entry in self.scan_prefix(ROWS, None).await? {
+            let id = keys::id_of(&entry.key).unwrap_or_else(|| entry.key.clone());
+            if let Err(e) = decode_value(&id, &entry.value) {
+                out.push((id, entry.value, e));
+            }
+        }
+        Ok(out)
+    }
+
     /// The records answering `lookups`, read in `tx` and guarded: for each slot its
     /// versions that may still be sent and its newest other one (with `every_version`,
     /// all but cancelled ones); for each event id its records; with `live`, every
@@ -1169,14 +1183,11 @@ impl<B: KvBackend> Store for KvStore<B> {
             Some(corrupt) => corrupt,
             None => {
                 let mut found = Vec::new();
-                for entry in self.scan_prefix(ROWS, None).await? {
-                    let id = keys::id_of(&entry.key).unwrap_or_default();
-                    if decode_value(&id, &entry.value).is_err() {
-                        let stage_key = stored_index_keys(Some(&entry.value))
-                            .into_iter()
-                            .find(|k| k.starts_with(keys::STAGE));
-                        found.push(stage_key);
-                    }
+                for (_, value, _) in self.undecodable().await? {
+                    let stage_key = stored_index_keys(Some(&value))
+                        .into_iter()
+                        .find(|k| k.starts_with(keys::STAGE));
+                    found.push(stage_key);
                 }
                 // Of those stage keys, the ones really in the index.
                 let wanted: Vec<String> = found.iter().flatten().cloned().collect();
@@ -1212,18 +1223,15 @@ impl<B: KvBackend> Store for KvStore<B> {
 
     async fn corrupt_rows(&self) -> Result<Vec<CorruptRow>, StoreError> {
         let mut out = Vec::new();
-        for entry in self.scan_prefix(ROWS, None).await? {
-            let id = keys::id_of(&entry.key).unwrap_or_else(|| entry.key.clone());
-            if let Err(e) = decode_value(&id, &entry.value) {
-                let stage = serde_json::from_str::<serde_json::Value>(&entry.value)
-                    .ok()
-                    .and_then(|v| v.get("stage")?.as_str().and_then(Stage::from_name));
-                let reason = match e {
-                    StoreError::Corrupt { message, .. } => message,
-                    other => other.to_string(),
-                };
-                out.push(CorruptRow { id, stage, reason });
-            }
+        for (id, value, e) in self.undecodable().await? {
+            let stage = serde_json::from_str::<serde_json::Value>(&value)
+                .ok()
+                .and_then(|v| v.get("stage")?.as_str().and_then(Stage::from_name));
+            let reason = match e {
+                StoreError::Corrupt { message, .. } => message,
+                other => other.to_string(),
+            };
+            out.push(CorruptRow { id, stage, reason });
         }
         core::order::sort_with(&mut out, &|a, b| a.id.cmp(&b.id));
         Ok(out)
