@@ -21,10 +21,9 @@
 //!   `core` and `nostr`.
 //! - [`flush`]: the flusher that drives claim → publish → record → release; uses
 //!   `core`, `store` and `transport`.
-//! - [`outbox`]: the service an app talks to, platform-neutral: what `enqueue` does
-//!   besides storing (the time rule, protected events, hurrying the flusher) and the
-//!   events each answer tells; uses `core`, `nostr` and `store`, and reaches the runtime
-//!   through [`outbox::Host`].
+//! - [`outbox`]: the service's rules on what the app is told, pure and
+//!   platform-neutral: which event each enqueue answer and each flusher report
+//!   dispatches; uses `core` and `flush` (its report type).
 //! - `js` (wasm only): the wasm-bindgen API, the only layer that knows JavaScript; uses
 //!   all of them.
 #![warn(missing_docs)]

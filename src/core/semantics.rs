@@ -15,7 +15,8 @@
 //!   Deletions are never deleted by deletions (NIP-09). The deletion itself is sent.
 //! - A **request to vanish** (kind 62, NIP-62) withdraws its author's records that may
 //!   still be sent, with `created_at` ≤ the request's, whose every target it names in a
-//!   `relay` tag ([`ALL_RELAYS`]: every relay) (reason `vanished`). A record with a
+//!   `relay` tag ([`ALL_RELAYS`]: every relay; a tag names a target written as targets
+//!   are normalized, e.g. by `normalizeRelayUrl`) (reason `vanished`). A record with a
 //!   target it does not name stays: those relays still get the event, and the named
 //!   ones refuse it once they have honoured the request. Requests to vanish are never
 //!   withdrawn by one. The stores read every record that may still be sent for it

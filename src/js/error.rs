@@ -12,7 +12,6 @@ use wasm_bindgen::prelude::*;
 
 use crate::core::{CoreError, ErrorCode};
 use crate::nostr::{EventError, RelayUrlError, TargetsError};
-use crate::outbox::EnqueueError;
 use crate::store::StoreError;
 use crate::transport::websocket::WsConfigError;
 
@@ -314,37 +313,6 @@ impl From<EventError> for ApiError {
             ..Details::reason(e.reason())
         };
         ApiError::coded(e.code(), e.to_string()).with_details(details)
-    }
-}
-
-impl From<EnqueueError> for ApiError {
-    // Out of line: once in the .wasm, not in the state machine of every enqueue.
-    #[inline(never)]
-    fn from(e: EnqueueError) -> ApiError {
-        let (e, index) = match e {
-            EnqueueError::Core { error, index } => (ApiError::from(error), index),
-            EnqueueError::Store(error) => (ApiError::from(error), None),
-            EnqueueError::Signature {
-                error: Some(error),
-                index,
-            } => (ApiError::from(error), index),
-            EnqueueError::Signature { error: None, index } => (
-                ApiError::new(ErrorCode::InvalidEvent, "invalid event signature"),
-                index,
-            ),
-            EnqueueError::Protected { index } => (
-                ApiError::argument(
-                    "event",
-                    "is protected (NIP-70) and signed by another key than the signer's: \
-                     it is sent only where its author authenticates",
-                ),
-                index,
-            ),
-        };
-        match index {
-            Some(i) => e.add_details(Details::index(i)),
-            None => e,
-        }
     }
 }
 

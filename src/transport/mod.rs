@@ -56,28 +56,6 @@ impl PublishReport {
     }
 }
 
-/// The first spacing of a relay's `EVENT`s after a `rate-limited:` answer (ms).
-pub const PACE_FIRST_MS: f64 = 100.0;
-/// The widest spacing of a relay's `EVENT`s (ms).
-pub const PACE_MAX_MS: f64 = 2_000.0;
-
-/// Per-relay pacing: the spacing of a relay's `EVENT`s after an answer, from the spacing
-/// before it (ms; 0: none). A `rate-limited:` answer doubles it, from
-/// [`PACE_FIRST_MS`] up to [`PACE_MAX_MS`]; every other answer takes a tenth off, and
-/// below 10 ms it is none again. So a backlog slows down as soon as a relay says so,
-/// and speeds up again over a few dozen answers; publishes wait for their turn (one
-/// after the other, `pace_ms` apart) and one whose turn is further away than the publish
-/// timeout is answered `RateLimited` without being sent.
-pub fn next_pace(pace_ms: f64, rate_limited: bool) -> f64 {
-    if rate_limited {
-        (pace_ms * 2.0).clamp(PACE_FIRST_MS, PACE_MAX_MS)
-    } else if pace_ms * 0.9 < 10.0 {
-        0.0
-    } else {
-        pace_ms * 0.9
-    }
-}
-
 /// Sends a signed event to a relay and reports its answer. Implementations must
 /// resolve (with `Timeout` or `Unreachable` when the relay does not answer) and must
 /// send `event.raw` unchanged. Futures need not be `Send`.
@@ -119,37 +97,5 @@ pub trait Transport {
     /// answering again ([`Transport::take_recovered`]). Default: `false`.
     async fn probe(&self, _relay: &str) -> bool {
         false
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{next_pace, PACE_FIRST_MS, PACE_MAX_MS};
-
-    #[test]
-    fn pacing_slows_on_rate_limits_and_recovers() {
-        // None until a relay says `rate-limited:`; then 100 ms, doubling, at most 2 s.
-        assert_eq!(next_pace(0.0, false), 0.0);
-        let mut pace = 0.0;
-        let mut seen = Vec::new();
-        for _ in 0..7 {
-            pace = next_pace(pace, true);
-            seen.push(pace);
-        }
-        assert_eq!(
-            seen,
-            [100.0, 200.0, 400.0, 800.0, 1_600.0, 2_000.0, 2_000.0]
-        );
-        assert_eq!(seen[0], PACE_FIRST_MS);
-        assert_eq!(pace, PACE_MAX_MS);
-        // Every other answer takes a tenth off: from the widest spacing to none in a
-        // few dozen answers, never below 10 ms but none.
-        let mut answers = 0;
-        while pace > 0.0 {
-            pace = next_pace(pace, false);
-            assert!(pace == 0.0 || pace >= 10.0, "{pace}");
-            answers += 1;
-        }
-        assert!((30..=60).contains(&answers), "{answers}");
     }
 }

@@ -40,7 +40,7 @@ use thiserror::Error;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
 
-use super::{next_pace, PublishReport, Signer, Transport};
+use super::{PublishReport, Signer, Transport};
 use crate::core::{EventEnvelope, Outcome, RejectReason};
 use crate::nostr::{
     auth_message, auth_template, check_auth_event, classify_ok, event_message, req_by_ids, Event,
@@ -270,10 +270,6 @@ pub struct RelayDiagnostics {
     pub circuit_open_until_ms: Option<u64>,
     /// When the rate-limit pause ends (unix ms), if paused now.
     pub rate_limited_until_ms: Option<u64>,
-    /// The spacing of `EVENT`s to this relay now (ms; 0: none): see [`super::next_pace`].
-    pub pace_ms: u32,
-    /// Publishes that waited for their turn under that spacing before being sent.
-    pub paced: u64,
     /// The last connection failure.
     pub last_failure: Option<String>,
 }
@@ -312,9 +308,6 @@ struct RelayState {
     consecutive_failures: u32,
     circuit_open_until: f64,
     rate_limited_until: f64,
-    /// The spacing of `EVENT`s (ms; 0: none) and when the next may go ([`super::next_pace`]).
-    pace_ms: f64,
-    next_send_at: f64,
     last_failure: Option<String>,
     /// A connection failed since the relay last answered (kept by
     /// `network_restored`, which only forgets the counts).
@@ -329,8 +322,6 @@ impl RelayState {
             consecutive_failures: 0,
             circuit_open_until: 0.0,
             rate_limited_until: 0.0,
-            pace_ms: 0.0,
-            next_send_at: 0.0,
             last_failure: None,
             unreachable: false,
         }
@@ -550,8 +541,6 @@ impl WsTransport {
                     .then(|| ms_u64(st.circuit_open_until)),
                 rate_limited_until_ms: (st.rate_limited_until > now)
                     .then(|| ms_u64(st.rate_limited_until)),
-                pace_ms: st.pace_ms as u32,
-                paced: c.paced.get(),
                 last_failure: st.last_failure.clone(),
             });
         }
@@ -645,31 +634,6 @@ impl WsTransport {
         }
     }
 
-    /// Adapts the relay's spacing of `EVENT`s to an answer ([`super::next_pace`]).
-    fn note_pace(&self, key: &str, rate_limited: bool) {
-        if let Some(st) = self.inner.relays.borrow_mut().get_mut(key) {
-            st.pace_ms = next_pace(st.pace_ms, rate_limited);
-        }
-    }
-
-    /// This publish's turn under the relay's spacing: how long to wait before sending
-    /// (0: at once), its slot taken; `None` when that wait would be longer than the
-    /// publish timeout (the publish is then answered `RateLimited`, not sent).
-    fn pace_turn(&self, key: &str) -> Option<u32> {
-        let mut relays = self.inner.relays.borrow_mut();
-        let Some(st) = relays.get_mut(key).filter(|st| st.pace_ms > 0.0) else {
-            return Some(0);
-        };
-        let now = now_ms();
-        let at = st.next_send_at.max(now);
-        let wait = at - now;
-        if wait > f64::from(self.inner.config.publish_timeout_ms) {
-            return None;
-        }
-        st.next_send_at = at + st.pace_ms;
-        Some(wait as u32)
-    }
-
     fn note_rate_limited(&self, key: &str) {
         let backoff = self.inner.config.rate_limit_backoff_ms;
         if backoff == 0 {
@@ -755,23 +719,6 @@ impl WsTransport {
         counters: &Counters,
     ) -> PublishReport {
         let timeout = self.inner.config.publish_timeout_ms;
-        // Pacing: after `rate-limited:` answers the relay's `EVENT`s are spaced out, and
-        // a publish whose turn is further away than its timeout is not sent.
-        match self.pace_turn(key) {
-            Some(0) => {}
-            Some(wait) => {
-                Counters::bump(&counters.paced);
-                Sleep::new(wait).await;
-            }
-            None => {
-                Counters::bump(&counters.short_circuited);
-                return PublishReport::new(
-                    Outcome::RateLimited,
-                    "rate-limited: this relay's pacing has no turn within the publish \
-                     timeout (not sent)",
-                );
-            }
-        }
         let frame = event_message(&event.raw);
         let result = self.request_ok(conn, &event.id, &frame, timeout).await;
         Counters::bump(&counters.events_sent);
@@ -779,7 +726,6 @@ impl WsTransport {
             Ok((accepted, message)) => {
                 self.note_answer(key);
                 let outcome = classify_ok(accepted, &message);
-                self.note_pace(key, outcome == Outcome::RateLimited);
                 if outcome == Outcome::RateLimited {
                     self.note_rate_limited(key);
                 }
@@ -921,6 +867,45 @@ impl Drop for AuthGuard<'_> {
 }
 
 impl Transport for WsTransport {
+    /// Closes every open circuit and forgets counted connection failures; rate-limit
+    /// pauses stay.
+    fn network_restored(&self) {
+        for st in self.inner.relays.borrow_mut().values_mut() {
+            st.consecutive_failures = 0;
+            st.circuit_open_until = 0.0;
+        }
+    }
+
+    fn take_recovered(&self) -> Vec<String> {
+        std::mem::take(&mut *self.inner.recovered.borrow_mut())
+    }
+
+    fn unreachable(&self) -> Vec<String> {
+        self.inner
+            .relays
+            .borrow()
+            .iter()
+            .filter(|(_, st)| st.unreachable)
+            .map(|(key, _)| key.clone())
+            .collect()
+    }
+
+    /// Opens (or reuses) the relay's connection and waits for it to open, at most the
+    /// connect timeout; a failure counts as a failed connection, an open connection
+    /// as an answer (the circuit closes, the relay is reported recovered). The
+    /// connection then closes when idle, unless a publish uses it.
+    async fn probe(&self, relay: &str) -> bool {
+        let Ok(url) = RelayUrl::parse(relay) else {
+            return false;
+        };
+        let key = url.as_str().to_owned();
+        let opened = self.open_busy(&url, &key).await.is_ok();
+        if opened {
+            self.note_answer(&key);
+        }
+        opened
+    }
+
     /// A `REQ` by id on a connection of its own (`glue.js`'s `storedEvents`), bounded by
     /// the publish timeout: `Some(true)` only when the relay sent back an event with
     /// that id before its `EOSE`.

@@ -1,21 +1,18 @@
-//! The enqueue service (`nostr_outbox::outbox`) over the memory store with a fake host:
-//! the time rule and the undo window, protected events, signatures checked in the
-//! store's transaction, the hold while `high` records are written, the flusher woken
-//! with the number of urgent records, and the events each answer tells. Every refusal
-//! leaves the store as it was.
+//! The enqueue service's rules (`nostr_outbox::outbox`), performed in their order over
+//! the memory store as the JavaScript layer performs them: the time rule and the undo
+//! window, protected events, signatures checked in the store's transaction, and the
+//! events each answer and each flusher report tell. Every refusal leaves the store as
+//! it was.
 #![cfg(not(target_arch = "wasm32"))]
-
-use std::cell::{Cell, RefCell};
-use std::rc::Rc;
 
 use futures::executor::block_on;
 use k256::schnorr::SigningKey;
 use sha2::{Digest, Sha256};
 
-use nostr_outbox::core::{EnqueueOutcome, Plan, Policy, Priority, Stage};
+use nostr_outbox::core::{CoreError, EnqueueOutcome, Enqueued, Plan, Policy, Priority, Stage};
 use nostr_outbox::flush::FlushEvent;
 use nostr_outbox::nostr::{Event, EventError, SignatureCheck};
-use nostr_outbox::outbox::{enqueue, tell, told, EnqueueError, Host, Tell};
+use nostr_outbox::outbox::{tell, told, Tell};
 use nostr_outbox::store::conformance::RELAYS;
 use nostr_outbox::store::{MemoryStore, Store};
 
@@ -75,147 +72,131 @@ fn plan(e: &Event) -> Plan {
     )
 }
 
-/// A host that counts what it is asked and answers as told.
-#[derive(Default)]
-struct FakeHost {
-    /// Holds taken, and held now.
-    holds: Cell<u32>,
-    held: Rc<Cell<u32>>,
-    /// Each `created(urgent)`.
-    woken: RefCell<Vec<u32>>,
-    /// Each `foreign_author` question.
-    asked: RefCell<Vec<Vec<String>>>,
-    /// The signer's key: authors other than it are foreign. `None`: cannot tell.
-    signer: Option<String>,
+/// Why a run of the rules wrote nothing.
+#[derive(Debug, PartialEq)]
+enum Refused {
+    /// The time rule refused plan `.0`.
+    Time(usize, CoreError),
+    /// Plan `.0` is protected and its author is not the signer's key.
+    Protected(usize),
+    /// Plan `.0`'s signature does not verify.
+    Signature(usize, EventError),
 }
 
-struct Held(Rc<Cell<u32>>);
-
-impl Drop for Held {
-    fn drop(&mut self) {
-        self.0.set(self.0.get() - 1);
-    }
+/// What the runtime was asked during a run.
+#[derive(Debug, Default, PartialEq)]
+struct Asked {
+    /// The authors the signer was asked about, if it was.
+    signer: Option<Vec<String>>,
 }
 
-impl Host for FakeHost {
-    type Hold = Held;
-
-    fn hold(&self) -> Held {
-        self.holds.set(self.holds.get() + 1);
-        self.held.set(self.held.get() + 1);
-        Held(Rc::clone(&self.held))
-    }
-
-    fn created(&self, urgent: u32) {
-        self.woken.borrow_mut().push(urgent);
-    }
-
-    async fn foreign_author(&self, authors: &[&str]) -> Option<usize> {
-        self.asked
-            .borrow_mut()
-            .push(authors.iter().map(|a| a.to_string()).collect());
-        let signer = self.signer.as_deref()?;
-        authors.iter().position(|a| !a.is_empty() && *a != signer)
-    }
-}
-
+/// The service's rules in their order, as `src/js/outbox.rs` performs them, with a
+/// signer whose key is `signer` (`None`: it cannot tell).
 fn run(
     store: &MemoryStore,
-    host: &FakeHost,
+    signer: Option<&str>,
     hold_ms: Option<u64>,
     events: &[(&Event, Plan)],
-    indexed: bool,
-) -> Result<Vec<nostr_outbox::core::Enqueued>, EnqueueError> {
-    let plans = events.iter().map(|(_, p)| p.clone()).collect();
+) -> (Result<Vec<Enqueued>, Refused>, Asked) {
+    let mut asked = Asked::default();
+    let plans: Vec<Plan> = events.iter().map(|(_, p)| p.clone()).collect();
     let checks: Vec<Option<SignatureCheck>> =
         events.iter().map(|(e, _)| Some(e.signature())).collect();
-    block_on(enqueue(
-        store, host, NOW, hold_ms, plans, &checks, indexed, None,
-    ))
+    let undo_until = hold_ms.map(|ms| NOW + ms);
+    let mut held = Vec::new();
+    for (i, plan) in plans.into_iter().enumerate() {
+        match plan.hold_until_created_at(NOW, undo_until) {
+            Ok(plan) => held.push(plan),
+            Err(e) => return (Err(Refused::Time(i, e)), asked),
+        }
+    }
+    let plans = held;
+    let protected = |p: &Plan| {
+        p.event
+            .meta
+            .as_ref()
+            .filter(|m| m.protected)
+            .map(|m| m.pubkey.clone())
+    };
+    if plans.iter().any(|p| protected(p).is_some()) {
+        let authors: Vec<String> = plans
+            .iter()
+            .map(|p| protected(p).unwrap_or_default())
+            .collect();
+        asked.signer = Some(authors.clone());
+        let foreign =
+            signer.and_then(|key| authors.iter().position(|a| !a.is_empty() && *a != key));
+        if let Some(i) = foreign {
+            return (Err(Refused::Protected(i)), asked);
+        }
+    }
+    let mut failed = None;
+    let mut check = || {
+        failed = SignatureCheck::first_bad_of(&checks);
+        failed.is_none()
+    };
+    let answers = block_on(store.enqueue_many_checked(plans, NOW, &mut check, None))
+        .expect("the memory store answers");
+    let Some(answers) = answers else {
+        let (i, e) = failed.expect("the check failed");
+        return (Err(Refused::Signature(i, e)), asked);
+    };
+    (Ok(answers), asked)
 }
 
 #[test]
-fn a_good_batch_is_stored_and_wakes_the_flusher_with_its_urgent_count() {
+fn a_good_batch_is_stored_and_asks_the_signer_nothing() {
     let store = MemoryStore::in_memory();
-    let host = FakeHost::default();
     let (a, b, c) = (note(1), note(2), note(3));
-    let answers = run(
+    let (answers, asked) = run(
         &store,
-        &host,
+        None,
         None,
         &[
             (&a, plan(&a)),
             (&b, plan(&b).with_priority(Priority::Low)),
             (&c, plan(&c).with_priority(Priority::High)),
         ],
-        true,
-    )
-    .expect("stored");
-    assert_eq!(answers.len(), 3);
+    );
+    let answers = answers.expect("stored");
     assert!(answers.iter().all(|a| a.outcome == EnqueueOutcome::Created));
     assert_eq!(store.len(), 3);
-    // Two of three are not `low`: a running flush claims those at once.
-    assert_eq!(*host.woken.borrow(), vec![2]);
-    // A `high` record was written under a hold, released once stored.
-    assert_eq!((host.holds.get(), host.held.get()), (1, 0));
     // Nothing protected: the signer is not asked.
-    assert!(host.asked.borrow().is_empty());
-
-    // The same batch again replays: nothing new, nobody woken, no hold without `high`.
-    let again = run(&store, &host, None, &[(&a, plan(&a))], false).expect("replayed");
-    assert_eq!(again[0].outcome, EnqueueOutcome::Replay);
-    assert_eq!(*host.woken.borrow(), vec![2]);
-    assert_eq!(host.holds.get(), 1);
+    assert_eq!(asked, Asked::default());
+    // The same event again replays.
+    let (again, asked) = run(&store, None, None, &[(&a, plan(&a))]);
+    assert_eq!(again.expect("replayed")[0].outcome, EnqueueOutcome::Replay);
+    assert_eq!(asked, Asked::default());
 }
 
 #[test]
 fn a_bad_signature_writes_nothing_and_names_its_item() {
     let store = MemoryStore::in_memory();
-    let host = FakeHost::default();
     let (a, bad) = (note(1), event(2, 1, Vec::new(), NOW / 1_000, false));
-    let e = run(
-        &store,
-        &host,
-        None,
-        &[(&a, plan(&a)), (&bad, plan(&bad))],
-        true,
-    )
-    .expect_err("refused");
+    let (result, asked) = run(&store, None, None, &[(&a, plan(&a)), (&bad, plan(&bad))]);
     assert!(
         matches!(
-            e,
-            EnqueueError::Signature {
-                error: Some(EventError::BadSignature { .. }),
-                index: Some(1)
-            }
+            result,
+            Err(Refused::Signature(1, EventError::BadSignature { .. }))
         ),
-        "{e:?}"
+        "{result:?}"
     );
     assert_eq!(store.len(), 0);
-    assert!(host.woken.borrow().is_empty());
-    // Without indices (`enqueue`), the same error names no item.
-    let e = run(&store, &host, None, &[(&bad, plan(&bad))], false).expect_err("refused");
-    assert!(
-        matches!(e, EnqueueError::Signature { index: None, .. }),
-        "{e:?}"
-    );
-    assert_eq!(store.len(), 0);
+    assert_eq!(asked, Asked::default());
 }
 
 #[test]
 fn events_dated_ahead_wait_for_their_time_and_the_undo_window() {
     let store = MemoryStore::in_memory();
-    let host = FakeHost::default();
     let ahead = event(1, 1, Vec::new(), NOW / 1_000 + 3_600, true);
     let now = note(2);
-    let answers = run(
+    let (answers, _) = run(
         &store,
-        &host,
+        None,
         Some(10_000),
         &[(&ahead, plan(&ahead)), (&now, plan(&now))],
-        true,
-    )
-    .expect("stored");
+    );
+    let answers = answers.expect("stored");
     let at = |i: usize| answers[i].record.due_ms.unwrap_or(0);
     // Dated an hour ahead: held until its time, less the tolerance relays allow.
     assert!(
@@ -227,40 +208,32 @@ fn events_dated_ahead_wait_for_their_time_and_the_undo_window() {
     assert_eq!(at(1), NOW + 10_000);
     // An explicit time is the app's: `notBefore: 0` sends at once.
     let third = note(3);
-    let answers = run(
+    let (answers, _) = run(
         &store,
-        &host,
+        None,
         Some(10_000),
         &[(&third, plan(&third).with_not_before_ms(Some(0)))],
-        false,
-    )
-    .expect("stored");
-    assert!(answers[0].record.due_ms.unwrap_or(0) <= NOW);
+    );
+    assert!(answers.expect("stored")[0].record.due_ms.unwrap_or(0) <= NOW);
 }
 
 #[test]
 fn an_event_dated_past_its_deadline_is_refused_by_index_and_nothing_is_stored() {
     let store = MemoryStore::in_memory();
-    let host = FakeHost::default();
     let a = note(1);
     let late = event(2, 1, Vec::new(), NOW / 1_000 + 3_600, true);
-    let e = run(
+    let (result, asked) = run(
         &store,
-        &host,
+        None,
         None,
         &[
             (&a, plan(&a)),
             (&late, plan(&late).with_deadline_ms(Some(NOW + 60_000))),
         ],
-        true,
-    )
-    .expect_err("refused");
-    assert!(
-        matches!(e, EnqueueError::Core { index: Some(1), .. }),
-        "{e:?}"
     );
+    assert!(matches!(result, Err(Refused::Time(1, _))), "{result:?}");
     assert_eq!(store.len(), 0);
-    assert!(host.woken.borrow().is_empty());
+    assert_eq!(asked, Asked::default());
 }
 
 #[test]
@@ -269,57 +242,58 @@ fn a_protected_event_of_another_author_than_the_signer_is_refused() {
     let (mine, theirs, plain) = (protected(1), protected(2), note(3));
     let signer = hex::encode(key(1).verifying_key().to_bytes());
     let store = MemoryStore::in_memory();
-    let host = FakeHost {
-        signer: Some(signer.clone()),
-        ..FakeHost::default()
-    };
-    let e = run(
+    let (result, asked) = run(
         &store,
-        &host,
+        Some(&signer),
         None,
         &[
             (&plain, plan(&plain)),
             (&mine, plan(&mine)),
             (&theirs, plan(&theirs)),
         ],
-        true,
-    )
-    .expect_err("refused");
-    assert_eq!(e, EnqueueError::Protected { index: Some(2) });
+    );
+    assert_eq!(result.map(|_| ()), Err(Refused::Protected(2)));
     assert_eq!(store.len(), 0);
     // Asked once, with one author per plan ("" for the one that is not protected).
-    let asked = host.asked.borrow().clone();
-    assert_eq!(asked.len(), 1);
-    assert_eq!(asked[0][0], "");
-    assert_eq!(asked[0][1], signer);
-    assert_eq!(asked[0][2], theirs.pubkey());
+    let authors = asked.signer.expect("asked");
+    assert_eq!(
+        authors,
+        ["".to_string(), signer.clone(), theirs.pubkey().to_string()]
+    );
     // The signer's own protected event goes in.
-    run(&store, &host, None, &[(&mine, plan(&mine))], false).expect("stored");
+    run(&store, Some(&signer), None, &[(&mine, plan(&mine))])
+        .0
+        .expect("stored");
     assert_eq!(store.len(), 1);
     // A signer that cannot tell (offline) lets it in: the transport's rule still holds.
-    let unsure = FakeHost::default();
-    run(&store, &unsure, None, &[(&theirs, plan(&theirs))], false).expect("stored");
-    assert_eq!(unsure.asked.borrow().len(), 1);
+    let (result, asked) = run(&store, None, None, &[(&theirs, plan(&theirs))]);
+    result.expect("stored");
+    assert!(asked.signer.is_some());
 }
 
 #[test]
 fn each_answer_tells_its_events() {
     let store = MemoryStore::in_memory();
-    let host = FakeHost::default();
     // Two versions of one replaceable slot (kind 0), the newer first.
     let newer = event(1, 0, Vec::new(), NOW / 1_000 - 10, true);
     let older = event(1, 0, Vec::new(), NOW / 1_000 - 20, true);
-    let first = run(&store, &host, None, &[(&newer, plan(&newer))], false).expect("stored");
+    let first = run(&store, None, None, &[(&newer, plan(&newer))])
+        .0
+        .expect("stored");
     let (own, withdrawn) = told(&first[0]);
     assert_eq!(own, Some("enqueued"));
     assert_eq!(withdrawn.count(), 0);
     // The older version is born superseded: told as `superseded`, and sent never.
-    let second = run(&store, &host, None, &[(&older, plan(&older))], false).expect("stored");
+    let second = run(&store, None, None, &[(&older, plan(&older))])
+        .0
+        .expect("stored");
     assert_eq!(second[0].outcome, EnqueueOutcome::Superseded);
     assert_eq!(told(&second[0]).0, Some("superseded"));
     // A newer one withdraws the queued version: `enqueued` for it, `superseded` for that.
     let newest = event(1, 0, Vec::new(), NOW / 1_000, true);
-    let third = run(&store, &host, None, &[(&newest, plan(&newest))], false).expect("stored");
+    let third = run(&store, None, None, &[(&newest, plan(&newest))])
+        .0
+        .expect("stored");
     let (own, withdrawn) = told(&third[0]);
     assert_eq!(own, Some("enqueued"));
     let withdrawn: Vec<_> = withdrawn.map(|(k, r)| (k, r.id.clone())).collect();
@@ -329,7 +303,9 @@ fn each_answer_tells_its_events() {
         .expect("kept");
     assert_eq!(stored.stage, Stage::Superseded);
     // A replay tells nothing.
-    let replay = run(&store, &host, None, &[(&newest, plan(&newest))], false).expect("replayed");
+    let replay = run(&store, None, None, &[(&newest, plan(&newest))])
+        .0
+        .expect("replayed");
     assert_eq!(told(&replay[0]).0, None);
 }
 
@@ -337,7 +313,7 @@ fn each_answer_tells_its_events() {
 fn each_flusher_report_tells_one_event() {
     let store = MemoryStore::in_memory();
     let a = note(1);
-    let answers = run(&store, &FakeHost::default(), None, &[(&a, plan(&a))], false).unwrap();
+    let answers = run(&store, None, None, &[(&a, plan(&a))]).0.unwrap();
     let r = &answers[0].record;
     let record = |name, ends_attempt| Tell::Record {
         name,

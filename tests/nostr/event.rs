@@ -502,8 +502,8 @@ fn envelopes_carry_the_fields_the_rules_read() {
     assert_eq!(deletion.deletes_addresses, vec![a.clone()]);
     let note = event(1, vec![vec!["e", &id("1")], vec!["a", &a]]);
     assert!(note.deletes_ids.is_empty() && note.deletes_addresses.is_empty());
-    // NIP-62: a request to vanish's `relay` tags, normalized as targets are; a value that
-    // is neither a relay URL nor `ALL_RELAYS` is left out.
+    // NIP-62: a request to vanish's `relay` tags, as written (each once); the rule
+    // compares them with targets (`core::semantics`).
     let vanish = event(
         62,
         vec![
@@ -517,7 +517,13 @@ fn envelopes_carry_the_fields_the_rules_read() {
     );
     assert_eq!(
         vanish.vanish_relays,
-        vec!["wss://relay.example", "ALL_RELAYS", "wss://relay.example"]
+        vec![
+            "WSS://Relay.Example:443/",
+            "ALL_RELAYS",
+            "not a url",
+            "https://relay.example",
+            "wss://relay.example"
+        ]
     );
     assert!(event(1, vec![vec!["relay", "ALL_RELAYS"]])
         .vanish_relays

@@ -706,20 +706,6 @@ impl<B: KvBackend> KvStore<B> {
             .await
     }
 
-    /// Every stored row that cannot be decoded, with its id, its stored value and why
-    /// (reads every row): what `status` counts apart and `corrupt_rows` lists, read by
-    /// one scan written once.
-    async fn undecodable(&self) -> Result<Vec<(String, String, StoreError)>, StoreError> {
-        let mut out = Vec::new();
-        for entry in self.scan_prefix(ROWS, None).await? {
-            let id = keys::id_of(&entry.key).unwrap_or_else(|| entry.key.clone());
-            if let Err(e) = decode_value(&id, &entry.value) {
-                out.push((id, entry.value, e));
-            }
-        }
-        Ok(out)
-    }
-
     /// The records answering `lookups`, read in `tx` and guarded: for each slot its
     /// versions that may still be sent and its newest other one (with `every_version`,
     /// all but cancelled ones); for each event id its records; with `live`, every
@@ -732,22 +718,29 @@ impl<B: KvBackend> KvStore<B> {
     ) -> Result<Vec<Record>, StoreError> {
         // The index ranges first, then one loop that reads them: one `await` of a scan
         // in this state machine instead of one per kind of range.
-        let mut ranges: Vec<(String, Option<usize>)> = Vec::new();
+        // A slot's part 0 is read to its newest key only (but with `every_version`).
+        let mut ranges: Vec<String> = Vec::new();
+        let mut newest_only: Vec<String> = Vec::new();
         for slot in &lookups.slots {
-            ranges.push((keys::slot_prefix(slot, 1), None));
-            ranges.push((keys::slot_prefix(slot, 0), (!every_version).then_some(1)));
+            ranges.push(keys::slot_prefix(slot, 1));
+            let older = keys::slot_prefix(slot, 0);
+            if !every_version {
+                newest_only.push(older.clone());
+            }
+            ranges.push(older);
         }
         for event_id in &lookups.event_ids {
-            ranges.push((keys::event_prefix(event_id), None));
+            ranges.push(keys::event_prefix(event_id));
         }
         if lookups.live {
             for stage in Stage::ALL.into_iter().filter(|s| s.may_send()) {
-                ranges.push((keys::stage_prefix(stage), None));
+                ranges.push(keys::stage_prefix(stage));
             }
         }
         let mut found: Vec<String> = Vec::new();
-        for (prefix, limit) in &ranges {
-            found.extend(ids(&self.scan_prefix(prefix, *limit).await?));
+        for prefix in &ranges {
+            let limit = newest_only.contains(prefix).then_some(1);
+            found.extend(ids(&self.scan_prefix(prefix, limit).await?));
         }
         let mut unique = found.clone();
         core::order::sort_dedup(&mut unique);
@@ -1183,11 +1176,14 @@ impl<B: KvBackend> Store for KvStore<B> {
             Some(corrupt) => corrupt,
             None => {
                 let mut found = Vec::new();
-                for (_, value, _) in self.undecodable().await? {
-                    let stage_key = stored_index_keys(Some(&value))
-                        .into_iter()
-                        .find(|k| k.starts_with(keys::STAGE));
-                    found.push(stage_key);
+                for entry in self.scan_prefix(ROWS, None).await? {
+                    let id = keys::id_of(&entry.key).unwrap_or_default();
+                    if decode_value(&id, &entry.value).is_err() {
+                        let stage_key = stored_index_keys(Some(&entry.value))
+                            .into_iter()
+                            .find(|k| k.starts_with(keys::STAGE));
+                        found.push(stage_key);
+                    }
                 }
                 // Of those stage keys, the ones really in the index.
                 let wanted: Vec<String> = found.iter().flatten().cloned().collect();
@@ -1223,15 +1219,18 @@ impl<B: KvBackend> Store for KvStore<B> {
 
     async fn corrupt_rows(&self) -> Result<Vec<CorruptRow>, StoreError> {
         let mut out = Vec::new();
-        for (id, value, e) in self.undecodable().await? {
-            let stage = serde_json::from_str::<serde_json::Value>(&value)
-                .ok()
-                .and_then(|v| v.get("stage")?.as_str().and_then(Stage::from_name));
-            let reason = match e {
-                StoreError::Corrupt { message, .. } => message,
-                other => other.to_string(),
-            };
-            out.push(CorruptRow { id, stage, reason });
+        for entry in self.scan_prefix(ROWS, None).await? {
+            let id = keys::id_of(&entry.key).unwrap_or_else(|| entry.key.clone());
+            if let Err(e) = decode_value(&id, &entry.value) {
+                let stage = serde_json::from_str::<serde_json::Value>(&entry.value)
+                    .ok()
+                    .and_then(|v| v.get("stage")?.as_str().and_then(Stage::from_name));
+                let reason = match e {
+                    StoreError::Corrupt { message, .. } => message,
+                    other => other.to_string(),
+                };
+                out.push(CorruptRow { id, stage, reason });
+            }
         }
         core::order::sort_with(&mut out, &|a, b| a.id.cmp(&b.id));
         Ok(out)
