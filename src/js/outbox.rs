@@ -21,7 +21,9 @@ use super::runtime::{Filter, RunError, Runtime, RuntimeConfig};
 use super::{sys, transfer, view};
 use crate::core::plan::MAX_ATTEMPTS_LIMIT;
 use crate::core::semantics;
-use crate::core::{Enqueued, ErrorCode, ListQuery, Plan, Policy, Priority, RetryConfig, Stage};
+use crate::core::{
+    EnqueueOutcome, Enqueued, ErrorCode, ListQuery, Plan, Policy, Priority, RetryConfig, Stage,
+};
 use crate::flush::sign::SignConfig;
 use crate::flush::{FlushConfig, FlushEvent};
 use crate::nostr::template::MAX_POW;
@@ -684,9 +686,11 @@ impl Inner {
     }
 
     /// Enqueues `plans` all or nothing once their `signatures` are checked (in one
-    /// batch), by the service's rules in their order ([`crate::outbox`]): a bad
-    /// signature writes nothing and rejects (with its item's index when `indexed`);
-    /// `progress` is told as the storage takes the writes.
+    /// batch): a bad signature writes nothing and rejects (with its item's index when
+    /// `indexed`); `progress` is told as the storage takes the writes. When records
+    /// were created, the flusher is kicked, told how many of them must not wait behind
+    /// a backlog. (The order of these steps, and why they are here rather than in
+    /// [`crate::outbox`]: that module's docs.)
     async fn enqueue_verified(
         &self,
         now_ms: u64,
@@ -716,6 +720,8 @@ impl Inner {
         }
         let plans = held;
         self.check_protected(&plans, indexed).await?;
+        // A running flush starts no bulk transaction while a `high` record is being
+        // written, so its claim need not queue behind one.
         let _hold = plans
             .iter()
             .any(|p| p.priority == Priority::High)
@@ -731,9 +737,10 @@ impl Inner {
         })?;
         let mut created = answers
             .iter()
-            .filter(|a| a.outcome == crate::core::EnqueueOutcome::Created)
+            .filter(|a| a.outcome == EnqueueOutcome::Created)
             .peekable();
         if created.peek().is_some() {
+            // (An imported record may arrive terminal: nothing to hurry for it.)
             let urgent = created
                 .filter(|a| a.record.priority != Priority::Low && !a.record.is_terminal())
                 .count();
@@ -745,7 +752,7 @@ impl Inner {
 
     /// Refuses a NIP-70 protected event whose author is not the signer's key: it is sent
     /// only where its author authenticates, through the signer, so it could never go.
-    /// The signer is asked only when a plan is protected. A signer that cannot tell (none, no
+    /// The signer is asked only when a plan is protected; one that cannot tell (none, no
     /// `getPublicKey`, no answer within 2 s: offline) lets it in, and the transport's
     /// rule still holds when it is sent. (The asking is `glue.js`'s `foreignAuthor`.)
     async fn check_protected(&self, plans: &[Plan], indexed: bool) -> Result<(), ApiError> {
