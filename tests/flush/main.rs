@@ -13,5 +13,4 @@ mod drafts;
 mod enqueue;
 mod pipeline;
 mod props;
-mod readback;
 mod tick;
