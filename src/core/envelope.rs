@@ -50,8 +50,8 @@ pub struct EventMeta {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub protected: bool,
     /// A kind-62 request to vanish's `relay` tags (NIP-62), as written: relay URLs, or
-    /// [`crate::core::semantics::ALL_RELAYS`]. Not
-    /// stored: the rule acts when the request is enqueued, from the event just read.
+    /// [`crate::core::semantics::ALL_RELAYS`]. Not stored: the rule acts when the
+    /// request is enqueued, from the event just read.
     #[serde(skip)]
     pub vanish_relays: Vec<String>,
 }

@@ -416,9 +416,8 @@ pub fn decide_enqueue(
 
 /// Ends a record that may still be sent ([`Stage::may_send`]) as `superseded`: a newer
 /// version (`reason` `superseded`), a deletion (`deleted`) or a request to vanish
-/// (`vanished`) with event id `by` was
-/// enqueued. Its evidence stays (targets that accepted keep their answer); a held
-/// lease becomes a lost claim. Fails with [`CoreError::AlreadyTerminal`] for a
+/// (`vanished`) with event id `by` was enqueued. Its evidence stays (targets that
+/// accepted keep their answer); a held lease becomes a lost claim. Fails with [`CoreError::AlreadyTerminal`] for a
 /// satisfied, cancelled or superseded record.
 pub fn supersede(
     record: &Record,

@@ -303,24 +303,19 @@ impl Event {
         }
     }
 
-    /// The values of the `name` tags, each once, in tag order. (Out of line: one copy
-    /// for the three tags the rules read.)
-    #[inline(never)]
-    fn tag_values(&self, name: &str) -> Vec<String> {
-        let mut out: Vec<String> = Vec::new();
-        for t in &self.tags {
-            if let [n, v, ..] = t.as_slice() {
-                if n == name && !out.contains(v) {
-                    out.push(v.clone());
-                }
-            }
-        }
-        out
-    }
-
     fn meta(&self) -> EventMeta {
         let addressable = (30_000..40_000).contains(&self.kind);
-        let values = |name: &str| self.tag_values(name);
+        let values = |name: &str| -> Vec<String> {
+            let mut out: Vec<String> = Vec::new();
+            for t in &self.tags {
+                if let [n, v, ..] = t.as_slice() {
+                    if n == name && !out.contains(v) {
+                        out.push(v.clone());
+                    }
+                }
+            }
+            out
+        };
         let deletion = self.kind == 5;
         EventMeta {
             pubkey: self.pubkey.clone(),

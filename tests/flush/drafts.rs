@@ -46,16 +46,16 @@ pub enum Mode {
     SigOnlyOtherKey,
 }
 
-fn key(n: u8) -> SigningKey {
+pub(crate) fn key(n: u8) -> SigningKey {
     SigningKey::from_bytes(&Sha256::digest([b'd', n])[..]).expect("a valid secret key")
 }
 
-fn pubkey(key: &SigningKey) -> String {
+pub(crate) fn pubkey(key: &SigningKey) -> String {
     hex::encode(key.verifying_key().to_bytes())
 }
 
 /// Signs an unsigned event object with `key` (NIP-01 id, BIP-340 signature).
-fn sign_with(key: &SigningKey, template: &Value) -> Value {
+pub(crate) fn sign_with(key: &SigningKey, template: &Value) -> Value {
     let tags: Vec<Vec<String>> = serde_json::from_value(template["tags"].clone()).unwrap();
     let unsigned = Event::from_parts(
         "0".repeat(64),

@@ -6,8 +6,7 @@
 #![cfg(not(target_arch = "wasm32"))]
 
 use futures::executor::block_on;
-use k256::schnorr::SigningKey;
-use sha2::{Digest, Sha256};
+use serde_json::json;
 
 use nostr_outbox::core::{CoreError, EnqueueOutcome, Enqueued, Plan, Policy, Priority, Stage};
 use nostr_outbox::flush::FlushEvent;
@@ -16,48 +15,28 @@ use nostr_outbox::outbox::{tell, told, Tell};
 use nostr_outbox::store::conformance::RELAYS;
 use nostr_outbox::store::{MemoryStore, Store};
 
+use crate::drafts::{key, pubkey, sign_with};
+
 /// 2026-12-04 00:00:00 UTC, in ms.
 const NOW: u64 = 1_796_342_400_000;
 
-fn key(n: u8) -> SigningKey {
-    SigningKey::from_bytes(&Sha256::digest([b'e', n])[..]).expect("a valid secret key")
-}
-
-/// An event by key `n`, signed (or with its signature spoilt when `!good`).
+/// An event by key `n` (the drafts tests' keys and signing), signed, or with its
+/// signature spoilt when `!good`.
 fn event(n: u8, kind: u16, tags: Vec<Vec<String>>, created_at: u64, good: bool) -> Event {
-    let sk = key(n);
-    let pubkey = hex::encode(sk.verifying_key().to_bytes());
-    let content = format!("enqueue service {n} {kind} {created_at}");
-    let unsigned = Event::from_parts(
-        "0".repeat(64),
-        pubkey.clone(),
-        created_at,
-        kind,
-        tags.clone(),
-        content.clone(),
-        "0".repeat(128),
-    )
-    .expect("unsigned event");
-    let id = unsigned.compute_id();
-    let digest = hex::decode(&id).expect("hex id");
-    let mut sig = sk
-        .sign_raw(&digest, &[7; 32])
-        .expect("sign")
-        .to_bytes()
-        .to_vec();
+    let template = json!({
+        "kind": kind,
+        "tags": tags,
+        "content": format!("enqueue service {n} {kind} {created_at}"),
+        "created_at": created_at,
+    });
+    let mut signed = sign_with(&key(n), &template);
     if !good {
+        // The signature's last byte with its low bit flipped.
+        let mut sig = hex::decode(signed["sig"].as_str().expect("sig")).expect("hex");
         sig[63] ^= 1;
+        signed["sig"] = json!(hex::encode(sig));
     }
-    Event::from_parts(
-        id,
-        pubkey,
-        created_at,
-        kind,
-        tags,
-        content,
-        hex::encode(sig),
-    )
-    .expect("event")
+    Event::from_value(signed).expect("event")
 }
 
 fn note(n: u8) -> Event {
@@ -240,7 +219,7 @@ fn an_event_dated_past_its_deadline_is_refused_by_index_and_nothing_is_stored() 
 fn a_protected_event_of_another_author_than_the_signer_is_refused() {
     let protected = |n: u8| event(n, 1, vec![vec!["-".into()]], NOW / 1_000, true);
     let (mine, theirs, plain) = (protected(1), protected(2), note(3));
-    let signer = hex::encode(key(1).verifying_key().to_bytes());
+    let signer = pubkey(&key(1));
     let store = MemoryStore::in_memory();
     let (result, asked) = run(
         &store,

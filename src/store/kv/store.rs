@@ -716,31 +716,24 @@ impl<B: KvBackend> KvStore<B> {
         lookups: &Lookups,
         every_version: bool,
     ) -> Result<Vec<Record>, StoreError> {
-        // The index ranges first, then one loop that reads them: one `await` of a scan
-        // in this state machine instead of one per kind of range.
-        // A slot's part 0 is read to its newest key only (but with `every_version`).
-        let mut ranges: Vec<String> = Vec::new();
-        let mut newest_only: Vec<String> = Vec::new();
+        // The index ranges (each with its limit) first, then one loop that reads them:
+        // one `await` of a scan in this state machine instead of one per kind of range.
+        let mut ranges: Vec<(String, Option<usize>)> = Vec::new();
         for slot in &lookups.slots {
-            ranges.push(keys::slot_prefix(slot, 1));
-            let older = keys::slot_prefix(slot, 0);
-            if !every_version {
-                newest_only.push(older.clone());
-            }
-            ranges.push(older);
+            ranges.push((keys::slot_prefix(slot, 1), None));
+            ranges.push((keys::slot_prefix(slot, 0), (!every_version).then_some(1)));
         }
         for event_id in &lookups.event_ids {
-            ranges.push(keys::event_prefix(event_id));
+            ranges.push((keys::event_prefix(event_id), None));
         }
         if lookups.live {
             for stage in Stage::ALL.into_iter().filter(|s| s.may_send()) {
-                ranges.push(keys::stage_prefix(stage));
+                ranges.push((keys::stage_prefix(stage), None));
             }
         }
         let mut found: Vec<String> = Vec::new();
-        for prefix in &ranges {
-            let limit = newest_only.contains(prefix).then_some(1);
-            found.extend(ids(&self.scan_prefix(prefix, limit).await?));
+        for (prefix, limit) in &ranges {
+            found.extend(ids(&self.scan_prefix(prefix, *limit).await?));
         }
         let mut unique = found.clone();
         core::order::sort_dedup(&mut unique);
