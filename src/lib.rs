@@ -41,5 +41,12 @@ pub mod platform;
 #[cfg(target_arch = "wasm32")]
 pub mod js;
 
+/// The allocator of the `.wasm` (single-threaded WebAssembly): talc, which grows the
+/// module's memory as it needs, instead of the standard library's dlmalloc (smaller
+/// code: Cargo.toml gives the figure).
+#[cfg(all(target_arch = "wasm32", not(target_feature = "atomics")))]
+#[global_allocator]
+static ALLOCATOR: talc::wasm::WasmDynamicTalc = talc::wasm::new_wasm_dynamic_allocator();
+
 /// The crate version, as published.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
