@@ -12,7 +12,9 @@ use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
 use futures_util::future::{join, join_all};
-use nostr_outbox::core::{EventEnvelope, Outcome, Plan, Policy, RejectReason, Stage, StopReason};
+use nostr_outbox::core::{
+    EventEnvelope, Outcome, Plan, Policy, RejectReason, Stage, StopReason, UNANSWERED,
+};
 use nostr_outbox::flush::{flush_until_idle, tick, FlushConfig, FlushEvent};
 use nostr_outbox::nostr::{req_by_ids, RelayUrl};
 use nostr_outbox::store::idb::{IdbOptions, IdbStore};
@@ -293,6 +295,36 @@ async fn silent_relay_times_out_and_keeps_the_connection() {
 }
 
 #[wasm_bindgen_test]
+async fn read_back_asks_by_id_and_tells_only_what_the_relay_said() {
+    let t = transport(|c| {
+        c.publish_timeout_ms = 500;
+        c.connect_timeout_ms = 500;
+    });
+    // `/swallow` stores the event and never sends its `OK`.
+    let url = fault("/swallow?t=holds");
+    let e = note("swallowed");
+    let r = t.publish(&url, &e).await;
+    assert_eq!(r.outcome, Outcome::Timeout, "{r:?}");
+    assert_eq!(t.holds(&url, &e.id).await, Some(true), "stored, sent back");
+    let never = note("never sent");
+    assert_eq!(
+        t.holds(&url, &never.id).await,
+        Some(false),
+        "EOSE without it"
+    );
+    // A relay that cannot be reached, or never finishes its handshake: cannot tell.
+    assert_eq!(t.holds(&closed(), &e.id).await, None);
+    assert_eq!(t.holds(&fault("/stall?t=holds"), &e.id).await, None);
+    // The subscriptions ended (`CLOSE` sent): nothing is left waiting, nothing counted
+    // as unrelated, and the connection still publishes.
+    let rd = t.diagnostics().relay(&url).cloned().unwrap();
+    assert_eq!((rd.in_flight, rd.unrelated_frames), (0, 0), "{rd:?}");
+    let r = t.publish(&url, &never).await;
+    assert_eq!(r.outcome, Outcome::Timeout, "{r:?}");
+    assert_eq!(fault_events("/swallow?t=holds").await, 2);
+}
+
+#[wasm_bindgen_test]
 async fn close_mid_publish_is_unreachable_never_success() {
     let t = transport(|c| c.circuit_failures = 0);
     for path in ["/close?t=mid", "/drop?t=mid"] {
@@ -302,6 +334,8 @@ async fn close_mid_publish_is_unreachable_never_success() {
         for r in &reports {
             assert_eq!(r.outcome, Outcome::Unreachable, "{path}: {r:?}");
             assert!(r.message.contains("closed"), "{path}: {r:?}");
+            // What read-back looks for: the `EVENT` was written, no answer came.
+            assert!(r.message.ends_with(UNANSWERED), "{path}: {r:?}");
         }
         let rd = t.diagnostics().relay(&url).cloned().unwrap();
         assert_eq!(rd.in_flight, 0);

@@ -268,6 +268,17 @@ impl fmt::Debug for Lease {
     }
 }
 
+/// How a transport's message ends when the connection closed after the `EVENT` was
+/// written and before the relay's `OK` ([`Record::unclear_at`]).
+pub const UNANSWERED: &str = "before the relay answered";
+
+/// The evidence message of a read-back: the relay, asked by id after an unclear answer,
+/// sent the event back, so it is recorded as [`Outcome::Duplicate`] without sending it
+/// again. It begins `read back:`.
+pub const READ_BACK: &str =
+    "read back: the relay sent the event back when asked by id after an unclear answer; \
+     not sent again";
+
 /// What one target answered in one attempt. Appended, never removed; the one exception
 /// to "never changed": consecutive tries of one attempt that reached no relay at all
 /// (offline, every relay down) share one entry per target, whose [`Evidence::tries`]
@@ -455,6 +466,19 @@ impl Record {
     /// The latest evidence recorded for `target`.
     pub fn latest_evidence(&self, target: &str) -> Option<&Evidence> {
         self.evidence.iter().rev().find(|e| e.target == target)
+    }
+
+    /// True when the latest answer of `target` left unclear whether it stored the event:
+    /// the `EVENT` was written and no `OK` came (a [`Outcome::Timeout`], or an
+    /// [`Outcome::Unreachable`] whose message ends with [`UNANSWERED`]). The flusher asks
+    /// such a relay for the event by id before sending it again (read-back).
+    pub fn unclear_at(&self, target: &str) -> bool {
+        self.latest_evidence(target)
+            .is_some_and(|e| match e.outcome {
+                Outcome::Timeout => true,
+                Outcome::Unreachable => e.message.ends_with(UNANSWERED),
+                _ => false,
+            })
     }
 
     /// The settled state of `target` derived from its latest evidence.

@@ -22,7 +22,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::core::machine::{MAX_CLAIM, MAX_LEASE_FIELD_LEN, MAX_LEASE_MS};
 use crate::core::{
-    coalesce_due, Completion, CoreError, Record, RetryConfig, Satisfaction, Signal, Stage,
+    coalesce_due, Completion, CoreError, Outcome, Record, RetryConfig, Satisfaction, Signal, Stage,
+    READ_BACK,
 };
 use crate::store::{Store, StoreError};
 use crate::transport::{PublishReport, Transport};
@@ -196,6 +197,12 @@ pub struct TickStats {
     /// Drafts signed and stored signed ([`sign::sign_drafts`]).
     #[serde(default)]
     pub signed: u32,
+    /// Publishes not made because the relay, asked by id after an answer that left it
+    /// unclear (a timeout, a connection closed after the `EVENT` was written), sent the
+    /// event back: recorded as `duplicate` with a [`crate::core::READ_BACK`] message
+    /// ([`Transport::holds`]). Counted in `publishes` too.
+    #[serde(default)]
+    pub read_back: u32,
 }
 
 impl TickStats {
@@ -213,6 +220,7 @@ impl TickStats {
         self.woken += other.woken;
         self.taken_over += other.taken_over;
         self.signed += other.signed;
+        self.read_back += other.read_back;
     }
 }
 
@@ -714,8 +722,8 @@ pub async fn run<S: Store, T: Transport>(
 enum Done {
     /// A claim returned: its ticket, its lease id, the records and whether more is due.
     Claimed(ClaimTicket, String, Result<(Vec<Record>, bool), StoreError>),
-    /// A publish answered.
-    Published(PublishTicket, String, PublishReport),
+    /// A publish answered (or a read-back found the event: `true`).
+    Published(PublishTicket, String, PublishReport, bool),
     /// A group of completions was recorded.
     Recorded(Recording, Vec<Result<Record, StoreError>>),
     /// Records were handed back unattempted.
@@ -781,8 +789,17 @@ impl<S: Store, T: Transport> Driver for Starter<'_, '_, S, T> {
             } => {
                 let transport = self.transport;
                 Box::pin(async move {
+                    // Read-back: after an answer that left it unclear whether the relay
+                    // stored the event, ask it by id first; sent again only when it
+                    // does not say it holds it.
+                    if record.unclear_at(&relay)
+                        && transport.holds(&relay, &record.event.id).await == Some(true)
+                    {
+                        let report = PublishReport::new(Outcome::Duplicate, READ_BACK);
+                        return Done::Published(ticket, relay, report, true);
+                    }
                     let report = transport.publish(&relay, &record.event).await;
-                    Done::Published(ticket, relay, report)
+                    Done::Published(ticket, relay, report, false)
                 })
             }
             Action::Record(mut recording) => {
@@ -871,7 +888,10 @@ impl Report<'_> {
                 };
                 pipeline.claimed(ticket, Some(claimed), clock());
             }
-            Done::Published(ticket, relay, report) => {
+            Done::Published(ticket, relay, report, read_back) => {
+                if read_back {
+                    stats.read_back = stats.read_back.saturating_add(1);
+                }
                 pipeline.published(ticket, relay, report, clock());
             }
             Done::Recorded(recording, recorded) => {

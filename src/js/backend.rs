@@ -219,4 +219,11 @@ impl Transport for AnyTransport {
             AnyTransport::Js(_) => false,
         }
     }
+    /// Read-back on the relay transport; an application's transport cannot tell.
+    async fn holds(&self, relay: &str, event_id: &str) -> Option<bool> {
+        match self {
+            AnyTransport::Ws(t) => t.holds(relay, event_id).await,
+            AnyTransport::Js(_) => None,
+        }
+    }
 }

@@ -281,3 +281,44 @@ export function mineInWorker(module, template, ms) {
     worker.postMessage({ module, template, ms });
   });
 }
+
+// Read-back and queries of the relay transport (`WsTransport::query`): sends `req` (a
+// `["REQ",…]` frame) on a connection of its own to `url` and resolves with the events
+// stored (at most 8, as parsed) once the relay sends `EOSE`; with null when it
+// cannot tell: no connection, a `CLOSED`, a close, or no `EOSE` within `ms`. The relay
+// transport's shared connections carry publishes only; a query is rare (after an answer
+// that left it unclear whether the relay stored an event), so it pays for a connection
+// rather than the .wasm for subscription bookkeeping.
+export function storedEvents(url, req, ms) {
+  return new Promise((resolve) => {
+    const events = [];
+    let ws, done = false;
+    const finish = (value) => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      try { ws.close(); } catch (_) {}
+      resolve(value);
+    };
+    const timer = setTimeout(() => finish(null), ms);
+    try {
+      ws = new WebSocket(url);
+    } catch (_) {
+      finish(null);
+      return;
+    }
+    ws.onopen = () => {
+      try { ws.send(req); } catch (_) { finish(null); }
+    };
+    ws.onmessage = ({ data }) => {
+      let m;
+      try { m = JSON.parse(data); } catch (_) { return; }
+      if (!Array.isArray(m)) return;
+      if (m[0] === "EVENT" && m[1] === "outbox" && events.length < 8) events.push(m[2]);
+      else if (m[0] === "EOSE" && m[1] === "outbox") finish(events);
+      else if (m[0] === "CLOSED" && m[1] === "outbox") finish(null);
+    };
+    ws.onclose = () => finish(null);
+    ws.onerror = () => finish(null);
+  });
+}

@@ -586,6 +586,13 @@ export interface FlushResult {
   takenOver: number;
   /** Drafts signed and stored signed (and then published in the same run). */
   signed: number;
+  /**
+   * Publishes not made because the relay, asked for the event by id after an answer
+   * that left it unclear (a timeout, or a connection closed after the event was
+   * written), sent it back: recorded as `duplicate` with a message beginning
+   * `read back:` (read-back). Also counted in `publishes`.
+   */
+  readBack: number;
   /** Claim rounds run (with the Web Lock held, the first is a takeover round). */
   ticks: number;
   /**

@@ -420,6 +420,9 @@ pub struct FlushView {
     pub taken_over: u32,
     /// Drafts signed and stored signed (then published in the same run).
     pub signed: u32,
+    /// Publishes not made because the relay, asked by id after an unclear answer, sent
+    /// the event back (recorded `duplicate`, "read back:").
+    pub read_back: u32,
     /// Claim rounds run (a takeover round included).
     pub ticks: u32,
     /// When the next record is due (unix ms), if any.
@@ -451,6 +454,7 @@ impl FlushView {
         self.woken += s.woken;
         self.taken_over += s.taken_over;
         self.signed += s.signed;
+        self.read_back += s.read_back;
         self.ticks += summary.ticks;
         if summary.ok_to_commit.count > 0 {
             self.ok_to_commit = Some(summary.ok_to_commit);

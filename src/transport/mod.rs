@@ -83,6 +83,15 @@ pub trait Transport {
         Vec::new()
     }
 
+    /// Whether `relay` holds the event `event_id`, asked with a `REQ` by id until its
+    /// `EOSE` (read-back, after an answer that left it unclear): `Some(true)` when the
+    /// relay sent the event back, `Some(false)` when it ended its stored events without
+    /// it, `None` when it could not tell (unreachable, `CLOSED`, no `EOSE` in time).
+    /// Default: `None` (the event is sent again).
+    async fn holds(&self, _relay: &str, _event_id: &str) -> Option<bool> {
+        None
+    }
+
     /// Tries to connect to `relay` without publishing anything, ignoring an open
     /// circuit; true when the connection opened. A relay that opens counts as
     /// answering again ([`Transport::take_recovered`]). Default: `false`.

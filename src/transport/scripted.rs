@@ -21,6 +21,10 @@ pub struct ScriptedTransport {
     fallback: RefCell<BTreeMap<String, PublishReport>>,
     default: RefCell<PublishReport>,
     sent: RefCell<Vec<(String, String)>>,
+    /// Read-back answers by `(relay, event id)` ([`ScriptedTransport::holding`]).
+    holdings: RefCell<BTreeMap<(String, String), bool>>,
+    /// Every `(relay, event id)` a read-back asked about.
+    asked: RefCell<Vec<(String, String)>>,
 }
 
 impl Default for ScriptedTransport {
@@ -30,6 +34,8 @@ impl Default for ScriptedTransport {
             fallback: RefCell::default(),
             default: RefCell::new(PublishReport::new(Outcome::Unreachable, "no script")),
             sent: RefCell::default(),
+            holdings: RefCell::default(),
+            asked: RefCell::default(),
         }
     }
 }
@@ -86,6 +92,20 @@ impl ScriptedTransport {
             .count()
     }
 
+    /// Scripts the read-back ([`Transport::holds`]) of `event_id` on `relay`: it holds
+    /// the event or not. Unscripted, a read-back cannot tell (`None`).
+    pub fn holding(&self, relay: &str, event_id: &str, holds: bool) -> &Self {
+        self.holdings
+            .borrow_mut()
+            .insert((relay.to_string(), event_id.to_string()), holds);
+        self
+    }
+
+    /// Every `(relay, event id)` a read-back asked about, in call order.
+    pub fn asked(&self) -> Vec<(String, String)> {
+        self.asked.borrow().clone()
+    }
+
     /// Forgets the publish log (not the script).
     pub fn clear_sent(&self) {
         self.sent.borrow_mut().clear();
@@ -93,6 +113,13 @@ impl ScriptedTransport {
 }
 
 impl Transport for ScriptedTransport {
+    async fn holds(&self, relay: &str, event_id: &str) -> Option<bool> {
+        let key = (relay.to_string(), event_id.to_string());
+        let answer = self.holdings.borrow().get(&key).copied();
+        self.asked.borrow_mut().push(key);
+        answer
+    }
+
     async fn publish(&self, relay: &str, event: &EventEnvelope) -> PublishReport {
         self.sent
             .borrow_mut()

@@ -15,6 +15,8 @@
 //!   relay's challenge), never an unauthenticated send; otherwise `AuthRequired` (no
 //!   signer, no challenge, a failed AUTH: retried) or `Rejected(Restricted)` (the
 //!   signer is another key), with the reason;
+//! - read-back ([`Transport::holds`]): a `REQ` by id until `EOSE`, on a short-lived
+//!   connection of its own (`glue.js`'s `storedEvents`), never on the shared ones;
 //! - per-relay state: a `rate-limited:` answer pauses that relay alone for
 //!   [`WsTransportConfig::rate_limit_backoff_ms`]; repeated connection failures open a
 //!   circuit so publishes to a dead relay report `Unreachable` at once;
@@ -41,11 +43,18 @@ use wasm_bindgen_futures::JsFuture;
 use super::{PublishReport, Signer, Transport};
 use crate::core::{EventEnvelope, Outcome, RejectReason};
 use crate::nostr::{
-    auth_message, auth_template, check_auth_event, classify_ok, event_message, Event, RelayUrl,
+    auth_message, auth_template, check_auth_event, classify_ok, event_message, req_by_ids, Event,
+    RelayUrl,
 };
 
 mod conn;
 mod notify;
+
+#[wasm_bindgen(module = "/src/js/glue.js")]
+extern "C" {
+    #[wasm_bindgen(js_name = storedEvents)]
+    fn stored_events(url: &str, req: &str, timeout_ms: u32) -> js_sys::Promise;
+}
 
 use crate::platform::{describe, now_ms, Sleep};
 use conn::{Answer, AuthState, BusyGuard, Conn, ConnState, Counters};
@@ -723,6 +732,7 @@ impl WsTransport {
                 PublishReport::new(outcome, message)
             }
             Err(Failure::Closed(reason)) => {
+                // Ends with `core::UNANSWERED` (read-back looks for it).
                 let msg = format!("{reason} before the relay answered");
                 self.note_failure(key, Some(conn), &msg);
                 PublishReport::new(Outcome::Unreachable, msg)
@@ -894,6 +904,27 @@ impl Transport for WsTransport {
             self.note_answer(&key);
         }
         opened
+    }
+
+    /// A `REQ` by id on a connection of its own (`glue.js`'s `storedEvents`), bounded by
+    /// the publish timeout: `Some(true)` only when the relay sent back an event with
+    /// that id before its `EOSE`.
+    async fn holds(&self, relay: &str, event_id: &str) -> Option<bool> {
+        let url = RelayUrl::parse(relay).ok()?;
+        let req = req_by_ids("outbox", &[event_id]);
+        let timeout = self.inner.config.publish_timeout_ms;
+        let stored = JsFuture::from(stored_events(url.as_str(), &req, timeout))
+            .await
+            .ok()
+            .filter(|v| !v.is_null())?;
+        let stored = js_sys::Array::from(&stored);
+        Some(stored.iter().any(|event| {
+            js_sys::Reflect::get(&event, &"id".into())
+                .ok()
+                .and_then(|id| id.as_string())
+                .as_deref()
+                == Some(event_id)
+        }))
     }
 
     async fn publish(&self, relay: &str, event: &EventEnvelope) -> PublishReport {

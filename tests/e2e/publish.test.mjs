@@ -316,3 +316,35 @@ test("awkward relay URLs through publish(): each promise settles from its relay'
   assert.equal(idn.answers[0].code, "invalid_relay_url");
   assert.ok(idn.answers[0].message.endsWith(idn.thrown), JSON.stringify(idn));
 });
+
+test("read-back: a relay that stored the event but whose OK was lost is asked by id, not sent it again (FlushResult.readBack)", { timeout: PROMPT }, async () => {
+  const [event] = signedEvents(1, { content: () => "the OK was lost" });
+  const tag = "readback";
+  const swallow = `${fault.url}/swallow?t=${tag}`; // stores EVENTs, never sends their OK
+  const res = await page.evaluate(async ([url, event]) => {
+    const o = await m.Outbox.open({ name: "publish-readback", storage: "memory", publishTimeoutMs: 500, baseDelayMs: 50, maxDelayMs: 100 });
+    await o.enqueue(event, [url]);
+    const first = await o.flush();
+    // Flush again once the retry is due (its backoff is 50–100 ms; a run may round it up).
+    let second = { delivered: 0, readBack: 0 };
+    for (let i = 0; i < 40 && second.delivered === 0; i++) {
+      await new Promise((ok) => setTimeout(ok, 100));
+      const run = await o.flush();
+      second = { ...run, delivered: second.delivered + run.delivered, readBack: second.readBack + run.readBack };
+    }
+    const record = await o.get(event.id);
+    await o.close();
+    return { first, second, record };
+  }, [swallow, event]);
+  assert.equal(res.first.retrying, 1, JSON.stringify(res.first));
+  assert.equal(res.first.readBack, 0);
+  assert.equal(res.second.delivered, 1, JSON.stringify(res.second));
+  assert.equal(res.second.readBack, 1, JSON.stringify(res.second));
+  assert.equal(res.record.stage, "satisfied");
+  const [timeout, readBack] = res.record.evidence;
+  assert.equal(timeout.outcome, "timeout", JSON.stringify(res.record.evidence));
+  assert.equal(readBack.outcome, "duplicate");
+  assert.match(readBack.message, /^read back:/);
+  const stats = await fault.control(["STATS"]);
+  assert.equal(stats.events[`/swallow?t=${tag}`], 1, "sent once: " + JSON.stringify(stats.events));
+});

@@ -13,4 +13,5 @@ mod drafts;
 mod enqueue;
 mod pipeline;
 mod props;
+mod readback;
 mod tick;

@@ -13,6 +13,7 @@
 //! | `/auth-eager` | the same relay, but its `AUTH` challenge comes when the client connects (as relays that take NIP-70 protected events do), not with the first refusal |
 //! | `/reply/<prefix>` | every `EVENT` answered `["OK",id,false,"<prefix>: fault relay"]` (`true` for `duplicate`) |
 //! | `/silent` | `EVENT`s are read and never answered |
+//! | `/swallow` | `EVENT`s are stored (by the open relay, shared with `/`), their `OK`s never sent: a relay that kept the event and whose answer was lost; `REQ`s are answered |
 //! | `/close` | the first `EVENT` gets a WebSocket close frame (1011) instead of an `OK` |
 //! | `/drop` | the first `EVENT` drops the TCP connection without a close frame |
 //! | `/hostile` | before each `OK`: non-JSON, wrong shapes, `OK` for unknown ids, a malformed `OK` for the real id, a `NOTICE` flood, a 2 MiB frame, a binary frame, `AUTH`, `EVENT`/`EOSE`/`CLOSED`/`COUNT`; then the real relay answers |
@@ -63,6 +64,7 @@ enum Mode {
     AuthEager,
     Reply(String),
     Silent,
+    Swallow,
     Close,
     Drop,
     Hostile,
@@ -81,6 +83,7 @@ impl Mode {
             ["auth-eager"] => Mode::AuthEager,
             ["reply", prefix] => Mode::Reply((*prefix).to_string()),
             ["silent"] => Mode::Silent,
+            ["swallow"] => Mode::Swallow,
             ["close"] => Mode::Close,
             ["drop"] => Mode::Drop,
             ["hostile"] => Mode::Hostile,
@@ -525,6 +528,8 @@ async fn proxy<S: AsyncRead + AsyncWrite + Unpin>(
     // throwaway key is written for the client as it connects; the relay's AUTH challenge
     // goes to the client, the refusal of the probe does not.
     let mut probe: Option<String> = None;
+    // `/swallow`: the ids whose `OK` is dropped.
+    let mut swallowed: Vec<String> = Vec::new();
     if mode == Mode::AuthEager {
         use nostr_relay_builder::prelude::{EventBuilder, Keys, Tag};
         let Ok(event) = EventBuilder::text_note("probe")
@@ -563,6 +568,7 @@ async fn proxy<S: AsyncRead + AsyncWrite + Unpin>(
                         continue;
                     }
                     (Mode::Silent, Some(_)) => continue,
+                    (Mode::Swallow, Some(id)) => swallowed.push(id),
                     (Mode::Close, Some(_)) => {
                         let _ = client
                             .close(Some(CloseFrame {
@@ -589,11 +595,14 @@ async fn proxy<S: AsyncRead + AsyncWrite + Unpin>(
             msg = backend.next() => {
                 let Some(Ok(msg)) = msg else { break };
                 if let Message::Text(t) = &msg {
-                    let answers_probe = probe.as_ref().is_some_and(|id| {
-                        serde_json::from_str::<Value>(t.as_str())
-                            .is_ok_and(|v| v[0] == "OK" && v[1].as_str() == Some(id))
+                    let ok_for = serde_json::from_str::<Value>(t.as_str())
+                        .ok()
+                        .filter(|v| v[0] == "OK")
+                        .and_then(|v| v[1].as_str().map(str::to_string));
+                    let dropped = ok_for.is_some_and(|id| {
+                        probe.as_deref() == Some(id.as_str()) || swallowed.contains(&id)
                     });
-                    if answers_probe {
+                    if dropped {
                         continue;
                     }
                     if client.send(msg).await.is_err() {
