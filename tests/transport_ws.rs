@@ -20,7 +20,7 @@ use nostr_outbox::nostr::{req_by_ids, RelayUrl};
 use nostr_outbox::store::idb::{IdbOptions, IdbStore};
 use nostr_outbox::store::{MemoryStore, Store};
 use nostr_outbox::transport::websocket::{ConnectionState, WsTransport, WsTransportConfig};
-use nostr_outbox::transport::Transport;
+use nostr_outbox::transport::{PublishReport, Transport};
 use serde_json::{json, Value};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
@@ -570,6 +570,57 @@ async fn protected_events_are_never_sent_unauthenticated() {
 }
 
 // --- per-relay state ---------------------------------------------------------------------
+
+#[wasm_bindgen_test]
+async fn a_rate_limiting_relay_gets_its_events_spaced_out() {
+    // No pause after `rate-limited:` here, so every publish is sent and paced.
+    let t = transport(|c| {
+        c.rate_limit_backoff_ms = 0;
+        c.publish_timeout_ms = 2_000;
+    });
+    let url = fault("/reply/rate-limited?t=pace");
+    let pace = |t: &WsTransport| t.diagnostics().relay(&url).cloned().unwrap();
+    for i in 0..3 {
+        let r = t.publish(&url, &note(&format!("paced {i}"))).await;
+        assert_eq!(r.outcome, Outcome::RateLimited, "{r:?}");
+    }
+    assert_eq!(
+        pace(&t).pace_ms,
+        100,
+        "raised once for refusals within a second"
+    );
+    // Three at once: they go one after the other, at least 100 ms apart.
+    let started = js_sys::Date::now();
+    let events: Vec<EventEnvelope> = (0..3).map(|i| note(&format!("at once {i}"))).collect();
+    let reports = join_all(events.iter().map(|e| t.publish(&url, e))).await;
+    assert!(reports.iter().all(|r| r.outcome == Outcome::RateLimited));
+    assert!(
+        js_sys::Date::now() - started >= 200.0,
+        "the third waited two turns"
+    );
+    let rd = pace(&t);
+    assert!(rd.paced >= 2, "the later two waited for their turn: {rd:?}");
+    assert_eq!(rd.events_sent, 6, "{rd:?}");
+    // A refusal a second after the raise doubles it.
+    sleep(1_000).await;
+    t.publish(&url, &note("a second later")).await;
+    assert_eq!(pace(&t).pace_ms, 200, "{:?}", pace(&t));
+    // A turn further away than the publish timeout (2 s: ten turns of 200 ms) is not
+    // waited for: not sent.
+    let events: Vec<EventEnvelope> = (0..14).map(|i| note(&format!("too many {i}"))).collect();
+    let reports = join_all(events.iter().map(|e| t.publish(&url, e))).await;
+    let unsent: Vec<&PublishReport> = reports
+        .iter()
+        .filter(|r| r.message.contains("not sent"))
+        .collect();
+    assert!(unsent.len() >= 2, "{reports:?}");
+    assert!(unsent.iter().all(|r| r.outcome == Outcome::RateLimited));
+    assert_eq!(
+        pace(&t).events_sent,
+        7 + 14 - unsent.len() as u64,
+        "the unsent ones never reached the relay"
+    );
+}
 
 #[wasm_bindgen_test]
 async fn rate_limited_relay_pauses_alone() {

@@ -40,7 +40,7 @@ use thiserror::Error;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
 
-use super::{PublishReport, Signer, Transport};
+use super::{Pace, PublishReport, Signer, Transport};
 use crate::core::{EventEnvelope, Outcome, RejectReason};
 use crate::nostr::{
     auth_message, auth_template, check_auth_event, classify_ok, event_message, req_by_ids, Event,
@@ -270,6 +270,10 @@ pub struct RelayDiagnostics {
     pub circuit_open_until_ms: Option<u64>,
     /// When the rate-limit pause ends (unix ms), if paused now.
     pub rate_limited_until_ms: Option<u64>,
+    /// The spacing of `EVENT`s to this relay now (ms; 0: none): see [`super::Pace`].
+    pub pace_ms: u32,
+    /// Publishes that waited for their turn under that spacing before being sent.
+    pub paced: u64,
     /// The last connection failure.
     pub last_failure: Option<String>,
 }
@@ -308,6 +312,8 @@ struct RelayState {
     consecutive_failures: u32,
     circuit_open_until: f64,
     rate_limited_until: f64,
+    /// The spacing of `EVENT`s ([`super::Pace`]).
+    pace: Pace,
     last_failure: Option<String>,
     /// A connection failed since the relay last answered (kept by
     /// `network_restored`, which only forgets the counts).
@@ -322,6 +328,7 @@ impl RelayState {
             consecutive_failures: 0,
             circuit_open_until: 0.0,
             rate_limited_until: 0.0,
+            pace: Pace::default(),
             last_failure: None,
             unreachable: false,
         }
@@ -541,6 +548,8 @@ impl WsTransport {
                     .then(|| ms_u64(st.circuit_open_until)),
                 rate_limited_until_ms: (st.rate_limited_until > now)
                     .then(|| ms_u64(st.rate_limited_until)),
+                pace_ms: st.pace.spacing_at(now) as u32,
+                paced: c.paced.get(),
                 last_failure: st.last_failure.clone(),
             });
         }
@@ -634,6 +643,24 @@ impl WsTransport {
         }
     }
 
+    /// Adapts the relay's spacing of `EVENT`s to an answer ([`super::Pace`]).
+    fn note_pace(&self, key: &str, rate_limited: bool) {
+        if let Some(st) = self.inner.relays.borrow_mut().get_mut(key) {
+            st.pace.answered(now_ms(), rate_limited);
+        }
+    }
+
+    /// This publish's turn under the relay's spacing: how long to wait before sending
+    /// (0: at once), its turn taken; `None` when that wait would be longer than the
+    /// publish timeout (the publish is then answered `RateLimited`, not sent).
+    fn pace_turn(&self, key: &str) -> Option<u32> {
+        let timeout = f64::from(self.inner.config.publish_timeout_ms);
+        match self.inner.relays.borrow_mut().get_mut(key) {
+            Some(st) => st.pace.turn(now_ms(), timeout).map(|ms| ms as u32),
+            None => Some(0),
+        }
+    }
+
     fn note_rate_limited(&self, key: &str) {
         let backoff = self.inner.config.rate_limit_backoff_ms;
         if backoff == 0 {
@@ -719,6 +746,23 @@ impl WsTransport {
         counters: &Counters,
     ) -> PublishReport {
         let timeout = self.inner.config.publish_timeout_ms;
+        // Pacing: after `rate-limited:` answers the relay's `EVENT`s are spaced out, and
+        // a publish whose turn is further away than its timeout is not sent.
+        match self.pace_turn(key) {
+            Some(0) => {}
+            Some(wait) => {
+                Counters::bump(&counters.paced);
+                Sleep::new(wait).await;
+            }
+            None => {
+                Counters::bump(&counters.short_circuited);
+                return PublishReport::new(
+                    Outcome::RateLimited,
+                    "rate-limited: this relay's pacing has no turn within the publish \
+                     timeout (not sent)",
+                );
+            }
+        }
         let frame = event_message(&event.raw);
         let result = self.request_ok(conn, &event.id, &frame, timeout).await;
         Counters::bump(&counters.events_sent);
@@ -726,6 +770,7 @@ impl WsTransport {
             Ok((accepted, message)) => {
                 self.note_answer(key);
                 let outcome = classify_ok(accepted, &message);
+                self.note_pace(key, outcome == Outcome::RateLimited);
                 if outcome == Outcome::RateLimited {
                     self.note_rate_limited(key);
                 }

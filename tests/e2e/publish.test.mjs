@@ -348,3 +348,39 @@ test("read-back: a relay that stored the event but whose OK was lost is asked by
   const stats = await fault.control(["STATS"]);
   assert.equal(stats.events[`/swallow?t=${tag}`], 1, "sent once: " + JSON.stringify(stats.events));
 });
+
+test("pacing: once a relay has answered rate-limited:, the EVENTs it gets in any second stay under its limit", { timeout: SLOW }, async () => {
+  // The fault relay takes 20 EVENTs per rolling second on a connection and refuses the
+  // rest with `rate-limited:`. The first window goes out before any answer, so the relay
+  // refuses past 20 of it; the refused records wait (at least 30 s) and go again. Unpaced,
+  // they would go at once and be refused past 20 again; paced, they go 100 ms apart.
+  const limit = 20;
+  const events = signedEvents(60, { content: (i) => `paced ${i}` });
+  const tag = "pacing";
+  const url = `${fault.url}/limit/${limit}?t=${tag}`;
+  const res = await page.evaluate(async ([url, events]) => {
+    const o = await m.Outbox.open({ name: "publish-pacing", storage: "memory", baseDelayMs: 1000, maxDelayMs: 2000 });
+    await o.enqueueMany(events.map((event) => ({ event, relays: [url] })));
+    let delivered = 0;
+    const deadline = Date.now() + 150_000;
+    while (delivered < events.length && Date.now() < deadline) {
+      delivered += (await o.flush()).delivered;
+      if (delivered < events.length) await new Promise((ok) => setTimeout(ok, 100));
+    }
+    await o.close();
+    return { delivered };
+  }, [url, events]);
+  assert.equal(res.delivered, events.length, JSON.stringify(res));
+  const stats = await fault.control(["STATS"]);
+  const key = `/limit/${limit}?t=${tag}`;
+  const arrivals = stats.arrivals[key];
+  assert.ok(stats.limited[key] >= 1, "the relay refused: " + JSON.stringify(stats.limited));
+  // The first refused EVENT came as the (limit + 1)th within a second. Those sent before
+  // its refusal came back (the rest of that window, within a few ms) are not paced yet.
+  const first = arrivals.findIndex((t, i) => i >= limit && t - arrivals[i - limit] < 1000);
+  assert.ok(first >= limit, JSON.stringify(arrivals));
+  const later = arrivals.filter((t) => t > arrivals[first] + 200);
+  assert.ok(later.length > 0, JSON.stringify(arrivals));
+  const busiest = Math.max(...later.map((t) => later.filter((u) => u >= t && u < t + 1000).length));
+  assert.ok(busiest < limit, `${busiest} EVENTs in one second after the first refusal (limit ${limit}): ${JSON.stringify(arrivals)}`);
+});

@@ -41,6 +41,7 @@ pub(crate) struct Counters {
     pub auth_sent: Cell<u64>,
     pub short_circuited: Cell<u64>,
     pub timeouts: Cell<u64>,
+    pub paced: Cell<u64>,
     pub last_notice: RefCell<Option<String>>,
 }
 

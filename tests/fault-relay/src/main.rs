@@ -14,13 +14,14 @@
 //! | `/reply/<prefix>` | every `EVENT` answered `["OK",id,false,"<prefix>: fault relay"]` (`true` for `duplicate`) |
 //! | `/silent` | `EVENT`s are read and never answered |
 //! | `/swallow` | `EVENT`s are stored (by the open relay, shared with `/`), their `OK`s never sent: a relay that kept the event and whose answer was lost; `REQ`s are answered |
+//! | `/limit/<n>` | at most `<n>` `EVENT`s (1..=1000) per rolling second per connection reach the relay; the others are answered `["OK",id,false,"rate-limited: …"]`; `STATS` gives `limited` (refused) and `arrivals` (when each `EVENT` came, ms since the relay started) per path |
 //! | `/close` | the first `EVENT` gets a WebSocket close frame (1011) instead of an `OK` |
 //! | `/drop` | the first `EVENT` drops the TCP connection without a close frame |
 //! | `/hostile` | before each `OK`: non-JSON, wrong shapes, `OK` for unknown ids, a malformed `OK` for the real id, a `NOTICE` flood, a 2 MiB frame, a binary frame, `AUTH`, `EVENT`/`EOSE`/`CLOSED`/`COUNT`; then the real relay answers |
 //! | `/stall` | the TCP connection is accepted, the WebSocket handshake never answered |
 //! | `/slow/<ms>` | every client message is forwarded after `<ms>` ms (at most 60 000) |
 //! | `...?anything` | the query is ignored for the behaviour but keys the counters of `STATS` |
-//! | `/control` | admin: `["SWITCH","down"\|"up"]`, `["STATS"]` (events, connections and open sessions per path), `["RESET"]` answered with `["CONTROL",<json>]` |
+//! | `/control` | admin: `["SWITCH","down"\|"up"]`, `["STATS"]` (events, connections and open sessions per path; `/limit`'s `arrivals` and `limited`), `["RESET"]` answered with `["CONTROL",<json>]` |
 //!
 //! With `--switch`, a second listener serves the same paths on its own port and can be
 //! stopped (connections refused, live ones closed) and restarted on the same port through
@@ -65,6 +66,7 @@ enum Mode {
     Reply(String),
     Silent,
     Swallow,
+    Limit(usize),
     Close,
     Drop,
     Hostile,
@@ -84,6 +86,10 @@ impl Mode {
             ["reply", prefix] => Mode::Reply((*prefix).to_string()),
             ["silent"] => Mode::Silent,
             ["swallow"] => Mode::Swallow,
+            ["limit", n] => match n.parse::<usize>() {
+                Ok(n) if (1..=1000).contains(&n) => Mode::Limit(n),
+                _ => Mode::NotFound(path.to_string()),
+            },
             ["close"] => Mode::Close,
             ["drop"] => Mode::Drop,
             ["hostile"] => Mode::Hostile,
@@ -103,6 +109,11 @@ struct State {
     auth: LocalRelay,
     /// EVENT frames received, per path.
     events: Mutex<BTreeMap<String, u64>>,
+    /// When each EVENT frame came (ms since `started`), per path.
+    arrivals: Mutex<BTreeMap<String, Vec<u64>>>,
+    /// EVENT frames `/limit/<n>` refused, per path.
+    limited: Mutex<BTreeMap<String, u64>>,
+    started: std::time::Instant,
     /// Connections accepted, per path.
     connections: Mutex<BTreeMap<String, u64>>,
     /// WebSocket sessions open now, per path.
@@ -201,6 +212,9 @@ async fn main() {
         open: local_relay(false),
         auth: local_relay(true),
         events: Mutex::default(),
+        arrivals: Mutex::default(),
+        limited: Mutex::default(),
+        started: std::time::Instant::now(),
         connections: Mutex::default(),
         open_now: Mutex::default(),
         switch,
@@ -473,13 +487,22 @@ async fn control<S: AsyncRead + AsyncWrite + Unpin>(state: &State, mut ws: WebSo
                     .map(|m| m.clone())
                     .unwrap_or_default();
                 let open = state.open_now.lock().map(|m| m.clone()).unwrap_or_default();
-                json!({"events": events, "connections": connections, "open": open})
+                let arrivals = state.arrivals.lock().map(|m| m.clone()).unwrap_or_default();
+                let limited = state.limited.lock().map(|m| m.clone()).unwrap_or_default();
+                json!({"events": events, "connections": connections, "open": open,
+                       "arrivals": arrivals, "limited": limited})
             }
             "RESET" => {
                 if let Ok(mut m) = state.events.lock() {
                     m.clear();
                 }
                 if let Ok(mut m) = state.connections.lock() {
+                    m.clear();
+                }
+                if let Ok(mut m) = state.arrivals.lock() {
+                    m.clear();
+                }
+                if let Ok(mut m) = state.limited.lock() {
                     m.clear();
                 }
                 json!({"reset": true})
@@ -530,6 +553,8 @@ async fn proxy<S: AsyncRead + AsyncWrite + Unpin>(
     let mut probe: Option<String> = None;
     // `/swallow`: the ids whose `OK` is dropped.
     let mut swallowed: Vec<String> = Vec::new();
+    // `/limit/<n>`: when the EVENTs let through in the last second came.
+    let mut passed: std::collections::VecDeque<std::time::Instant> = Default::default();
     if mode == Mode::AuthEager {
         use nostr_relay_builder::prelude::{EventBuilder, Keys, Tag};
         let Ok(event) = EventBuilder::text_note("probe")
@@ -557,6 +582,10 @@ async fn proxy<S: AsyncRead + AsyncWrite + Unpin>(
                 let id = event_id(&text);
                 if id.is_some() {
                     bump(&state.events, key);
+                    if let Ok(mut m) = state.arrivals.lock() {
+                        let ms = state.started.elapsed().as_millis() as u64;
+                        m.entry(key.to_string()).or_default().push(ms);
+                    }
                 }
                 match (&mode, id) {
                     (Mode::Reply(prefix), Some(id)) => {
@@ -568,6 +597,25 @@ async fn proxy<S: AsyncRead + AsyncWrite + Unpin>(
                         continue;
                     }
                     (Mode::Silent, Some(_)) => continue,
+                    (Mode::Limit(n), Some(id)) => {
+                        let now = std::time::Instant::now();
+                        while passed
+                            .front()
+                            .is_some_and(|t| now.duration_since(*t) >= Duration::from_secs(1))
+                        {
+                            passed.pop_front();
+                        }
+                        if passed.len() >= *n {
+                            bump(&state.limited, key);
+                            let why = format!("rate-limited: fault relay takes {n} per second");
+                            let answer = json!(["OK", id, false, why]);
+                            if client.send(Message::text(answer.to_string())).await.is_err() {
+                                break;
+                            }
+                            continue;
+                        }
+                        passed.push_back(now);
+                    }
                     (Mode::Swallow, Some(id)) => swallowed.push(id),
                     (Mode::Close, Some(_)) => {
                         let _ = client
