@@ -616,6 +616,7 @@ export function formatTable(s) {
     ["not terminal at the end (must be 0)", s.stuck],
     ["duplicates re-sent after acceptance", s.duplicates],
     ["  after a crash / late OK / cut connection / unexplained", `${s.dupAfterCrash} / ${s.dupLateOk} / ${s.dupCut} / ${s.dupUnexplained}`],
+    ["accepted by read-back (asked by id after an unclear answer, sent back; no OK)", s.readBack ?? 0],
     ["re-sent after a terminal rejection (crash / retry() / cut connection / unexplained)", `${s.resendAfterRejectCrash} / ${s.resendAfterRejectRetry} / ${s.resendAfterRejectCut} / ${s.resendAfterRejectUnexplained}`],
     ["sent again while an earlier send was unanswered (must be 0)", s.concurrentSends],
     ["crashes survived (SIGKILL)", s.crashes],
