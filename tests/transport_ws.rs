@@ -325,6 +325,54 @@ async fn read_back_asks_by_id_and_tells_only_what_the_relay_said() {
 }
 
 #[wasm_bindgen_test]
+async fn a_newer_version_on_a_real_relay_is_found_and_checked() {
+    let t = transport(|c| {
+        c.publish_timeout_ms = 2_000;
+        c.connect_timeout_ms = 1_000;
+    });
+    let url = relay();
+    let now = (js_sys::Date::now() / 1_000.0) as u64;
+    let old = sign(77, 3, vec![], "follows: one", now - 100).to_envelope();
+    let new = sign(77, 3, vec![], "follows: one, two", now - 50);
+    assert_eq!(t.newer(&url, &old).await, None, "nothing stored yet");
+    let r = t.publish(&url, &new.to_envelope()).await;
+    assert_eq!(r.outcome, Outcome::Accepted, "{r:?}");
+    assert_eq!(
+        t.newer(&url, &old).await,
+        Some((new.id().to_string(), now - 50)),
+        "the relay's newest version, sent back and checked"
+    );
+    assert_eq!(
+        t.newer(&url, &new.to_envelope()).await,
+        None,
+        "not newer than itself"
+    );
+    let newest = sign(77, 3, vec![], "follows: one, two, three", now).to_envelope();
+    assert_eq!(
+        t.newer(&url, &newest).await,
+        None,
+        "older than the queued one"
+    );
+    // Another author's list, and an addressable event of another `d` tag: other slots.
+    let theirs = sign(78, 3, vec![], "follows: x", now - 100).to_envelope();
+    assert_eq!(t.newer(&url, &theirs).await, None);
+    let d = |v: &str| vec![vec!["d".to_string(), v.to_string()]];
+    let set = sign(77, 30_000, d("friends"), "v2", now - 10);
+    let r = t.publish(&url, &set.to_envelope()).await;
+    assert_eq!(r.outcome, Outcome::Accepted, "{r:?}");
+    let other_set = sign(77, 30_000, d("family"), "v1", now - 20).to_envelope();
+    assert_eq!(t.newer(&url, &other_set).await, None);
+    let same_set = sign(77, 30_000, d("friends"), "v1", now - 20).to_envelope();
+    assert_eq!(
+        t.newer(&url, &same_set).await.map(|(id, _)| id),
+        Some(set.id().to_string())
+    );
+    // A relay that cannot be reached, or never finishes its handshake: cannot tell.
+    assert_eq!(t.newer(&closed(), &old).await, None);
+    assert_eq!(t.newer(&fault("/stall?t=newer"), &old).await, None);
+}
+
+#[wasm_bindgen_test]
 async fn close_mid_publish_is_unreachable_never_success() {
     let t = transport(|c| c.circuit_failures = 0);
     for path in ["/close?t=mid", "/drop?t=mid"] {
@@ -1124,6 +1172,7 @@ async fn run_tick<S: Store>(store: &S, t: &WsTransport, now: &Cell<u64>) -> Vec<
             FlushEvent::Released { .. } => "released".to_string(),
             FlushEvent::Woken { .. } => "woken".to_string(),
             FlushEvent::Signed { .. } => "signed".to_string(),
+            FlushEvent::Superseded { .. } => "superseded".to_string(),
         })
     };
     tick(

@@ -94,7 +94,15 @@ fn check(r: &Record) -> Result<(), CoreError> {
         }
         Stage::Cancelled => r.reason == Some(StopReason::Cancelled),
         Stage::Superseded => {
-            matches!(r.reason, Some(StopReason::Superseded | StopReason::Deleted))
+            matches!(
+                r.reason,
+                Some(
+                    StopReason::Superseded
+                        | StopReason::Deleted
+                        | StopReason::Vanished
+                        | StopReason::RemoteNewer
+                )
+            )
         }
         _ => r.reason.is_none(),
     } && (r.stage == Stage::Superseded) == r.superseded_by.is_some();

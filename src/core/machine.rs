@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::envelope::EventEnvelope;
 use super::error::CoreError;
-use super::outcome::Outcome;
+use super::outcome::{Outcome, RejectReason};
 use super::plan::Plan;
 use super::policy::{Satisfaction, TargetState};
 use super::record::{Evidence, Lease, Record, Stage, StopReason, SIGNER};
@@ -700,6 +700,12 @@ pub fn complete_attempt(
             .all(|(_, o, _)| matches!(o, Outcome::Unreachable | Outcome::NotAttempted));
     let mut next = record.clone();
     let mut failures = Vec::new();
+    // A relay holds a newer version of the event (the flusher's check before sending,
+    // [`newer_message`]): the record ends superseded by it, whatever the others said.
+    let newer = answers.iter().find_map(|(_, outcome, message)| {
+        (*outcome == Outcome::Rejected(RejectReason::Newer))
+            .then(|| message.split(' ').next().unwrap_or_default().to_string())
+    });
     let mut rate_limited = false;
     let mut streak = 1u32;
     for (target, outcome, message) in answers {
@@ -749,6 +755,11 @@ pub fn complete_attempt(
     };
     next.satisfaction = next.evaluate();
     bump(&mut next, now_ms);
+    if let Some(by) = newer {
+        finish(&mut next, Stage::Superseded, Some(StopReason::RemoteNewer));
+        next.superseded_by = Some(by);
+        return Ok(next);
+    }
     // The backoff of an unreached wait grows with its tries: 1st try of attempt n
     // waits as after attempt n, the k-th as after attempt n + k - 1.
     let backoff_after = if unreached {

@@ -37,8 +37,8 @@ pub use outcome::{Outcome, RejectReason};
 pub use plan::{Plan, FUTURE_TOLERANCE_MS};
 pub use policy::{Policy, Satisfaction, TargetState};
 pub use record::{
-    claim_order, list_order, Evidence, Lease, Record, RecordOrder, Stage, StopReason, READ_BACK,
-    SIGNER, UNANSWERED,
+    claim_order, list_order, newer_message, Evidence, Lease, Record, RecordOrder, Stage,
+    StopReason, READ_BACK, SIGNER, UNANSWERED,
 };
 pub use retry::{coalesce_due, RetryConfig, COALESCE_MAX_MS};
 pub use semantics::{decide_enqueues, BatchDecision, Lookups};

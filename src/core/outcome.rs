@@ -33,17 +33,22 @@ pub enum RejectReason {
     Mute,
     /// `OK false` with no known prefix.
     Other,
+    /// Not sent: the relay holds a newer version of this replaceable or addressable
+    /// event, found by the outbox's check before sending ([`super::StopReason::RemoteNewer`]).
+    /// Never made from a relay's words.
+    Newer,
 }
 
 impl RejectReason {
     /// Every reason, in declaration order.
-    pub const ALL: [RejectReason; 6] = [
+    pub const ALL: [RejectReason; 7] = [
         RejectReason::Blocked,
         RejectReason::Invalid,
         RejectReason::Restricted,
         RejectReason::Pow,
         RejectReason::Mute,
         RejectReason::Other,
+        RejectReason::Newer,
     ];
 
     /// The stable string used in JSON and JavaScript.
@@ -55,6 +60,7 @@ impl RejectReason {
             RejectReason::Pow => "pow",
             RejectReason::Mute => "mute",
             RejectReason::Other => "other",
+            RejectReason::Newer => "newer",
         }
     }
 }
@@ -239,7 +245,15 @@ impl<'de> Deserialize<'de> for RejectReason {
         let index = UnitVariant {
             expecting: "enum RejectReason",
             name: "RejectReason",
-            variants: &["blocked", "invalid", "restricted", "pow", "mute", "other"],
+            variants: &[
+                "blocked",
+                "invalid",
+                "restricted",
+                "pow",
+                "mute",
+                "other",
+                "newer",
+            ],
         }
         .deserialize(d)?;
         Ok(RejectReason::ALL[index])
@@ -425,6 +439,7 @@ mod tests {
             Pow,
             Mute,
             Other,
+            Newer,
         }
 
         impl RejectReason {

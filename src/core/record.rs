@@ -145,6 +145,10 @@ pub enum StopReason {
     /// A NIP-62 request to vanish (same author, from every relay of the record) was
     /// enqueued.
     Vanished,
+    /// A target relay holds a newer version of this replaceable or addressable event
+    /// (published from elsewhere), found before sending it there: evidence
+    /// `rejected` / `newer` from that relay; `superseded_by` is the newer event's id.
+    RemoteNewer,
 }
 
 // Read by the crate's one unit-variant reader (`outcome::UnitVariant`), as the derive
@@ -187,6 +191,7 @@ impl<'de> Deserialize<'de> for StopReason {
                 "signatureInvalid",
                 "powUnfinished",
                 "vanished",
+                "remoteNewer",
             ],
         }
         .deserialize(d)?;
@@ -196,7 +201,7 @@ impl<'de> Deserialize<'de> for StopReason {
 
 impl StopReason {
     /// Every reason, in declaration order.
-    pub const ALL: [StopReason; 10] = [
+    pub const ALL: [StopReason; 11] = [
         StopReason::Rejected,
         StopReason::MaxAttempts,
         StopReason::Expired,
@@ -207,6 +212,7 @@ impl StopReason {
         StopReason::SignatureInvalid,
         StopReason::PowUnfinished,
         StopReason::Vanished,
+        StopReason::RemoteNewer,
     ];
 
     /// The stable name used in JSON and JavaScript.
@@ -222,6 +228,7 @@ impl StopReason {
             StopReason::SignatureInvalid => "signatureInvalid",
             StopReason::PowUnfinished => "powUnfinished",
             StopReason::Vanished => "vanished",
+            StopReason::RemoteNewer => "remoteNewer",
         }
     }
 }
@@ -278,6 +285,13 @@ pub const UNANSWERED: &str = "before the relay answered";
 pub const READ_BACK: &str =
     "read back: the relay sent the event back when asked by id after an unclear answer; \
      not sent again";
+
+/// The evidence message of a relay found holding a newer version of the event before it
+/// was sent there ([`super::RejectReason::Newer`], [`StopReason::RemoteNewer`]): the
+/// newer event's id first, which the record is then superseded by.
+pub fn newer_message(id: &str, created_at: u64) -> String {
+    format!("{id} (created_at {created_at}) is a newer version on this relay: not sent")
+}
 
 /// What one target answered in one attempt. Appended, never removed; the one exception
 /// to "never changed": consecutive tries of one attempt that reached no relay at all

@@ -22,8 +22,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::core::machine::{MAX_CLAIM, MAX_LEASE_FIELD_LEN, MAX_LEASE_MS};
 use crate::core::{
-    coalesce_due, Completion, CoreError, Outcome, Record, RetryConfig, Satisfaction, Signal, Stage,
-    READ_BACK,
+    coalesce_due, newer_message, Completion, CoreError, Outcome, Record, RejectReason, RetryConfig,
+    Satisfaction, Signal, Stage, READ_BACK,
 };
 use crate::store::{Store, StoreError};
 use crate::transport::{PublishReport, Transport};
@@ -93,6 +93,21 @@ pub struct FlushConfig {
     /// ([`Store::beat`]) while it runs.
     #[serde(default)]
     pub lapsed_only: bool,
+    /// Kinds whose events are checked before each send to each relay: when the relay
+    /// holds a newer version of the (replaceable or addressable) event, published from
+    /// elsewhere, the event is not sent and the record ends superseded by it
+    /// ([`crate::core::StopReason::RemoteNewer`], [`Transport::newer`]). Default
+    /// [`NEWER_CHECK_KINDS`]; empty: no check.
+    #[serde(default = "default_newer_kinds")]
+    pub newer_kinds: Vec<u16>,
+}
+
+/// The default [`FlushConfig::newer_kinds`]: profiles (0), contact lists (3) and relay
+/// lists (10002), whose stale copy would overwrite what another device published.
+pub const NEWER_CHECK_KINDS: [u16; 3] = [0, 3, 10_002];
+
+fn default_newer_kinds() -> Vec<u16> {
+    NEWER_CHECK_KINDS.to_vec()
 }
 
 /// The default [`FlushConfig::group_wait_ms`].
@@ -121,6 +136,7 @@ impl FlushConfig {
             lanes: Vec::new(),
             relays: Vec::new(),
             lapsed_only: false,
+            newer_kinds: default_newer_kinds(),
         }
     }
 
@@ -250,6 +266,13 @@ pub enum FlushEvent<'a> {
     },
     /// The record will be attempted again from `record.due_ms`.
     Retrying {
+        /// The record as stored.
+        record: &'a Record,
+    },
+    /// The record ended superseded: a target relay holds a newer version of its
+    /// replaceable or addressable event, published from elsewhere
+    /// ([`crate::core::StopReason::RemoteNewer`]; `superseded_by` is its id).
+    Superseded {
         /// The record as stored.
         record: &'a Record,
     },
@@ -477,6 +500,10 @@ fn finish_attempts(
         match result {
             // A verdict is reported once, when it is new; the end of delivery after it
             // is reported apart (`Settled`).
+            // A relay held a newer version (`StopReason::RemoteNewer`).
+            Ok(next) if next.stage == Stage::Superseded => {
+                observer(FlushEvent::Superseded { record: &next });
+            }
             Ok(next) if next.verdict_is_new() => {
                 if next.satisfaction == Satisfaction::Satisfied {
                     stats.satisfied += 1;
@@ -788,6 +815,7 @@ impl<S: Store, T: Transport> Driver for Starter<'_, '_, S, T> {
                 record,
             } => {
                 let transport = self.transport;
+                let kinds = &self.config.newer_kinds;
                 Box::pin(async move {
                     // Read-back: after an answer that left it unclear whether the relay
                     // stored the event, ask it by id first; sent again only when it
@@ -797,6 +825,19 @@ impl<S: Store, T: Transport> Driver for Starter<'_, '_, S, T> {
                     {
                         let report = PublishReport::new(Outcome::Duplicate, READ_BACK);
                         return Done::Published(ticket, relay, report, true);
+                    }
+                    // A stale version is never sent over a newer one the relay holds.
+                    if record
+                        .event
+                        .meta
+                        .as_ref()
+                        .is_some_and(|m| kinds.contains(&m.kind))
+                    {
+                        if let Some((id, at)) = transport.newer(&relay, &record.event).await {
+                            let outcome = Outcome::Rejected(RejectReason::Newer);
+                            let report = PublishReport::new(outcome, newer_message(&id, at));
+                            return Done::Published(ticket, relay, report, false);
+                        }
                     }
                     let report = transport.publish(&relay, &record.event).await;
                     Done::Published(ticket, relay, report, false)

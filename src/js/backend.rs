@@ -219,6 +219,14 @@ impl Transport for AnyTransport {
             AnyTransport::Js(_) => false,
         }
     }
+    /// The check for a newer version on the relay transport; an application's transport
+    /// cannot tell (the event is sent).
+    async fn newer(&self, relay: &str, event: &EventEnvelope) -> Option<(String, u64)> {
+        match self {
+            AnyTransport::Ws(t) => t.newer(relay, event).await,
+            AnyTransport::Js(_) => None,
+        }
+    }
     /// Read-back on the relay transport; an application's transport cannot tell.
     async fn holds(&self, relay: &str, event_id: &str) -> Option<bool> {
         match self {

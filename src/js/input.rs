@@ -613,6 +613,23 @@ fn string_array(v: &JsValue) -> Option<Vec<String>> {
     arr.iter().map(|x| x.as_string()).collect()
 }
 
+/// Event kinds: an array of at most 64 integers 0..=65535 (`newerKinds`).
+pub(crate) fn kinds(v: &JsValue) -> Option<Vec<u16>> {
+    if !Array::is_array(v) {
+        return None;
+    }
+    let arr: &Array = v.unchecked_ref();
+    let mut kinds = Vec::new();
+    for k in arr.iter() {
+        let k = k.as_f64()?;
+        if kinds.len() == 64 || k.fract() != 0.0 || !(0.0..=65_535.0).contains(&k) {
+            return None;
+        }
+        kinds.push(k as u16);
+    }
+    Some(kinds)
+}
+
 /// Reads relay URLs: an array of strings, each parsed and normalized, repeats dropped
 /// (first-seen order kept; the core sorts them).
 pub(crate) fn parse_relays(v: &JsValue) -> Result<Vec<String>, ApiError> {

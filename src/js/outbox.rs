@@ -45,7 +45,7 @@ const DEFAULT_LIST_LIMIT: u32 = 100;
 const IMPORT_BATCH: usize = 50;
 
 /// The keys of `Outbox.open` options.
-const OPEN_KEYS: [&str; 23] = [
+const OPEN_KEYS: [&str; 24] = [
     "name",
     "storage",
     "durability",
@@ -63,6 +63,7 @@ const OPEN_KEYS: [&str; 23] = [
     "concurrency",
     "lowConcurrency",
     "leaseMs",
+    "newerKinds",
     "signer",
     "signTimeoutMs",
     "requestPersistence",
@@ -71,8 +72,8 @@ const OPEN_KEYS: [&str; 23] = [
     "transport",
 ];
 /// The keys of `handleSync` options: those of `Outbox.open`, and `tag`.
-const SYNC_KEYS: [&str; 24] = {
-    let mut keys = [""; 24];
+const SYNC_KEYS: [&str; 25] = {
+    let mut keys = [""; 25];
     let mut i = 0;
     while i < OPEN_KEYS.len() {
         keys[i] = OPEN_KEYS[i];
@@ -102,6 +103,7 @@ shape! {
         concurrency: Uint = "concurrency",
         low_concurrency: Uint = "lowConcurrency",
         lease_ms: Uint = "leaseMs",
+        newer_kinds: Raw = "newerKinds",
         signer: Raw = "signer",
         sign_timeout_ms: Uint = "signTimeoutMs",
         request_persistence: bool = "requestPersistence",
@@ -267,6 +269,15 @@ impl OpenConfig {
             .uint("leaseMs", o.lease_ms)?
             .unwrap_or((3 * round).max(120_000));
         flush.retry = retry;
+        if let Some(v) = r.value(o.newer_kinds) {
+            flush.newer_kinds = input::kinds(&v).ok_or_else(|| {
+                ApiError::options(
+                    "newerKinds",
+                    "in Outbox.open options must be an array of at most 64 event kinds \
+                     (integers 0..=65535)",
+                )
+            })?;
+        }
         flush.validate()?;
         let signer_object = r.value(o.signer);
         let signer = match &signer_object {

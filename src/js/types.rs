@@ -128,7 +128,15 @@ export type Outcome =
   | "notAttempted";
 
 /** The `OK false` prefix behind a terminal rejection. */
-export type RejectReason = "blocked" | "invalid" | "restricted" | "pow" | "mute" | "other";
+export type RejectReason =
+  | "blocked"
+  | "invalid"
+  | "restricted"
+  | "pow"
+  | "mute"
+  | "other"
+  /** Not sent: the relay holds a newer version of this replaceable event (`newerKinds`). */
+  | "newer";
 
 /** Why a record stopped without being satisfied. */
 export type StopReason =
@@ -141,7 +149,9 @@ export type StopReason =
   | "signerRefused"
   | "signatureInvalid"
   | "powUnfinished"
-  | "vanished";
+  | "vanished"
+  /** A target relay holds a newer version (published elsewhere); `supersededBy` is its id. */
+  | "remoteNewer";
 
 /** A target's state from its latest evidence. */
 export type TargetState = "open" | "accepted" | "rejected";
@@ -291,6 +301,13 @@ export interface OutboxOptions {
    * publish. Default `max(120000, 3 × (connectTimeoutMs + 30000 + 2 × publishTimeoutMs))`.
    */
   leaseMs?: number;
+  /**
+   * Kinds checked before each send to each relay: when the relay holds a newer version
+   * of the (replaceable or addressable) event, published from another device, it is not
+   * sent and the record ends `superseded` with reason `remoteNewer`. Default
+   * `[0, 3, 10002]` (profile, contact list, relay list); `[]` turns the check off.
+   */
+  newerKinds?: number[];
   /**
    * Signs NIP-42 AUTH challenges and drafts (e.g. `window.nostr`, a `BunkerSigner`).
    * Without one, drafts wait for a context that has one (a tab, while a service worker

@@ -504,6 +504,26 @@ pub fn verify_event_json(text: &str) -> bool {
     Event::parse_json(text).is_ok_and(|e| e.verify().is_ok())
 }
 
+/// The id and `created_at` of `theirs` (an event's JSON text, as a relay sent it) when
+/// it is a newer version of the replaceable or addressable event `ours`: a valid
+/// event (id and signature checked: a relay cannot make one up) in the same slot (author,
+/// kind and, for an addressable kind, `d` tag) that replaces it by NIP-01's order (a
+/// later `created_at`, or the same and a lower id). `None` otherwise, and for `ours` of
+/// other kinds.
+pub fn newer_version(ours: &EventEnvelope, theirs: &str) -> Option<(String, u64)> {
+    let mine = ours.meta.as_ref()?;
+    let slot = mine.slot()?;
+    let event = Event::parse_json(theirs).ok()?;
+    event.verify().ok()?;
+    let theirs = event.to_envelope().meta?;
+    (theirs.slot()? == slot
+        && crate::core::semantics::is_newer(
+            (theirs.created_at, event.id()),
+            (mine.created_at, &ours.id),
+        ))
+    .then(|| (event.id().to_string(), theirs.created_at))
+}
+
 // ---------------------------------------------------------------------------
 // Canonical serialization helpers
 // ---------------------------------------------------------------------------

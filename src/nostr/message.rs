@@ -262,6 +262,27 @@ pub fn auth_message(signed_auth_event_raw: &str) -> String {
     s
 }
 
+/// `["REQ",<sub>,{"authors":[…],"kinds":[…],"#d":[…],"limit":1}]`: asks a relay for its
+/// newest version of the replaceable or addressable event `meta` describes (`#d` for an
+/// addressable kind only).
+pub fn req_newest(subscription_id: &str, meta: &crate::core::EventMeta) -> String {
+    let mut buf = Vec::with_capacity(160 + meta.d.len());
+    buf.extend_from_slice(b"[\"REQ\",");
+    write_json_str(&mut buf, subscription_id);
+    buf.extend_from_slice(b",{\"authors\":[");
+    write_json_str(&mut buf, &meta.pubkey);
+    buf.extend_from_slice(format!("],\"kinds\":[{}]", meta.kind).as_bytes());
+    if crate::core::semantics::kind_class(meta.kind)
+        == crate::core::semantics::KindClass::Addressable
+    {
+        buf.extend_from_slice(b",\"#d\":[");
+        write_json_str(&mut buf, &meta.d);
+        buf.push(b']');
+    }
+    buf.extend_from_slice(b",\"limit\":1}]");
+    String::from_utf8(buf).unwrap_or_default()
+}
+
 /// `["REQ",<sub>,{"ids":[...]}]`: asks a relay whether it holds these events.
 pub fn req_by_ids<S: AsRef<str>>(subscription_id: &str, ids: &[S]) -> String {
     let mut buf = Vec::with_capacity(32 + subscription_id.len() + ids.len() * 67);

@@ -46,9 +46,9 @@ pub mod fuzzing {
 
 pub use auth::{auth_template, check_auth_event, AUTH_KIND};
 pub use error::{AuthError, EventError, RelayUrlError, TargetsError};
-pub use event::{verify_event_json, Event, SignatureCheck, MAX_CREATED_AT};
+pub use event::{newer_version, verify_event_json, Event, SignatureCheck, MAX_CREATED_AT};
 pub use message::{
     auth_message, classify_ok, close_message, event_message, is_auth_required, req_by_ids,
-    RelayMessage, DEFAULT_MAX_MESSAGE_LEN,
+    req_newest, RelayMessage, DEFAULT_MAX_MESSAGE_LEN,
 };
 pub use relay_url::{normalize_targets, RelayUrl, MAX_RELAY_URL_LEN};

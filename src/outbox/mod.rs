@@ -66,6 +66,7 @@ pub fn tell<'a>(report: &FlushEvent<'a>) -> Tell<'a> {
         FlushEvent::Retrying { record } => ("retrying", record, true),
         FlushEvent::Exhausted { record } => ("exhausted", record, true),
         FlushEvent::Settled { record } => ("settled", record, true),
+        FlushEvent::Superseded { record } => ("superseded", record, true),
         FlushEvent::Signed { record } => ("signed", record, false),
         FlushEvent::Released { record } | FlushEvent::Woken { record } => {
             return Tell::Change(record)

@@ -165,6 +165,15 @@ pub trait Transport {
         None
     }
 
+    /// A version of the replaceable or addressable `event` newer than it that `relay`
+    /// holds, as `(id, created_at)`: asked with a `REQ` for the author's newest version
+    /// (`limit: 1`) until `EOSE`, the answer checked ([`crate::nostr::newer_version`]).
+    /// `None` when it holds none, or cannot tell (unreachable, `CLOSED`, no `EOSE` in
+    /// time): the event is then sent. Default: `None`.
+    async fn newer(&self, _relay: &str, _event: &EventEnvelope) -> Option<(String, u64)> {
+        None
+    }
+
     /// Tries to connect to `relay` without publishing anything, ignoring an open
     /// circuit; true when the connection opened. A relay that opens counts as
     /// answering again ([`Transport::take_recovered`]). Default: `false`.

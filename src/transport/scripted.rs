@@ -23,6 +23,9 @@ pub struct ScriptedTransport {
     sent: RefCell<Vec<(String, String)>>,
     /// Read-back answers by `(relay, event id)` ([`ScriptedTransport::holding`]).
     holdings: RefCell<BTreeMap<(String, String), bool>>,
+    /// The event (JSON text) each relay sends back when asked for its newest version
+    /// of a slot ([`ScriptedTransport::storing`]).
+    newer: RefCell<Vec<(String, String)>>,
     /// Every `(relay, event id)` a read-back asked about.
     asked: RefCell<Vec<(String, String)>>,
 }
@@ -35,6 +38,7 @@ impl Default for ScriptedTransport {
             default: RefCell::new(PublishReport::new(Outcome::Unreachable, "no script")),
             sent: RefCell::default(),
             holdings: RefCell::default(),
+            newer: RefCell::default(),
             asked: RefCell::default(),
         }
     }
@@ -101,6 +105,16 @@ impl ScriptedTransport {
         self
     }
 
+    /// Scripts what `relay` sends back when asked for its newest version of a slot
+    /// ([`Transport::newer`]): the event `json`, checked as the relay transport checks
+    /// it. Unscripted, a relay holds no version.
+    pub fn storing(&self, relay: &str, json: &str) -> &Self {
+        self.newer
+            .borrow_mut()
+            .push((relay.to_string(), json.to_string()));
+        self
+    }
+
     /// Every `(relay, event id)` a read-back asked about, in call order.
     pub fn asked(&self) -> Vec<(String, String)> {
         self.asked.borrow().clone()
@@ -113,6 +127,12 @@ impl ScriptedTransport {
 }
 
 impl Transport for ScriptedTransport {
+    async fn newer(&self, relay: &str, event: &EventEnvelope) -> Option<(String, u64)> {
+        let newer = self.newer.borrow();
+        let (_, stored) = newer.iter().find(|(r, _)| r == relay)?;
+        crate::nostr::newer_version(event, stored)
+    }
+
     async fn holds(&self, relay: &str, event_id: &str) -> Option<bool> {
         let key = (relay.to_string(), event_id.to_string());
         let answer = self.holdings.borrow().get(&key).copied();

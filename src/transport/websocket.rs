@@ -43,8 +43,8 @@ use wasm_bindgen_futures::JsFuture;
 use super::{Pace, PublishReport, Signer, Transport};
 use crate::core::{EventEnvelope, Outcome, RejectReason};
 use crate::nostr::{
-    auth_message, auth_template, check_auth_event, classify_ok, event_message, req_by_ids, Event,
-    RelayUrl,
+    auth_message, auth_template, check_auth_event, classify_ok, event_message, newer_version,
+    req_by_ids, req_newest, Event, RelayUrl,
 };
 
 mod conn;
@@ -643,6 +643,22 @@ impl WsTransport {
         }
     }
 
+    /// The events `relay` sends back for the `REQ` frame `req` (subscription `outbox`)
+    /// until its `EOSE`, on a connection of its own (`glue.js`'s `storedEvents`) within
+    /// the publish timeout; `None` when it cannot tell (unreachable, `CLOSED`, a close,
+    /// no `EOSE` in time).
+    /// (Boxed: read-back and the check for a newer version share one copy.)
+    fn query(&self, relay: &str, req: &str) -> LocalBoxFuture<'static, Option<js_sys::Array>> {
+        let asked = RelayUrl::parse(relay).ok().map(|url| {
+            let timeout = self.inner.config.publish_timeout_ms;
+            JsFuture::from(stored_events(url.as_str(), req, timeout))
+        });
+        Box::pin(async move {
+            let stored = asked?.await.ok().filter(|v| !v.is_null())?;
+            Some(js_sys::Array::from(&stored))
+        })
+    }
+
     /// Adapts the relay's spacing of `EVENT`s to an answer ([`super::Pace`]).
     fn note_pace(&self, key: &str, rate_limited: bool) {
         if let Some(st) = self.inner.relays.borrow_mut().get_mut(key) {
@@ -955,14 +971,9 @@ impl Transport for WsTransport {
     /// the publish timeout: `Some(true)` only when the relay sent back an event with
     /// that id before its `EOSE`.
     async fn holds(&self, relay: &str, event_id: &str) -> Option<bool> {
-        let url = RelayUrl::parse(relay).ok()?;
-        let req = req_by_ids("outbox", &[event_id]);
-        let timeout = self.inner.config.publish_timeout_ms;
-        let stored = JsFuture::from(stored_events(url.as_str(), &req, timeout))
-            .await
-            .ok()
-            .filter(|v| !v.is_null())?;
-        let stored = js_sys::Array::from(&stored);
+        let stored = self
+            .query(relay, &req_by_ids("outbox", &[event_id]))
+            .await?;
         Some(stored.iter().any(|event| {
             js_sys::Reflect::get(&event, &"id".into())
                 .ok()
@@ -970,6 +981,19 @@ impl Transport for WsTransport {
                 .as_deref()
                 == Some(event_id)
         }))
+    }
+
+    /// The relay's newest version of `event`'s slot (`REQ` with `limit: 1` on a
+    /// connection of its own, bounded by the publish timeout), when it is newer: each
+    /// event sent back is checked ([`newer_version`]), so a relay cannot stop a
+    /// publish with a made-up one.
+    async fn newer(&self, relay: &str, event: &EventEnvelope) -> Option<(String, u64)> {
+        let req = req_newest("outbox", event.meta.as_ref()?);
+        let stored = self.query(relay, &req).await?;
+        stored.iter().find_map(|e| {
+            let text = js_sys::JSON::stringify(&e).ok()?.as_string()?;
+            newer_version(event, &text)
+        })
     }
 
     async fn publish(&self, relay: &str, event: &EventEnvelope) -> PublishReport {

@@ -684,6 +684,57 @@ mod import {
     }
 
     #[test]
+    fn every_way_of_being_superseded_is_imported() {
+        let r = created(fixture_plan(1, &RELAYS, Policy::All), 1_000);
+        let by = "e".repeat(64);
+        let mut ended: Vec<Record> = [
+            StopReason::Superseded,
+            StopReason::Deleted,
+            StopReason::Vanished,
+        ]
+        .into_iter()
+        .map(|reason| core::machine::supersede(&r, &by, reason, 2_000).unwrap())
+        .collect();
+        // A relay held a newer version: the attempt that found it ends the record.
+        let l = leased(&r, "l", 2_000);
+        let c = Completion {
+            id: r.id.clone(),
+            lease_id: "l".into(),
+            revision: l.revision,
+            results: vec![
+                TargetResult {
+                    target: RELAYS[0].into(),
+                    outcome: Outcome::Rejected(RejectReason::Newer),
+                    message: core::newer_message(&by, 7),
+                },
+                TargetResult {
+                    target: RELAYS[1].into(),
+                    outcome: Outcome::Accepted,
+                    message: String::new(),
+                },
+            ],
+            jitter: 0,
+        };
+        let newer = complete_attempt(&l, &c, 2_001, &retry_cfg()).unwrap();
+        assert_eq!(
+            (newer.stage, newer.reason, newer.superseded_by.as_deref()),
+            (
+                Stage::Superseded,
+                Some(StopReason::RemoteNewer),
+                Some(by.as_str())
+            )
+        );
+        assert!(newer.lease.is_none() && newer.due_ms.is_none());
+        assert_eq!(newer.evidence.len(), 3, "every target's answer kept");
+        ended.push(newer);
+        for r in ended {
+            let plan = plan_for(r.clone(), 9_000)
+                .unwrap_or_else(|e| panic!("{:?} is refused: {e}", r.reason));
+            assert_eq!(plan.imported.as_deref(), Some(&r));
+        }
+    }
+
+    #[test]
     fn history_neither_withdraws_nor_is_withdrawn() {
         // Held here: v2 of Alice's profile (pending) and v1 of a second slot.
         let v2 = created(profile(2, 200), 1_000);

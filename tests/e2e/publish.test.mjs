@@ -384,3 +384,63 @@ test("pacing: once a relay has answered rate-limited:, the EVENTs it gets in any
   const busiest = Math.max(...later.map((t) => later.filter((u) => u >= t && u < t + 1000).length));
   assert.ok(busiest < limit, `${busiest} EVENTs in one second after the first refusal (limit ${limit}): ${JSON.stringify(arrivals)}`);
 });
+
+test("two devices, one contact list: the stale copy queued offline never reaches a relay that holds the newer one", { timeout: SLOW }, async () => {
+  await nrr.start();
+  const sk = generateSecretKey();
+  const now = Math.floor(Date.now() / 1000);
+  const list = (created_at, follows) => finalizeEvent({ kind: 3, created_at, tags: follows.map((p) => ["p", p]), content: "" }, sk);
+  const stale = list(now - 100, ["a".repeat(64)]);
+  const newer = list(now - 50, ["a".repeat(64), "b".repeat(64)]);
+  const second = `${fault.url}/?t=contacts`; // a normal relay (stores, answers REQ)
+  const relays = [nrr.url, second];
+  // Device B (this browser, IndexedDB): the stale list is queued while it cannot send.
+  const openB = `m.Outbox.open({ name: "device-b-contacts" })`;
+  await page.evaluate(async ([openB, stale, relays]) => {
+    const o = await eval(openB);
+    await o.enqueue(stale, relays);
+    await o.close();
+  }, [openB, stale, relays]);
+  // Device A (a browser profile of its own) publishes the newer list meanwhile.
+  const deviceA = await launch();
+  try {
+    const pageA = await deviceA.context.newPage();
+    await pageA.goto(`${server.url}/tests/e2e/pages/blank.html`);
+    const a = await pageA.evaluate(async ([IMPORT_PACKAGE, newer, relays]) => {
+      const m = await eval(IMPORT_PACKAGE);
+      const o = await m.Outbox.open({ name: "device-a-contacts" });
+      await o.enqueue(newer, relays);
+      const run = await o.flush();
+      const record = await o.get(newer.id);
+      await o.close();
+      return { run, stage: record.stage };
+    }, [IMPORT_PACKAGE, newer, relays]);
+    assert.equal(a.stage, "satisfied", JSON.stringify(a));
+  } finally {
+    await deviceA.close();
+  }
+  // Device B comes back: reopened (as after a reload), it flushes its queue.
+  const b = await page.evaluate(async ([openB, id]) => {
+    const o = await eval(openB);
+    const told = [];
+    o.addEventListener("superseded", (e) => told.push({ id: e.detail.id, reason: e.detail.reason, by: e.detail.supersededBy }));
+    const run = await o.flush();
+    const record = await o.get(id);
+    await o.close();
+    return { run, record, told };
+  }, [openB, stale.id]);
+  assert.equal(b.record.stage, "superseded", JSON.stringify(b.record));
+  assert.equal(b.record.reason, "remoteNewer");
+  assert.equal(b.record.supersededBy, newer.id);
+  assert.deepEqual(b.told, [{ id: stale.id, reason: "remoteNewer", by: newer.id }]);
+  const checked = b.record.evidence.filter((e) => e.outcome === "rejected" && e.rejectReason === "newer");
+  assert.ok(checked.length >= 1, JSON.stringify(b.record.evidence));
+  assert.ok(checked.every((e) => e.message.startsWith(newer.id)), JSON.stringify(checked));
+  // Neither relay got the stale list; both still hold the newer one.
+  for (const url of [nrr.url, second]) {
+    assert.deepEqual(await queryRelay(url, [stale.id]), [], `${url} never got the stale list`);
+    assert.equal((await queryRelay(url, [newer.id]))[0]?.id, newer.id);
+  }
+  const stats = await fault.control(["STATS"]);
+  assert.equal(stats.events["/?t=contacts"], 1, "the second relay got one EVENT, device A's: " + JSON.stringify(stats.events));
+});

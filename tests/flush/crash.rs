@@ -24,6 +24,7 @@ fn config(owner: &str) -> FlushConfig {
         lanes: Vec::new(),
         relays: Vec::new(),
         lapsed_only: false,
+        newer_kinds: nostr_outbox::flush::NEWER_CHECK_KINDS.to_vec(),
     }
 }
 

@@ -11,6 +11,7 @@ mod support;
 mod crash;
 mod drafts;
 mod enqueue;
+mod newer;
 mod pipeline;
 mod props;
 mod readback;

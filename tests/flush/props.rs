@@ -74,6 +74,7 @@ proptest! {
                 lanes: Vec::new(),
                 relays: Vec::new(),
                 lapsed_only: false,
+                newer_kinds: nostr_outbox::flush::NEWER_CHECK_KINDS.to_vec(),
             };
             let now = Cell::new(0u64);
             let mut seed = 1u32;

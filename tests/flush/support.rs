@@ -31,6 +31,7 @@ pub fn config(batch_size: u32, concurrency: u32) -> FlushConfig {
         lanes: Vec::new(),
         relays: Vec::new(),
         lapsed_only: false,
+        newer_kinds: nostr_outbox::flush::NEWER_CHECK_KINDS.to_vec(),
     }
 }
 

@@ -22,6 +22,7 @@ enum Seen {
     Released(String),
     Woken(String),
     Signed(String),
+    Superseded(String),
 }
 
 fn record_into(log: &mut Vec<Seen>) -> impl FnMut(FlushEvent<'_>) + '_ {
@@ -40,6 +41,7 @@ fn record_into(log: &mut Vec<Seen>) -> impl FnMut(FlushEvent<'_>) + '_ {
             FlushEvent::Released { record } => Seen::Released(record.id.clone()),
             FlushEvent::Woken { record } => Seen::Woken(record.id.clone()),
             FlushEvent::Signed { record } => Seen::Signed(record.id.clone()),
+            FlushEvent::Superseded { record } => Seen::Superseded(record.id.clone()),
         })
     }
 }

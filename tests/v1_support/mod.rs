@@ -166,8 +166,10 @@ pub fn records() -> Vec<Record> {
     exhausted.revision = 4;
     exhausted.attempts = 1;
     exhausted.due_ms = None;
-    exhausted.evidence = RejectReason::ALL
-        .into_iter()
+    // Every reason format 1 knew (`newer` came later).
+    exhausted.evidence = RejectReason::ALL[..6]
+        .iter()
+        .copied()
         .enumerate()
         .map(|(i, r)| {
             evidence(
