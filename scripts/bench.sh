@@ -51,6 +51,9 @@ took api
 echo "== What the Nostr rules cost an enqueue (notes vs replaceable events, Chromium)" | tee -a "$log"
 node tests/e2e/bench/rules-cost.mjs 1000 3 2>&1 | tee -a "$log"
 took rules
+echo "== What the check for a newer version on a relay costs a kind-3's delivery (Chromium, nostr-rs-relay)" | tee -a "$log"
+node tests/e2e/bench/newer-cost.mjs 40 3 2>&1 | tee -a "$log"
+took newer
 echo "== Edge runtimes: durable storage adapter vs the memory store (Deno, Bun, workerd)" | tee -a "$log"
 [ -x tests/edge/node_modules/.bin/deno ] || (cd tests/edge && npm ci --silent --no-audit --no-fund)
 edge=()
