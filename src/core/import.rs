@@ -93,17 +93,7 @@ fn check(r: &Record) -> Result<(), CoreError> {
                     == (r.satisfaction == Satisfaction::Exhausted)
         }
         Stage::Cancelled => r.reason == Some(StopReason::Cancelled),
-        Stage::Superseded => {
-            matches!(
-                r.reason,
-                Some(
-                    StopReason::Superseded
-                        | StopReason::Deleted
-                        | StopReason::Vanished
-                        | StopReason::RemoteNewer
-                )
-            )
-        }
+        Stage::Superseded => r.reason.is_some_and(StopReason::supersedes),
         _ => r.reason.is_none(),
     } && (r.stage == Stage::Superseded) == r.superseded_by.is_some();
     if !stage_holds {

@@ -215,6 +215,18 @@ impl StopReason {
         StopReason::RemoteNewer,
     ];
 
+    /// True for the reasons of stage `superseded`: a newer version (queued, or held by
+    /// a relay), a deletion or a request to vanish.
+    pub fn supersedes(self) -> bool {
+        matches!(
+            self,
+            StopReason::Superseded
+                | StopReason::Deleted
+                | StopReason::Vanished
+                | StopReason::RemoteNewer
+        )
+    }
+
     /// The stable name used in JSON and JavaScript.
     pub fn as_str(self) -> &'static str {
         match self {

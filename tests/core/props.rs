@@ -285,15 +285,7 @@ fn check_record(r: &Record) -> Result<(), TestCaseError> {
         }
         Stage::Superseded => {
             prop_assert!(r.lease.is_none() && r.due_ms.is_none());
-            prop_assert!(matches!(
-                r.reason,
-                Some(
-                    StopReason::Superseded
-                        | StopReason::Deleted
-                        | StopReason::Vanished
-                        | StopReason::RemoteNewer
-                )
-            ));
+            prop_assert!(r.reason.is_some_and(StopReason::supersedes));
             prop_assert!(r.superseded_by.is_some());
         }
     }
