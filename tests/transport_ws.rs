@@ -370,6 +370,20 @@ async fn a_newer_version_on_a_real_relay_is_found_and_checked() {
     // A relay that cannot be reached, or never finishes its handshake: cannot tell.
     assert_eq!(t.newer(&closed(), &old).await, None);
     assert_eq!(t.newer(&fault("/stall?t=newer"), &old).await, None);
+    // A hostile relay's made-up newest versions (a forged signature, another key's
+    // event, junk, a 2 MiB frame before its real answer) stop nothing, and the event
+    // is then taken as ever.
+    let forge = fault("/forge?t=newer");
+    let mine = sign(79, 3, vec![], "follows: me", now - 10).to_envelope();
+    assert_eq!(t.newer(&forge, &mine).await, None);
+    let r = t.publish(&forge, &mine).await;
+    assert_eq!(r.outcome, Outcome::Accepted, "{r:?}");
+    // Its real answer still counts: an older version of the same list is stopped.
+    let older = sign(79, 3, vec![], "follows: nobody", now - 20).to_envelope();
+    assert_eq!(
+        t.newer(&forge, &older).await.map(|(id, _)| id),
+        Some(mine.id.clone())
+    );
 }
 
 #[wasm_bindgen_test]

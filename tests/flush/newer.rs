@@ -194,3 +194,42 @@ fn the_question_names_the_slot() {
         )
     );
 }
+
+proptest::proptest! {
+    #![proptest_config(crate::proptest_config::cases(64))]
+
+    /// A relay cannot make up a newer version: any change to one field of a valid newer
+    /// version (its id and signature no longer match), or text that is no event at all,
+    /// is no newer version; the check never panics.
+    #[test]
+    fn a_changed_or_made_up_version_is_never_newer(
+        field in 0usize..7,
+        text in ".{0,40}",
+        number in proptest::prelude::any::<u64>(),
+        hex_byte in 0u8..16,
+    ) {
+        let ours = version(3, 100, "mine", 1);
+        let envelope = Event::parse_json(&ours.to_string()).unwrap().to_envelope();
+        let newer = version(3, 200, "newer", 1);
+        proptest::prop_assert!(nostr_outbox::nostr::newer_version(&envelope, &newer.to_string()).is_some());
+        let mut changed = newer.clone();
+        let flip = |s: &str| {
+            let mut s = s.to_string();
+            let c = format!("{hex_byte:x}");
+            if s[..1] == c { s.replace_range(..1, if c == "0" { "1" } else { "0" }) } else { s.replace_range(..1, &c) }
+            s
+        };
+        match field {
+            0 => changed["id"] = json!(flip(newer["id"].as_str().unwrap())),
+            1 => changed["pubkey"] = json!(flip(newer["pubkey"].as_str().unwrap())),
+            2 => changed["created_at"] = json!(200 + 1 + number % 1_000_000),
+            3 => changed["kind"] = json!(3 + 1 + number % 60_000),
+            4 => changed["tags"] = json!([["p", text.clone()]]),
+            5 => changed["content"] = json!(format!("{text}!")),
+            _ => changed["sig"] = json!(flip(newer["sig"].as_str().unwrap())),
+        }
+        proptest::prop_assert_ne!(&changed, &newer);
+        proptest::prop_assert!(nostr_outbox::nostr::newer_version(&envelope, &changed.to_string()).is_none());
+        proptest::prop_assert!(nostr_outbox::nostr::newer_version(&envelope, &text).is_none());
+    }
+}

@@ -15,6 +15,7 @@
 //! | `/silent` | `EVENT`s are read and never answered |
 //! | `/swallow` | `EVENT`s are stored (by the open relay, shared with `/`), their `OK`s never sent: a relay that kept the event and whose answer was lost; `REQ`s are answered |
 //! | `/limit/<n>` | at most `<n>` `EVENT`s (1..=1000) per rolling second per connection reach the relay; the others are answered `["OK",id,false,"rate-limited: …"]`; `STATS` gives `limited` (refused) and `arrivals` (when each `EVENT` came, ms since the relay started) per path |
+//! | `/forge` | each `REQ` is first answered with what a hostile relay may send for it: non-JSON, wrong shapes, an `EVENT` claiming to be the newest version of the author's kind that it asks for (far in the future) with a made-up id and signature, the same with a valid signature by another key, a 2 MiB frame; then the real relay answers it (its events, `EOSE`). `EVENT`s are taken as by `/` |
 //! | `/close` | the first `EVENT` gets a WebSocket close frame (1011) instead of an `OK` |
 //! | `/drop` | the first `EVENT` drops the TCP connection without a close frame |
 //! | `/hostile` | before each `OK`: non-JSON, wrong shapes, `OK` for unknown ids, a malformed `OK` for the real id, a `NOTICE` flood, a 2 MiB frame, a binary frame, `AUTH`, `EVENT`/`EOSE`/`CLOSED`/`COUNT`; then the real relay answers |
@@ -67,6 +68,7 @@ enum Mode {
     Silent,
     Swallow,
     Limit(usize),
+    Forge,
     Close,
     Drop,
     Hostile,
@@ -86,6 +88,7 @@ impl Mode {
             ["reply", prefix] => Mode::Reply((*prefix).to_string()),
             ["silent"] => Mode::Silent,
             ["swallow"] => Mode::Swallow,
+            ["forge"] => Mode::Forge,
             ["limit", n] => match n.parse::<usize>() {
                 Ok(n) if (1..=1000).contains(&n) => Mode::Limit(n),
                 _ => Mode::NotFound(path.to_string()),
@@ -579,6 +582,9 @@ async fn proxy<S: AsyncRead + AsyncWrite + Unpin>(
                     Message::Close(_) => break,
                     _ => continue,
                 };
+                if mode == Mode::Forge && send_forgeries(&mut client, &text).await.is_err() {
+                    break;
+                }
                 let id = event_id(&text);
                 if id.is_some() {
                     bump(&state.events, key);
@@ -661,6 +667,50 @@ async fn proxy<S: AsyncRead + AsyncWrite + Unpin>(
         }
     }
     let _ = backend.close(None).await;
+}
+
+/// `/forge`: what a hostile relay may send for a `REQ` (`text`) before the real answer:
+/// made-up "newest versions" of what it asks for. Nothing for other frames.
+async fn send_forgeries<S: AsyncRead + AsyncWrite + Unpin>(
+    client: &mut WebSocketStream<S>,
+    text: &str,
+) -> Result<(), tokio_tungstenite::tungstenite::Error> {
+    use nostr_relay_builder::prelude::{EventBuilder, Keys, Kind, Timestamp};
+    let Ok(v) = serde_json::from_str::<Value>(text) else {
+        return Ok(());
+    };
+    if v[0] != "REQ" {
+        return Ok(());
+    }
+    let sub = v[1].clone();
+    let author = v[2]["authors"][0].as_str().unwrap_or_default().to_string();
+    let kind = v[2]["kinds"][0].as_u64().unwrap_or(3);
+    let future = Timestamp::now().as_secs() + 1_000_000;
+    let made_up = json!({
+        "id": "f".repeat(64), "pubkey": author, "created_at": future, "kind": kind,
+        "tags": [], "content": "forged", "sig": "e".repeat(128),
+    });
+    let mut frames = vec![
+        "not json".to_string(),
+        json!(["EVENT"]).to_string(),
+        json!(["EVENT", sub, "not an event"]).to_string(),
+        json!(["EVENT", sub, made_up]).to_string(),
+        json!(["EVENT", "another-sub", made_up]).to_string(),
+    ];
+    if let Ok(other) = EventBuilder::new(Kind::from(kind as u16), "another key's")
+        .custom_created_at(Timestamp::from(future))
+        .sign_with_keys(&Keys::generate())
+    {
+        frames.push(json!(["EVENT", sub, other]).to_string());
+    }
+    for f in frames {
+        client.send(Message::text(f)).await?;
+    }
+    let mut huge = String::with_capacity(HUGE_FRAME + 16);
+    huge.push_str("[\"NOTICE\",\"");
+    huge.extend(std::iter::repeat_n('x', HUGE_FRAME));
+    huge.push_str("\"]");
+    client.send(Message::text(huge)).await
 }
 
 /// Everything a hostile relay may send, before the real answer to `id`.
