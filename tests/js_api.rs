@@ -332,6 +332,30 @@ async fn open_refuses_bad_options() {
             json!({ "storage": "memory", "transport": {} }),
             "invalid_options",
         ),
+        (
+            json!({ "storage": "memory", "newerKinds": 3 }),
+            "invalid_options",
+        ),
+        (
+            json!({ "storage": "memory", "newerKinds": [1.5] }),
+            "invalid_options",
+        ),
+        (
+            json!({ "storage": "memory", "newerKinds": [65_536] }),
+            "invalid_options",
+        ),
+        (
+            json!({ "storage": "memory", "newerKinds": [-1] }),
+            "invalid_options",
+        ),
+        (
+            json!({ "storage": "memory", "newerKinds": ["3"] }),
+            "invalid_options",
+        ),
+        (
+            json!({ "storage": "memory", "newerKinds": (0..65).collect::<Vec<u32>>() }),
+            "invalid_options",
+        ),
         (json!({ "name": "" }), "invalid_options"),
         (json!([1]), "invalid_options"),
         (json!("memory"), "invalid_options"),
@@ -349,6 +373,17 @@ async fn open_refuses_bad_options() {
         .await
         .expect("circuit options in range");
     ok(&o, "close", &[]).await;
+    // Kinds to check for newer versions: any 0..=65535, at most 64; none turns it off.
+    for kinds in [
+        json!([]),
+        json!([0, 3, 30_000, 65_535]),
+        json!((0..64).collect::<Vec<u32>>()),
+    ] {
+        let o = open(json!({ "storage": "memory", "newerKinds": kinds }))
+            .await
+            .expect("newerKinds in range");
+        ok(&o, "close", &[]).await;
+    }
     let details = match open(json!({ "storage": "memory", "maxAttemps": 3 })).await {
         Err(e) => assert_code(&e, "invalid_options"),
         Ok(_) => panic!("typo accepted"),
