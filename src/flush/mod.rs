@@ -498,12 +498,12 @@ fn finish_attempts(
 ) -> Result<(), StoreError> {
     for (completion, result) in completions.iter().zip(recorded) {
         match result {
-            // A verdict is reported once, when it is new; the end of delivery after it
-            // is reported apart (`Settled`).
             // A relay held a newer version (`StopReason::RemoteNewer`).
             Ok(next) if next.stage == Stage::Superseded => {
                 observer(FlushEvent::Superseded { record: &next });
             }
+            // A verdict is reported once, when it is new; the end of delivery after it
+            // is reported apart (`Settled`).
             Ok(next) if next.verdict_is_new() => {
                 if next.satisfaction == Satisfaction::Satisfied {
                     stats.satisfied += 1;
