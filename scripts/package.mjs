@@ -53,6 +53,44 @@ const errorSnippet = existsSync(join(dir, "snippets"))
   : null;
 if (!errorSnippet) fail("snippets/**/src/js/error.js not found");
 const errorPath = "./" + relative(dir, errorSnippet).split("\\").join("/");
+// src/js/relay_info.js (NIP-11, imported by the .wasm's glue): its `relayInformation`
+// is part of the entry, from the same module instance the transport uses.
+const infoPath = errorPath.replace(/error\.js$/, "relay_info.js");
+if (!existsSync(join(dir, infoPath))) fail("snippets/**/src/js/relay_info.js not found");
+const RELAY_INFO_DTS = `
+/** What the outbox knows of a relay's NIP-11 information document (see docs/API.md). */
+export interface RelayInformation {
+  /** The relay, as \`normalizeRelayUrl\` returns it. */
+  url: string;
+  /** When it was fetched (unix ms). */
+  fetchedAt: number;
+  /** \`ok\`; \`missing\` (not served); \`invalid\` (too large, not JSON, not an object); \`failed\` (unreachable, timed out). Only \`ok\` is checked against. */
+  status: "ok" | "missing" | "invalid" | "failed";
+  /** The document as served, when \`ok\`. */
+  document: Record<string, unknown> | null;
+  /** The limits taken from \`limitation\` (a non-negative integer or a boolean each; 0 is none). */
+  limits: {
+    max_message_length?: number;
+    max_event_tags?: number;
+    max_content_length?: number;
+    min_pow_difficulty?: number;
+    created_at_lower_limit?: number;
+    created_at_upper_limit?: number;
+    auth_required?: boolean;
+    payment_required?: boolean;
+    restricted_writes?: boolean;
+  };
+  /** What was ignored, and why. */
+  notes: string[];
+}
+/**
+ * A relay's NIP-11 information document as the outbox keeps it (the Cache API where the
+ * runtime has one, else memory), fetched when none is kept younger than \`maxAgeMs\`
+ * (default one hour) within \`timeoutMs\` (default 5000). Never rejects for the relay's
+ * sake; a URL that is not ws:// or wss:// is a \`TypeError\`.
+ */
+export function relayInformation(url: string, options?: { maxAgeMs?: number; timeoutMs?: number }): Promise<RelayInformation>;
+`;
 
 // The JavaScript parts: publish.js and the adapters (js/ of the repository).
 const jsDir = join(dirname(fileURLToPath(import.meta.url)), "..", "js");
@@ -77,6 +115,7 @@ writeFileSync(
 export * from "./${base}.js";
 export { default } from "./${base}.js";
 export { OutboxError } from "${errorPath}";
+export { relayInformation } from "${infoPath}";
 export * from "./publish.js"; // PublishError; also adds Outbox.prototype.publish
 import "./transfer.js"; // adds Outbox.prototype.export and .import
 `,
@@ -86,7 +125,7 @@ writeFileSync(
   `export * from "./${base}.js";
 export { default } from "./${base}.js";
 export * from "./publish.js";
-`,
+${RELAY_INFO_DTS}`,
 );
 
 // The edge build: the same entry over its own generated module, and the files that
@@ -100,6 +139,7 @@ if (hasEdge) {
   const edgeSnippet = find(join(edgeDir, "snippets"), join("src", "js", "error.js"));
   if (!edgeSnippet) fail("edge/snippets/**/src/js/error.js not found");
   const edgeErrorPath = "./" + relative(edgeDir, edgeSnippet).split("\\").join("/");
+  const edgeInfoPath = edgeErrorPath.replace(/error\.js$/, "relay_info.js");
   for (const a of wasmBound) {
     copyFileSync(join(jsDir, `${a}.js`), join(edgeDir, `${a}.js`));
     copyFileSync(join(jsDir, `${a}.d.ts`), join(edgeDir, `${a}.d.ts`));
@@ -113,6 +153,7 @@ import initWasm from "./${base}.js";
 import { OutboxError } from "${edgeErrorPath}";
 export * from "./${base}.js";
 export { OutboxError };
+export { relayInformation } from "${edgeInfoPath}";
 export * from "./publish.js"; // PublishError; also adds Outbox.prototype.publish
 import "./transfer.js"; // adds Outbox.prototype.export and .import
 

@@ -309,6 +309,18 @@ async fn open_refuses_bad_options() {
             "invalid_options",
         ),
         (
+            json!({ "storage": "memory", "relayInfoTtlMs": 604_800_001 }),
+            "invalid_config",
+        ),
+        (
+            json!({ "storage": "memory", "relayInfoTtlMs": -1 }),
+            "invalid_options",
+        ),
+        (
+            json!({ "storage": "memory", "relayInfoTtlMs": "3600000" }),
+            "invalid_options",
+        ),
+        (
             json!({ "storage": "memory", "durability": "lazy" }),
             "invalid_options",
         ),

@@ -37,11 +37,16 @@ pub enum RejectReason {
     /// event, found by the outbox's check before sending ([`super::StopReason::RemoteNewer`]).
     /// Never made from a relay's words.
     Newer,
+    /// Not sent: the relay's NIP-11 information document states a limit the signed
+    /// event can never meet (message too long, too many tags, content too long, too
+    /// little proof of work, `created_at` too old); the evidence message says which.
+    /// Never made from a relay's words.
+    Limit,
 }
 
 impl RejectReason {
     /// Every reason, in declaration order.
-    pub const ALL: [RejectReason; 7] = [
+    pub const ALL: [RejectReason; 8] = [
         RejectReason::Blocked,
         RejectReason::Invalid,
         RejectReason::Restricted,
@@ -49,6 +54,7 @@ impl RejectReason {
         RejectReason::Mute,
         RejectReason::Other,
         RejectReason::Newer,
+        RejectReason::Limit,
     ];
 
     /// The stable string used in JSON and JavaScript.
@@ -61,6 +67,7 @@ impl RejectReason {
             RejectReason::Mute => "mute",
             RejectReason::Other => "other",
             RejectReason::Newer => "newer",
+            RejectReason::Limit => "limit",
         }
     }
 }
@@ -253,6 +260,7 @@ impl<'de> Deserialize<'de> for RejectReason {
                 "mute",
                 "other",
                 "newer",
+                "limit",
             ],
         }
         .deserialize(d)?;
@@ -440,6 +448,7 @@ mod tests {
             Mute,
             Other,
             Newer,
+            Limit,
         }
 
         impl RejectReason {

@@ -45,7 +45,7 @@ const DEFAULT_LIST_LIMIT: u32 = 100;
 const IMPORT_BATCH: usize = 50;
 
 /// The keys of `Outbox.open` options.
-const OPEN_KEYS: [&str; 24] = [
+const OPEN_KEYS: [&str; 25] = [
     "name",
     "storage",
     "durability",
@@ -59,6 +59,7 @@ const OPEN_KEYS: [&str; 24] = [
     "connectTimeoutMs",
     "circuitFailures",
     "circuitOpenMs",
+    "relayInfoTtlMs",
     "batchSize",
     "concurrency",
     "lowConcurrency",
@@ -72,8 +73,8 @@ const OPEN_KEYS: [&str; 24] = [
     "transport",
 ];
 /// The keys of `handleSync` options: those of `Outbox.open`, and `tag`.
-const SYNC_KEYS: [&str; 25] = {
-    let mut keys = [""; 25];
+const SYNC_KEYS: [&str; 26] = {
+    let mut keys = [""; 26];
     let mut i = 0;
     while i < OPEN_KEYS.len() {
         keys[i] = OPEN_KEYS[i];
@@ -99,6 +100,7 @@ shape! {
         connect_timeout_ms: Uint = "connectTimeoutMs",
         circuit_failures: Uint = "circuitFailures",
         circuit_open_ms: Uint = "circuitOpenMs",
+        relay_info_ttl_ms: Uint = "relayInfoTtlMs",
         batch_size: Uint = "batchSize",
         concurrency: Uint = "concurrency",
         low_concurrency: Uint = "lowConcurrency",
@@ -250,6 +252,9 @@ impl OpenConfig {
             circuit_open_ms: r
                 .uint32("circuitOpenMs", o.circuit_open_ms)?
                 .unwrap_or(ws_defaults.circuit_open_ms),
+            relay_info_ttl_ms: r
+                .uint32("relayInfoTtlMs", o.relay_info_ttl_ms)?
+                .unwrap_or(ws_defaults.relay_info_ttl_ms),
             ..ws_defaults
         };
         ws.validate()?;

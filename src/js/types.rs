@@ -136,7 +136,9 @@ export type RejectReason =
   | "mute"
   | "other"
   /** Not sent: the relay holds a newer version of this replaceable event (`newerKinds`). */
-  | "newer";
+  | "newer"
+  /** Not sent: the relay's NIP-11 document states a limit the event can never meet (`relayInfoTtlMs`). */
+  | "limit";
 
 /** Why a record stopped without being satisfied. */
 export type StopReason =
@@ -279,6 +281,14 @@ export interface OutboxOptions {
    * connection, so a relay that restarts is tried again within seconds.
    */
   circuitOpenMs?: number;
+  /**
+   * NIP-11: how long a relay's information document is kept (0..=604800000 ms; 0 = never
+   * fetched, no checks). Default 3600000 (one hour). Before each send the event is checked
+   * against the limits the document states: one it can never meet is not sent (rejected,
+   * reason `limit`); one ahead of the relay's `created_at` window waits (`error`, retried);
+   * no document, a failed fetch or an invalid document means no checks.
+   */
+  relayInfoTtlMs?: number;
   /**
    * Records claimed per flush round (1..=256); attempts are also recorded in groups of
    * about this many. Default 64. Records of priority `low` are claimed at most

@@ -56,6 +56,16 @@ extern "C" {
     fn stored_events(url: &str, req: &str, timeout_ms: u32) -> js_sys::Promise;
 }
 
+#[wasm_bindgen(module = "/src/js/relay_info.js")]
+extern "C" {
+    /// NIP-11: the relay's information document, kept or fetched within `bound_ms`
+    /// (kept `ttl_ms`; 0: no document, no checks), and the check of `raw` against its
+    /// limits: `null` (send) or the evidence message, prefixed `limit:` (never passes)
+    /// or `wait:`. Never rejects.
+    #[wasm_bindgen(js_name = relayVerdict)]
+    fn relay_verdict(url: &str, raw: &str, ttl_ms: u32, bound_ms: u32) -> js_sys::Promise;
+}
+
 use crate::platform::{describe, now_ms, Sleep};
 use conn::{Answer, AuthState, BusyGuard, Conn, ConnState, Counters};
 
@@ -90,6 +100,11 @@ pub struct WsTransportConfig {
     /// that restarts is tried again within seconds, one that stays down at most this
     /// often. Afterwards one connection is tried again.
     pub circuit_open_ms: u32,
+    /// NIP-11: how long a relay's information document is kept before it is fetched
+    /// again (0..=604 800 000 ms, 0 = never fetched, no checks; default 3 600 000).
+    /// Each publish is checked against the limits it states before sending
+    /// (`src/js/relay_info.js`).
+    pub relay_info_ttl_ms: u32,
 }
 
 impl Default for WsTransportConfig {
@@ -103,6 +118,7 @@ impl Default for WsTransportConfig {
             rate_limit_backoff_ms: 5_000,
             circuit_failures: 3,
             circuit_open_ms: 30_000,
+            relay_info_ttl_ms: 3_600_000,
         }
     }
 }
@@ -163,6 +179,7 @@ impl WsTransportConfig {
         )?;
         check("circuitFailures", self.circuit_failures, 0, 1_000)?;
         check("circuitOpenMs", self.circuit_open_ms, 1, 3_600_000)?;
+        check("relayInfoTtlMs", self.relay_info_ttl_ms, 0, 604_800_000)?;
         Ok(())
     }
 }
@@ -1007,10 +1024,22 @@ impl Transport for WsTransport {
         if let Some(report) = self.gate(&key) {
             return report;
         }
+        // NIP-11: the relay's limits, fetched (when not kept) while the connection opens.
+        let cfg = &self.inner.config;
+        let (ttl, bound) = (cfg.relay_info_ttl_ms, cfg.connect_timeout_ms);
+        let limits = JsFuture::from(relay_verdict(&key, &event.raw, ttl, bound));
         let (conn, _busy) = match self.open_busy(&url, &key).await {
             Ok(open) => open,
             Err(reason) => return PublishReport::new(Outcome::Unreachable, reason),
         };
+        if let Some(text) = limits.await.ok().and_then(|v| v.as_string()) {
+            let outcome = if text.starts_with("wait:") {
+                Outcome::Error
+            } else {
+                Outcome::Rejected(RejectReason::Limit)
+            };
+            return PublishReport::new(outcome, text);
+        }
         let Some(counters) = self.counters(&key) else {
             return PublishReport::new(Outcome::Unreachable, "relay state missing");
         };

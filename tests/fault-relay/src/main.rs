@@ -22,7 +22,8 @@
 //! | `/stall` | the TCP connection is accepted, the WebSocket handshake never answered |
 //! | `/slow/<ms>` | every client message is forwarded after `<ms>` ms (at most 60 000) |
 //! | `...?anything` | the query is ignored for the behaviour but keys the counters of `STATS` |
-//! | `/control` | admin: `["SWITCH","down"\|"up"]`, `["STATS"]` (events, connections and open sessions per path; `/limit`'s `arrivals` and `limited`), `["RESET"]` answered with `["CONTROL",<json>]` |
+//! | `/info/<document>` | WebSocket: the open relay, as `/`. HTTP (no `Upgrade`): a NIP-11 information document (with `Access-Control-Allow-Origin: *`), `<document>` being `k=v,k=v` (each `v` a JSON value, else a string: `{"name":"fault-relay","limitation":{k:v,…}}`), `missing` (404), `huge` (4 MiB, stating `max_message_length` 1; `huge-unsized`: the same without `content-length`), `deep` (30 000 nested arrays), `types` (every limit of a wrong type), `html` (an HTML page), `array` (a JSON array) or `slow` (never answered); `STATS` gives `info` (documents served, per path) |
+//! | `/control` | admin: `["SWITCH","down"\|"up"]`, `["STATS"]` (events, connections and open sessions per path; `/limit`'s `arrivals` and `limited`; `/info`'s `info`), `["RESET"]` answered with `["CONTROL",<json>]` |
 //!
 //! With `--switch`, a second listener serves the same paths on its own port and can be
 //! stopped (connections refused, live ones closed) and restarted on the same port through
@@ -101,6 +102,7 @@ impl Mode {
                 _ => Mode::NotFound(path.to_string()),
             },
             ["control"] => Mode::Control,
+            ["info", _] => Mode::Accept,
             _ => Mode::NotFound(path.to_string()),
         }
     }
@@ -116,6 +118,8 @@ struct State {
     arrivals: Mutex<BTreeMap<String, Vec<u64>>>,
     /// EVENT frames `/limit/<n>` refused, per path.
     limited: Mutex<BTreeMap<String, u64>>,
+    /// NIP-11 documents served (`/info/<document>` over HTTP), per path.
+    info: Mutex<BTreeMap<String, u64>>,
     started: std::time::Instant,
     /// Connections accepted, per path.
     connections: Mutex<BTreeMap<String, u64>>,
@@ -217,6 +221,7 @@ async fn main() {
         events: Mutex::default(),
         arrivals: Mutex::default(),
         limited: Mutex::default(),
+        info: Mutex::default(),
         started: std::time::Instant::now(),
         connections: Mutex::default(),
         open_now: Mutex::default(),
@@ -354,6 +359,123 @@ async fn request_path(stream: &TcpStream) -> Option<String> {
     None
 }
 
+/// The path of an HTTP request for `/info/…` that is not a WebSocket upgrade (its head
+/// peeked, not consumed).
+async fn info_request(stream: &TcpStream) -> Option<String> {
+    let mut buf = [0u8; 8192];
+    for _ in 0..200 {
+        let n = stream.peek(&mut buf).await.ok()?;
+        let head = &buf[..n];
+        if let Some(end) = head.windows(4).position(|w| w == b"\r\n\r\n") {
+            let text = String::from_utf8_lossy(&head[..end]).to_ascii_lowercase();
+            let path = text.lines().next()?.split(' ').nth(1)?.to_string();
+            let upgrade = text
+                .lines()
+                .any(|l| l.starts_with("upgrade:") && l.contains("websocket"));
+            return (!upgrade && path.starts_with("/info/")).then_some(path);
+        }
+        if n == buf.len() || n == 0 {
+            return None;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    None
+}
+
+/// The document `/info/<document>` names (see the table above): `(status, content type,
+/// body)`, or `None` for `slow`.
+fn info_document(path: &str) -> Option<(u16, &'static str, Vec<u8>)> {
+    let spec = path
+        .split('?')
+        .next()
+        .unwrap_or("")
+        .trim_start_matches("/info/");
+    let json = "application/nostr+json";
+    let doc = |v: Value| Some((200, json, v.to_string().into_bytes()));
+    match spec {
+        "missing" => Some((404, "text/plain", b"not found".to_vec())),
+        "slow" => None,
+        "html" => Some((
+            200,
+            "text/html",
+            b"<html><body>a relay</body></html>".to_vec(),
+        )),
+        "array" => doc(json!([1, 2, 3])),
+        "types" => doc(json!({"name": "fault-relay", "limitation": {
+            "max_message_length": "10", "max_event_tags": -1, "max_content_length": 1.5,
+            "min_pow_difficulty": [30], "auth_required": "yes",
+            "created_at_lower_limit": {"a": 1}, "created_at_upper_limit": 1e300,
+            "restricted_writes": 1, "payment_required": null}})),
+        "huge" | "huge-unsized" => {
+            let mut body = br#"{"limitation":{"max_message_length":1},"pad":""#.to_vec();
+            body.resize(body.len() + 4 * 1024 * 1024, b'x');
+            body.extend_from_slice(br#""}"#);
+            Some((200, json, body))
+        }
+        "deep" => {
+            let mut body = br#"{"name":"deep","x":"#.to_vec();
+            body.extend(std::iter::repeat_n(b'[', 30_000));
+            body.extend(std::iter::repeat_n(b']', 30_000));
+            body.push(b'}');
+            Some((200, json, body))
+        }
+        spec => {
+            let mut limitation = serde_json::Map::new();
+            for pair in spec.split(',').filter(|p| !p.is_empty()) {
+                let (k, v) = pair.split_once('=').unwrap_or((pair, "true"));
+                let value = serde_json::from_str(v).unwrap_or_else(|_| Value::from(v));
+                limitation.insert(k.to_string(), value);
+            }
+            doc(json!({"name": "fault-relay", "limitation": limitation}))
+        }
+    }
+}
+
+/// Answers one HTTP request for a NIP-11 document and closes the connection.
+async fn serve_info(
+    state: &State,
+    mut stream: TcpStream,
+    path: &str,
+    down: Option<watch::Receiver<bool>>,
+) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let key = path.to_string();
+    // Consume the request head (already peeked whole).
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") && head.len() < 8192 {
+        match stream.read(&mut byte).await {
+            Ok(1) => head.push(byte[0]),
+            _ => return,
+        }
+    }
+    let Some((status, content_type, body)) = info_document(&key) else {
+        // `slow`: never answered (until the listener goes down or a minute passes).
+        let mut down = down;
+        let hold = tokio::time::sleep(Duration::from_secs(60));
+        match &mut down {
+            Some(rx) => tokio::select! { _ = hold => {}, _ = wait_for(rx, false) => {} },
+            None => hold.await,
+        }
+        return;
+    };
+    bump(&state.info, &key);
+    let reason = if status == 200 { "OK" } else { "Not Found" };
+    // `huge-unsized`: no `content-length`, the body ends with the connection.
+    let length = if key.contains("unsized") {
+        String::new()
+    } else {
+        format!("content-length: {}\r\n", body.len())
+    };
+    let header = format!(
+        "HTTP/1.1 {status} {reason}\r\ncontent-type: {content_type}\r\n{length}access-control-allow-origin: *\r\naccess-control-allow-headers: *\r\nconnection: close\r\n\r\n"
+    );
+    if stream.write_all(header.as_bytes()).await.is_ok() {
+        let _ = stream.write_all(&body).await;
+    }
+    let _ = stream.shutdown().await;
+}
+
 /// Counts a live WebSocket session on its path while it lives.
 struct OpenGuard<'a> {
     state: &'a State,
@@ -399,6 +521,11 @@ async fn handle(
             Some(rx) => tokio::select! { _ = hold => {}, _ = wait_for(rx, false) => {} },
             None => hold.await,
         }
+        return;
+    }
+    // `/info/<document>` without `Upgrade: websocket`: a NIP-11 information document.
+    if let Some(path) = info_request(&stream).await {
+        serve_info(&state, stream, &path, down).await;
         return;
     }
     let mut path = String::from("/");
@@ -492,8 +619,9 @@ async fn control<S: AsyncRead + AsyncWrite + Unpin>(state: &State, mut ws: WebSo
                 let open = state.open_now.lock().map(|m| m.clone()).unwrap_or_default();
                 let arrivals = state.arrivals.lock().map(|m| m.clone()).unwrap_or_default();
                 let limited = state.limited.lock().map(|m| m.clone()).unwrap_or_default();
+                let info = state.info.lock().map(|m| m.clone()).unwrap_or_default();
                 json!({"events": events, "connections": connections, "open": open,
-                       "arrivals": arrivals, "limited": limited})
+                       "arrivals": arrivals, "limited": limited, "info": info})
             }
             "RESET" => {
                 if let Ok(mut m) = state.events.lock() {
@@ -506,6 +634,9 @@ async fn control<S: AsyncRead + AsyncWrite + Unpin>(state: &State, mut ws: WebSo
                     m.clear();
                 }
                 if let Ok(mut m) = state.limited.lock() {
+                    m.clear();
+                }
+                if let Ok(mut m) = state.info.lock() {
                     m.clear();
                 }
                 json!({"reset": true})
