@@ -109,7 +109,7 @@ function relayBinary() {
  * A real nostr-rs-relay on 127.0.0.1 with a temporary database. `stop()` and `start()`
  * keep the same port and data, so a test can take the relay down and bring it back.
  */
-export async function relay({ port } = {}) {
+export async function relay({ port, maxEventBytes = 1048576 } = {}) {
   const dataDir = await mkdtemp(join(tmpdir(), "outbox-relay-"));
   port = port || (await freePort());
   const config = join(dataDir, "config.toml");
@@ -126,7 +126,7 @@ export async function relay({ port } = {}) {
       `port = ${port}`,
       "[limits]",
       "messages_per_sec = 100000",
-      "max_event_bytes = 1048576",
+      `max_event_bytes = ${maxEventBytes}`,
       "max_ws_message_bytes = 4194304",
       "max_ws_frame_bytes = 4194304",
       "broadcast_buffer = 65536",

@@ -132,7 +132,7 @@ test("relayInformation (Node, no Cache API): refuses what is not a relay URL", a
 
 // --- end to end --------------------------------------------------------------------------
 
-let server, browser, nrr, fault, page;
+let server, browser, nrr, small, fault, page;
 before(async () => {
   fault = await startFaultRelay();
   if (!fault) throw new Error("tests/fault-relay is not built (scripts/setup.sh builds it)");
@@ -140,6 +140,10 @@ before(async () => {
   browser = await launch();
   nrr = await relay();
   await nrr.start();
+  // A nostr-rs-relay that takes events of at most 1 KiB: its NIP-11 document (0.8) states
+  // only `payment_required`, so the outbox learns the limit from its answer.
+  small = await relay({ maxEventBytes: 1024 });
+  await small.start();
   page = await browser.context.newPage();
   await page.goto(`${server.url}/tests/e2e/pages/blank.html`);
   await page.evaluate(async (IMPORT_PACKAGE) => {
@@ -161,6 +165,7 @@ after(async () => {
   await browser?.close();
   await fault?.stop();
   await nrr?.destroy();
+  await small?.destroy();
   await server?.close();
 });
 
@@ -184,6 +189,26 @@ test("an event a relay's NIP-11 document says it cannot take is never sent there
   const stats = await fault.control(["STATS"]);
   assert.equal(stats.events[`/info/max_message_length=1000?t=${tag}`] ?? 0, 0, "never sent: " + JSON.stringify(stats.events));
   assert.equal(stats.info[`/info/max_message_length=1000?t=${tag}`], 1, JSON.stringify(stats.info));
+});
+
+test("a relay that states its limit is spared the send; nostr-rs-relay, whose document does not, gets it and never answers OK: both typed, the others get it", async () => {
+  const stating = `${fault.url}/info/max_message_length=1500?t=vs`;
+  const event = sign({ content: "y".repeat(1500), created_at: Math.floor(Date.now() / 1000) });
+  const { record } = await page.evaluate(([e, r]) => deliver(e, r), [event, [stating, small.url, nrr.url]]);
+  const of = (url) => record.evidence.find((e) => e.relay === url);
+  assert.equal(of(stating).outcome, "rejected");
+  assert.equal(of(stating).rejectReason, "limit");
+  // nostr-rs-relay 0.8.12 answers an event over `max_event_bytes` with a NOTICE and no OK:
+  // a timeout (retried, read back first), not a refusal. Either way never `limit`.
+  assert.ok(["timeout", "rejected"].includes(of(small.url).outcome), JSON.stringify(of(small.url)));
+  assert.equal(of(small.url).rejectReason, undefined, "nostr-rs-relay's own answer");
+  assert.equal(of(nrr.url).outcome, "accepted");
+  const info = await page.evaluate(async (u) => {
+    const { status, limits } = await m.relayInformation(u);
+    return { status, limits };
+  }, small.url);
+  assert.deepEqual(info, { status: "ok", limits: { payment_required: false } }, "nostr-rs-relay 0.8 states no size limit");
+  assert.equal((await fault.control(["STATS"])).events["/info/max_message_length=1500?t=vs"] ?? 0, 0);
 });
 
 test("each stated limit: terminal where the signed event can never pass, waiting where time fixes it", async () => {
