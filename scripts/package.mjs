@@ -87,7 +87,8 @@ export interface RelayInformation {
  * A relay's NIP-11 information document as the outbox keeps it (the Cache API where the
  * runtime has one, else memory), fetched when none is kept younger than \`maxAgeMs\`
  * (default one hour) within \`timeoutMs\` (default 5000). Never rejects for the relay's
- * sake; a URL that is not ws:// or wss:// is a \`TypeError\`.
+ * sake; a URL that is not ws:// or wss://, or a bound that is not a non-negative number,
+ * is a \`TypeError\`.
  */
 export function relayInformation(url: string, options?: { maxAgeMs?: number; timeoutMs?: number }): Promise<RelayInformation>;
 `;

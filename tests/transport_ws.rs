@@ -315,6 +315,16 @@ async fn read_back_asks_by_id_and_tells_only_what_the_relay_said() {
     // A relay that cannot be reached, or never finishes its handshake: cannot tell.
     assert_eq!(t.holds(&closed(), &e.id).await, None);
     assert_eq!(t.holds(&fault("/stall?t=holds"), &e.id).await, None);
+    // The same stored events (`/swallow`, `/slow` and `/no-eose` share the open relay):
+    // an answer that comes late but within the bound tells; the event sent back tells
+    // without its `EOSE`; no `EOSE` and no event, or an answer after the bound, does not.
+    assert_eq!(
+        t.holds(&fault("/slow/200?t=holds"), &e.id).await,
+        Some(true)
+    );
+    assert_eq!(t.holds(&fault("/no-eose?t=holds"), &e.id).await, Some(true));
+    assert_eq!(t.holds(&fault("/no-eose?t=holds"), &never.id).await, None);
+    assert_eq!(t.holds(&fault("/slow/1500?t=holds"), &e.id).await, None);
     // The subscriptions ended (`CLOSE` sent): nothing is left waiting, nothing counted
     // as unrelated, and the connection still publishes.
     let rd = t.diagnostics().relay(&url).cloned().unwrap();
@@ -370,6 +380,19 @@ async fn a_newer_version_on_a_real_relay_is_found_and_checked() {
     // A relay that cannot be reached, or never finishes its handshake: cannot tell.
     assert_eq!(t.newer(&closed(), &old).await, None);
     assert_eq!(t.newer(&fault("/stall?t=newer"), &old).await, None);
+    // A relay that sends the newer version but no `EOSE` (within the bound): cannot
+    // tell, the event is sent; a slow `EOSE` within it: found.
+    let list = sign(80, 3, vec![], "follows: a", now - 10).to_envelope();
+    let r = t.publish(&fault("/?t=newer"), &list).await;
+    assert_eq!(r.outcome, Outcome::Accepted, "{r:?}");
+    let stale = sign(80, 3, vec![], "follows: none", now - 30).to_envelope();
+    assert_eq!(t.newer(&fault("/no-eose?t=newer"), &stale).await, None);
+    assert_eq!(
+        t.newer(&fault("/slow/300?t=newer"), &stale)
+            .await
+            .map(|(id, _)| id),
+        Some(list.id.clone())
+    );
     // A hostile relay's made-up newest versions (a forged signature, another key's
     // event, junk, a 2 MiB frame before its real answer) stop nothing, and the event
     // is then taken as ever.

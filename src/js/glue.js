@@ -289,7 +289,15 @@ export function mineInWorker(module, template, ms) {
 // transport's shared connections carry publishes only; a query is rare (after an answer
 // that left it unclear whether the relay stored an event), so it pays for a connection
 // rather than the .wasm for subscription bookkeeping.
+//
+// A `REQ` by ids ends as soon as every id asked for came back: the relay holds them,
+// whether or not its `EOSE` follows.
 export function storedEvents(url, req, ms) {
+  let wanted = null;
+  try {
+    const ids = JSON.parse(req)[2]?.ids;
+    if (Array.isArray(ids) && ids.length > 0) wanted = new Set(ids);
+  } catch (_) {}
   return new Promise((resolve) => {
     const events = [];
     let ws, done = false;
@@ -314,8 +322,10 @@ export function storedEvents(url, req, ms) {
       let m;
       try { m = JSON.parse(data); } catch (_) { return; }
       if (!Array.isArray(m)) return;
-      if (m[0] === "EVENT" && m[1] === "outbox" && events.length < 8) events.push(m[2]);
-      else if (m[0] === "EOSE" && m[1] === "outbox") finish(events);
+      if (m[0] === "EVENT" && m[1] === "outbox" && events.length < 8) {
+        events.push(m[2]);
+        if (wanted && wanted.delete(m[2]?.id) && wanted.size === 0) finish(events);
+      } else if (m[0] === "EOSE" && m[1] === "outbox") finish(events);
       else if (m[0] === "CLOSED" && m[1] === "outbox") finish(null);
     };
     ws.onclose = () => finish(null);

@@ -230,24 +230,6 @@ export function relayInfo(relay, ttlMs, boundMs) {
   return pending;
 }
 
-// The UTF-8 length of a string, without encoding it.
-function utf8Length(s) {
-  let n = 0;
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    if (c < 0x80) n += 1;
-    else if (c < 0x800) n += 2;
-    else if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length) {
-      const d = s.charCodeAt(i + 1);
-      if (d >= 0xdc00 && d <= 0xdfff) {
-        n += 4;
-        i++;
-      } else n += 3;
-    } else n += 3;
-  }
-  return n;
-}
-
 // Leading zero bits of a hex id (NIP-13).
 function leadingZeroBits(hex) {
   let bits = 0;
@@ -280,7 +262,7 @@ export function checkEvent(limits, raw, nowSec) {
   const not = "not sent: the relay's NIP-11 document states";
   const max = limits.max_message_length;
   if (max) {
-    const bytes = utf8Length(raw) + 10; // ["EVENT", + raw + ] (nostr::message::event_message)
+    const bytes = new TextEncoder().encode(raw).length + 10; // ["EVENT", + raw + ] (nostr::message::event_message)
     if (bytes > max) return `limit: ${not} max_message_length ${max}; the EVENT message is ${bytes} bytes`;
   }
   const tags = Array.isArray(ev.tags) ? ev.tags.length : 0;
@@ -333,11 +315,16 @@ export function relayVerdict(relay, raw, ttlMs, boundMs) {
  * @param {string} url the relay's URL, normalized as `normalizeRelayUrl` returns it
  * @param {{ maxAgeMs?: number, timeoutMs?: number }} [options]
  */
-export function relayInformation(url, options = {}) {
-  const ttl = options.maxAgeMs ?? 3_600_000;
-  const bound = options.timeoutMs ?? 5_000;
+export function relayInformation(url, options) {
+  const ttl = options?.maxAgeMs ?? 3_600_000;
+  const bound = options?.timeoutMs ?? 5_000;
   if (typeof url !== "string" || !/^wss?:\/\//i.test(url)) {
     return Promise.reject(new TypeError("relayInformation: a ws:// or wss:// URL is required"));
+  }
+  for (const [name, v] of [["maxAgeMs", ttl], ["timeoutMs", bound]]) {
+    if (typeof v !== "number" || !Number.isFinite(v) || v < 0) {
+      return Promise.reject(new TypeError(`relayInformation: ${name} must be a non-negative number of ms`));
+    }
   }
   return relayInfo(url, ttl, bound);
 }

@@ -156,10 +156,11 @@ pub trait Transport {
         Vec::new()
     }
 
-    /// Whether `relay` holds the event `event_id`, asked with a `REQ` by id until its
-    /// `EOSE` (read-back, after an answer that left it unclear): `Some(true)` when the
-    /// relay sent the event back, `Some(false)` when it ended its stored events without
-    /// it, `None` when it could not tell (unreachable, `CLOSED`, no `EOSE` in time).
+    /// Whether `relay` holds the event `event_id`, asked with a `REQ` by id until the
+    /// event or the `EOSE` comes (read-back, after an answer that left it unclear):
+    /// `Some(true)` when the relay sent the event back, `Some(false)` when it ended its
+    /// stored events without it, `None` when it could not tell (unreachable, `CLOSED`,
+    /// neither in time).
     /// Default: `None` (the event is sent again).
     async fn holds(&self, _relay: &str, _event_id: &str) -> Option<bool> {
         None

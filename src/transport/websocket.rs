@@ -15,7 +15,7 @@
 //!   relay's challenge), never an unauthenticated send; otherwise `AuthRequired` (no
 //!   signer, no challenge, a failed AUTH: retried) or `Rejected(Restricted)` (the
 //!   signer is another key), with the reason;
-//! - read-back ([`Transport::holds`]): a `REQ` by id until `EOSE`, on a short-lived
+//! - read-back ([`Transport::holds`]): a `REQ` by id until the event or `EOSE`, on a short-lived
 //!   connection of its own (`glue.js`'s `storedEvents`), never on the shared ones;
 //! - per-relay state: a `rate-limited:` answer pauses that relay alone for
 //!   [`WsTransportConfig::rate_limit_backoff_ms`]; repeated connection failures open a
@@ -986,7 +986,7 @@ impl Transport for WsTransport {
 
     /// A `REQ` by id on a connection of its own (`glue.js`'s `storedEvents`), bounded by
     /// the publish timeout: `Some(true)` only when the relay sent back an event with
-    /// that id before its `EOSE`.
+    /// that id (its `EOSE` is then not awaited).
     async fn holds(&self, relay: &str, event_id: &str) -> Option<bool> {
         let stored = self
             .query(relay, &req_by_ids("outbox", &[event_id]))

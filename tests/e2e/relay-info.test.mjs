@@ -125,9 +125,12 @@ test("limitsOf: random hostile values never yield a limit of the wrong type (ran
   }
 });
 
-test("relayInformation (Node, no Cache API): refuses what is not a relay URL", async () => {
+test("relayInformation: refuses what is not a relay URL, and bounds that are not non-negative numbers (nothing fetched)", async () => {
   await assert.rejects(relayInformation("https://example.com"), TypeError);
   await assert.rejects(relayInformation(42), TypeError);
+  for (const bad of [{ maxAgeMs: -1 }, { maxAgeMs: "1" }, { timeoutMs: NaN }, { timeoutMs: Infinity }]) {
+    await assert.rejects(relayInformation("wss://relay.invalid", bad), TypeError, JSON.stringify(bad));
+  }
 });
 
 // --- end to end --------------------------------------------------------------------------

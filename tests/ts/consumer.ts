@@ -6,6 +6,7 @@ import init, {
   OutboxError,
   PublishError,
   normalizeRelayUrl,
+  relayInformation,
   handleSync,
   registerBackgroundSync,
   version,
@@ -28,6 +29,7 @@ import init, {
   type Stage,
   type StopReason,
   type Satisfaction,
+  type RelayInformation,
   type StorageEstimateResult,
   type TargetStatus,
 } from "nostr-outbox";
@@ -259,6 +261,14 @@ export async function wrongUsages(outbox: Outbox): Promise<void> {
   const answers: Promise<string>[] = outbox.publish(["wss://a.example", "wss://b.example"], signed, publishOptions);
   const firstOk: string = await Promise.any(answers);
   console.log(firstOk, normalizeRelayUrl("WSS://A.example:443/"));
+  // NIP-11: what the outbox knows of a relay (its sends are checked against `limits`).
+  const info: RelayInformation = await relayInformation(normalizeRelayUrl("wss://a.example"), { maxAgeMs: 60_000 });
+  const maxLength: number | undefined = info.limits.max_message_length;
+  const fate: "ok" | "missing" | "invalid" | "failed" = info.status;
+  console.log(maxLength, fate, info.notes.join("; "), info.document?.["name"]);
+  // @ts-expect-error limits are numbers or booleans, by name
+  const wrong: string = info.limits.max_event_tags;
+  console.log(wrong);
   for (const settled of await Promise.allSettled(answers)) {
     if (settled.status === "rejected" && settled.reason instanceof PublishError) {
       const queued: boolean = settled.reason.queued;

@@ -14,6 +14,7 @@
 //! | `/reply/<prefix>` | every `EVENT` answered `["OK",id,false,"<prefix>: fault relay"]` (`true` for `duplicate`) |
 //! | `/silent` | `EVENT`s are read and never answered |
 //! | `/swallow` | `EVENT`s are stored (by the open relay, shared with `/`), their `OK`s never sent: a relay that kept the event and whose answer was lost; `REQ`s are answered |
+//! | `/no-eose` | the open relay, as `/`, but its `EOSE`s are never sent: a `REQ` gets the stored events and no end |
 //! | `/limit/<n>` | at most `<n>` `EVENT`s (1..=1000) per rolling second per connection reach the relay; the others are answered `["OK",id,false,"rate-limited: …"]`; `STATS` gives `limited` (refused) and `arrivals` (when each `EVENT` came, ms since the relay started) per path |
 //! | `/forge` | each `REQ` is first answered with what a hostile relay may send for it: non-JSON, wrong shapes, an `EVENT` claiming to be the newest version of the author's kind that it asks for (far in the future) with a made-up id and signature, the same with a valid signature by another key, a 2 MiB frame; then the real relay answers it (its events, `EOSE`). `EVENT`s are taken as by `/` |
 //! | `/close` | the first `EVENT` gets a WebSocket close frame (1011) instead of an `OK` |
@@ -68,6 +69,7 @@ enum Mode {
     Reply(String),
     Silent,
     Swallow,
+    NoEose,
     Limit(usize),
     Forge,
     Close,
@@ -89,6 +91,7 @@ impl Mode {
             ["reply", prefix] => Mode::Reply((*prefix).to_string()),
             ["silent"] => Mode::Silent,
             ["swallow"] => Mode::Swallow,
+            ["no-eose"] => Mode::NoEose,
             ["forge"] => Mode::Forge,
             ["limit", n] => match n.parse::<usize>() {
                 Ok(n) if (1..=1000).contains(&n) => Mode::Limit(n),
@@ -359,6 +362,16 @@ async fn request_path(stream: &TcpStream) -> Option<String> {
     None
 }
 
+/// Holds a connection unanswered for a minute, or until the switchable listener goes down.
+async fn hold(down: Option<watch::Receiver<bool>>) {
+    let mut down = down;
+    let minute = tokio::time::sleep(Duration::from_secs(60));
+    match &mut down {
+        Some(rx) => tokio::select! { _ = minute => {}, _ = wait_for(rx, false) => {} },
+        None => minute.await,
+    }
+}
+
 /// The path of an HTTP request for `/info/…` that is not a WebSocket upgrade (its head
 /// peeked, not consumed).
 async fn info_request(stream: &TcpStream) -> Option<String> {
@@ -451,12 +464,7 @@ async fn serve_info(
     }
     let Some((status, content_type, body)) = info_document(&key) else {
         // `slow`: never answered (until the listener goes down or a minute passes).
-        let mut down = down;
-        let hold = tokio::time::sleep(Duration::from_secs(60));
-        match &mut down {
-            Some(rx) => tokio::select! { _ = hold => {}, _ = wait_for(rx, false) => {} },
-            None => hold.await,
-        }
+        hold(down).await;
         return;
     };
     bump(&state.info, &key);
@@ -515,12 +523,7 @@ async fn handle(
         .is_some_and(|p| p.starts_with("/stall"))
     {
         bump(&state.connections, "/stall");
-        let mut down = down;
-        let hold = tokio::time::sleep(Duration::from_secs(60));
-        match &mut down {
-            Some(rx) => tokio::select! { _ = hold => {}, _ = wait_for(rx, false) => {} },
-            None => hold.await,
-        }
+        hold(down).await;
         return;
     }
     // `/info/<document>` without `Upgrade: websocket`: a NIP-11 information document.
@@ -786,7 +789,7 @@ async fn proxy<S: AsyncRead + AsyncWrite + Unpin>(
                         .and_then(|v| v[1].as_str().map(str::to_string));
                     let dropped = ok_for.is_some_and(|id| {
                         probe.as_deref() == Some(id.as_str()) || swallowed.contains(&id)
-                    });
+                    }) || (mode == Mode::NoEose && t.as_str().starts_with("[\"EOSE\""));
                     if dropped {
                         continue;
                     }
