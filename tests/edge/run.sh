@@ -19,6 +19,8 @@
 #   6b. schedule-workerd.mjs: the example's Durable Object in workerd: a scheduled post
 #      sent by its alarm alone at its time, an undo (cancel) and a reschedule; with the relay
 #      down, 50 records wake the object at most 10 times in 10 s.
+#   6c. relay-info.mjs: NIP-11 limits checked before sending, with Deno's and Bun's own
+#      fetch, against the fault relay's documents (a stated limit, a hostile document).
 #   7. transfer.mjs: export and import on Deno KV (Deno) and bun:sqlite (Bun) against an
 #      export the browser build wrote from IndexedDB.
 # Prints every test line and one libtest-style summary line. 1-5 need no package (5b builds
@@ -83,6 +85,7 @@ if [ ! -d ../e2e/node_modules/nostr-tools ] || [ ! -d ../e2e/node_modules/esbuil
 fi
 runner scenario node scenario.mjs
 runner schedule-workerd node schedule-workerd.mjs
+runner relay-info node relay-info.mjs
 # 7. transfer.mjs: an export written from IndexedDB imported into Deno KV and bun:sqlite and
 #    exported back the same (tests/data/export_v1.ndjson; needs pkg/).
 runner transfer-deno "$bin/deno" run --no-prompt --unstable-kv --allow-read --allow-write --allow-env transfer.mjs
