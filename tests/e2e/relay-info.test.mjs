@@ -214,6 +214,21 @@ test("a relay that states its limit is spared the send; nostr-rs-relay, whose do
   assert.equal((await fault.control(["STATS"])).events["/info/max_message_length=1500?t=vs"] ?? 0, 0);
 });
 
+test("publish(): the relay whose document states a limit the event exceeds rejects its promise with the limit, not queued; the other resolves", async () => {
+  const limited = `${fault.url}/info/max_event_tags=1?t=publish`;
+  const event = sign({ created_at: Math.floor(Date.now() / 1000), tags: [["t", "a"], ["t", "b"]], content: "two tags" });
+  const answers = await page.evaluate(async ([e, relays]) => {
+    const o = await m.Outbox.open({ name: `nip11-publish-${Math.random()}`, storage: "memory", connectTimeoutMs: 1000 });
+    const settled = await Promise.allSettled(o.publish(relays, e, { maxWait: 20_000 }));
+    await o.close();
+    return settled.map((s) => (s.status === "fulfilled" ? { ok: s.value } : { error: s.reason.message, queued: s.reason.queued, name: s.reason.name }));
+  }, [event, [limited, nrr.url]]);
+  assert.equal(answers[0].name, "PublishError", JSON.stringify(answers));
+  assert.match(answers[0].error, /^limit: not sent: the relay's NIP-11 document states max_event_tags 1; the event has 2$/);
+  assert.equal(answers[0].queued, false);
+  assert.ok("ok" in answers[1], JSON.stringify(answers));
+});
+
 test("each stated limit: terminal where the signed event can never pass, waiting where time fixes it", async () => {
   const at = (ahead = 0) => Math.floor(Date.now() / 1000) + ahead;
   const cases = [
