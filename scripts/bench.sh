@@ -54,6 +54,9 @@ took rules
 echo "== What the check for a newer version on a relay costs a kind-3's delivery (Chromium, nostr-rs-relay)" | tee -a "$log"
 node tests/e2e/bench/newer-cost.mjs 40 3 2>&1 | tee -a "$log"
 took newer
+echo "== What the NIP-11 check before each send costs a flush (Chromium, nostr-rs-relay)" | tee -a "$log"
+node tests/e2e/bench/nip11-cost.mjs 1000 5 2>&1 | tee -a "$log"
+took nip11
 echo "== Edge runtimes: durable storage adapter vs the memory store (Deno, Bun, workerd)" | tee -a "$log"
 [ -x tests/edge/node_modules/.bin/deno ] || (cd tests/edge && npm ci --silent --no-audit --no-fund)
 edge=()
