@@ -335,6 +335,51 @@ async fn read_back_asks_by_id_and_tells_only_what_the_relay_said() {
 }
 
 #[wasm_bindgen_test]
+async fn nip11_limits_a_relay_states_are_checked_before_sending() {
+    // In every browser of the tiers: this browser's `fetch` (cross-origin, the fault
+    // relay's `Access-Control-Allow-Origin: *`) and its Cache API (or memory).
+    let t = transport(|c| {
+        c.connect_timeout_ms = 2_000;
+        c.publish_timeout_ms = 3_000;
+    });
+    let path = "/info/max_message_length=600?t=nip11";
+    let big = note(&"x".repeat(800));
+    let r = t.publish(&fault(path), &big).await;
+    assert_eq!(r.outcome, Outcome::Rejected(RejectReason::Limit), "{r:?}");
+    assert!(
+        r.message.starts_with(
+            "limit: not sent: the relay's NIP-11 document states max_message_length 600;"
+        ),
+        "{r:?}"
+    );
+    let r = t.publish(&fault(path), &note("fits")).await;
+    assert_eq!(r.outcome, Outcome::Accepted, "{r:?}");
+    assert_eq!(
+        fault_events(path).await,
+        1,
+        "only the one within the limit was sent"
+    );
+    // Hostile documents: no checks, the event is sent.
+    for doc in ["huge-unsized", "types", "deep", "missing"] {
+        let url = fault(&format!("/info/{doc}?t=nip11"));
+        let r = t.publish(&url, &note(&"y".repeat(800))).await;
+        assert_eq!(r.outcome, Outcome::Accepted, "{doc}: {r:?}");
+    }
+    // `relay_info_ttl_ms: 0`: nothing fetched, nothing checked.
+    let off = transport(|c| c.relay_info_ttl_ms = 0);
+    let r = off
+        .publish(&fault("/info/max_message_length=600?t=nip11-off"), &big)
+        .await;
+    assert_eq!(r.outcome, Outcome::Accepted, "{r:?}");
+    let stats = control(json!(["STATS"])).await;
+    assert_eq!(
+        stats["info"][this_run("/info/max_message_length=600?t=nip11-off")],
+        Value::Null,
+        "never fetched: {stats}"
+    );
+}
+
+#[wasm_bindgen_test]
 async fn a_newer_version_on_a_real_relay_is_found_and_checked() {
     let t = transport(|c| {
         c.publish_timeout_ms = 2_000;

@@ -380,11 +380,12 @@ async fn info_request(stream: &TcpStream) -> Option<String> {
         let n = stream.peek(&mut buf).await.ok()?;
         let head = &buf[..n];
         if let Some(end) = head.windows(4).position(|w| w == b"\r\n\r\n") {
-            let text = String::from_utf8_lossy(&head[..end]).to_ascii_lowercase();
+            let text = String::from_utf8_lossy(&head[..end]);
             let path = text.lines().next()?.split(' ').nth(1)?.to_string();
-            let upgrade = text
-                .lines()
-                .any(|l| l.starts_with("upgrade:") && l.contains("websocket"));
+            let upgrade = text.lines().any(|l| {
+                let l = l.to_ascii_lowercase();
+                l.starts_with("upgrade:") && l.contains("websocket")
+            });
             return (!upgrade && path.starts_with("/info/")).then_some(path);
         }
         if n == buf.len() || n == 0 {
