@@ -205,3 +205,24 @@ export const IMPORT_PACKAGE = `(async () => {
   await m.default();
   return m;
 })()`;
+
+/**
+ * A Chromium page with the built package imported as `window.m`, for the benches of one
+ * cost (tests/e2e/bench/*-cost.mjs); with `relay`, a local nostr-rs-relay started too.
+ * Resolves with { page, nrr, close }.
+ */
+export async function packagePage({ relay: withRelay = false } = {}) {
+  const server = await startServer();
+  const nrr = withRelay ? await relay() : null;
+  await nrr?.start();
+  const browser = await launch();
+  const page = await browser.context.newPage();
+  await page.goto(`${server.url}/tests/e2e/pages/blank.html`);
+  await page.evaluate(async (IMPORT_PACKAGE) => { window.m = await eval(IMPORT_PACKAGE); }, IMPORT_PACKAGE);
+  const close = async () => {
+    await browser.close();
+    await nrr?.destroy();
+    await server.close();
+  };
+  return { page, nrr, close };
+}

@@ -4,18 +4,12 @@
 // version) with the check (`newerKinds` default) and without it (`newerKinds: []`),
 // interleaved one by one. Prints medians and the ratio; asserts nothing.
 // Usage: node tests/e2e/bench/newer-cost.mjs [N=40] [ROUNDS=3]
-import { startServer, launch, relay, IMPORT_PACKAGE } from "../harness.mjs";
+import { packagePage } from "../harness.mjs";
 import { generateSecretKey, finalizeEvent } from "nostr-tools/pure";
 
 const N = Number(process.argv[2] || 40);
 const ROUNDS = Number(process.argv[3] || 3);
-const server = await startServer();
-const nrr = await relay();
-await nrr.start();
-const browser = await launch();
-const page = await browser.context.newPage();
-await page.goto(`${server.url}/tests/e2e/pages/blank.html`);
-await page.evaluate(async (IMPORT_PACKAGE) => { window.m = await eval(IMPORT_PACKAGE); }, IMPORT_PACKAGE);
+const { page, nrr, close } = await packagePage({ relay: true });
 const sides = { "with the check": undefined, "without (newerKinds: [])": [] };
 const times = Object.fromEntries(Object.keys(sides).map((k) => [k, []]));
 const outboxes = await page.evaluate(async ([sides]) => {
@@ -54,6 +48,4 @@ for (const [name, t] of Object.entries(times)) {
 }
 console.log(`BENCH newer check: enqueue → OK of a kind-3 without ÷ with the check ${(median(without) / median(withCheck)).toFixed(2)} (median ${median(withCheck).toFixed(1)} against ${median(without).toFixed(1)} ms)`);
 await page.evaluate(async () => { for (const o of Object.values(window.o)) await o.close(); });
-await browser.close();
-await nrr.destroy();
-await server.close();
+await close();

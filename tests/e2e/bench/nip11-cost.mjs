@@ -4,18 +4,12 @@
 // checked against it) and without it (`relayInfoTtlMs: 0`), the two sides alternating
 // round by round in the same page. Prints medians and the ratio; asserts nothing.
 // Usage: node tests/e2e/bench/nip11-cost.mjs [N=1000] [ROUNDS=5]
-import { startServer, launch, relay, IMPORT_PACKAGE } from "../harness.mjs";
+import { packagePage } from "../harness.mjs";
 import { signedEvents } from "../events.mjs";
 
 const N = Number(process.argv[2] || 1000);
 const ROUNDS = Number(process.argv[3] || 5);
-const server = await startServer();
-const nrr = await relay();
-await nrr.start();
-const browser = await launch();
-const page = await browser.context.newPage();
-await page.goto(`${server.url}/tests/e2e/pages/blank.html`);
-await page.evaluate(async (IMPORT_PACKAGE) => { window.m = await eval(IMPORT_PACKAGE); }, IMPORT_PACKAGE);
+const { page, nrr, close } = await packagePage({ relay: true });
 const sides = { "with the check": {}, "without (relayInfoTtlMs: 0)": { relayInfoTtlMs: 0 } };
 const times = Object.fromEntries(Object.keys(sides).map((k) => [k, []]));
 for (let round = 0; round < ROUNDS; round++) {
@@ -42,6 +36,4 @@ for (const [name, t] of Object.entries(times)) {
   console.log(`  ${name.padEnd(28)} median ${median(t).toFixed(0)} ms   runs [${t.map((x) => x.toFixed(0)).join(", ")}]`);
 }
 console.log(`BENCH NIP-11 check: flush of ${N} without ÷ with the check ${(median(without) / median(withCheck)).toFixed(2)} (median ${median(withCheck).toFixed(0)} against ${median(without).toFixed(0)} ms)`);
-await browser.close();
-await nrr.destroy();
-await server.close();
+await close();

@@ -4,7 +4,7 @@
 // the one before it in the batch), and a single `enqueue` of each kind. Prints ratios to
 // the notes measured in the same rounds (interleaved); asserts nothing.
 // Usage: node tests/e2e/bench/rules-cost.mjs [N=1000] [ROUNDS=3]
-import { startServer, launch, IMPORT_PACKAGE } from "../harness.mjs";
+import { packagePage } from "../harness.mjs";
 import { generateSecretKey, finalizeEvent } from "nostr-tools/pure";
 
 const N = Number(process.argv[2] || 1000);
@@ -16,11 +16,7 @@ const sides = {
   "profiles, N authors": () => Array.from({ length: N }, (_, i) => finalizeEvent({ kind: 0, created_at: now, tags: [], content: `{"name":"${i}"}` }, generateSecretKey())),
   "versions of one profile": () => { const sk = generateSecretKey(); return Array.from({ length: N }, (_, i) => finalizeEvent({ kind: 0, created_at: now - N + i, tags: [], content: `{"name":"v${i}"}` }, sk)); },
 };
-const server = await startServer();
-const browser = await launch();
-const page = await browser.context.newPage();
-await page.goto(`${server.url}/tests/e2e/pages/blank.html`);
-await page.evaluate(async (IMPORT_PACKAGE) => { window.m = await eval(IMPORT_PACKAGE); }, IMPORT_PACKAGE);
+const { page, close } = await packagePage();
 const times = Object.fromEntries(Object.keys(sides).map((k) => [k, { many: [], single: [] }]));
 for (let round = 0; round < ROUNDS; round++) {
   for (const [name, make] of Object.entries(sides)) {
@@ -49,5 +45,4 @@ console.log(`rules cost: enqueueMany of ${N} and single enqueues (median of ${RO
 for (const [name, t] of Object.entries(times)) {
   console.log(`  ${name.padEnd(24)} enqueueMany ${median(t.many).toFixed(0).padStart(6)} ms (${(median(base.many) / median(t.many)).toFixed(2)})   enqueue ${median(t.single).toFixed(2)} ms (${(median(base.single) / median(t.single)).toFixed(2)})`);
 }
-await browser.close();
-await server.close();
+await close();
