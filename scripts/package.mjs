@@ -91,6 +91,18 @@ export interface RelayInformation {
  * is a \`TypeError\`.
  */
 export function relayInformation(url: string, options?: { maxAgeMs?: number; timeoutMs?: number }): Promise<RelayInformation>;
+/** Where the outbox keeps relays' information documents, instead of the Cache API or memory. */
+export interface RelayInformationStore {
+  get(url: string): string | undefined | null | Promise<string | undefined | null>;
+  set(url: string, text: string): void | Promise<void>;
+}
+/**
+ * Keeps relays' NIP-11 documents in the app's store (a Deno KV, a SQLite table, a Durable
+ * Object's storage), shared by every process of the app; \`null\` goes back to the Cache API
+ * (or memory). What is read back is checked again; a store that throws means memory only.
+ * Anything else is a \`TypeError\`.
+ */
+export function setRelayInformationStore(store: RelayInformationStore | null): void;
 `;
 
 // The JavaScript parts: publish.js and the adapters (js/ of the repository).
@@ -116,7 +128,7 @@ writeFileSync(
 export * from "./${base}.js";
 export { default } from "./${base}.js";
 export { OutboxError } from "${errorPath}";
-export { relayInformation } from "${infoPath}";
+export { relayInformation, setRelayInformationStore } from "${infoPath}";
 export * from "./publish.js"; // PublishError; also adds Outbox.prototype.publish
 import "./transfer.js"; // adds Outbox.prototype.export and .import
 `,
@@ -154,7 +166,7 @@ import initWasm from "./${base}.js";
 import { OutboxError } from "${edgeErrorPath}";
 export * from "./${base}.js";
 export { OutboxError };
-export { relayInformation } from "${edgeInfoPath}";
+export { relayInformation, setRelayInformationStore } from "${edgeInfoPath}";
 export * from "./publish.js"; // PublishError; also adds Outbox.prototype.publish
 import "./transfer.js"; // adds Outbox.prototype.export and .import
 

@@ -7,7 +7,8 @@
 // document are what the runtime does natively; the wasm side (`WsTransport::publish`)
 // only awaits one verdict per publish. Kept durably where the runtime has the Cache API
 // (browsers' windows, workers and service workers of one origin share it; Deno;
-// Cloudflare Workers, where it is per data centre), in memory otherwise (Node, Bun).
+// Cloudflare Workers, where it is per data centre), in memory otherwise (Node, Bun), or
+// in a store the app gives (`setRelayInformationStore`).
 //
 // Guarantees: no document, a fetch that fails, or a document that is invalid means no
 // checks, never a blocked delivery. A document is read up to MAX_DOCUMENT_BYTES, as
@@ -163,21 +164,58 @@ function cacheKey(relay) {
   return infoUrl(relay);
 }
 
+// The app's store of documents (`setRelayInformationStore`), used instead of the Cache API.
+let appStore = null;
+
+/**
+ * Keeps relays' information documents in the app's store instead of the Cache API (or, in
+ * runtimes without one, memory): `{ get(url) → text | undefined, set(url, text) }`, each
+ * may return a promise (a Deno KV, a SQLite table, a Durable Object's storage), so every
+ * process or isolate of the app shares them. `null` goes back to the default. What is read
+ * back is checked as a fetched document is; a store that throws means memory only.
+ */
+export function setRelayInformationStore(store) {
+  if (store !== null && (typeof store !== "object" || typeof store.get !== "function" || typeof store.set !== "function")) {
+    throw new TypeError("setRelayInformationStore: an object with get(url) and set(url, text), or null, is required");
+  }
+  appStore = store;
+}
+
+// What was kept, checked again: the right shape, and the limits read anew from the
+// document (kept copies are not trusted more than a relay's answer).
+function revive(info, relay) {
+  if (!info || typeof info !== "object" || info.url !== relay || typeof info.fetchedAt !== "number") return null;
+  if (!["ok", "missing", "invalid", "failed"].includes(info.status)) return null;
+  if (info.status !== "ok") return { ...info, document: null, limits: {}, notes: Array.isArray(info.notes) ? info.notes.map(String) : [] };
+  if (!info.document || typeof info.document !== "object" || Array.isArray(info.document)) return null;
+  return { url: relay, fetchedAt: info.fetchedAt, status: "ok", document: info.document, ...limitsOf(info.document) };
+}
+
 async function loadKept(relay) {
-  const storage = cacheStorage();
-  if (!storage) return null;
   try {
+    if (appStore) {
+      const text = await appStore.get(relay);
+      return typeof text === "string" ? revive(JSON.parse(text), relay) : null;
+    }
+    const storage = cacheStorage();
+    if (!storage) return null;
     const cache = await storage.open(CACHE_NAME);
     const res = await cache.match(cacheKey(relay));
-    if (!res) return null;
-    const info = await res.json();
-    return info && typeof info.fetchedAt === "number" && info.url === relay ? info : null;
+    return res ? revive(await res.json(), relay) : null;
   } catch (_) {
     return null;
   }
 }
 
 async function keep(info, ttlMs) {
+  if (appStore) {
+    try {
+      await appStore.set(info.url, JSON.stringify(info));
+    } catch (_) {
+      // The app's store refused: memory only.
+    }
+    return;
+  }
   const storage = cacheStorage();
   if (!storage) return;
   try {

@@ -19,6 +19,7 @@ import {
   limitsOf,
   relayInformation,
   forgetRelayInformation,
+  setRelayInformationStore,
   MAX_DOCUMENT_BYTES,
 } from "../../src/js/relay_info.js";
 
@@ -330,4 +331,40 @@ test("Node without the Cache API keeps documents in memory: fetched once", async
   const again = await relayInformation(url, { maxAgeMs: 0 });
   assert.equal(again.status, "ok");
   assert.equal((await fault.control(["STATS"])).info[path], 2, "maxAgeMs 0: fetched again");
+});
+
+test("an app store (setRelayInformationStore) keeps documents across processes; what it gives back is checked again; a failing store means memory", async () => {
+  const rows = new Map();
+  const store = { get: async (url) => rows.get(url), set: async (url, text) => void rows.set(url, text) };
+  setRelayInformationStore(store);
+  try {
+    const path = `/info/max_event_tags=3?t=app-store`;
+    const url = `${fault.url}${path}`;
+    forgetRelayInformation();
+    assert.deepEqual((await relayInformation(url)).limits, { max_event_tags: 3 });
+    assert.ok(rows.has(url), "kept in the app's store");
+    forgetRelayInformation(); // a new process, the same store
+    assert.deepEqual((await relayInformation(url)).limits, { max_event_tags: 3 });
+    assert.equal((await fault.control(["STATS"])).info[path], 1, "read from the store, not fetched again");
+    // A tampered copy: its limits are read anew from its document, never taken as given.
+    const kept = JSON.parse(rows.get(url));
+    rows.set(url, JSON.stringify({ ...kept, limits: { max_event_tags: 0.5, max_message_length: "1" } }));
+    forgetRelayInformation();
+    assert.deepEqual((await relayInformation(url)).limits, { max_event_tags: 3 });
+    // Garbage: not a document, fetched again.
+    for (const junk of ["not json", "null", JSON.stringify({ ...kept, url: "ws://elsewhere" }), JSON.stringify({ ...kept, status: "ok", document: [1] })]) {
+      rows.set(url, junk);
+      forgetRelayInformation();
+      assert.deepEqual((await relayInformation(url)).limits, { max_event_tags: 3 }, junk);
+    }
+    assert.equal((await fault.control(["STATS"])).info[path], 5, "each unusable copy fetched again");
+    // A store that throws: memory only, nothing lost.
+    setRelayInformationStore({ get: () => { throw new Error("down"); }, set: async () => { throw new Error("down"); } });
+    forgetRelayInformation();
+    assert.equal((await relayInformation(url)).status, "ok");
+    for (const bad of [{}, { get() {} }, 42, "store"]) assert.throws(() => setRelayInformationStore(bad), TypeError);
+  } finally {
+    setRelayInformationStore(null);
+    forgetRelayInformation();
+  }
 });

@@ -7,6 +7,7 @@ import init, {
   PublishError,
   normalizeRelayUrl,
   relayInformation,
+  setRelayInformationStore,
   handleSync,
   registerBackgroundSync,
   version,
@@ -266,6 +267,11 @@ export async function wrongUsages(outbox: Outbox): Promise<void> {
   const maxLength: number | undefined = info.limits.max_message_length;
   const fate: "ok" | "missing" | "invalid" | "failed" = info.status;
   console.log(maxLength, fate, info.notes.join("; "), info.document?.["name"]);
+  const kept = new Map<string, string>();
+  setRelayInformationStore({ get: (url) => kept.get(url), set: async (url, text) => void kept.set(url, text) });
+  setRelayInformationStore(null);
+  // @ts-expect-error a store needs set
+  setRelayInformationStore({ get: () => undefined });
   // @ts-expect-error limits are numbers or booleans, by name
   const wrong: string = info.limits.max_event_tags;
   console.log(wrong);
