@@ -31,8 +31,14 @@ const NUMBERS = [
 ];
 const FLAGS = ["auth_required", "payment_required", "restricted_writes"];
 
-// url (as the transport normalizes it) -> { at, info } | { at, pending: Promise }
+// url (as the transport normalizes it) -> { info } | { pending: Promise }
 const known = new Map();
+const utf8 = new TextEncoder();
+
+// What is known without a usable document: `status` and why.
+function noDocument(status, notes) {
+  return { status, document: null, limits: {}, notes };
+}
 
 /** The http(s) URL a relay serves its information document at. */
 export function infoUrl(relay) {
@@ -76,10 +82,10 @@ export function readDocument(text) {
   try {
     doc = JSON.parse(text);
   } catch (e) {
-    return { status: "invalid", document: null, limits: {}, notes: [`not JSON: ${describe(e)}`] };
+    return noDocument("invalid", [`not JSON: ${describe(e)}`]);
   }
   if (typeof doc !== "object" || doc === null || Array.isArray(doc)) {
-    return { status: "invalid", document: null, limits: {}, notes: ["not a JSON object"] };
+    return noDocument("invalid", ["not a JSON object"]);
   }
   const { limits, notes } = limitsOf(doc);
   return { status: "ok", document: doc, limits, notes };
@@ -134,18 +140,18 @@ async function fetchInfo(relay, ms) {
     });
     if (!res.ok) {
       res.body?.cancel?.().catch(() => {});
-      return { url: relay, fetchedAt: at, status: "missing", document: null, limits: {}, notes: [`HTTP ${res.status}`] };
+      return { url: relay, fetchedAt: at, ...noDocument("missing", [`HTTP ${res.status}`]) };
     }
     let text;
     try {
       text = await boundedText(res, MAX_DOCUMENT_BYTES);
     } catch (e) {
       if (controller && controller.signal.aborted) throw e;
-      return { url: relay, fetchedAt: at, status: "invalid", document: null, limits: {}, notes: [describe(e)] };
+      return { url: relay, fetchedAt: at, ...noDocument("invalid", [describe(e)]) };
     }
     return { url: relay, fetchedAt: at, ...readDocument(text) };
   } catch (e) {
-    return { url: relay, fetchedAt: at, status: "failed", document: null, limits: {}, notes: [describe(e)] };
+    return { url: relay, fetchedAt: at, ...noDocument("failed", [describe(e)]) };
   } finally {
     clearTimeout(timer);
   }
@@ -157,11 +163,6 @@ function cacheStorage() {
   } catch (_) {
     return null;
   }
-}
-
-// The Cache API key of a relay's kept information (an http(s) URL, as the API requires).
-function cacheKey(relay) {
-  return infoUrl(relay);
 }
 
 // The app's store of documents (`setRelayInformationStore`), used instead of the Cache API.
@@ -186,9 +187,10 @@ export function setRelayInformationStore(store) {
 function revive(info, relay) {
   if (!info || typeof info !== "object" || info.url !== relay || typeof info.fetchedAt !== "number") return null;
   if (!["ok", "missing", "invalid", "failed"].includes(info.status)) return null;
-  if (info.status !== "ok") return { ...info, document: null, limits: {}, notes: Array.isArray(info.notes) ? info.notes.map(String) : [] };
+  const { url, fetchedAt, status } = info;
+  if (status !== "ok") return { url, fetchedAt, ...noDocument(status, Array.isArray(info.notes) ? info.notes.map(String) : []) };
   if (!info.document || typeof info.document !== "object" || Array.isArray(info.document)) return null;
-  return { url: relay, fetchedAt: info.fetchedAt, status: "ok", document: info.document, ...limitsOf(info.document) };
+  return { url, fetchedAt, status, document: info.document, ...limitsOf(info.document) };
 }
 
 async function loadKept(relay) {
@@ -200,7 +202,8 @@ async function loadKept(relay) {
     const storage = cacheStorage();
     if (!storage) return null;
     const cache = await storage.open(CACHE_NAME);
-    const res = await cache.match(cacheKey(relay));
+    // Keyed by the document's own http(s) URL (the Cache API takes no other scheme).
+    const res = await cache.match(infoUrl(relay));
     return res ? revive(await res.json(), relay) : null;
   } catch (_) {
     return null;
@@ -221,7 +224,7 @@ async function keep(info, ttlMs) {
   try {
     const cache = await storage.open(CACHE_NAME);
     await cache.put(
-      cacheKey(info.url),
+      infoUrl(info.url),
       new Response(JSON.stringify(info), {
         headers: {
           "content-type": "application/json",
@@ -234,9 +237,13 @@ async function keep(info, ttlMs) {
   }
 }
 
+// How long `info` is kept: `ttlMs`, and at most FAILED_TTL_MS for a failed fetch.
+function ttlOf(info, ttlMs) {
+  return info.status === "failed" ? Math.min(ttlMs, FAILED_TTL_MS) : ttlMs;
+}
+
 function fresh(info, ttlMs, now) {
-  const ttl = info.status === "failed" ? Math.min(ttlMs, FAILED_TTL_MS) : ttlMs;
-  return now - info.fetchedAt < ttl && info.fetchedAt <= now;
+  return now - info.fetchedAt < ttlOf(info, ttlMs) && info.fetchedAt <= now;
 }
 
 /** The relay's information as kept, fetched when there is none younger than `ttlMs`
@@ -252,7 +259,7 @@ export function relayInfo(relay, ttlMs, boundMs) {
     const kept = await loadKept(relay);
     if (kept && fresh(kept, ttlMs, Date.now())) return kept;
     const info = await fetchInfo(relay, boundMs);
-    await keep(info, info.status === "failed" ? Math.min(ttlMs, FAILED_TTL_MS) : ttlMs);
+    await keep(info, ttlOf(info, ttlMs));
     return info;
   })().then(
     (info) => {
@@ -300,7 +307,7 @@ export function checkEvent(limits, raw, nowSec) {
   const not = "not sent: the relay's NIP-11 document states";
   const max = limits.max_message_length;
   if (max) {
-    const bytes = new TextEncoder().encode(raw).length + 10; // ["EVENT", + raw + ] (nostr::message::event_message)
+    const bytes = utf8.encode(raw).length + 10; // ["EVENT", + raw + ] (nostr::message::event_message)
     if (bytes > max) return `limit: ${not} max_message_length ${max}; the EVENT message is ${bytes} bytes`;
   }
   const tags = Array.isArray(ev.tags) ? ev.tags.length : 0;
@@ -339,9 +346,8 @@ export function checkEvent(limits, raw, nowSec) {
  * or the evidence message; never rejects. */
 export function relayVerdict(relay, raw, ttlMs, boundMs) {
   if (!(ttlMs > 0)) return Promise.resolve(null);
-  return relayInfo(relay, ttlMs, boundMs).then(
-    (info) => (info && info.status === "ok" ? checkEvent(info.limits, raw, Math.floor(Date.now() / 1000)) : null),
-    () => null,
+  return relayInfo(relay, ttlMs, boundMs).then((info) =>
+    info && info.status === "ok" ? checkEvent(info.limits, raw, Math.floor(Date.now() / 1000)) : null,
   );
 }
 

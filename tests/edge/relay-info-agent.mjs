@@ -27,16 +27,14 @@ const outbox = await Outbox.open({ storage: "memory", autoFlush: false, connectT
 await outbox.enqueue(big, [limited, plain]);
 await outbox.enqueue(small, [limited]);
 await outbox.enqueue(other, [hostile]);
-const run = await outbox.flush();
+await outbox.flush();
 const records = await Promise.all([big, small, other].map((e) => outbox.get(e.id)));
 const info = await relayInformation(limited);
 const hostileInfo = await relayInformation(hostile);
 await outbox.close();
 report({
   runtime,
-  run: { publishes: run.publishes, delivered: run.delivered },
   evidence: records.map((r) => r.evidence.map(({ relay, outcome, rejectReason, message }) => ({ relay, outcome, rejectReason, message }))),
-  stages: records.map((r) => r.stage),
   info: { status: info.status, limits: info.limits },
   hostile: { status: hostileInfo.status, notes: hostileInfo.notes },
   caches: typeof caches === "object",

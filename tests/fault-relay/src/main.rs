@@ -344,15 +344,26 @@ async fn run_switch(state: Arc<State>, first: TcpListener) {
     }
 }
 
-/// The path of an HTTP request line (`GET /path HTTP/1.1`), peeked within 2 s.
-async fn request_path(stream: &TcpStream) -> Option<String> {
-    let mut buf = [0u8; 2048];
+/// What a connection's HTTP request head says, peeked (not consumed, so the WebSocket
+/// handshake still reads it) within 2 s: its path, and whether it asks for a WebSocket.
+struct Head {
+    path: String,
+    upgrade: bool,
+}
+
+async fn peek_head(stream: &TcpStream) -> Option<Head> {
+    let mut buf = [0u8; 8192];
     for _ in 0..200 {
         let n = stream.peek(&mut buf).await.ok()?;
         let head = &buf[..n];
-        if let Some(end) = head.windows(2).position(|w| w == b"\r\n") {
-            let line = std::str::from_utf8(&head[..end]).ok()?;
-            return line.split(' ').nth(1).map(str::to_owned);
+        if let Some(end) = head.windows(4).position(|w| w == b"\r\n\r\n") {
+            let text = String::from_utf8_lossy(&head[..end]);
+            let path = text.lines().next()?.split(' ').nth(1)?.to_string();
+            let upgrade = text.lines().any(|l| {
+                let l = l.to_ascii_lowercase();
+                l.starts_with("upgrade:") && l.contains("websocket")
+            });
+            return Some(Head { path, upgrade });
         }
         if n == buf.len() || n == 0 {
             return None;
@@ -370,30 +381,6 @@ async fn hold(down: Option<watch::Receiver<bool>>) {
         Some(rx) => tokio::select! { _ = minute => {}, _ = wait_for(rx, false) => {} },
         None => minute.await,
     }
-}
-
-/// The path of an HTTP request for `/info/…` that is not a WebSocket upgrade (its head
-/// peeked, not consumed).
-async fn info_request(stream: &TcpStream) -> Option<String> {
-    let mut buf = [0u8; 8192];
-    for _ in 0..200 {
-        let n = stream.peek(&mut buf).await.ok()?;
-        let head = &buf[..n];
-        if let Some(end) = head.windows(4).position(|w| w == b"\r\n\r\n") {
-            let text = String::from_utf8_lossy(&head[..end]);
-            let path = text.lines().next()?.split(' ').nth(1)?.to_string();
-            let upgrade = text.lines().any(|l| {
-                let l = l.to_ascii_lowercase();
-                l.starts_with("upgrade:") && l.contains("websocket")
-            });
-            return (!upgrade && path.starts_with("/info/")).then_some(path);
-        }
-        if n == buf.len() || n == 0 {
-            return None;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    None
 }
 
 /// The document `/info/<document>` names (see the table above): `(status, content type,
@@ -517,19 +504,16 @@ async fn handle(
     addr: SocketAddr,
     down: Option<watch::Receiver<bool>>,
 ) {
-    // `/stall`: accept the TCP connection but never answer the WebSocket handshake (the
-    // request line is peeked, not consumed, so other paths are unaffected).
-    if request_path(&stream)
-        .await
-        .is_some_and(|p| p.starts_with("/stall"))
-    {
+    let head = peek_head(&stream).await;
+    // `/stall`: accept the TCP connection but never answer the WebSocket handshake.
+    if head.as_ref().is_some_and(|h| h.path.starts_with("/stall")) {
         bump(&state.connections, "/stall");
         hold(down).await;
         return;
     }
     // `/info/<document>` without `Upgrade: websocket`: a NIP-11 information document.
-    if let Some(path) = info_request(&stream).await {
-        serve_info(&state, stream, &path, down).await;
+    if let Some(h) = head.filter(|h| !h.upgrade && h.path.starts_with("/info/")) {
+        serve_info(&state, stream, &h.path, down).await;
         return;
     }
     let mut path = String::from("/");
