@@ -5,6 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/env.sh
+private_tmpdir
 mkdir -p target
 started=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 # Every figure is about the package as built now from src/: build it first. The cdylib's

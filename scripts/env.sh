@@ -36,3 +36,15 @@ _outbox_scripts="$(cd "$(dirname "${BASH_SOURCE[0]:-$0}")" && pwd)"
 webkit_env() { env -u CHROMEDRIVER -u GECKODRIVER SAFARIDRIVER="$_outbox_scripts/webkit-driver.mjs" "$@"; }
 export WASM_BINDGEN_TEST_TIMEOUT="${WASM_BINDGEN_TEST_TIMEOUT:-180}"
 unset _rustup_wasm _sysroot
+# private_tmpdir: points TMPDIR at a directory of this run's own and removes it when the
+# calling script exits. Browsers, drivers (Chromium's scoped_dir profiles, geckodriver's),
+# relays and the tests' mkdtemp all write there; what a killed process leaves behind is
+# removed with it, so repeated runs on one machine do not fill its disk (a full disk
+# failed a CI run: leftover profiles and clones).
+private_tmpdir() {
+  local base="${TMPDIR:-/tmp}"
+  TMPDIR="$(mktemp -d "$base/outbox-run.XXXXXX")" || return 1
+  export TMPDIR
+  _outbox_private_tmp="$TMPDIR"
+  trap 'rm -rf "$_outbox_private_tmp"' EXIT
+}

@@ -5,6 +5,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . scripts/env.sh
+private_tmpdir
 LOG_DIR="${TEST_LOG_DIR:-target/test-logs}"
 mkdir -p "$LOG_DIR"
 
@@ -173,5 +174,6 @@ if [ $failed_tiers = 0 ]; then
 else
   echo "make test: $failed_tiers of ${#TIER_NAMES[@]} tiers FAILED (logs in $LOG_DIR)"
 fi
+echo "temporary files of this run: $(du -sm "$TMPDIR" 2>/dev/null | cut -f1) MB in $TMPDIR (removed now)"
 echo "summary: $total_passed passed, $total_failed failed"
 [ $failed_tiers = 0 ]

@@ -65,7 +65,10 @@ export const CHROMIUM_ARGS = [
   "--disable-quic",
 ];
 
-/** Launches headless Chromium with a fresh (or the given) profile directory. */
+/**
+ * Launches headless Chromium with a fresh (or the given) profile directory. `close()`
+ * removes a fresh profile (a given one is the caller's, kept for a relaunch).
+ */
 export async function launch({ userDataDir } = {}) {
   const dir = userDataDir || (await mkdtemp(join(tmpdir(), "outbox-profile-")));
   const context = await chromium.launchPersistentContext(dir, {
@@ -73,7 +76,11 @@ export async function launch({ userDataDir } = {}) {
     headless: true,
     args: CHROMIUM_ARGS,
   });
-  return { context, dir, close: () => context.close() };
+  const close = async () => {
+    await context.close();
+    if (!userDataDir) await rm(dir, { recursive: true, force: true });
+  };
+  return { context, dir, close };
 }
 
 /** A free TCP port on 127.0.0.1. */
