@@ -133,7 +133,7 @@ fn rows_for(plans: &[Plan]) -> js_sys::Array {
                 Ok(d) => d.record().clone(),
                 Err(e) => panic!("{e}"),
             };
-            serde_wasm_bindgen::to_value(&codec::encode(&record).expect("encode")).expect("to js")
+            JsValue::from_str(&codec::write_row(&record).expect("encode"))
         })
         .collect()
 }

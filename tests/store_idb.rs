@@ -6,7 +6,6 @@
 
 use futures_util::future::{join, select, Either};
 use nostr_outbox::core::{Completion, EnqueueOutcome, ListQuery, Policy, Stage};
-use nostr_outbox::store::codec::StoredRow;
 use nostr_outbox::store::conformance::{
     self, fixture_claim, fixture_plan, fixture_retry, nostr_event, nostr_plan, ALICE,
 };
@@ -240,32 +239,26 @@ async fn rows_are_value_version_pairs_holding_json_of_the_documented_shape() {
             continue; // an index key or the slot lock: no JSON of its own
         };
         let stage = stage.to_string();
-        let (keys, types) = if stage == "cancelled" {
-            (
-                serde_json::json!(["id", "v", "stage", "createdMs", "eventId", "rank", "doc"]),
-                serde_json::json!([
-                    "string", "number", "string", "number", "string", "number", "string"
-                ]),
-            )
-        } else {
-            (
-                serde_json::json!([
-                    "id",
-                    "v",
-                    "stage",
-                    "dueMs",
-                    "createdMs",
-                    "eventId",
-                    "rank",
-                    "doc"
-                ]),
-                serde_json::json!([
-                    "string", "number", "string", "number", "number", "string", "number", "string"
-                ]),
-            )
-        };
-        assert_eq!(shape["keys"], keys, "{shape}");
-        assert_eq!(shape["types"], types, "{shape}");
+        // Row format 2: the format number first, then the record document itself (no
+        // index fields kept beside it, no document as text inside the row).
+        let keys: Vec<&str> = shape["keys"]
+            .as_array()
+            .expect("keys")
+            .iter()
+            .filter_map(|k| k.as_str())
+            .collect();
+        assert_eq!(keys[..2], ["v", "id"], "{shape}");
+        assert_eq!(shape["types"][0], "number", "{shape}");
+        for field in ["event", "targets", "policy", "stage", "createdMs"] {
+            assert!(keys.contains(&field), "{field}: {shape}");
+        }
+        assert!(!keys.contains(&"doc"), "{shape}");
+        assert_eq!(
+            keys.contains(&"dueMs")
+                && shape["types"][keys.iter().position(|k| *k == "dueMs").unwrap_or(0)] == "number",
+            stage != "cancelled",
+            "{shape}"
+        );
         seen.push(stage);
     }
     seen.sort();
@@ -287,13 +280,14 @@ async fn rows_are_read_leniently_where_the_format_allows_and_refused_precisely_o
         .await
         .expect("raw open");
     let patches = [
-        // Accepted: `dueMs` null or absent, `v` as a float that is an integer, extra fields.
+        // Accepted: `dueMs` null or absent, `v` as a float that is an integer (JSON
+        // writes it `2`), extra fields.
         r#"{"dueMs": null}"#,
-        r#"{"dueMs": "__delete__", "v": 1.0, "extra": [1, 2]}"#,
-        // Refused: `v` as a string, `createdMs` missing, `doc` not a string.
-        r#"{"v": "1"}"#,
+        r#"{"dueMs": "__delete__", "v": 2.0, "extra": [1, 2]}"#,
+        // Refused: `v` as a string, `createdMs` missing, `event` not an object.
+        r#"{"v": "2"}"#,
         r#"{"createdMs": "__delete__"}"#,
-        r#"{"doc": 7}"#,
+        r#"{"event": 7}"#,
     ];
     for (id, patch) in ids.iter().zip(patches) {
         JsFuture::from(raw_patch_row(&db, id, patch))
@@ -307,9 +301,9 @@ async fn rows_are_read_leniently_where_the_format_allows_and_refused_precisely_o
         assert_eq!(&record.id, id);
     }
     for (id, needle) in ids[2..].iter().zip([
-        r#"invalid type: string "1", expected u32"#,
+        r#"row format "2" is not supported"#,
         "missing field `createdMs`",
-        "expected a string",
+        "invalid type: integer `7`",
     ]) {
         let err = store.get(id).await.expect_err("refused row");
         assert_eq!(err.code(), "corrupt_record", "{err}");
@@ -659,7 +653,15 @@ async fn corrupt_rows_are_reported_skipped_and_kept() {
         "id": "broken", "v": 1, "stage": "pending", "dueMs": 500, "createdMs": 500,
         "eventId": "00", "rank": 1, "doc": "{not json",
     });
-    let row: StoredRow = serde_json::from_value(bad.clone()).expect("row fields");
+    let row = nostr_outbox::store::codec::RowIndex {
+        id: "broken".into(),
+        stage: "pending".into(),
+        due_ms: Some(500),
+        created_ms: 500,
+        event_id: "00".into(),
+        slot: None,
+        rank: Some(1),
+    };
     let pair = |value: &str| js_sys::Array::of2(&value.into(), &JsValue::from_f64(1e9)).into();
     let mut puts = vec![(kv_keys::row_key("broken"), pair(&bad.to_string()))];
     puts.extend(kv_keys::index_keys(&row).into_iter().map(|k| (k, pair(""))));

@@ -37,7 +37,7 @@ export function dumpRows(name) {
           .filter(([k]) => k.startsWith("r/"))
           .map(([, v]) => JSON.parse(v));
         const due = keys.result.filter((k) => k.startsWith("p/"));
-        resolve(JSON.stringify({ rows: rows.map(r => [r.id.slice(-2), r.rank, r.lane]), due }));
+        resolve(JSON.stringify({ rows: rows.map(r => [r.id.slice(-2), r.v, r.priority ?? null, r.lane ?? null]), due }));
       };
     };
     req.onerror = () => reject(req.error);
@@ -131,15 +131,20 @@ async fn v2_fixture_database_is_migrated_to_v3_in_place() {
     assert_eq!(lane, store.status().await.expect("status"));
     assert_eq!(lane.total(), 8);
 
-    // Every row has its rank (and no lane: the default lane is not written), and every
-    // non-terminal one is in `due`.
+    // Every row is rewritten in row format 2, with the default priority and lane (not
+    // written: absent means `normal` and the default lane), and every non-terminal one
+    // is in `due`.
     let dump = JsFuture::from(dump_rows(&name)).await.expect("dump");
     let dump: serde_json::Value =
         serde_json::from_str(&dump.as_string().expect("json")).expect("parse");
     for row in dump["rows"].as_array().expect("rows") {
         assert_eq!(
-            (&row[1], &row[2]),
-            (&serde_json::json!(1), &serde_json::Value::Null),
+            (&row[1], &row[2], &row[3]),
+            (
+                &serde_json::json!(2),
+                &serde_json::Value::Null,
+                &serde_json::Value::Null
+            ),
             "{row}"
         );
     }

@@ -15,6 +15,7 @@ use nostr_outbox::core::{EnqueueOutcome, ListQuery, Priority, Record, Stage, DEF
 use nostr_outbox::store::codec::{self, StoredRow};
 use nostr_outbox::store::conformance::{fixture_claim, nostr_event, nostr_plan, ALICE};
 use nostr_outbox::store::idb::{IdbOptions, IdbStore, SCHEMA_VERSION};
+use nostr_outbox::store::kv::keys;
 use nostr_outbox::store::Store;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
@@ -162,7 +163,7 @@ async fn fixture_database_is_migrated_to_v5_in_place(version: u32) {
     assert_eq!(counts.total() - counts.corrupt, 12, "{counts:?}");
 
     // On disk: `records` and `lookup` emptied into `kv`, one row per record there (its
-    // document as it was), the schema row at 5.
+    // record as it was, in row format 2), the schema row at 5.
     let dump = JsFuture::from(dump_v5(&name)).await.expect("dump");
     let dump: serde_json::Value =
         serde_json::from_str(&dump.as_string().expect("json")).expect("parse");
@@ -173,10 +174,20 @@ async fn fixture_database_is_migrated_to_v5_in_place(version: u32) {
     let rows = dump["rows"].as_array().expect("rows");
     assert_eq!(rows.len(), 13);
     for (row, before) in rows.iter().zip(&stored) {
-        let row: serde_json::Value =
-            serde_json::from_str(row[1].as_str().expect("json")).expect("row");
-        assert_eq!(row["doc"], before["doc"], "the document is not rewritten");
-        assert_eq!(row["id"], before["id"]);
+        let text = row[1].as_str().expect("json");
+        assert_eq!(
+            row[0].as_str(),
+            Some(keys::row_key(before["id"].as_str().expect("id")).as_str())
+        );
+        if before["doc"] == "{not json" {
+            continue;
+        }
+        let mut row: serde_json::Value = serde_json::from_str(text).expect("row");
+        let format = row.as_object_mut().and_then(|o| o.remove("v"));
+        assert_eq!(format, Some(2.into()), "{text}");
+        let doc: serde_json::Value =
+            serde_json::from_str(before["doc"].as_str().expect("doc")).expect("doc");
+        assert_eq!(row, doc, "the record is moved as it was");
     }
     let unreadable: serde_json::Value =
         serde_json::from_str(rows[12][1].as_str().expect("json")).expect("row");
@@ -244,7 +255,7 @@ async fn a_large_v4_database_is_moved_in_batches_by_two_openers_at_once() {
     assert_eq!(want.len(), 450);
     let rows: Vec<StoredRow> = want
         .iter()
-        .map(|r| codec::encode(r).expect("encode"))
+        .map(|r| codec::encode_v1(r).expect("encode"))
         .collect();
     let rows = serde_json::to_string(&rows).expect("rows");
     let name = format!("v4-large-{}", js_sys::Math::random());

@@ -2,7 +2,7 @@
 //! and pages without IndexedDB. Not durable across reloads. It holds no rule of its
 //! own: every operation is [`KvStore`]'s, as on IndexedDB and the storage adapters.
 
-use super::codec::{self, StoredRow};
+use super::codec;
 use super::kv::{keys, KvStore, MemoryKv};
 use crate::core::Record;
 
@@ -21,9 +21,10 @@ impl KvStore<MemoryKv> {
             .backend()
             .dump()
             .into_iter()
-            .filter(|(key, _)| key.starts_with(keys::ROWS))
-            .filter_map(|(_, value)| serde_json::from_str::<StoredRow>(&value).ok())
-            .filter_map(|row| codec::decode(&row).ok())
+            .filter_map(|(key, value)| {
+                let id = key.strip_prefix(keys::ROWS).and(keys::id_of(&key))?;
+                codec::read_row(&id, &value).ok().map(|(record, _)| record)
+            })
             .collect();
         records.sort_by(|a, b| a.id.cmp(&b.id));
         records

@@ -17,7 +17,7 @@ use js_sys::Array;
 use wasm_bindgen::prelude::*;
 
 use super::{ops, settle, sys, IdbKv};
-use crate::store::codec::{self, StoredRow};
+use crate::store::codec;
 use crate::store::kv::keys;
 use crate::store::StoreError;
 
@@ -25,8 +25,9 @@ use crate::store::StoreError;
 const BATCH: u32 = 200;
 
 /// Adds to `puts` (key, value, ...) what stores one legacy row (`id` is its key in
-/// `records`): its row and index keys. The row object is read as its JSON text, by the
-/// reader of the rows in `kv` (one reader of `StoredRow` in the .wasm).
+/// `records`): its row, in this build's format, and its index keys. The row object is
+/// read as its JSON text, by the reader of the rows in `kv` ([`codec::read_row`]); one
+/// that does not decode is moved as it is.
 fn moved(id: &str, value: JsValue, puts: &Array) {
     let put = |key: String, value: String| {
         puts.push(&key.into());
@@ -36,33 +37,25 @@ fn moved(id: &str, value: JsValue, puts: &Array) {
         .ok()
         .and_then(|s| s.as_string())
         .unwrap_or_default();
-    let row = match serde_json::from_str::<StoredRow>(&text) {
-        Ok(row) => row,
-        Err(_) => return put(keys::row_key(id), text),
-    };
-    let Some(row) = upgraded(&row) else {
-        let text = serde_json::to_string(&row).unwrap_or_default();
+    let Some((row, index)) = upgraded(id, &text) else {
         return put(keys::row_key(id), text);
     };
-    put(
-        keys::row_key(&row.id),
-        serde_json::to_string(&row).unwrap_or_default(),
-    );
-    for key in keys::index_keys(&row) {
+    put(keys::row_key(&index.id), row);
+    for key in keys::index_keys(&index) {
         put(key, String::new());
     }
 }
 
 /// The row re-encoded from its record, with the event's header fields when the row
 /// lacks them; `None` when it cannot be decoded.
-fn upgraded(row: &StoredRow) -> Option<StoredRow> {
-    let mut record = codec::decode(row).ok()?;
+fn upgraded(id: &str, text: &str) -> Option<(String, codec::RowIndex)> {
+    let (mut record, _) = codec::read_row(id, text).ok()?;
     if record.event.meta.is_none() {
         record.event.meta = crate::nostr::Event::parse_json(&record.event.raw)
             .ok()
             .and_then(|e| e.to_envelope().meta);
     }
-    codec::encode(&record).ok()
+    Some((codec::write_row(&record).ok()?, codec::index_of(&record)))
 }
 
 /// Moves every row of `records` into `kv`; the number moved. Each batch is read and

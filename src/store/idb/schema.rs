@@ -4,7 +4,7 @@
 //! Schema v5 (the store written once: [`crate::store::kv::KvStore`] over IndexedDB)
 //! - `kv` (out-of-line string keys): the key-value contract of [`crate::store::kv`],
 //!   one IndexedDB row per key: `[value, version]`, the value a string (a record's
-//!   [`crate::store::codec::StoredRow`] JSON under `r/…`, empty for index keys), the
+//!   row ([`crate::store::codec`]) under `r/…`, empty for index keys), the
 //!   version a number (the commit that wrote it). The key layout is
 //!   [`crate::store::kv::keys`]'s, the same as on every storage adapter.
 //! - `meta` (out-of-line keys): `"schema"` → `{ version, library }`, and `"commit"` →

@@ -1,7 +1,7 @@
 //! The key layout of [`super::KvStore`]: ordered ASCII string keys.
 //!
 //! ```text
-//! r/<hex id>                                           the row (StoredRow JSON)
+//! r/<hex id>                                           the row (`codec::write_row`)
 //! p/<rank>/<dueMs>/<createdMs>/<hex id>                claim order, non-terminal only
 //! l/<createdMs>/<hex id>                               list order
 //! t/<stage>/<createdMs>/<hex id>                       list order within a stage
@@ -30,7 +30,7 @@
 //! [`super::KvStore::migrate`] rewrites every row that still has a `d/` key.
 
 use crate::core::{Priority, Record, Stage};
-use crate::store::codec::StoredRow;
+use crate::store::codec::RowIndex;
 
 /// The prefix of row keys.
 pub const ROWS: &str = "r/";
@@ -192,14 +192,9 @@ pub fn due_of(key: &str) -> Option<u64> {
     key.strip_prefix(DUE)?.get(2..22)?.parse().ok()
 }
 
-fn whole(n: f64) -> u64 {
-    // Row numbers are whole and in 0..2^53 (codec::encode writes them from u64s).
-    n as u64
-}
-
-/// Every index key of `row` (the row key aside).
-pub fn index_keys(row: &StoredRow) -> Vec<String> {
-    let created = whole(row.created_ms);
+/// Every index key of a row with the index fields `row` (the row key aside).
+pub fn index_keys(row: &RowIndex) -> Vec<String> {
+    let created = row.created_ms;
     let mut keys = vec![
         created_key(created, &row.id),
         stage_key(&row.stage, created, &row.id),
@@ -207,13 +202,18 @@ pub fn index_keys(row: &StoredRow) -> Vec<String> {
     ];
     if let Some(due) = row.due_ms {
         keys.push(match row.rank {
-            Some(rank) => due_key(whole(rank).min(9) as u8, whole(due), created, &row.id),
-            None => legacy_due_key(whole(due), created, &row.id),
+            Some(rank) => due_key(rank.min(9), due, created, &row.id),
+            None => legacy_due_key(due, created, &row.id),
         });
     }
-    if let (Some(slot), Some(part), Some(order)) = (&row.slot, row.slot_part, row.slot_order) {
-        let part = whole(part).min(9) as u8;
-        keys.push(slot_key(slot, part, whole(-order), &row.event_id, &row.id));
+    if let Some((slot, part, created_at)) = &row.slot {
+        keys.push(slot_key(
+            slot,
+            (*part).min(9),
+            *created_at,
+            &row.event_id,
+            &row.id,
+        ));
     }
     keys
 }

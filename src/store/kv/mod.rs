@@ -28,8 +28,8 @@
 //! [`KvLimits`] (mutations and checks per commit, bytes per value and per commit);
 //! the store never sends a commit over them (see [`KvStore`]).
 //!
-//! Values are the JSON of [`crate::store::codec::StoredRow`] (`serde_json`): the same
-//! record rows as the IndexedDB store; index keys and slot locks have an empty value.
+//! Values are record rows ([`crate::store::codec`]: the record's JSON, format 2), the
+//! same on every backend; index keys and slot locks have an empty value.
 //!
 //! # How each runtime implements it (in a few lines of JavaScript, later)
 //!

@@ -9,7 +9,7 @@ use crate::core::{
     self, ClaimRequest, Completion, CoreError, Enqueued, Heartbeat, ListQuery, Plan, Record,
     RetryConfig, Signed, Stage, StageCounts,
 };
-use crate::store::codec::{self, StoredRow};
+use crate::store::codec::{self, RowIndex};
 use crate::store::{CorruptRow, Progress, Store, StoreError};
 
 /// How many times an operation is run when its commit conflicts with another writer's
@@ -48,11 +48,12 @@ pub struct KvStore<B> {
     corrupt: RefCell<Option<Vec<Option<String>>>>,
 }
 
-/// A row as read in a transaction: its version and value (`None`: absent).
+/// A row as read in a transaction: its version and, when present, what it decoded to
+/// (the record and the index fields its keys were derived from, read once).
 #[derive(Debug)]
 struct Seen {
     version: Option<String>,
-    value: Option<String>,
+    row: Option<Result<(Record, RowIndex), StoreError>>,
     /// Checked at commit (read and decided on, or written).
     checked: bool,
 }
@@ -153,25 +154,16 @@ fn too_big(id: &str, why: &str) -> StoreError {
 
 /// Decodes the value stored under item `id`'s row key.
 fn decode_value(id: &str, value: &str) -> Result<Record, StoreError> {
-    let row: StoredRow = serde_json::from_str(value).map_err(|e| StoreError::Corrupt {
-        id: id.to_string(),
-        message: format!("row: {e}"),
-    })?;
-    if row.id != id {
-        return Err(StoreError::Corrupt {
-            id: id.to_string(),
-            message: format!("row id `{}` differs from its key", row.id),
-        });
-    }
-    codec::decode(&row)
+    codec::read_row(id, value).map(|(record, _)| record)
 }
 
-/// The index keys of a stored value, when it is a row at all.
-fn stored_index_keys(value: Option<&str>) -> Vec<String> {
-    value
-        .and_then(|v| serde_json::from_str::<StoredRow>(v).ok())
-        .map(|row| keys::index_keys(&row))
-        .unwrap_or_default()
+/// The index keys of a row as read: none when it is absent or does not decode (the
+/// store never rewrites or deletes such a row).
+fn stored_index_keys(seen: Option<&Seen>) -> Vec<String> {
+    match seen.and_then(|s| s.row.as_ref()) {
+        Some(Ok((_, index))) => keys::index_keys(index),
+        _ => Vec::new(),
+    }
 }
 
 impl<'a, B: KvBackend> Tx<'a, B> {
@@ -208,15 +200,18 @@ impl<'a, B: KvBackend> Tx<'a, B> {
         }
         let mut seen = self.seen.borrow_mut();
         for (id, value) in missing.into_iter().zip(values) {
-            let (version, value) = match value {
-                Some(v) => (Some(v.version), Some(v.value)),
+            let (version, row) = match value {
+                Some(v) => {
+                    let row = codec::read_row(&id, &v.value);
+                    (Some(v.version), Some(row))
+                }
                 None => (None, None),
             };
             seen.insert(
                 id,
                 Seen {
                     version,
-                    value,
+                    row,
                     checked: false,
                 },
             );
@@ -231,7 +226,11 @@ impl<'a, B: KvBackend> Tx<'a, B> {
         let Some(s) = seen.get(id) else {
             return Err(StoreError::Backend(format!("row `{id}` used before read")));
         };
-        s.value.as_deref().map(|v| decode_value(id, v)).transpose()
+        match &s.row {
+            None => Ok(None),
+            Some(Ok((record, _))) => Ok(Some(record.clone())),
+            Some(Err(e)) => Err(e.clone()),
+        }
     }
 
     /// Reads `id` and answers its record (see [`Tx::record`]).
@@ -249,7 +248,7 @@ impl<'a, B: KvBackend> Tx<'a, B> {
 
     /// Writes `record` (checked against its row as read).
     fn put(&self, record: &Record) -> Result<(), StoreError> {
-        let row = codec::encode(record)?;
+        let row = (codec::write_row(record)?, codec::index_of(record));
         self.write(&record.id, Some(row))
     }
 
@@ -258,22 +257,18 @@ impl<'a, B: KvBackend> Tx<'a, B> {
         self.write(id, None)
     }
 
-    fn write(&self, id: &str, row: Option<StoredRow>) -> Result<(), StoreError> {
+    fn write(&self, id: &str, row: Option<(String, RowIndex)>) -> Result<(), StoreError> {
         let old_keys = {
             let mut seen = self.seen.borrow_mut();
             let Some(s) = seen.get_mut(id) else {
                 return Err(StoreError::Backend(format!("row `{id}` written unread")));
             };
             s.checked = true;
-            stored_index_keys(s.value.as_deref())
+            stored_index_keys(Some(&*s))
         };
         let (row, cost) = match row {
-            Some(row) => {
-                let value = serde_json::to_string(&row).map_err(|e| StoreError::Corrupt {
-                    id: id.to_string(),
-                    message: format!("row cannot be written: {e}"),
-                })?;
-                let new_keys = keys::index_keys(&row);
+            Some((value, index)) => {
+                let new_keys = keys::index_keys(&index);
                 let changed = old_keys.iter().filter(|k| !new_keys.contains(k)).count()
                     + new_keys.iter().filter(|k| !old_keys.contains(k)).count();
                 let key_bytes: usize = new_keys.iter().chain(&old_keys).map(String::len).sum();
@@ -402,7 +397,7 @@ impl<'a, B: KvBackend> Tx<'a, B> {
             }
         }
         for (id, (row, _)) in self.writes.borrow().iter() {
-            let old = stored_index_keys(seen.get(id).and_then(|s| s.value.as_deref()));
+            let old = stored_index_keys(seen.get(id));
             let key = keys::row_key(id);
             match row {
                 Some((value, new)) => {
@@ -1118,18 +1113,12 @@ impl<B: KvBackend> Store for KvStore<B> {
             None => None,
             Some(id) => {
                 tx.load(std::slice::from_ref(id)).await?;
-                let value = tx
-                    .seen
-                    .borrow()
-                    .get(id)
-                    .and_then(|s| s.value.clone())
-                    .ok_or_else(|| CoreError::NotFound { id: id.clone() })?;
-                let row: StoredRow =
-                    serde_json::from_str(&value).map_err(|e| StoreError::Corrupt {
-                        id: id.clone(),
-                        message: format!("row: {e}"),
-                    })?;
-                Some((row.created_ms as u64, id.clone()))
+                let created_ms = match tx.seen.borrow().get(id).and_then(|s| s.row.as_ref()) {
+                    None => return Err(CoreError::NotFound { id: id.clone() }.into()),
+                    Some(Err(e)) => return Err(e.clone()),
+                    Some(Ok((_, index))) => index.created_ms,
+                };
+                Some((created_ms, id.clone()))
             }
         };
         let (prefix, start) = match query.stage {
@@ -1172,10 +1161,7 @@ impl<B: KvBackend> Store for KvStore<B> {
                 for entry in self.scan_prefix(ROWS, None).await? {
                     let id = keys::id_of(&entry.key).unwrap_or_default();
                     if decode_value(&id, &entry.value).is_err() {
-                        let stage_key = stored_index_keys(Some(&entry.value))
-                            .into_iter()
-                            .find(|k| k.starts_with(keys::STAGE));
-                        found.push(stage_key);
+                        found.push(codec::stage_key_of(&entry.value));
                     }
                 }
                 // Of those stage keys, the ones really in the index.
