@@ -797,6 +797,7 @@ impl WsTransport {
             }
         }
         let frame = event_message(&event.raw);
+        let notices = counters.notices.get();
         let result = self.request_ok(conn, &event.id, &frame, timeout).await;
         Counters::bump(&counters.events_sent);
         match result {
@@ -817,7 +818,17 @@ impl WsTransport {
             }
             Err(Failure::Timeout) => {
                 Counters::bump(&counters.timeouts);
-                PublishReport::new(Outcome::Timeout, format!("no OK within {timeout} ms"))
+                // Relays that refuse without an `OK` (nostr-rs-relay for an event over
+                // its size limit) often say why in a `NOTICE`: kept beside the timeout,
+                // which stays a timeout (a `NOTICE` names no event).
+                let mut msg = format!("no OK within {timeout} ms");
+                if counters.notices.get() != notices {
+                    if let Some(notice) = counters.last_notice.borrow().as_deref() {
+                        msg.push_str("; the relay's NOTICE meanwhile: ");
+                        msg.push_str(notice);
+                    }
+                }
+                PublishReport::new(Outcome::Timeout, msg)
             }
         }
     }
