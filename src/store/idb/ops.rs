@@ -14,10 +14,11 @@
 //! others' commits in it stand). The versions of the keys read or written in a
 //! transaction are kept with it (no other transaction writes while it is active), so a
 //! commit reads again only the checked keys its transaction has not met. Measured in a
-//! flush of 1 000 to one relay in Chromium: a claim's commit ran in the transaction of its
-//! reads, but 24–34 of the run's 41–46 commits (most of the completions') found that
-//! transaction finished a few milliseconds after their reads answered, ran in a new one
-//! and read their 1 101–1 448 checked rows again (docs/BENCHMARKS.md).
+//! flush of 1 000 to one relay in Chromium: 28 of a run's 69–70 commit calls found the
+//! transaction of their reads inactive (`get` threw `TransactionInactiveError`; its
+//! `objectStore` did not), ran in a new one and read their 1 280–1 448 checked rows
+//! again (docs/BENCHMARKS.md). The same probe with a `queueMicrotask` or a `setTimeout`
+//! added in `getMany`'s success handler saw every commit call in its transaction.
 //!
 //! A commit never calls `commit()`: the transaction commits by itself once its last
 //! request has answered, and a write refused on its own (Firefox over quota) aborts it
