@@ -17,8 +17,9 @@
 //! flush of 1 000 to one relay in Chromium: 28 of a run's 69–70 commit calls found the
 //! transaction of their reads inactive (`get` threw `TransactionInactiveError`; its
 //! `objectStore` did not), ran in a new one and read their 1 280–1 448 checked rows
-//! again (docs/BENCHMARKS.md). The same probe with a `queueMicrotask` or a `setTimeout`
-//! added in `getMany`'s success handler saw every commit call in its transaction.
+//! again (docs/BENCHMARKS.md); a `get` from microtasks queued in `getMany`'s success
+//! handler (three deep) found the transaction active every time, so those commit calls
+//! come later than that.
 //!
 //! A commit never calls `commit()`: the transaction commits by itself once its last
 //! request has answered, and a write refused on its own (Firefox over quota) aborts it
