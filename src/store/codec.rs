@@ -57,8 +57,8 @@ pub const ROW_FORMAT: u32 = 2;
 const FORMAT_2: &str = "{\"v\":2,";
 
 /// A format-1 row: index fields plus the record document as JSON text. Read by
-/// [`read_row`] (through `serde_json::Value`) and [`decode`]; written only by
-/// [`encode_v1`], for tests of the stores' upgrade paths.
+/// [`read_row`] (through `serde_json::Value`); written only by [`encode_v1`], for tests
+/// of the stores' upgrade paths.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct StoredRow {
@@ -146,12 +146,17 @@ pub fn index_of(record: &Record) -> RowIndex {
     }
 }
 
-/// The format-2 row of `record`.
-pub fn write_row(record: &Record) -> Result<String, StoreError> {
-    let doc = serde_json::to_string(record).map_err(|e| StoreError::Corrupt {
+/// The record document: [`Record`]'s derived form as JSON text.
+fn doc_of(record: &Record) -> Result<String, StoreError> {
+    serde_json::to_string(record).map_err(|e| StoreError::Corrupt {
         id: record.id.clone(),
         message: format!("document cannot be written: {e}"),
-    })?;
+    })
+}
+
+/// The format-2 row of `record`.
+pub fn write_row(record: &Record) -> Result<String, StoreError> {
+    let doc = doc_of(record)?;
     // A record is a non-empty object: `{"id":…`.
     let mut row = String::with_capacity(doc.len() + FORMAT_2.len());
     row.push_str(FORMAT_2);
@@ -183,53 +188,66 @@ pub fn read_row(id: &str, text: &str) -> Result<(Record, RowIndex), StoreError> 
             }
         }
     };
-    if record.id != id || index.id != id {
+    // `index.id` is the record's (format 2) or the row's, which `read_v1` holds equal.
+    if index.id != id {
         return Err(corrupt(format!(
             "row id `{}` differs from its key",
-            if index.id != id {
-                &index.id
-            } else {
-                &record.id
-            }
+            index.id
         )));
     }
     Ok((record, index))
 }
 
-/// A format-1 row's record and its index fields as stored.
+/// A format-1 row's record and its index fields as stored. Its fields are typed as
+/// [`StoredRow`] types them: an optional field may be absent or `null`, a field of
+/// another type makes the row corrupt.
 fn read_v1(row: &Value) -> Result<(Record, RowIndex), String> {
-    let text = |name: &str| -> Result<String, String> {
-        row.get(name)
-            .and_then(Value::as_str)
-            .map(str::to_string)
-            .ok_or_else(|| format!("row: missing or invalid field `{name}`"))
+    let text = |name| v1_field(row, name, Value::as_str, "a string").map(|t| t.map(str::to_string));
+    let number = |name| v1_field(row, name, Value::as_f64, "a number");
+    let required = |name: &str, value: Option<String>| {
+        value.ok_or_else(|| format!("row: missing field `{name}`"))
     };
-    // Numbers are whole and in 0..2^53 (format 1 wrote them from u64s).
-    let number = |name: &str| {
-        row.get(name)
-            .and_then(Value::as_f64)
-            .map(|n| n.abs() as u64)
-    };
-    let doc = text("doc")?;
-    let record = read_doc(&doc).map_err(|e| format!("document: {e}"))?;
-    if record.id != text("id")? {
+    let id = required("id", text("id")?)?;
+    let record = read_doc(&required("doc", text("doc")?)?).map_err(|e| format!("document: {e}"))?;
+    if record.id != id {
         return Err(format!("document id `{}` differs from its key", record.id));
     }
-    let slot = row.get("slot").and_then(Value::as_str);
-    let slot = match (slot, number("slotPart"), number("slotOrder")) {
-        (Some(slot), Some(part), Some(order)) => Some((slot.to_string(), part.min(9) as u8, order)),
+    text("lane")?;
+    // Numbers are whole and in 0..2^53 (format 1 wrote them from u64s); `slotOrder` is
+    // `created_at` negated.
+    let slot = match (text("slot")?, number("slotPart")?, number("slotOrder")?) {
+        (Some(slot), Some(part), Some(order)) => {
+            Some((slot, (part as u64).min(9) as u8, -order as u64))
+        }
         _ => None,
     };
+    let created_ms = number("createdMs")?.ok_or("row: missing field `createdMs`")?;
     let index = RowIndex {
-        id: text("id")?,
-        stage: text("stage")?,
-        due_ms: number("dueMs"),
-        created_ms: number("createdMs").ok_or("row: missing or invalid field `createdMs`")?,
-        event_id: text("eventId")?,
+        id,
+        stage: required("stage", text("stage")?)?,
+        due_ms: number("dueMs")?.map(|n| n as u64),
+        created_ms: created_ms as u64,
+        event_id: required("eventId", text("eventId")?)?,
         slot,
-        rank: number("rank").map(|r| r.min(9) as u8),
+        rank: number("rank")?.map(|r| (r as u64).min(9) as u8),
     };
     Ok((record, index))
+}
+
+/// Format-1 field `name` of `row` read by `read` (`None` when absent or `null`), or
+/// that it is not `want`.
+fn v1_field<'a, T>(
+    row: &'a Value,
+    name: &str,
+    read: fn(&'a Value) -> Option<T>,
+    want: &str,
+) -> Result<Option<T>, String> {
+    match row.get(name).filter(|v| !v.is_null()) {
+        None => Ok(None),
+        Some(v) => read(v)
+            .map(Some)
+            .ok_or_else(|| format!("row: invalid type for `{name}`, expected {want}")),
+    }
 }
 
 /// The stage-index key of a stored row that may not decode (either format keeps `id`,
@@ -240,7 +258,7 @@ pub fn stage_key_of(text: &str) -> Option<String> {
     let created = row.get("createdMs")?.as_f64()?;
     Some(keys::stage_key(
         row.get("stage")?.as_str()?,
-        created.abs() as u64,
+        created as u64,
         row.get("id")?.as_str()?,
     ))
 }
@@ -248,10 +266,7 @@ pub fn stage_key_of(text: &str) -> Option<String> {
 /// The format-1 row of `record` (for tests of the upgrade paths: this build writes
 /// format 2).
 pub fn encode_v1(record: &Record) -> Result<StoredRow, StoreError> {
-    let doc = serde_json::to_string(record).map_err(|e| StoreError::Corrupt {
-        id: record.id.clone(),
-        message: format!("document cannot be written: {e}"),
-    })?;
+    let doc = doc_of(record)?;
     let index = index_of(record);
     let (slot, slot_part, slot_order) = match index.slot {
         Some((slot, part, created_at)) => (
@@ -275,29 +290,6 @@ pub fn encode_v1(record: &Record) -> Result<StoredRow, StoreError> {
         lane: record.lane.clone(),
         doc,
     })
-}
-
-/// Decodes a format-1 row. A row of another format, a document that does not parse,
-/// or one whose id disagrees with the row's is [`StoreError::Corrupt`].
-pub fn decode(row: &StoredRow) -> Result<Record, StoreError> {
-    let corrupt = |message: String| StoreError::Corrupt {
-        id: row.id.clone(),
-        message,
-    };
-    if row.v != 1 {
-        return Err(corrupt(format!(
-            "row format {} is not supported as a format-1 row",
-            row.v
-        )));
-    }
-    let record = read_doc(&row.doc).map_err(|e| corrupt(format!("document: {e}")))?;
-    if record.id != row.id {
-        return Err(corrupt(format!(
-            "document id `{}` differs from its key",
-            record.id
-        )));
-    }
-    Ok(record)
 }
 
 /// The record in a document, or what is wrong with it and where (serde_json's
@@ -373,6 +365,56 @@ mod tests {
             stage_key_of(&text),
             Some(keys::stage_key("pending", r.created_ms, &r.id))
         );
+    }
+
+    #[test]
+    fn format_1_fields_are_typed_as_they_were() {
+        let r = record();
+        let v1 = serde_json::to_value(encode_v1(&r).expect("v1")).expect("json");
+        let with = |name: &str, value: Value| {
+            let mut row = v1.clone();
+            row[name] = value;
+            row.to_string()
+        };
+        // Optional fields may be null (absent).
+        let (back, index) = read_row(&r.id, &with("dueMs", Value::Null)).expect("null dueMs");
+        assert_eq!((back, index.due_ms), (r.clone(), None));
+        for (name, value, want) in [
+            (
+                "rank",
+                Value::from("1"),
+                "invalid type for `rank`, expected a number",
+            ),
+            (
+                "dueMs",
+                Value::from("x"),
+                "invalid type for `dueMs`, expected a number",
+            ),
+            ("createdMs", Value::Null, "missing field `createdMs`"),
+            (
+                "slot",
+                Value::from(5),
+                "invalid type for `slot`, expected a string",
+            ),
+            (
+                "lane",
+                Value::from(true),
+                "invalid type for `lane`, expected a string",
+            ),
+            (
+                "stage",
+                Value::from(1),
+                "invalid type for `stage`, expected a string",
+            ),
+            ("doc", Value::Null, "missing field `doc`"),
+        ] {
+            match read_row(&r.id, &with(name, value)) {
+                Err(e @ StoreError::Corrupt { .. }) => {
+                    assert!(e.to_string().contains(want), "{name}: {e}")
+                }
+                other => panic!("{name}: {other:?}"),
+            }
+        }
     }
 
     #[test]

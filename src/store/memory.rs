@@ -21,9 +21,10 @@ impl KvStore<MemoryKv> {
             .backend()
             .dump()
             .into_iter()
+            .filter(|(key, _)| key.starts_with(keys::ROWS))
             .filter_map(|(key, value)| {
-                let id = key.strip_prefix(keys::ROWS).and(keys::id_of(&key))?;
-                codec::read_row(&id, &value).ok().map(|(record, _)| record)
+                let (record, _) = codec::read_row(&keys::id_of(&key)?, &value).ok()?;
+                Some(record)
             })
             .collect();
         records.sort_by(|a, b| a.id.cmp(&b.id));
