@@ -69,9 +69,9 @@ export function rawCount(db, store) {
   });
 }
 export function rawClose(db) { db.close(); }
-// The `kv` key of item `id`'s row: `r/` and the hex of its UTF-8 bytes.
+// The `kv` key of item `id`'s row: `R/` and the id (item ids are never escaped).
 function rowKey(id) {
-  return "r/" + Array.from(new TextEncoder().encode(id), (b) => b.toString(16).padStart(2, "0")).join("");
+  return "R/" + id;
 }
 // Reads the row of item `id` (`[json, version]` in `kv`), sets the fields of `patch`
 // (JSON; the string "__delete__" deletes a field) in its JSON and writes it back.
@@ -94,7 +94,7 @@ export function rawPatchRow(db, id, patch) {
   });
 }
 // Every row of `kv` described as JSON: whether it is a `[string, number]` pair, and for
-// a record's row (`r/…`) its JSON's own keys in order and each value's type.
+// a record's row (`R/…`) its JSON's own keys in order and each value's type.
 export function rawRowShapes(db) {
   return new Promise((resolve, reject) => {
     const tx = db.transaction("kv");
@@ -105,7 +105,7 @@ export function rawRowShapes(db) {
         key: keys.result[i],
         pair: Array.isArray(pair) && pair.length === 2 && typeof pair[0] === "string" && typeof pair[1] === "number",
       };
-      if (keys.result[i].startsWith("r/")) {
+      if (keys.result[i].startsWith("R/")) {
         const row = JSON.parse(pair[0]);
         shape.keys = Object.keys(row);
         shape.types = Object.keys(row).map((k) => typeof row[k]);

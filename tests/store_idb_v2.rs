@@ -26,7 +26,7 @@ export function dumpRows(name) {
     const req = indexedDB.open(name);
     req.onsuccess = () => {
       const db = req.result;
-      // Schema v5: the rows under `r/` in `kv`, the claim order under `p/`.
+      // Schema v5: the rows under `R/` in `kv`, the claim order under `P/`.
       const tx = db.transaction("kv");
       const keys = tx.objectStore("kv").getAllKeys();
       const all = tx.objectStore("kv").getAll();
@@ -34,9 +34,9 @@ export function dumpRows(name) {
         db.close();
         const rows = keys.result
           .map((k, i) => [k, all.result[i][0]])
-          .filter(([k]) => k.startsWith("r/"))
+          .filter(([k]) => k.startsWith("R/"))
           .map(([, v]) => JSON.parse(v));
-        const due = keys.result.filter((k) => k.startsWith("p/"));
+        const due = keys.result.filter((k) => k.startsWith("P/"));
         resolve(JSON.stringify({ rows: rows.map(r => [r.id.slice(-2), r.v, r.priority ?? null, r.lane ?? null]), due }));
       };
     };

@@ -9,6 +9,10 @@
 //! Every record reads back unchanged, through `get`, `list` (all, by stage, by lane),
 //! claims and the Nostr rules; `records` and `lookup` are emptied into `kv`, and the
 //! unreadable row is moved as it was and reported.
+//!
+//! And a schema-v5 database whose `kv` holds key layout 2 (what the build of 2a75019
+//! wrote: `tests/data/kv_v2_entries.json`) is moved to the current key layout when it
+//! opens, by two openers at once, in batches.
 #![cfg(target_arch = "wasm32")]
 
 use nostr_outbox::core::{EnqueueOutcome, ListQuery, Priority, Record, Stage, DEFAULT_LANE};
@@ -24,6 +28,7 @@ use wasm_bindgen_test::*;
 wasm_bindgen_test_configure!(run_in_browser);
 
 const ROWS: &str = include_str!("data/idb_v3_rows.json");
+const KV_V2: &str = include_str!("data/kv_v2_entries.json");
 
 #[wasm_bindgen(inline_js = r#"
 export function createLegacy(name, rowsJson, version) {
@@ -59,6 +64,34 @@ export function createLegacy(name, rowsJson, version) {
     req.onblocked = () => reject(new Error("blocked"));
   });
 }
+// Writes `entries` ([key, value] pairs) into the `kv` store of database `name` as the
+// store keeps them (`[value, version]`).
+export function fillKv(name, entriesJson) {
+  const entries = JSON.parse(entriesJson);
+  return new Promise((resolve, reject) => {
+    const req = indexedDB.open(name);
+    req.onsuccess = () => {
+      const db = req.result;
+      const tx = db.transaction("kv", "readwrite");
+      entries.forEach(([key, value], i) => tx.objectStore("kv").put([value, i + 1], key));
+      tx.oncomplete = () => { db.close(); resolve(entries.length); };
+      tx.onerror = () => reject(tx.error);
+    };
+    req.onerror = () => reject(req.error);
+  });
+}
+export function dumpKeys(name) {
+  return new Promise((resolve, reject) => {
+    const req = indexedDB.open(name);
+    req.onsuccess = () => {
+      const db = req.result;
+      const keys = db.transaction("kv").objectStore("kv").getAllKeys();
+      keys.onsuccess = () => { db.close(); resolve(keys.result); };
+      keys.onerror = () => reject(keys.error);
+    };
+    req.onerror = () => reject(req.error);
+  });
+}
 export function dumpV5(name) {
   return new Promise((resolve, reject) => {
     const req = indexedDB.open(name);
@@ -76,7 +109,7 @@ export function dumpV5(name) {
           version: db.version,
           schema: schema.result,
           legacyRows: counts.reduce((n, c) => n + c.result, 0),
-          rows: keys.result.map((k, i) => [k, values.result[i][0]]).filter(([k]) => k.startsWith("r/")),
+          rows: keys.result.map((k, i) => [k, values.result[i][0]]).filter(([k]) => k.startsWith("R/")),
           keys: keys.result.length,
         }));
       };
@@ -90,6 +123,10 @@ extern "C" {
     fn create_legacy(name: &str, rows_json: &str, version: u32) -> js_sys::Promise;
     #[wasm_bindgen(js_name = dumpV5)]
     fn dump_v5(name: &str) -> js_sys::Promise;
+    #[wasm_bindgen(js_name = fillKv)]
+    fn fill_kv(name: &str, entries_json: &str) -> js_sys::Promise;
+    #[wasm_bindgen(js_name = dumpKeys)]
+    fn dump_keys(name: &str) -> js_sys::Promise;
 }
 
 /// The records the fixture's rows hold, in key order.
@@ -239,15 +276,11 @@ async fn fixture_database_is_migrated_to_v5_in_place(version: u32) {
     store.close();
 }
 
-/// A v4 database of 450 records (three batches of the move) opened by two stores at
-/// once: both open, their moves take turns, every row is moved once, and every record
-/// reads back as it was.
-#[wasm_bindgen_test]
-async fn a_large_v4_database_is_moved_in_batches_by_two_openers_at_once() {
+/// 450 pending records (more than two batches of a move), as the store makes them.
+async fn records_450() -> Vec<Record> {
     use nostr_outbox::core::Policy;
     use nostr_outbox::store::conformance::{fixture_plan, RELAYS};
     use nostr_outbox::store::MemoryStore;
-
     let memory = MemoryStore::in_memory();
     let plans = (1..=450).map(|n| fixture_plan(n, &RELAYS, Policy::All));
     memory
@@ -256,6 +289,15 @@ async fn a_large_v4_database_is_moved_in_batches_by_two_openers_at_once() {
         .expect("enqueue");
     let want = memory.snapshot();
     assert_eq!(want.len(), 450);
+    want
+}
+
+/// A v4 database of 450 records (three batches of the move) opened by two stores at
+/// once: both open, their moves take turns, every row is moved once, and every record
+/// reads back as it was.
+#[wasm_bindgen_test]
+async fn a_large_v4_database_is_moved_in_batches_by_two_openers_at_once() {
+    let want = records_450().await;
     let rows: Vec<StoredRow> = want
         .iter()
         .map(|r| codec::encode_v1(r).expect("encode"))
@@ -291,4 +333,104 @@ async fn a_large_v4_database_is_moved_in_batches_by_two_openers_at_once() {
         Some(451),
         "one row each"
     );
+}
+
+/// A schema-v5 database made by this build, its `kv` filled with `entries` (key layout
+/// 2, as the build of 2a75019 wrote them), closed.
+async fn layout_2_database(entries: &str) -> String {
+    let name = format!("kv-v2-{}", js_sys::Math::random());
+    IdbStore::open(IdbOptions::new(name.as_str()))
+        .await
+        .expect("create")
+        .close();
+    JsFuture::from(fill_kv(&name, entries))
+        .await
+        .expect("fill kv");
+    name
+}
+
+/// The keys of key layouts 1 and 2 left in `kv`.
+async fn old_keys(name: &str) -> Vec<String> {
+    let keys = JsFuture::from(dump_keys(name)).await.expect("keys");
+    js_sys::Array::from(&keys)
+        .iter()
+        .filter_map(|k| k.as_string())
+        .filter(|k| {
+            keys::OLD_RANGES
+                .iter()
+                .any(|(a, b)| k.as_str() >= *a && k.as_str() < *b)
+        })
+        .collect()
+}
+
+#[wasm_bindgen_test]
+async fn a_key_layout_2_database_is_moved_to_the_current_layout_at_open() {
+    let entries: Vec<(String, String)> = serde_json::from_str(KV_V2).expect("fixture");
+    let want: Vec<Record> = entries
+        .iter()
+        .filter_map(|(k, v)| Some(codec::read_row(&keys::old_row_id(k)?, v).expect("row").0))
+        .collect();
+    assert_eq!(want.len(), 11);
+    let name = layout_2_database(KV_V2).await;
+    assert!(old_keys(&name).await.len() > 11);
+    let (a, b) = futures_util::future::join(
+        IdbStore::open(IdbOptions::new(name.as_str())),
+        IdbStore::open(IdbOptions::new(name.as_str())),
+    )
+    .await;
+    let (a, b) = (a.expect("first opener"), b.expect("second opener"));
+    assert_eq!(
+        old_keys(&name).await,
+        Vec::<String>::new(),
+        "nothing of layout 2 left"
+    );
+    for record in &want {
+        let got = a.get(&record.id).await.expect("get");
+        assert_eq!(got.as_ref(), Some(record), "{}", record.id);
+    }
+    let counts = b.status().await.expect("status");
+    assert_eq!((counts.total(), counts.corrupt), (11, 0), "{counts:?}");
+    // The claim order holds across priorities and due times (as natively: tests/store/kv.rs).
+    let t0 = 1_700_000_000_000u64;
+    let id = |n: u32| format!("{n:064x}");
+    let claimed = a
+        .claim(&fixture_claim("o", "l", 10, 1_000), t0 + 70_000_000)
+        .await
+        .expect("claim");
+    let got: Vec<String> = claimed.iter().map(|r| r.id.clone()).collect();
+    let long = format!("long.{}", "x".repeat(120));
+    assert_eq!(got, vec![id(8), id(9), id(2), id(4), long], "claim order");
+    // The slot index moved: a newer version of the article supersedes it.
+    let newer = nostr_plan(nostr_event(12, ALICE, 30_023, 2_000, "post/1 é", &[]));
+    b.enqueue(newer, t0 + 80_000_000)
+        .await
+        .expect("newer article");
+    let article = a.get(&id(8)).await.expect("get").expect("kept");
+    assert_eq!(article.stage, Stage::Superseded);
+    a.close();
+    b.close();
+}
+
+#[wasm_bindgen_test]
+async fn a_large_key_layout_2_database_is_moved_in_batches() {
+    // 450 rows of layout 2 (rows only: their index keys change nothing in the move),
+    // more than two batches, and one that does not decode.
+    let want = records_450().await;
+    let mut entries: Vec<(String, String)> = want
+        .iter()
+        .map(|r| (keys::old_row_key(&r.id), codec::write_row(r).expect("row")))
+        .collect();
+    entries.push((keys::old_row_key("broken"), "{not json".into()));
+    let name = layout_2_database(&serde_json::to_string(&entries).expect("json")).await;
+    let store = IdbStore::open(IdbOptions::new(name.as_str()))
+        .await
+        .expect("open");
+    assert_eq!(old_keys(&name).await, Vec::<String>::new());
+    let mut by_created = want.clone();
+    by_created.sort_by(|x, y| x.list_key().cmp(&y.list_key()));
+    let listed = store.list(&list_all(None, None)).await.expect("list");
+    assert_eq!(listed, by_created);
+    let counts = store.status().await.expect("status");
+    assert_eq!((counts.pending, counts.corrupt), (450, 1), "{counts:?}");
+    store.close();
 }

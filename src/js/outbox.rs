@@ -457,8 +457,9 @@ async fn open_store(
         StorageChoice::Memory => Ok(KvStore::new(AnyKv::Memory(MemoryKv::new()))),
         #[cfg(feature = "adapter")]
         StorageChoice::Adapter(kv) => {
-            // Rows written before priorities (key layout 1) move to the current layout
-            // before anything reads the claim order.
+            // What an older build wrote (key layouts 1 and 2) moves to the current
+            // layout before anything reads. (IndexedDB moves it when it opens:
+            // `store::idb::legacy`.)
             let store = KvStore::new(AnyKv::Js(kv));
             store.migrate().await?;
             Ok(store)

@@ -109,7 +109,7 @@ impl KvBackend for Shared {
     }
 
     async fn get_many(&self, keys: &[String]) -> Result<Vec<Option<KvValue>>, StoreError> {
-        let rows = keys.iter().filter(|k| k.starts_with("r/")).count();
+        let rows = keys.iter().filter(|k| k.starts_with(kv::ROWS)).count();
         self.rows_read.set(self.rows_read.get() + rows);
         self.kv.get_many(keys).await
     }
@@ -120,7 +120,10 @@ impl KvBackend for Shared {
 
     async fn list(&self, range: &KvRange) -> Result<Vec<KvEntry>, StoreError> {
         let listed = self.kv.list(range).await?;
-        let rows = listed.iter().filter(|e| e.key.starts_with("r/")).count();
+        let rows = listed
+            .iter()
+            .filter(|e| e.key.starts_with(kv::ROWS))
+            .count();
         self.rows_read.set(self.rows_read.get() + rows);
         if self.defect == Defect::ReversedLists {
             let mut all = self.kv.list(range).await?;
@@ -361,18 +364,31 @@ fn a_batch_over_the_commit_limits_is_refused_and_writes_nothing() {
     assert_eq!(err.code(), "invalid_argument", "{err}");
     assert!(err.to_string().contains("101 checks"), "{err}");
     assert!(store.backend().is_empty(), "nothing written");
-    // And about 80 KiB of keys: a record's row and index keys are some 870 bytes of
-    // keys (ids hex-encoded), so 100 plans do not fit, 50 do.
-    let err = block_on(store.enqueue_many(plans(0, 100), 1_000)).expect_err("too many keys");
+    // And 80 KiB of keys: with item ids of 128 characters a record's row and index
+    // keys are some 800 bytes, so 100 such plans do not fit.
+    let long_ids = |n: u32| -> Vec<Plan> {
+        plans(0, n)
+            .into_iter()
+            .map(|p| {
+                let id = format!("{}{}", p.id, "x".repeat(64));
+                p.with_id(id)
+            })
+            .collect()
+    };
+    let err = block_on(store.enqueue_many(long_ids(100), 1_000)).expect_err("too many keys");
     assert!(err.to_string().contains("bytes of keys"), "{err}");
     assert!(store.backend().is_empty(), "nothing written");
+    block_on(store.enqueue_many(long_ids(70), 1_000)).expect("70 fit");
+    // With the default item id (the event id, 64 characters), the checks are the only
+    // bound: 100 plans fit (key layout 2, with ids in hex, took about 74).
+    let store = KvStore::new(MemoryKv::with_limits(KvLimits::DENO_KV));
     assert_eq!(
-        block_on(store.enqueue_many(plans(0, 50), 1_000))
+        block_on(store.enqueue_many(plans(0, 100), 1_000))
             .expect("fits")
             .len(),
-        50
+        100
     );
-    assert_eq!(block_on(store.status()).expect("status").pending, 50);
+    assert_eq!(block_on(store.status()).expect("status").pending, 100);
 
     // Mutations: a new regular record is its row and 4 index keys.
     let limits = KvLimits {
@@ -406,9 +422,12 @@ fn an_address_too_long_for_the_storage_is_a_typed_refusal() {
     // anything is read, with `invalid_argument`, and nothing is written.
     let store = KvStore::new(MemoryKv::with_limits(KvLimits::DENO_KV));
     let article = |n, d: &str| nostr_plan(nostr_event(n, ALICE, 30_023, 100, d, &[]));
-    block_on(store.enqueue(article(1, &"x".repeat(800)), 1_000)).expect("an 800-byte d tag fits");
-    let long = "x".repeat(1_000);
-    let err = block_on(store.enqueue(article(2, &long), 1_000)).expect_err("a 1000-byte d tag");
+    // A slot key is its address plus some 220 bytes, a key at most 2 031: ASCII and
+    // non-ASCII `d` tags of 1 800 bytes fit (key layout 2, in hex, took about 800).
+    block_on(store.enqueue(article(1, &"x".repeat(1_800)), 1_000)).expect("1 800 bytes fit");
+    block_on(store.enqueue(article(5, &"é".repeat(900)), 1_000)).expect("1 800 bytes of é");
+    let long = "x".repeat(1_900);
+    let err = block_on(store.enqueue(article(2, &long), 1_000)).expect_err("a 1900-byte d tag");
     assert_eq!(err.code(), "invalid_argument");
     assert!(err.to_string().contains("`d` tag"), "{err}");
     let address = format!("30023:{ALICE}:{long}");
@@ -418,7 +437,7 @@ fn an_address_too_long_for_the_storage_is_a_typed_refusal() {
     assert_eq!(err.code(), "invalid_argument");
     assert_eq!(
         block_on(store.status()).expect("status").total(),
-        1,
+        2,
         "nothing written"
     );
     // Where keys are not limited, any `d` tag is stored.
@@ -516,8 +535,13 @@ mod key_order {
     use super::kv;
     use proptest::prelude::*;
 
+    /// Item ids (1..=128 of `[A-Za-z0-9._:-]`) and event ids (64 hex digits).
     fn id() -> impl Strategy<Value = String> {
-        prop_oneof!["[a-z0-9:/._-]{0,12}", any::<String>(), "[0-9a-f]{64}",]
+        prop_oneof![
+            "[A-Za-z0-9:._-]{1,12}",
+            "[A-Za-z0-9:._-]{120,128}",
+            "[0-9a-f]{64}",
+        ]
     }
 
     fn time() -> impl Strategy<Value = u64> {
@@ -529,6 +553,18 @@ mod key_order {
     }
 
     proptest! {
+        #[test]
+        fn any_text_is_written_without_separators_and_read_back(text in any::<String>()) {
+            // Slots hold any `d` tag: escaped where it would break the layout.
+            let key = kv::row_key(&text);
+            prop_assert_eq!(kv::id_of(&key), Some(text.clone()));
+            let written = &key[kv::ROWS.len()..];
+            prop_assert!(!written.contains('/') && written.chars().all(|c| c >= '%'));
+            let other = format!("{text}/x");
+            let prefix = kv::lock_key(&text) + "/";
+            prop_assert!(!kv::lock_key(&other).starts_with(&prefix));
+        }
+
         #[test]
         fn claim_keys_sort_in_claim_order(
             a in (0u8..3, time(), time(), id()),
@@ -564,7 +600,7 @@ mod key_order {
 
         #[test]
         fn slot_keys_sort_newest_first_within_their_slot_and_part(
-            slot_a in id(), slot_b in id(),
+            slot_a in any::<String>(), slot_b in any::<String>(),
             a in (time(), id(), id()),
             b in (time(), id(), id()),
             part in 0u8..3,
@@ -591,16 +627,12 @@ mod key_order {
 #[test]
 fn the_key_order_test_catches_an_unpadded_encoding() {
     // Unpadded numbers (what the padding prevents) sort 10 before 9.
-    let unpadded = |due: u64, id: &str| format!("d/{due}/{}", hex_of(id));
+    let unpadded = |due: u64, id: &str| format!("P/1/{due}/{id}");
     assert!(unpadded(10, "a") < unpadded(9, "a"));
     assert!(kv::due_key(1, 10, 0, "a") > kv::due_key(1, 9, 0, "a"));
     // Unescaped text with a separator would mix slots: "a/b" + "c" vs "a" + "b/c".
     assert_ne!(kv::slot_prefix("a/b", 1), kv::slot_prefix("a", 1));
     assert!(!kv::slot_key("a/b", 1, 0, "e", "i").starts_with(&kv::slot_prefix("a", 1)));
-}
-
-fn hex_of(text: &str) -> String {
-    text.bytes().map(|b| format!("{b:02x}")).collect()
 }
 
 #[test]
@@ -894,18 +926,26 @@ mod same_as_reference {
 }
 
 // ---------------------------------------------------------------------------------
-// Key layout 1 → 2: `tests/data/kv_v1_entries.json` holds every entry the build of
-// a6161fd (layout 1: claim order under `d/`, rows without `rank`) wrote for 8 records in
-// 6 stages (tests/gen_v2_fixture.rs at that commit made it).
+// Key layouts 1 and 2 → 3. `tests/data/kv_v1_entries.json` holds every entry the build
+// of a6161fd (layout 1: claim order under `d/`, rows without `rank`) wrote for 8 records
+// in 6 stages (tests/gen_v2_fixture.rs at that commit made it);
+// `tests/data/kv_v2_entries.json` every entry the build of 2a75019 (layout 2: ids in
+// hex, rows in format 2) wrote for 11 records (tests/gen_kv_v2_fixture.rs at cd21ad1).
 
-fn layout_1_store() -> KvStore<MemoryKv> {
-    let text = std::fs::read_to_string("tests/data/kv_v1_entries.json").expect("fixture");
+/// A store holding `fixture`'s entries, and the records its old rows hold.
+fn old_layout_store(fixture: &str) -> (KvStore<MemoryKv>, Vec<nostr_outbox::core::Record>) {
+    let text = std::fs::read_to_string(fixture).expect("fixture");
     let entries: Vec<(String, String)> = serde_json::from_str(&text).expect("fixture json");
     let kv = MemoryKv::new();
+    let mut records = Vec::new();
     for (key, value) in &entries {
         kv.put_raw(key, value);
+        if let Some(id) = kv::old_row_id(key) {
+            let (record, _) = nostr_outbox::store::codec::read_row(&id, value).expect("decodes");
+            records.push(record);
+        }
     }
-    KvStore::new(kv)
+    (KvStore::new(kv), records)
 }
 
 fn keys_under(store: &KvStore<MemoryKv>, prefix: &str) -> Vec<String> {
@@ -918,45 +958,63 @@ fn keys_under(store: &KvStore<MemoryKv>, prefix: &str) -> Vec<String> {
         .collect()
 }
 
+/// What every migration must show: before it the store sees nothing; after it every
+/// record reads back unchanged, no key of the old layouts is left (but `left` keys that
+/// name no id), and a second run finds nothing. `corrupt` rows that do not decode move
+/// too.
+fn migrate_and_check(
+    store: &KvStore<MemoryKv>,
+    records: &[nostr_outbox::core::Record],
+    corrupt: usize,
+    left: usize,
+) {
+    let old_keys = |store: &KvStore<MemoryKv>| {
+        store
+            .backend()
+            .dump()
+            .into_iter()
+            .filter(|(k, _)| {
+                kv::OLD_RANGES
+                    .iter()
+                    .any(|(a, b)| k.as_str() >= *a && k.as_str() < *b)
+            })
+            .count()
+    };
+    assert!(
+        old_keys(store) > records.len(),
+        "index keys of the old layout"
+    );
+    assert_eq!(block_on(store.status()).expect("status").total(), 0);
+    let moved = block_on(store.migrate()).expect("migrate");
+    assert_eq!(moved as usize, records.len() + corrupt);
+    assert_eq!(old_keys(store), left, "no key of the old layouts is left");
+    assert_eq!(block_on(store.migrate()).expect("again"), 0, "idempotent");
+    for want in records {
+        let got = block_on(store.get(&want.id)).expect("get").expect("kept");
+        assert_eq!(&got, want);
+    }
+    let status = block_on(store.status()).expect("status");
+    assert_eq!(status.corrupt as usize, corrupt);
+    assert_eq!(status.total() as usize, records.len() + corrupt);
+}
+
 #[test]
 fn a_layout_1_store_is_migrated_in_place_and_keeps_every_record() {
-    let store = layout_1_store();
-    let ids: Vec<String> = (1..=8u32).map(|n| format!("{n:064x}")).collect();
-    let before: Vec<_> = ids
-        .iter()
-        .map(|id| block_on(store.get(id)).expect("get").expect("stored"))
-        .collect();
-    let status = block_on(store.status()).expect("status");
+    let (store, records) = old_layout_store("tests/data/kv_v1_entries.json");
     assert_eq!(
         keys_under(&store, "d/").len(),
         5,
         "5 records are not terminal"
     );
-    assert!(keys_under(&store, "p/").is_empty());
-    // Before the migration a claim finds nothing: the claim order moved.
-    let far = 1_700_000_000_000u64 + 70_000_000;
-    assert!(
-        block_on(store.claim(&fixture_claim("o", "l0", 10, 1_000), far))
-            .expect("claim")
-            .is_empty()
-    );
-    assert_eq!(block_on(store.migrate()).expect("migrate"), 5);
-    assert!(
-        keys_under(&store, "d/").is_empty(),
-        "no layout-1 key is left"
-    );
+    migrate_and_check(&store, &records, 0, 0);
     assert_eq!(
-        keys_under(&store, "p/1/").len(),
+        keys_under(&store, "P/1/").len(),
         5,
         "filed under normal priority"
     );
-    assert_eq!(block_on(store.migrate()).expect("again"), 0, "idempotent");
-    for (id, want) in ids.iter().zip(&before) {
-        assert_eq!(&block_on(store.get(id)).expect("get").expect("kept"), want);
-    }
-    assert_eq!(block_on(store.status()).expect("status"), status);
     // Claims, lists and next_due see the migrated records; the leased one (#4, lease
     // until t0 + 100 + 60 000) comes back after its lease.
+    let ids: Vec<String> = (1..=8u32).map(|n| format!("{n:064x}")).collect();
     let t0 = 1_700_000_000_000u64;
     assert_eq!(
         block_on(store.next_due(false)).expect("next_due"),
@@ -965,19 +1023,11 @@ fn a_layout_1_store_is_migrated_in_place_and_keeps_every_record() {
     let claimed =
         block_on(store.claim(&fixture_claim("o", "l", 10, 1_000), t0 + 70_000_000)).expect("claim");
     let got: Vec<&str> = claimed.iter().map(|r| r.id.as_str()).collect();
-    let want: Vec<&str> = [6, 7, 8, 4, 2]
+    let want: Vec<&str> = [6, 7, 8, 2, 4]
         .iter()
         .map(|n| ids[*n - 1].as_str())
         .collect();
-    let mut sorted = got.clone();
-    sorted.sort();
-    let mut want_sorted = want.clone();
-    want_sorted.sort();
-    assert_eq!(
-        sorted, want_sorted,
-        "every non-terminal record is claimable"
-    );
-    assert!(keys_under(&store, "d/").is_empty());
+    assert_eq!(got, want, "every non-terminal record, in claim order");
     let page = block_on(store.list(&nostr_outbox::core::ListQuery {
         limit: 100,
         lane: Some("default".into()),
@@ -985,6 +1035,58 @@ fn a_layout_1_store_is_migrated_in_place_and_keeps_every_record() {
     }))
     .expect("list");
     assert_eq!(page.len(), 8, "every record is in the default lane");
+}
+
+#[test]
+fn a_layout_2_store_is_migrated_in_place_and_keeps_every_record() {
+    let (store, records) = old_layout_store("tests/data/kv_v2_entries.json");
+    assert_eq!(records.len(), 11);
+    // A row that does not decode is moved as it is (and still reported), also one whose
+    // key is not hex of an id (its id is then the key's text).
+    let broken = format!("r/{}", "6e6f7065"); // "nope"
+    store.backend().put_raw(&broken, "{not json");
+    store.backend().put_raw("r/zz", "{}");
+    migrate_and_check(&store, &records, 2, 0);
+    let moved: Vec<(String, String)> = store
+        .backend()
+        .dump()
+        .into_iter()
+        .filter(|(k, _)| k == "R/nope" || k == "R/zz")
+        .collect();
+    assert_eq!(
+        moved,
+        vec![
+            ("R/nope".to_string(), "{not json".to_string()),
+            ("R/zz".to_string(), "{}".to_string())
+        ]
+    );
+    let corrupt = block_on(store.corrupt_rows()).expect("corrupt rows");
+    assert_eq!(corrupt.len(), 2, "{corrupt:?}");
+    // Records 1 (high) … 11: the claim order holds across priorities and due times.
+    let t0 = 1_700_000_000_000u64;
+    let id = |n: u32| format!("{n:064x}");
+    let long = format!("long.{}", "x".repeat(120));
+    assert_eq!(
+        block_on(store.next_due(false)).expect("next_due"),
+        Some(t0 + 6)
+    );
+    let claimed =
+        block_on(store.claim(&fixture_claim("o", "l", 10, 1_000), t0 + 70_000_000)).expect("claim");
+    let got: Vec<String> = claimed.iter().map(|r| r.id.clone()).collect();
+    assert_eq!(got, vec![id(8), id(9), id(2), id(4), long], "claim order");
+    let dm = block_on(store.list(&nostr_outbox::core::ListQuery {
+        limit: 100,
+        lane: Some("dm".into()),
+        ..Default::default()
+    }))
+    .expect("list");
+    assert_eq!(dm.len(), 1, "the lane is kept");
+    // The slot keys moved: a newer version of the article supersedes it, and a
+    // deletion of event 2 finds it through the event index.
+    let newer = nostr_plan(nostr_event(12, ALICE, 30_023, 2_000, "post/1 é", &[]));
+    block_on(store.enqueue(newer, t0 + 80_000_000)).expect("newer article");
+    let article = block_on(store.get(&id(8))).expect("get").expect("kept");
+    assert_eq!(article.stage, Stage::Superseded);
 }
 
 #[test]

@@ -142,28 +142,47 @@ export function commit(tx, checks, versions, puts, deletes, onWritten, units) {
     };
   });
 }
-// Schemas v1–v4 (legacy.rs): up to `limit` rows of the old `records` store, read in a new
-// read-write transaction over every store the move writes: `[tx, keys, rows]`, or null
-// when the database has no `records` store.
-export function legacyBatch(db, limit) {
-  if (!db.objectStoreNames.contains("records")) return Promise.resolve(null);
-  const names = ["records", "kv", "meta"];
-  if (db.objectStoreNames.contains("lookup")) names.push("lookup");
+// What older builds wrote (legacy.rs), read in a new read-write transaction over every
+// store the move writes: up to `limit` rows of the old `records` store (schemas v1–v4),
+// if there is one, and up to `limit` entries of each old key range of `kv` (key layouts 1
+// and 2; `ranges` is [start, end, ...], keys.rs OLD_RANGES): `[tx, keys, kvKeys, rowKeys,
+// texts]`, the keys to delete from `records` and from `kv`, and each row's key (its item
+// id in `records`, `r/…` in `kv`) with its JSON text.
+export function legacyBatch(db, limit, ranges) {
+  const names = ["kv", "meta"];
+  for (const name of ["records", "lookup"]) if (db.objectStoreNames.contains(name)) names.push(name);
   const tx = db.transaction(names, "readwrite", { durability: "strict" });
-  const records = tx.objectStore("records");
-  const keys = records.getAllKeys(null, limit);
-  const rows = records.getAll(null, limit);
+  const records = names.includes("records") ? tx.objectStore("records") : null;
+  const reads = records ? [records.getAllKeys(null, limit), records.getAll(null, limit)] : [];
+  for (let i = 0; i < ranges.length; i += 2) {
+    const range = IDBKeyRange.bound(ranges[i], ranges[i + 1], false, true);
+    reads.push(tx.objectStore("kv").getAllKeys(range, limit), tx.objectStore("kv").getAll(range, limit));
+  }
   return new Promise((resolve, reject) => {
-    keys.onerror = rows.onerror = failed(tx, reject);
-    rows.onsuccess = () => resolve([tx, keys.result, rows.result]);
+    for (const r of reads) r.onerror = failed(tx, reject);
+    reads[reads.length - 1].onsuccess = () => {
+      const out = [tx, [], [], [], []];
+      for (let i = 0; i < reads.length; i += 2) {
+        const fromKv = !records || i > 0;
+        reads[i].result.forEach((key, j) => {
+          const value = reads[i + 1].result[j];
+          out[fromKv ? 2 : 1].push(key);
+          if (!fromKv || key.startsWith("r/")) {
+            out[3].push(key);
+            out[4].push(fromKv ? (Array.isArray(value) ? String(value[0]) : "") : JSON.stringify(value));
+          }
+        });
+      }
+      resolve(out);
+    };
   });
 }
 // The move of a `legacyBatch`, in its transaction: `keys` deleted from `records` (and
-// `lookup`), and `puts` ([key, value, ...]) written into `kv` by `commit` (one writer of
-// the rows); answers the number moved once the transaction has committed.
-export function legacyMove(tx, keys, puts) {
-  const records = tx.objectStore("records");
-  const lookup = tx.objectStoreNames.contains("lookup") ? tx.objectStore("lookup") : null;
+// `lookup`), `kvKeys` from `kv`, and `puts` ([key, value, ...]) written into `kv` by
+// `commit` (one writer of the rows); answers once the transaction has committed.
+export function legacyMove(tx, keys, kvKeys, puts) {
+  const records = keys.length ? tx.objectStore("records") : null;
+  const lookup = records && tx.objectStoreNames.contains("lookup") ? tx.objectStore("lookup") : null;
   try {
     for (const key of keys) {
       records.delete(key);
@@ -174,18 +193,20 @@ export function legacyMove(tx, keys, puts) {
     try { tx.abort(); } catch {}
     return Promise.reject(error);
   }
-  return commit(tx, [], [], puts, []).then(() => keys.length);
+  return commit(tx, [], [], puts, kvKeys);
 }
 "#)]
 extern "C" {
     #[wasm_bindgen(js_name = openTx, catch)]
     pub(super) fn open_tx(db: &JsValue, strict: bool) -> Result<JsValue, JsValue>;
     #[wasm_bindgen(js_name = legacyBatch, catch)]
-    pub(super) fn legacy_batch(db: &JsValue, limit: u32) -> Result<Promise, JsValue>;
+    pub(super) fn legacy_batch(db: &JsValue, limit: u32, ranges: Array)
+        -> Result<Promise, JsValue>;
     #[wasm_bindgen(js_name = legacyMove, catch)]
     pub(super) fn legacy_move(
         tx: &JsValue,
         keys: &JsValue,
+        kv_keys: &JsValue,
         puts: Array,
     ) -> Result<Promise, JsValue>;
     #[wasm_bindgen(js_name = getMany, catch)]

@@ -1,20 +1,32 @@
-//! The key layout of [`super::KvStore`]: ordered ASCII string keys.
+//! The key layout of [`super::KvStore`] (layout 3): ordered string keys.
 //!
 //! ```text
-//! r/<hex id>                                           the row (`codec::write_row`)
-//! p/<rank>/<dueMs>/<createdMs>/<hex id>                claim order, non-terminal only
-//! l/<createdMs>/<hex id>                               list order
-//! t/<stage>/<createdMs>/<hex id>                       list order within a stage
-//! e/<hex eventId>/<hex id>                             by event id
-//! s/<hex slot>/<part>/<inverted createdAt>/<hex eventId>/<hex id>
-//!                                                      by NIP-01 slot, newest first
-//! k/<hex slot>                                         the slot's lock (empty value)
+//! R/<id>                                               the row (`codec::write_row`)
+//! P/<rank>/<dueMs>/<createdMs>/<id>                    claim order, non-terminal only
+//! L/<createdMs>/<id>                                   list order
+//! T/<stage>/<createdMs>/<id>                           list order within a stage
+//! E/<eventId>/<id>                                     by event id
+//! S/<slot>/<part>/<inverted createdAt>/<eventId>/<id>  by NIP-01 slot, newest first
+//! K/<slot>                                             the slot's lock (empty value)
+//! o/<hex owner>                                        an owner's heartbeat
 //! ```
 //! Numbers are 20 decimal digits, zero-padded (every `u64`), so their string order is
-//! their numeric order. Free text (item ids, event ids, slots) is lowercase hex of its
-//! UTF-8 bytes: two hex digits per byte keep its byte order (`str`'s order), and `/`
-//! sorts before every hex digit, so a shorter text sorts before the texts it is a
-//! prefix of, as in `str`'s order, and one text's keys never mix with another's.
+//! their numeric order. Free text (item ids, event ids, slots) is written as
+//! it is, except that an ASCII byte outside `[A-Za-z0-9._:-]` (`/`, `%`, space, …)
+//! becomes `%XX`: item ids (1..=128 of `[A-Za-z0-9._:-]`) and event ids (64 lowercase
+//! hex digits) are never escaped, so their keys keep `str` order; a slot's `d` tag is
+//! escaped where it must be, and its non-ASCII characters are kept (only the slot's
+//! prefix is ever ranged over, so the order among slots, which UTF-8 and UTF-16 may
+//! see differently, is never used). Free text never holds `/`, so one text's keys
+//! never mix with another's, and a key is never followed by a key between it and
+//! itself plus `!`.
+//!
+//! Why not hex, as layout 2 did: hex doubles every id, and a Deno KV atomic operation
+//! counts its keys' bytes (80 KiB). With an item id of 64 characters (the default: the
+//! event id) a new record's keys are about 490 bytes here against 874 in layout 2,
+//! so a batch of 100 fits Deno KV's 100 checks (layout 2: about 74), and an
+//! addressable event's `d` tag may be about 1 800 bytes (layout 2: about 800).
+//!
 //! `<part>` is the row's `slotPart` (`1` may still be sent, `0` satisfied or
 //! superseded, `2` cancelled); `<inverted createdAt>` is `u64::MAX − created_at`, so the
 //! newest version comes first and, at equal `created_at`, the lower event id (NIP-01).
@@ -24,49 +36,80 @@
 //! that cannot sign never reads a draft, nor wakes up for one.
 //! Index keys are derived from the row on every write and written in the same commit.
 //!
-//! Layout 1 (before priorities) filed the claim order under
-//! `d/<dueMs>/<createdMs>/<hex id>`; its rows have no `rank`. [`index_keys`] gives such a
-//! row its layout-1 key, so rewriting the row moves it to `p/`;
-//! [`super::KvStore::migrate`] rewrites every row that still has a `d/` key.
+//! Layouts 1 and 2 wrote lowercase prefixes (`r/`, `p/`, `d/`, `l/`, `t/`, `e/`, `s/`,
+//! `k/`: free text hex-encoded; layout 1 filed the claim order under `d/`). [`super::KvStore::migrate`] moves their rows to this layout and
+//! deletes their other keys ([`OLD_RANGES`]).
 
 use crate::core::{Priority, Record, Stage};
 use crate::store::codec::RowIndex;
 
 /// The prefix of row keys.
-pub const ROWS: &str = "r/";
+pub const ROWS: &str = "R/";
 /// The prefix of the claim-order index.
-pub const DUE: &str = "p/";
-/// The prefix of layout 1's claim-order index (rows written before priorities).
-pub const LEGACY_DUE: &str = "d/";
+pub const DUE: &str = "P/";
 /// The prefix of the list-order index.
-pub const CREATED: &str = "l/";
+pub const CREATED: &str = "L/";
 /// The prefix of the stage index.
-pub const STAGE: &str = "t/";
+pub const STAGE: &str = "T/";
 /// The prefix of the event-id index.
-pub const EVENT: &str = "e/";
+pub const EVENT: &str = "E/";
 /// The prefix of the slot index.
-pub const SLOT: &str = "s/";
+pub const SLOT: &str = "S/";
 /// The prefix of slot locks.
-pub const LOCK: &str = "k/";
+pub const LOCK: &str = "K/";
 /// The prefix of owners' heartbeats ([`crate::core::heartbeat`]).
 pub const OWNER: &str = "o/";
+
+/// The prefix of layouts 1 and 2's rows (the item id in hex).
+pub const OLD_ROWS: &str = "r/";
+/// The key ranges of layouts 1 and 2 (every key of theirs but heartbeats, `o/`, which
+/// are unchanged): `[d/, o/)` and `[p/, u/)`.
+pub const OLD_RANGES: [(&str, &str); 2] = [("d/", "o/"), ("p/", "u/")];
 
 fn num(n: u64) -> String {
     format!("{n:020}")
 }
 
-fn hex(text: &str) -> String {
-    hex::encode(text.as_bytes())
+/// Free text as this layout writes it (see the module documentation).
+fn text(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if c.is_ascii() && !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | ':' | '-')) {
+            let hex = hex::encode_upper([c as u8]);
+            out.push('%');
+            out.push_str(&hex);
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// The text [`text`] wrote, if `s` is such a text.
+fn untext(s: &str) -> Option<String> {
+    let mut bytes = Vec::with_capacity(s.len());
+    let mut rest = s.as_bytes();
+    while let Some((&b, tail)) = rest.split_first() {
+        if b == b'%' {
+            let digits = std::str::from_utf8(tail.get(..2)?).ok()?;
+            bytes.push(u8::from_str_radix(digits, 16).ok()?);
+            rest = &tail[2..];
+        } else {
+            bytes.push(b);
+            rest = tail;
+        }
+    }
+    String::from_utf8(bytes).ok()
 }
 
 /// The key of `owner`'s heartbeat.
 pub fn owner_key(owner: &str) -> String {
-    format!("{OWNER}{}", hex(owner))
+    format!("{OWNER}{}", hex::encode(owner.as_bytes()))
 }
 
 /// The key of the row of item `id`.
 pub fn row_key(id: &str) -> String {
-    format!("{ROWS}{}", hex(id))
+    format!("{ROWS}{}", text(id))
 }
 
 /// The claim-order key `(rank, due_ms, created_ms, id)`.
@@ -76,7 +119,7 @@ pub fn due_key(rank: u8, due_ms: u64, created_ms: u64, id: &str) -> String {
         rank_prefix(rank),
         num(due_ms),
         num(created_ms),
-        hex(id)
+        text(id)
     )
 }
 
@@ -110,19 +153,9 @@ pub fn due_end(rank: u8, now_ms: u64) -> String {
     }
 }
 
-/// Layout 1's claim-order key `(due_ms, created_ms, id)`.
-pub fn legacy_due_key(due_ms: u64, created_ms: u64, id: &str) -> String {
-    format!(
-        "{LEGACY_DUE}{}/{}/{}",
-        num(due_ms),
-        num(created_ms),
-        hex(id)
-    )
-}
-
 /// The list-order key `(created_ms, id)`.
 pub fn created_key(created_ms: u64, id: &str) -> String {
-    format!("{CREATED}{}/{}", num(created_ms), hex(id))
+    format!("{CREATED}{}/{}", num(created_ms), text(id))
 }
 
 /// The prefix of every stage-index key of `stage`.
@@ -132,23 +165,23 @@ pub fn stage_prefix(stage: Stage) -> String {
 
 /// The stage-index key `(stage, created_ms, id)`.
 pub fn stage_key(stage: &str, created_ms: u64, id: &str) -> String {
-    format!("{STAGE}{stage}/{}/{}", num(created_ms), hex(id))
+    format!("{STAGE}{stage}/{}/{}", num(created_ms), text(id))
 }
 
 /// The prefix of the event-index keys of `event_id`.
 pub fn event_prefix(event_id: &str) -> String {
-    format!("{EVENT}{}/", hex(event_id))
+    format!("{EVENT}{}/", text(event_id))
 }
 
 /// The event-index key `(event_id, id)`.
 pub fn event_key(event_id: &str, id: &str) -> String {
-    format!("{}{}", event_prefix(event_id), hex(id))
+    format!("{}{}", event_prefix(event_id), text(id))
 }
 
 /// The prefix of the slot-index keys of `slot` in partition `part` (1 may still be
 /// sent, 0 satisfied or superseded, 2 cancelled).
 pub fn slot_prefix(slot: &str, part: u8) -> String {
-    format!("{SLOT}{}/{part}/", hex(slot))
+    format!("{SLOT}{}/{part}/", text(slot))
 }
 
 /// The slot-index key: newest `created_at` first, then the lower event id.
@@ -157,15 +190,15 @@ pub fn slot_key(slot: &str, part: u8, created_at: u64, event_id: &str, id: &str)
         "{}{}/{}/{}",
         slot_prefix(slot, part),
         num(u64::MAX - created_at),
-        hex(event_id),
-        hex(id)
+        text(event_id),
+        text(id)
     )
 }
 
 /// The key of the lock of `slot`: every enqueue that reads a slot rewrites it, so two
 /// enqueues of versions of one slot cannot both commit.
 pub fn lock_key(slot: &str) -> String {
-    format!("{LOCK}{}", hex(slot))
+    format!("{LOCK}{}", text(slot))
 }
 
 /// The first key past every key starting with `prefix` (which ends in `/`).
@@ -176,15 +209,32 @@ pub fn prefix_end(prefix: &str) -> String {
 }
 
 /// The first key after `key` among this layout's keys: nothing sorts between `key` and
-/// `key + "!"` (`!` comes before `/` and every hex digit).
+/// `key + "!"` (`!` comes before every character a key continues with).
 pub fn after(key: &str) -> String {
     format!("{key}!")
 }
 
-/// The item id at the end of an index or row key, when its hex decodes.
+/// The item id at the end of an index or row key.
 pub fn id_of(key: &str) -> Option<String> {
-    let hex_id = key.rsplit('/').next()?;
-    String::from_utf8(hex::decode(hex_id).ok()?).ok()
+    untext(key.rsplit('/').next()?)
+}
+
+/// The row key of item `id` in layouts 1 and 2 (what [`old_row_id`] reads): for tests
+/// of the move.
+pub fn old_row_key(id: &str) -> String {
+    format!("{OLD_ROWS}{}", hex::encode(id.as_bytes()))
+}
+
+/// The item id of a row key of layouts 1 and 2 ([`OLD_ROWS`]): its hex decoded, or
+/// the key's text as it is when that is not hex of UTF-8 (such a row is moved, and
+/// reported as corrupt, under that id). `None` for any other key.
+pub fn old_row_id(key: &str) -> Option<String> {
+    let hex_id = key.strip_prefix(OLD_ROWS)?;
+    let decoded = hex::decode(hex_id).ok().map(String::from_utf8);
+    Some(match decoded {
+        Some(Ok(id)) => id,
+        _ => hex_id.to_string(),
+    })
 }
 
 /// The `dueMs` of a claim-order key.
@@ -201,10 +251,9 @@ pub fn index_keys(row: &RowIndex) -> Vec<String> {
         event_key(&row.event_id, &row.id),
     ];
     if let Some(due) = row.due_ms {
-        keys.push(match row.rank {
-            Some(rank) => due_key(rank.min(9), due, created, &row.id),
-            None => legacy_due_key(due, created, &row.id),
-        });
+        // A format-1 row written before priorities has no rank: it was normal.
+        let rank = row.rank.unwrap_or(Priority::Normal.rank());
+        keys.push(due_key(rank.min(9), due, created, &row.id));
     }
     if let Some((slot, part, created_at)) = &row.slot {
         keys.push(slot_key(

@@ -7,9 +7,10 @@
 //! # The contract
 //!
 //! A backend holds string keys, each with a string value and an opaque version that
-//! changes on every write of the key. Keys are compared as strings (every key this
-//! store writes is ASCII, so UTF-8 byte order, UTF-16 code unit order and SQLite's
-//! `BINARY` collation all agree). It answers three calls:
+//! changes on every write of the key. Keys are compared as strings: UTF-8 byte order,
+//! UTF-16 code unit order and SQLite's `BINARY` collation agree on every key this store
+//! ranges over in order (ASCII but for a slot's `d` tag, which is only ever matched as a
+//! prefix: [`keys`]). It answers three calls:
 //!
 //! 1. [`KvBackend::get_many`]: several keys at once → for each, its value and version,
 //!    or `None` when absent.
@@ -217,6 +218,7 @@ impl KvLimits {
     };
 
     /// Why `commit` does not fit, if it does not.
+    #[inline(never)]
     pub fn refuse(&self, commit: &KvCommit) -> Option<String> {
         if commit.mutations.len() > self.max_mutations {
             return Some(format!(

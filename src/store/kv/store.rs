@@ -139,6 +139,41 @@ struct Tx<'a, B> {
 
 /// The error of an operation whose every commit conflicted: out of line, one copy for
 /// every operation's `atomic`.
+/// Adds to `commit` the move of one entry of key layouts 1 and 2 ([`KvStore::migrate`]).
+fn move_old_entry(commit: &mut KvCommit, entry: &KvEntry) -> Result<(), StoreError> {
+    let delete = KvMutation::Delete {
+        key: entry.key.clone(),
+    };
+    let Some(id) = keys::old_row_id(&entry.key) else {
+        commit.mutations.push(delete);
+        return Ok(());
+    };
+    let key = keys::row_key(&id);
+    commit.checks.push(KvCheck {
+        key: entry.key.clone(),
+        version: Some(entry.version.clone()),
+    });
+    commit.checks.push(KvCheck {
+        key: key.clone(),
+        version: None,
+    });
+    commit.mutations.push(delete);
+    let value = match codec::read_row(&id, &entry.value) {
+        Ok((record, _)) => {
+            for index in keys::index_keys(&codec::index_of(&record)) {
+                commit.mutations.push(KvMutation::Put {
+                    key: index,
+                    value: String::new(),
+                });
+            }
+            codec::write_row(&record)?
+        }
+        Err(_) => entry.value.clone(),
+    };
+    commit.mutations.push(KvMutation::Put { key, value });
+    Ok(())
+}
+
 fn conflicted() -> StoreError {
     StoreError::Blocked(format!(
         "the commit conflicted with other writers {MAX_COMMIT_TRIES} times; nothing was written"
@@ -519,40 +554,68 @@ impl<B: KvBackend> KvStore<B> {
         &self.backend
     }
 
-    /// Moves rows written by key layout 1 (before priorities: claim order under `d/`,
-    /// see [`keys`]) to the current layout, page by page, each page one atomic commit
-    /// guarded by the rows' versions: every such row is rewritten (the same record,
-    /// its index keys recomputed), which deletes its `d/` key and files it under `p/`.
-    /// Rows that cannot be decoded are left as they are. Idempotent: a second run, or
-    /// a run after another context's, finds nothing to do. Answers how many rows it
-    /// moved. Call it once after opening, before the first claim.
+    /// Moves what key layouts 1 and 2 wrote ([`keys::OLD_RANGES`]: lowercase prefixes,
+    /// ids in hex) to the current layout, page by page, each page one atomic commit.
+    /// An old row is checked (its version, and that its new key is still free),
+    /// deleted, and written under its new key with the current layout's index keys:
+    /// in the current row format when it decodes, as it is when it does not (so it is
+    /// still reported as corrupt, and never lost; [`keys::old_row_id`] gives it an id
+    /// even when its key is not hex). Every other old key (index keys, slot locks) is
+    /// deleted.
+    /// Idempotent, and safe from several contexts at once (a page another one moved
+    /// first conflicts and is read again). Answers how many rows it moved. Call it once
+    /// after opening, before anything else: the store reads only the current layout.
     pub async fn migrate(&self) -> Result<u32, StoreError> {
-        let mut moved = 0u32;
-        let mut start = keys::LEGACY_DUE.to_string();
-        let end = keys::prefix_end(keys::LEGACY_DUE);
-        let page_size = (self.backend.limits().max_checks / 2).clamp(1, 64);
-        loop {
-            let page = self.scan(start.clone(), &end, Some(page_size)).await?;
-            let Some(last) = page.last() else {
-                break;
-            };
-            start = keys::after(&last.key);
-            let page_ids = ids(&page);
-            moved += self
-                .atomic(async |tx| {
-                    tx.load(&page_ids).await?;
-                    let mut n = 0u32;
-                    for id in &page_ids {
-                        if let Ok(Some(record)) = tx.record(id) {
-                            tx.put(&record)?;
-                            n += 1;
+        let limits = self.backend.limits();
+        let page_size = (limits.max_checks / 2).clamp(1, 64);
+        let (mut moved, mut conflicts) = (0u32, 0u32);
+        for (start, end) in keys::OLD_RANGES {
+            let mut from = start.to_string();
+            loop {
+                let page = self.scan(from.clone(), end, Some(page_size)).await?;
+                let mut commit = KvCommit::default();
+                let mut rows = 0u32;
+                let mut next = None;
+                for entry in &page {
+                    let (checks, mutations) = (commit.checks.len(), commit.mutations.len());
+                    move_old_entry(&mut commit, entry)?;
+                    // What does not fit goes in the next commit; a first entry that
+                    // does not fit alone is refused.
+                    if let Some(why) = limits.refuse(&commit) {
+                        if mutations == 0 {
+                            return Err(StoreError::Backend(format!("commit too large: {why}")));
                         }
+                        commit.checks.truncate(checks);
+                        commit.mutations.truncate(mutations);
+                        next = Some(entry.key.clone());
+                        break;
                     }
-                    Ok(n)
-                })
-                .await?;
-            if page.len() < page_size {
-                break;
+                    rows += u32::from(commit.checks.len() > checks);
+                }
+                let done = next.is_none() && page.len() < page_size;
+                let next = match (next, page.last()) {
+                    (Some(key), _) => key,
+                    (None, Some(last)) => keys::after(&last.key),
+                    (None, None) => break,
+                };
+                if commit.mutations.is_empty()
+                    || matches!(self.backend.commit(commit).await?, KvCommitted::Applied)
+                {
+                    moved += rows;
+                    from = next;
+                    conflicts = 0;
+                    // A moved row may be one that does not decode: found again.
+                    *self.corrupt.borrow_mut() = None;
+                } else {
+                    conflicts += 1;
+                    if conflicts >= MAX_COMMIT_TRIES {
+                        return Err(conflicted());
+                    }
+                    continue;
+                }
+                if done {
+                    break;
+                }
             }
         }
         Ok(moved)
