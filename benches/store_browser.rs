@@ -18,17 +18,18 @@ export function now() { return performance.now(); }
 export function rawDb(name) {
   return new Promise((resolve, reject) => {
     const req = indexedDB.open(name, 1);
-    req.onupgradeneeded = () => req.result.createObjectStore("records", { keyPath: "id" });
+    req.onupgradeneeded = () => req.result.createObjectStore("records");
     req.onsuccess = () => resolve(req.result);
     req.onerror = () => reject(req.error);
   });
 }
-// Raw baseline: every row put in one transaction, as a hand-written app would.
+// Raw baseline: every row (`[id, text]`) put under its id in one transaction, as a
+// hand-written app would.
 export function rawPutAll(db, rows, durability) {
   return new Promise((resolve, reject) => {
     const tx = db.transaction("records", "readwrite", { durability });
     const store = tx.objectStore("records");
-    for (const row of rows) store.put(row);
+    for (const [id, row] of rows) store.put(row, id);
     tx.oncomplete = () => resolve();
     tx.onabort = () => reject(tx.error);
   });
@@ -133,9 +134,10 @@ fn rows_for(plans: &[Plan]) -> js_sys::Array {
                 Ok(d) => d.record().clone(),
                 Err(e) => panic!("{e}"),
             };
-            JsValue::from_str(&codec::write_row(&record).expect("encode"))
+            let row = codec::write_row(&record).expect("encode");
+            JsValue::from(js_sys::Array::of2(&record.id.as_str().into(), &row.into()))
         })
-        .collect()
+        .collect::<js_sys::Array>()
 }
 
 #[wasm_bindgen_test]

@@ -5,7 +5,8 @@
 // byte for byte as the browser exported it (so an export of Deno KV imports into IndexedDB
 // as the browser's own does); imported again as replays; a bad line writes nothing. An
 // addressable event whose `d` tag needs a key longer than Deno KV holds: a typed refusal.
-// And the most notes one enqueueMany takes on Deno KV (100).
+// The most notes one enqueueMany takes on Deno KV (100). And what the build before key
+// layout 3 stored, moved when the storage is opened.
 // Usage: deno run --unstable-kv --allow-read --allow-write --allow-env transfer.mjs
 //        bun run transfer.mjs
 import init, { Outbox } from "../../pkg/edge/index.js";
@@ -112,6 +113,29 @@ try {
     const expected = isDeno ? ["created", "created", "invalid_argument:event"] : ["created", "created", "created"];
     assert(JSON.stringify(seen) === JSON.stringify(expected), `d tags of 800, 1500, 60000 bytes: ${seen}`);
     assert(stored === (isDeno ? 2 : 3), `stored: ${stored}`);
+  });
+  // What the build before key layout 3 stored in this runtime's durable storage
+  // (tests/data/kv_v2_entries.json: key layout 2, 11 records) moves to the current layout
+  // when the edge build opens it: nothing is left in the old ranges, every record is
+  // there, and the 6 that can be sent now are flushed.
+  await check("a_key_layout_2_storage_is_moved_at_open", async () => {
+    const entries = JSON.parse(await readFile(fileURLToPath(new URL("../data/kv_v2_entries.json", import.meta.url)), "utf8"));
+    const storage = await durable(join(dir, "e.db"));
+    const puts = entries.map(([key, value]) => ({ key, value }));
+    assert(await storage.adapter.commit({ checks: [], puts, deletes: [] }), "the old entries written");
+    const outbox = await open(storage.adapter);
+    const old = [];
+    for (const [start, end] of [["d/", "o/"], ["p/", "u/"]]) {
+      old.push(...(await storage.adapter.list({ start, end, limit: 1000, reverse: false })));
+    }
+    const before = await outbox.status();
+    const result = await outbox.flush();
+    const after = await outbox.status();
+    await outbox.close();
+    storage.close();
+    assert(old.length === 0, `keys of layout 2 left: ${old.map((e) => e.key)}`);
+    assert(before.total === 11 && before.corrupt === 0, `status ${JSON.stringify(before)}`);
+    assert(result.claimed === 6 && after.draft === 1, `flush ${JSON.stringify(result)} → ${JSON.stringify(after)}`);
   });
   // One enqueueMany is one atomic operation of the storage. Deno KV allows 100 checks per
   // atomic operation and the store checks each new record once: 100 notes (tests/data/
