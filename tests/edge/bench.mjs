@@ -2,7 +2,7 @@
 // (chunks of at most 100) and their flush to one local nostr-rs-relay, on the runtime's
 // durable adapter and on the memory store (`storage: "memory"`) in the same run, printed as
 // ratios (durable ÷ memory time) and absolute ms, median of --reps runs:
-//   Deno: deno-kv (Deno.openKv on a file; chunks of 50: Deno KV's 80 KiB of keys per atomic operation),
+//   Deno: deno-kv (Deno.openKv on a file; chunks of 100: Deno KV's 100 checks per atomic operation),
 //   Bun: sqlite on bun:sqlite (a file),
 //   workerd (miniflare): durableObjectStorage on a SQLite-backed Durable Object persisted
 //   to disk; timed from Node around each request (Date.now() stands still inside workerd).
@@ -29,7 +29,7 @@ const opt = (name, dflt) => {
 const N = opt("--events", 1000);
 const REPS = opt("--reps", 3);
 const runtimes = (args.find((a) => /^[a-z,]+$/.test(a)) ?? "deno,bun,workerd").split(",");
-const CHUNK = { deno: 50, bun: 100, workerd: 100 };
+const CHUNK = { deno: 100, bun: 100, workerd: 100 };
 const STORE = { deno: "deno-kv", bun: "bun:sqlite", workerd: "Durable Object, SQLite-backed" };
 const OPTIONS = { connectTimeoutMs: 5000, publishTimeoutMs: 10000, leaseMs: 60000 };
 
