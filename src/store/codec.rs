@@ -250,6 +250,22 @@ fn v1_field<'a, T>(
     }
 }
 
+/// A row an older schema or key layout stored, as this build stores it: the row
+/// re-encoded from its record (format 2), with the event's header fields (NIP-01 kind,
+/// tags, `created_at`) read from its text when the row lacks them (IndexedDB schema v1),
+/// and its index fields; `None` when it cannot be decoded (it is then kept as it is).
+/// One reader for both moves: IndexedDB's (`store::idb::legacy`) and the adapters'
+/// ([`crate::store::kv::KvStore::migrate`]).
+pub fn upgrade_row(id: &str, text: &str) -> Option<(String, RowIndex)> {
+    let (mut record, _) = read_row(id, text).ok()?;
+    if record.event.meta.is_none() {
+        record.event.meta = crate::nostr::Event::parse_json(&record.event.raw)
+            .ok()
+            .and_then(|e| e.to_envelope().meta);
+    }
+    Some((write_row(&record).ok()?, index_of(&record)))
+}
+
 /// The stage-index key of a stored row that may not decode (either format keeps `id`,
 /// `stage` and `createdMs` at its top level): how [`crate::store::Store::status`]
 /// counts a corrupt row apart from its stage.

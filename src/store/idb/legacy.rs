@@ -35,32 +35,20 @@ use crate::store::StoreError;
 const BATCH: u32 = 200;
 
 /// Adds to `puts` (key, value, ...) what stores one legacy row of item `id` (its JSON
-/// text): its row, in this build's format, and its index keys, read by the reader of
-/// the rows in `kv` ([`codec::read_row`]); one that does not decode is moved as it is.
+/// text): its row, in this build's format, and its index keys ([`codec::upgrade_row`]);
+/// one that does not decode is moved as it is.
 fn moved(id: &str, text: String, puts: &Array) {
     let put = |key: String, value: String| {
         puts.push(&key.into());
         puts.push(&value.into());
     };
-    let Some((row, index)) = upgraded(id, &text) else {
+    let Some((row, index)) = codec::upgrade_row(id, &text) else {
         return put(keys::row_key(id), text);
     };
     put(keys::row_key(&index.id), row);
     for key in keys::index_keys(&index) {
         put(key, String::new());
     }
-}
-
-/// The row re-encoded from its record, with the event's header fields when the row
-/// lacks them; `None` when it cannot be decoded.
-fn upgraded(id: &str, text: &str) -> Option<(String, codec::RowIndex)> {
-    let (mut record, _) = codec::read_row(id, text).ok()?;
-    if record.event.meta.is_none() {
-        record.event.meta = crate::nostr::Event::parse_json(&record.event.raw)
-            .ok()
-            .and_then(|e| e.to_envelope().meta);
-    }
-    Some((codec::write_row(&record).ok()?, codec::index_of(&record)))
 }
 
 /// Moves what older builds wrote (see the module documentation); the number of rows

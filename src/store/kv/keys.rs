@@ -23,7 +23,7 @@
 //!
 //! Why not hex, as layout 2 did: hex doubles every id, and a Deno KV atomic operation
 //! counts its keys' bytes (80 KiB). With an item id of 64 characters (the default: the
-//! event id) a new record's keys are about 490 bytes here against 874 in layout 2,
+//! event id) a new note's keys are 489 bytes here against 873 in layout 2,
 //! so a batch of 100 fits Deno KV's 100 checks (layout 2: about 74), and an
 //! addressable event's `d` tag may be about 1 800 bytes (layout 2: about 800).
 //!
@@ -37,8 +37,10 @@
 //! Index keys are derived from the row on every write and written in the same commit.
 //!
 //! Layouts 1 and 2 wrote lowercase prefixes (`r/`, `p/`, `d/`, `l/`, `t/`, `e/`, `s/`,
-//! `k/`: free text hex-encoded; layout 1 filed the claim order under `d/`). [`super::KvStore::migrate`] moves their rows to this layout and
-//! deletes their other keys ([`OLD_RANGES`]).
+//! `k/`: free text hex-encoded; layout 1 filed the claim order under `d/`). When a
+//! database opens, their rows move to this layout and their other keys are deleted
+//! ([`OLD_RANGES`]): by [`super::KvStore::migrate`] on the storage adapters, by
+//! `store::idb::legacy` in IndexedDB.
 
 use crate::core::{Priority, Record, Stage};
 use crate::store::codec::RowIndex;

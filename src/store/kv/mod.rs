@@ -218,7 +218,6 @@ impl KvLimits {
     };
 
     /// Why `commit` does not fit, if it does not.
-    #[inline(never)]
     pub fn refuse(&self, commit: &KvCommit) -> Option<String> {
         if commit.mutations.len() > self.max_mutations {
             return Some(format!(

@@ -137,16 +137,15 @@ struct Tx<'a, B> {
     locks: RefCell<Sorted<(Option<String>, bool)>>,
 }
 
-/// The error of an operation whose every commit conflicted: out of line, one copy for
-/// every operation's `atomic`.
-/// Adds to `commit` the move of one entry of key layouts 1 and 2 ([`KvStore::migrate`]).
-fn move_old_entry(commit: &mut KvCommit, entry: &KvEntry) -> Result<(), StoreError> {
-    let delete = KvMutation::Delete {
+/// Adds to `commit` the move of one entry of key layouts 1 and 2 ([`KvStore::migrate`]):
+/// true when it was a row (checked, deleted and written again under the current
+/// layout, [`codec::upgrade_row`]), false for any other old key (deleted).
+fn move_old_entry(commit: &mut KvCommit, entry: &KvEntry) -> bool {
+    commit.mutations.push(KvMutation::Delete {
         key: entry.key.clone(),
-    };
+    });
     let Some(id) = keys::old_row_id(&entry.key) else {
-        commit.mutations.push(delete);
-        return Ok(());
+        return false;
     };
     let key = keys::row_key(&id);
     commit.checks.push(KvCheck {
@@ -157,23 +156,24 @@ fn move_old_entry(commit: &mut KvCommit, entry: &KvEntry) -> Result<(), StoreErr
         key: key.clone(),
         version: None,
     });
-    commit.mutations.push(delete);
-    let value = match codec::read_row(&id, &entry.value) {
-        Ok((record, _)) => {
-            for index in keys::index_keys(&codec::index_of(&record)) {
+    let value = match codec::upgrade_row(&id, &entry.value) {
+        Some((row, index)) => {
+            for index in keys::index_keys(&index) {
                 commit.mutations.push(KvMutation::Put {
                     key: index,
                     value: String::new(),
                 });
             }
-            codec::write_row(&record)?
+            row
         }
-        Err(_) => entry.value.clone(),
+        None => entry.value.clone(),
     };
     commit.mutations.push(KvMutation::Put { key, value });
-    Ok(())
+    true
 }
 
+/// The error of an operation whose every commit conflicted: out of line, one copy for
+/// every operation's `atomic`.
 fn conflicted() -> StoreError {
     StoreError::Blocked(format!(
         "the commit conflicted with other writers {MAX_COMMIT_TRIES} times; nothing was written"
@@ -578,7 +578,7 @@ impl<B: KvBackend> KvStore<B> {
                 let mut next = None;
                 for entry in &page {
                     let (checks, mutations) = (commit.checks.len(), commit.mutations.len());
-                    move_old_entry(&mut commit, entry)?;
+                    let row = move_old_entry(&mut commit, entry);
                     // What does not fit goes in the next commit; a first entry that
                     // does not fit alone is refused.
                     if let Some(why) = limits.refuse(&commit) {
@@ -590,7 +590,7 @@ impl<B: KvBackend> KvStore<B> {
                         next = Some(entry.key.clone());
                         break;
                     }
-                    rows += u32::from(commit.checks.len() > checks);
+                    rows += u32::from(row);
                 }
                 let done = next.is_none() && page.len() < page_size;
                 let next = match (next, page.last()) {
