@@ -17,13 +17,11 @@ use super::events::Events;
 use super::input::{self, shape, ItemInput, PlanOptions, Raw, Reader, Uint};
 #[cfg(feature = "adapter")]
 use super::kv::JsKv;
-use super::runtime::{Filter, RunError, Runtime, RuntimeConfig};
+use super::runtime::{Filter, Hold, RunError, Runtime, RuntimeConfig};
 use super::{sys, transfer, view};
 use crate::core::plan::MAX_ATTEMPTS_LIMIT;
 use crate::core::semantics;
-use crate::core::{
-    EnqueueOutcome, Enqueued, ErrorCode, ListQuery, Plan, Policy, Priority, RetryConfig, Stage,
-};
+use crate::core::{Enqueued, ErrorCode, ListQuery, Plan, Policy, Priority, RetryConfig, Stage};
 use crate::flush::sign::SignConfig;
 use crate::flush::{FlushConfig, FlushEvent};
 use crate::nostr::template::MAX_POW;
@@ -702,107 +700,24 @@ impl Inner {
         ))
     }
 
-    /// Enqueues `plans` all or nothing once their `signatures` are checked (in one
-    /// batch): a bad signature writes nothing and rejects (with its item's index when
-    /// `indexed`); `progress` is told as the storage takes the writes. When records
-    /// were created, the flusher is kicked, told how many of them must not wait behind
-    /// a backlog. (The order of these steps, and why they are here rather than in
-    /// [`crate::outbox`]: that module's docs.)
-    async fn enqueue_verified(
-        &self,
+    /// The enqueue service's steps ([`crate::outbox::enqueue`]) over this outbox.
+    fn enqueue_verified<'a>(
+        &'a self,
         now_ms: u64,
         plans: Vec<Plan>,
-        signatures: &[Option<SignatureCheck>],
+        signatures: &'a [Option<SignatureCheck>],
         indexed: bool,
         progress: Option<Progress>,
-    ) -> Result<Vec<Enqueued>, ApiError> {
-        let mut failed: Option<ApiError> = None;
-        let mut check = || match bad_signature(signatures, indexed) {
-            None => true,
-            Some(e) => {
-                failed = Some(e);
-                false
-            }
+    ) -> impl std::future::Future<Output = Result<Vec<Enqueued>, ApiError>> + 'a {
+        let request = service::Enqueue {
+            now_ms,
+            hold_ms: self.hold_ms,
+            plans,
+            signatures,
+            indexed,
+            progress,
         };
-        // A plan with no time of its own waits for its event's `created_at` (relays
-        // refuse events from the future) and for the undo window (`holdMs`).
-        let undo_until = self.hold_ms.map(|ms| now_ms.saturating_add(ms));
-        let mut held = Vec::with_capacity(plans.len());
-        for (i, plan) in plans.into_iter().enumerate() {
-            match plan.hold_until_created_at(now_ms, undo_until) {
-                Ok(plan) => held.push(plan),
-                Err(e) if indexed => return Err(with_index(e.into(), i)),
-                Err(e) => return Err(e.into()),
-            }
-        }
-        let plans = held;
-        self.check_protected(&plans, indexed).await?;
-        // A running flush starts no bulk transaction while a `high` record is being
-        // written, so its claim need not queue behind one.
-        let _hold = plans
-            .iter()
-            .any(|p| p.priority == Priority::High)
-            .then(|| self.runtime.hold());
-        let answers = self
-            .store
-            .enqueue_many_checked(plans, now_ms, &mut check, progress)
-            .await?;
-        let answers = answers.ok_or_else(|| {
-            failed.unwrap_or_else(|| {
-                ApiError::new(ErrorCode::InvalidEvent, "invalid event signature")
-            })
-        })?;
-        let mut created = answers
-            .iter()
-            .filter(|a| a.outcome == EnqueueOutcome::Created)
-            .peekable();
-        if created.peek().is_some() {
-            // (An imported record may arrive terminal: nothing to hurry for it.)
-            let urgent = created
-                .filter(|a| a.record.priority != Priority::Low && !a.record.is_terminal())
-                .count();
-            self.runtime
-                .kick_after_enqueue(u32::try_from(urgent).unwrap_or(u32::MAX));
-        }
-        Ok(answers)
-    }
-
-    /// Refuses a NIP-70 protected event whose author is not the signer's key: it is sent
-    /// only where its author authenticates, through the signer, so it could never go.
-    /// The signer is asked only when a plan is protected; one that cannot tell (none, no
-    /// `getPublicKey`, no answer within 2 s: offline) lets it in, and the transport's
-    /// rule still holds when it is sent. (The asking is `glue.js`'s `foreignAuthor`.)
-    async fn check_protected(&self, plans: &[Plan], indexed: bool) -> Result<(), ApiError> {
-        let authors: Array = plans
-            .iter()
-            .map(|p| {
-                let m = p.event.meta.as_ref().filter(|m| m.protected);
-                JsValue::from_str(m.map_or("", |m| m.pubkey.as_str()))
-            })
-            .collect();
-        let Some(signer) = self.signer.as_ref().filter(|_| {
-            plans
-                .iter()
-                .any(|p| p.event.meta.as_ref().is_some_and(|m| m.protected))
-        }) else {
-            return Ok(());
-        };
-        let found = JsFuture::from(sys::foreign_author(signer, &authors)).await;
-        match found.ok().and_then(|v| v.as_f64()).filter(|i| *i >= 0.0) {
-            Some(i) => {
-                let e = ApiError::argument(
-                    "event",
-                    "is protected (NIP-70) and signed by another key than the signer's: \
-                     it is sent only where its author authenticates",
-                );
-                Err(if indexed {
-                    with_index(e, i as usize)
-                } else {
-                    e
-                })
-            }
-            None => Ok(()),
-        }
+        service::enqueue(&*self.store, self, request)
     }
 
     /// Dispatches the events of one enqueue answer ([`crate::outbox::told`]); `record`
@@ -819,6 +734,43 @@ impl Inner {
 
     fn changed(&self, detail: &JsValue) {
         self.events.emit("change", detail);
+    }
+}
+
+/// The runtime the enqueue service needs ([`crate::outbox::Host`]): this outbox's
+/// signer, flusher and errors.
+impl service::Host for Inner {
+    type Error = ApiError;
+    type Hold = Hold;
+
+    /// Asks the signer (`glue.js`'s `foreignAuthor`: none, no `getPublicKey` or no
+    /// answer within 2 s is `-1`, cannot tell).
+    async fn foreign_author<'a>(&self, authors: impl Iterator<Item = &'a str>) -> Option<usize> {
+        let signer = self.signer.as_ref()?;
+        let authors: Array = authors.map(JsValue::from_str).collect();
+        let found = JsFuture::from(sys::foreign_author(signer, &authors)).await;
+        let i = found.ok()?.as_f64().filter(|i| *i >= 0.0)?;
+        Some(i as usize)
+    }
+
+    fn protected_refused(&self) -> ApiError {
+        ApiError::argument(
+            "event",
+            "is protected (NIP-70) and signed by another key than the signer's: \
+             it is sent only where its author authenticates",
+        )
+    }
+
+    fn at_item(e: ApiError, index: usize) -> ApiError {
+        with_index(e, index)
+    }
+
+    fn hold_flush(&self) -> Hold {
+        self.runtime.hold()
+    }
+
+    fn kick(&self, urgent: u32) {
+        self.runtime.kick_after_enqueue(urgent);
     }
 }
 

@@ -1,9 +1,12 @@
-//! The enqueue service's rules (`nostr_outbox::outbox`), performed in their order over
-//! the memory store as the JavaScript layer performs them: the time rule and the undo
-//! window, protected events, signatures checked in the store's transaction, and the
-//! events each answer and each flusher report tell. Every refusal leaves the store as
-//! it was.
+//! The enqueue service (`nostr_outbox::outbox`) over the memory store, with a test
+//! runtime in place of the JavaScript one: the time rule and the undo window, protected
+//! events, a running flush held back for `high` plans, signatures checked in the store's
+//! transaction, the flusher woken, and the events each answer and each flusher report
+//! tell. Every refusal leaves the store as it was.
 #![cfg(not(target_arch = "wasm32"))]
+
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
 
 use futures::executor::block_on;
 use serde_json::json;
@@ -11,9 +14,9 @@ use serde_json::json;
 use nostr_outbox::core::{CoreError, EnqueueOutcome, Enqueued, Plan, Policy, Priority, Stage};
 use nostr_outbox::flush::FlushEvent;
 use nostr_outbox::nostr::{Event, EventError, SignatureCheck};
-use nostr_outbox::outbox::{tell, told, Tell};
+use nostr_outbox::outbox::{self, tell, told, Host, Tell};
 use nostr_outbox::store::conformance::RELAYS;
-use nostr_outbox::store::{MemoryStore, Store};
+use nostr_outbox::store::{MemoryStore, Store, StoreError};
 
 use crate::drafts::{key, pubkey, sign_with};
 
@@ -51,7 +54,7 @@ fn plan(e: &Event) -> Plan {
     )
 }
 
-/// Why a run of the rules wrote nothing.
+/// Why the service wrote nothing (the test host's error).
 #[derive(Debug, PartialEq)]
 enum Refused {
     /// The time rule refused plan `.0`.
@@ -60,67 +63,135 @@ enum Refused {
     Protected(usize),
     /// Plan `.0`'s signature does not verify.
     Signature(usize, EventError),
+    /// One of the above without an index (`indexed: false`), or the store's failure.
+    Unindexed(Box<Refused>),
+    /// The store failed.
+    Store(String),
 }
 
-/// What the runtime was asked during a run.
+impl From<CoreError> for Refused {
+    fn from(e: CoreError) -> Refused {
+        Refused::Unindexed(Box::new(Refused::Time(usize::MAX, e)))
+    }
+}
+
+impl From<EventError> for Refused {
+    fn from(e: EventError) -> Refused {
+        Refused::Unindexed(Box::new(Refused::Signature(usize::MAX, e)))
+    }
+}
+
+impl From<StoreError> for Refused {
+    fn from(e: StoreError) -> Refused {
+        Refused::Store(e.to_string())
+    }
+}
+
+/// What the service asked of its runtime during a run.
 #[derive(Debug, Default, PartialEq)]
 struct Asked {
     /// The authors the signer was asked about, if it was.
     signer: Option<Vec<String>>,
+    /// How many times a running flush was held back.
+    holds: u32,
+    /// The flusher's wake-ups, each with its count of urgent records.
+    kicks: Vec<u32>,
 }
 
-/// The service's rules in their order, as `src/js/outbox.rs` performs them, with a
-/// signer whose key is `signer` (`None`: it cannot tell).
+/// A runtime for the service: a signer whose key is `signer` (`None`: it cannot tell),
+/// and what it was asked.
+struct TestHost {
+    signer: Option<String>,
+    asked: RefCell<Asked>,
+    /// Holds not yet dropped.
+    holding: Rc<Cell<u32>>,
+}
+
+/// A hold of [`TestHost`]: counted while alive.
+struct TestHold(Rc<Cell<u32>>);
+
+impl Drop for TestHold {
+    fn drop(&mut self) {
+        self.0.set(self.0.get() - 1);
+    }
+}
+
+impl Host for TestHost {
+    type Error = Refused;
+    type Hold = TestHold;
+
+    async fn foreign_author<'a>(&self, authors: impl Iterator<Item = &'a str>) -> Option<usize> {
+        let authors: Vec<String> = authors.map(str::to_string).collect();
+        self.asked.borrow_mut().signer = Some(authors.clone());
+        let key = self.signer.as_deref()?;
+        authors.iter().position(|a| !a.is_empty() && a != key)
+    }
+
+    fn protected_refused(&self) -> Refused {
+        Refused::Unindexed(Box::new(Refused::Protected(usize::MAX)))
+    }
+
+    fn at_item(e: Refused, index: usize) -> Refused {
+        match e {
+            Refused::Unindexed(e) => match *e {
+                Refused::Time(_, e) => Refused::Time(index, e),
+                Refused::Protected(_) => Refused::Protected(index),
+                Refused::Signature(_, e) => Refused::Signature(index, e),
+                other => other,
+            },
+            other => other,
+        }
+    }
+
+    fn hold_flush(&self) -> TestHold {
+        self.asked.borrow_mut().holds += 1;
+        self.holding.set(self.holding.get() + 1);
+        TestHold(self.holding.clone())
+    }
+
+    fn kick(&self, urgent: u32) {
+        self.asked.borrow_mut().kicks.push(urgent);
+    }
+}
+
+/// The service ([`outbox::enqueue`]) over `store` for `events`, as an `enqueueMany`
+/// (`indexed`), with a signer whose key is `signer` (`None`: it cannot tell).
 fn run(
     store: &MemoryStore,
     signer: Option<&str>,
     hold_ms: Option<u64>,
     events: &[(&Event, Plan)],
 ) -> (Result<Vec<Enqueued>, Refused>, Asked) {
-    let mut asked = Asked::default();
+    run_as(store, signer, hold_ms, events, true)
+}
+
+fn run_as(
+    store: &MemoryStore,
+    signer: Option<&str>,
+    hold_ms: Option<u64>,
+    events: &[(&Event, Plan)],
+    indexed: bool,
+) -> (Result<Vec<Enqueued>, Refused>, Asked) {
+    let host = TestHost {
+        signer: signer.map(str::to_string),
+        asked: RefCell::default(),
+        holding: Rc::default(),
+    };
     let plans: Vec<Plan> = events.iter().map(|(_, p)| p.clone()).collect();
     let checks: Vec<Option<SignatureCheck>> =
         events.iter().map(|(e, _)| Some(e.signature())).collect();
-    let undo_until = hold_ms.map(|ms| NOW + ms);
-    let mut held = Vec::new();
-    for (i, plan) in plans.into_iter().enumerate() {
-        match plan.hold_until_created_at(NOW, undo_until) {
-            Ok(plan) => held.push(plan),
-            Err(e) => return (Err(Refused::Time(i, e)), asked),
-        }
-    }
-    let plans = held;
-    let protected = |p: &Plan| {
-        p.event
-            .meta
-            .as_ref()
-            .filter(|m| m.protected)
-            .map(|m| m.pubkey.clone())
+    let request = outbox::Enqueue {
+        now_ms: NOW,
+        hold_ms,
+        plans,
+        signatures: &checks,
+        indexed,
+        progress: None,
     };
-    if plans.iter().any(|p| protected(p).is_some()) {
-        let authors: Vec<String> = plans
-            .iter()
-            .map(|p| protected(p).unwrap_or_default())
-            .collect();
-        asked.signer = Some(authors.clone());
-        let foreign =
-            signer.and_then(|key| authors.iter().position(|a| !a.is_empty() && *a != key));
-        if let Some(i) = foreign {
-            return (Err(Refused::Protected(i)), asked);
-        }
-    }
-    let mut failed = None;
-    let mut check = || {
-        failed = SignatureCheck::first_bad_of(&checks);
-        failed.is_none()
-    };
-    let answers = block_on(store.enqueue_many_checked(plans, NOW, &mut check, None))
-        .expect("the memory store answers");
-    let Some(answers) = answers else {
-        let (i, e) = failed.expect("the check failed");
-        return (Err(Refused::Signature(i, e)), asked);
-    };
-    (Ok(answers), asked)
+    let result = block_on(outbox::enqueue(store, &host, request));
+    // A hold never outlives the enqueue.
+    assert_eq!(host.holding.get(), 0);
+    (result, host.asked.into_inner())
 }
 
 #[test]
@@ -140,12 +211,52 @@ fn a_good_batch_is_stored_and_asks_the_signer_nothing() {
     let answers = answers.expect("stored");
     assert!(answers.iter().all(|a| a.outcome == EnqueueOutcome::Created));
     assert_eq!(store.len(), 3);
-    // Nothing protected: the signer is not asked.
-    assert_eq!(asked, Asked::default());
-    // The same event again replays.
+    // Nothing protected: the signer is not asked. A `high` plan held a running flush
+    // back while it was written; the flusher was woken, two records (not the `low` one)
+    // not to wait behind a backlog.
+    assert_eq!(
+        asked,
+        Asked {
+            signer: None,
+            holds: 1,
+            kicks: vec![2],
+        }
+    );
+    // The same event again replays: nothing created, nothing to wake the flusher for,
+    // no `high` plan to hold a flush for.
     let (again, asked) = run(&store, None, None, &[(&a, plan(&a))]);
     assert_eq!(again.expect("replayed")[0].outcome, EnqueueOutcome::Replay);
     assert_eq!(asked, Asked::default());
+}
+
+#[test]
+fn a_single_enqueue_is_refused_without_an_index() {
+    let store = MemoryStore::in_memory();
+    let bad = event(2, 1, Vec::new(), NOW / 1_000, false);
+    let (result, asked) = run_as(&store, None, None, &[(&bad, plan(&bad))], false);
+    assert!(
+        matches!(
+            &result,
+            Err(Refused::Unindexed(e))
+                if matches!(**e, Refused::Signature(_, EventError::BadSignature { .. }))
+        ),
+        "{result:?}"
+    );
+    assert_eq!(store.len(), 0);
+    assert_eq!(asked, Asked::default());
+    let late = event(3, 1, Vec::new(), NOW / 1_000 + 3_600, true);
+    let (result, _) = run_as(
+        &store,
+        None,
+        None,
+        &[(&late, plan(&late).with_deadline_ms(Some(NOW + 60_000)))],
+        false,
+    );
+    assert!(
+        matches!(&result, Err(Refused::Unindexed(e)) if matches!(**e, Refused::Time(..))),
+        "{result:?}"
+    );
+    assert_eq!(store.len(), 0);
 }
 
 #[test]
