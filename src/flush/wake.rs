@@ -14,6 +14,12 @@
 //!   [`PROBE_FIRST_MS`] after the run, each probe that reaches none 1.5 times later.
 //!   A probe already set keeps its time (records coming due one after the other must
 //!   not put it off run after run).
+//! - Inside a service worker's one-off Background Sync event ([`sync_wait`],
+//!   [`sync_again`]): records due within [`SYNC_WAIT_MS`] of the event's start are
+//!   flushed at their time inside it (a sync is the only wake-up a service worker gets
+//!   with no page open), unless the run retried something (a failed attempt's retry is
+//!   the browser's next sync); records still waiting after that ask the browser for
+//!   another sync, unless this one was its last chance.
 
 /// The first probe of unreachable relays comes this long after the run that failed to
 /// reach them.
@@ -134,6 +140,41 @@ pub fn next_wake(
     }
 }
 
+/// How long a one-off `sync` event stays open for records due soon, from its start:
+/// the flushes it runs at their due times take it no further. Chromium ends a sync
+/// event after about 3 minutes; this stays well inside that.
+pub const SYNC_WAIT_MS: u64 = 60_000;
+
+/// How a flush inside a Background Sync event ended, as [`sync_wait`] and
+/// [`sync_again`] need it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SyncRun {
+    /// The flush ran (it was not skipped).
+    pub ran: bool,
+    /// Records it left retrying.
+    pub retrying: u32,
+    /// The next due time of a record, if any waits.
+    pub next_due_ms: Option<u64>,
+}
+
+/// Inside a one-off sync event (`one_off`: it has `lastChance`) that started at
+/// `started_ms`, after a flush that ended as `run`: the due time to wait for and flush
+/// at, when it falls within [`SYNC_WAIT_MS`] of the start and the flush retried
+/// nothing.
+pub fn sync_wait(one_off: bool, run: SyncRun, started_ms: u64) -> Option<u64> {
+    run.next_due_ms.filter(|due| {
+        one_off && run.ran && run.retrying == 0 && *due <= started_ms.saturating_add(SYNC_WAIT_MS)
+    })
+}
+
+/// After the flushes of a sync event: true when the event should fail so that the
+/// browser syncs again: records still wait, and it is a one-off sync that is not the
+/// browser's last chance (`last_chance`: the event's `lastChance`, `None` for a
+/// periodic sync or a message).
+pub fn sync_again(last_chance: Option<bool>, run: SyncRun) -> bool {
+    run.ran && run.next_due_ms.is_some() && last_chance == Some(false)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -220,5 +261,49 @@ mod tests {
         );
         assert_eq!(next_wake(ran(1, None), now, D, true, &mut p), None);
         assert!(!p.due(u64::MAX));
+    }
+
+    fn sync_run(ran: bool, retrying: u32, next_due_ms: Option<u64>) -> SyncRun {
+        SyncRun {
+            ran,
+            retrying,
+            next_due_ms,
+        }
+    }
+
+    #[test]
+    fn a_one_off_sync_waits_for_records_due_within_its_window() {
+        let start = 1_000_000;
+        let due = |ms| sync_run(true, 0, Some(start + ms));
+        // Due within the window: waited for, to the edge.
+        assert_eq!(sync_wait(true, due(5_000), start), Some(start + 5_000));
+        assert_eq!(
+            sync_wait(true, due(SYNC_WAIT_MS), start),
+            Some(start + SYNC_WAIT_MS)
+        );
+        // Beyond it, nothing due, a periodic sync or a message: no wait.
+        assert_eq!(sync_wait(true, due(SYNC_WAIT_MS + 1), start), None);
+        assert_eq!(sync_wait(true, sync_run(true, 0, None), start), None);
+        assert_eq!(sync_wait(false, due(5_000), start), None);
+        // A run that retried something (the browser's next sync retries it) or did not
+        // run: no wait.
+        assert_eq!(
+            sync_wait(true, sync_run(true, 1, Some(start + 5_000)), start),
+            None
+        );
+        assert_eq!(
+            sync_wait(true, sync_run(false, 0, Some(start + 5_000)), start),
+            None
+        );
+    }
+
+    #[test]
+    fn a_sync_asks_for_another_while_records_wait_unless_last_chance() {
+        let waiting = sync_run(true, 2, Some(5));
+        assert!(sync_again(Some(false), waiting));
+        assert!(!sync_again(Some(true), waiting));
+        assert!(!sync_again(None, waiting));
+        assert!(!sync_again(Some(false), sync_run(true, 0, None)));
+        assert!(!sync_again(Some(false), sync_run(false, 0, Some(5))));
     }
 }

@@ -6,7 +6,8 @@
 //! post scheduled seconds ahead: the page that enqueued it may be closed by then) and
 //! flushes them at their time; records still waiting after that make it reject with
 //! `sync_incomplete`, so the browser schedules another sync (unless it is the
-//! browser's last chance).
+//! browser's last chance). The policy is `flush::wake`'s ([`wake::sync_wait`],
+//! [`wake::sync_again`]), natively tested; this module performs it.
 
 use std::cell::RefCell;
 
@@ -17,12 +18,10 @@ use super::error::{self, ApiError};
 use super::outbox::{promise, OpenConfig, Outbox};
 use super::{sys, view};
 use crate::core::ErrorCode;
+use crate::flush::wake::{self, SyncRun};
 use crate::platform::Sleep;
 
-/// How long a one-off `sync` event stays open for records due soon, from its start:
-/// the flushes it runs at their due times take it no further. Chromium ends a sync
-/// event after about 3 minutes; this stays well inside that.
-pub const SYNC_WAIT_MS: u64 = 60_000;
+pub use crate::flush::wake::SYNC_WAIT_MS;
 
 /// The default Background Sync tag.
 pub const DEFAULT_SYNC_TAG: &str = "nostr-outbox";
@@ -101,12 +100,12 @@ pub fn handle_sync(event: JsValue, options: JsValue) -> Promise {
         // Records due soon (scheduled, not failing: a failed attempt's retry is the
         // browser's next sync) are flushed at their time inside this event: a sync is
         // the only wake-up a service worker gets with no page open.
-        while let Some(due) = stats.next_due_at.filter(|d| {
-            one_off.is_some()
-                && stats.ran
-                && stats.retrying == 0
-                && *d <= started.saturating_add(SYNC_WAIT_MS)
-        }) {
+        let ended = |stats: &view::FlushView| SyncRun {
+            ran: stats.ran,
+            retrying: stats.retrying,
+            next_due_ms: stats.next_due_at,
+        };
+        while let Some(due) = wake::sync_wait(one_off.is_some(), ended(&stats), started) {
             let now = sys::now_ms()?;
             if due > now {
                 Sleep::new(u32::try_from(due - now).unwrap_or(u32::MAX)).await;
@@ -118,7 +117,7 @@ pub fn handle_sync(event: JsValue, options: JsValue) -> Promise {
         }
         // The browser retries a one-off sync whose promise rejects: ask for that
         // while records wait (a retry, or a time further ahead than this event lasts).
-        if stats.ran && stats.next_due_at.is_some() && one_off == Some(false) {
+        if wake::sync_again(one_off, ended(&stats)) {
             return Err(ApiError::new(
                 ErrorCode::SyncIncomplete,
                 format!(
