@@ -4,6 +4,10 @@ export type { StorageAdapter, StorageEntry, StorageLimits, StorageListEntry, Sto
 /** The part of a Durable Object's `ctx.storage` the adapter uses (structural, so no
  *  @cloudflare/workers-types is needed). */
 export interface DurableObjectStorageLike {
+  /** Present on both kinds of object; only a SQLite-backed one runs a query (the adapter
+   *  runs `SELECT 1` once to tell which kind it has, and declares a KV-backed one's
+   *  2 KiB keys). */
+  sql?: { exec(query: string, ...bindings: unknown[]): unknown };
   get(keys: string[]): Promise<Map<string, unknown>>;
   list(options: { start?: string; end?: string; limit?: number; reverse?: boolean }): Promise<Map<string, unknown>>;
   transaction<T>(closure: (txn: DurableObjectTransactionLike) => Promise<T>): Promise<T>;
@@ -33,8 +37,12 @@ export interface DurableObjectStorageOptions {
   exclusive?: boolean;
 }
 
-/** What the adapter declares: 130 048 UTF-8 bytes per value (128 KiB stored, framing included). */
+/** What the adapter declares: 130 048 UTF-8 bytes per value (128 KiB stored, framing included);
+ *  on a KV-backed object also `maxKeyLength`: {@link KV_BACKED_KEY_BYTES} less the prefix. */
 export const DURABLE_OBJECT_LIMITS: Readonly<StorageLimits>;
+
+/** The longest key of a KV-backed (legacy) Durable Object: 2 048 UTF-8 bytes. */
+export const KV_BACKED_KEY_BYTES: number;
 
 /** A storage adapter on a Durable Object's `ctx.storage` (KV- or SQLite-backed). */
 export function durableObjectStorage(storage: DurableObjectStorageLike, options?: DurableObjectStorageOptions): StorageAdapter;

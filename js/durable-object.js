@@ -21,9 +21,28 @@ const queues = new WeakMap(); // storage → the promise of its last commit
 /**
  * What the adapter declares: 128 KiB per stored value (Cloudflare's limit, the version
  * and the serialization's framing included) leaves 130 048 bytes of UTF-8 per value.
- * No limit per commit: the puts and deletes are issued in chunks of 128 keys.
+ * No limit per commit: the puts and deletes are issued in chunks of 128 keys. A
+ * KV-backed (legacy) object also takes keys of at most 2 KiB, `KV_BACKED_KEY_BYTES`
+ * (SQLite-backed: key and value together up to 2 MB): its adapter declares
+ * `maxKeyLength` as that less the prefix, so an event whose NIP-01 address would need a
+ * longer key is refused, typed, with nothing written (local workerd does not enforce
+ * the 2 KiB; Cloudflare does).
  */
 export const DURABLE_OBJECT_LIMITS = Object.freeze({ maxValueBytes: 128 * 1024 - 1024 });
+
+/** The longest key of a KV-backed Durable Object, in UTF-8 bytes (Cloudflare's limit). */
+export const KV_BACKED_KEY_BYTES = 2048;
+
+// True when `storage` is a SQLite-backed object's (only those run SQL; `storage.sql`
+// exists on both kinds, and throws on a KV-backed one's use).
+function sqliteBacked(storage) {
+  try {
+    storage.sql.exec("SELECT 1");
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 /**
  * A storage adapter on a Durable Object's storage.
@@ -52,8 +71,12 @@ export function durableObjectStorage(storage, options = {}) {
     return out;
   }
 
+  const limits = sqliteBacked(storage)
+    ? DURABLE_OBJECT_LIMITS
+    : Object.freeze({ ...DURABLE_OBJECT_LIMITS, maxKeyLength: KV_BACKED_KEY_BYTES - encoder.encode(prefix).length });
+
   return {
-    limits: DURABLE_OBJECT_LIMITS,
+    limits,
     exclusive,
     getMany: (keys) => read(storage, keys),
     async list({ start, end, limit, reverse }) {

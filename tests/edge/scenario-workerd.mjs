@@ -388,6 +388,43 @@ export async function workerdScenario({ dir, count, makeRelay, signedEvents, onR
   } finally {
     if (badMf) await badMf.dispose();
     await relay.destroy();
-    console.log(`  workerd: ${Date.now() - t0} ms`);
   }
+  // An addressable event's `d` tag makes its keys: a KV-backed (legacy) object takes keys
+  // of at most 2 KiB on Cloudflare (local workerd does not enforce it), so its adapter
+  // declares that and a `d` tag too long for it is refused, typed, with nothing written;
+  // a SQLite-backed object stores all three (d tags of 800, 1 500 and 60 000 bytes).
+  for (const sqlite of [false, true]) {
+    const name6 = `workerd-example-long-d-tags-${sqlite ? "sqlite" : "kv"}-backed`;
+    let dMf;
+    try {
+      const { Miniflare } = await import("miniflare");
+      dMf = new Miniflare(
+        workerOptions(script, {
+          durableObjects: { OUTBOX: { className: "OutboxObject", useSQLite: sqlite } },
+          bindings: { OUTBOX_OPTIONS: JSON.stringify({ connectTimeoutMs: 500 }) },
+        }),
+      );
+      const events = JSON.parse(readFileSync(join(root, "tests", "data", "long_d_tags.json"), "utf8"));
+      const seen = [];
+      for (const event of events) {
+        const res = await dMf.dispatchFetch("http://localhost/enqueue", {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ event, relays: ["ws://127.0.0.1:9"] }),
+        });
+        const body = await res.json();
+        seen.push(res.status === 202 ? body.disposition : `${res.status}:${body.error}:${body.details?.field}`);
+      }
+      const total = (await (await dMf.dispatchFetch("http://localhost/status")).json()).total;
+      const expected = sqlite ? ["created", "created", "created"] : ["created", "created", "400:invalid_argument:event"];
+      expect(JSON.stringify(seen) === JSON.stringify(expected), `d tags of 800, 1500, 60000 bytes: ${seen}`);
+      expect(total === (sqlite ? 3 : 2), `stored: ${total}`);
+      ok(name6);
+    } catch (err) {
+      bad(name6, err.stack);
+    } finally {
+      if (dMf) await dMf.dispose();
+    }
+  }
+  console.log(`  workerd: ${Date.now() - t0} ms`);
 }
