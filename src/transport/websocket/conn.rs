@@ -79,12 +79,12 @@ pub(crate) enum AuthState {
 
 /// Where one publish's answer lands.
 #[derive(Default)]
-struct Slot {
+struct AnswerCell {
     value: RefCell<Option<Answer>>,
     waker: RefCell<Option<Waker>>,
 }
 
-impl Slot {
+impl AnswerCell {
     fn fill(&self, answer: Answer) {
         *self.value.borrow_mut() = Some(answer);
         if let Some(w) = self.waker.borrow_mut().take() {
@@ -94,7 +94,7 @@ impl Slot {
 }
 
 /// The publishes waiting on one event id, oldest first, each with its waiter key.
-type Queue = VecDeque<(u64, Rc<Slot>)>;
+type Queue = VecDeque<(u64, Rc<AnswerCell>)>;
 
 struct Handlers {
     open: Closure<dyn FnMut(Event)>,
@@ -323,16 +323,16 @@ impl Conn {
         }
         let key = self.next_waiter.get();
         self.next_waiter.set(key.wrapping_add(1));
-        let slot = Rc::new(Slot::default());
+        let cell = Rc::new(AnswerCell::default());
         self.pending
             .borrow_mut()
             .get_or_default(event_id)
-            .push_back((key, slot.clone()));
+            .push_back((key, cell.clone()));
         let waiter = Waiter {
             conn: self.clone(),
             event_id: event_id.to_owned(),
             key,
-            slot,
+            cell,
         };
         match self.ws.send_with_str(frame) {
             Ok(()) => Ok(waiter),
@@ -385,19 +385,19 @@ impl Conn {
                 accepted,
                 message,
             } => {
-                let slot = {
+                let cell = {
                     let mut pending = self.pending.borrow_mut();
-                    let slot = pending
+                    let cell = pending
                         .get_mut(&event_id)
                         .and_then(VecDeque::pop_front)
                         .map(|(_, s)| s);
                     pending.remove_if_empty(&event_id);
-                    slot
+                    cell
                 };
-                match slot {
-                    Some(slot) => {
+                match cell {
+                    Some(cell) => {
                         Counters::bump(&c.oks);
-                        slot.fill(Answer::Ok { accepted, message });
+                        cell.fill(Answer::Ok { accepted, message });
                     }
                     None => Counters::bump(&c.unrelated_frames),
                 }
@@ -434,15 +434,15 @@ impl Conn {
         }
         *self.state.borrow_mut() = ConnState::Closed(reason.clone());
         self.idle.borrow_mut().take();
-        let pending: Vec<Rc<Slot>> = self
+        let pending: Vec<Rc<AnswerCell>> = self
             .pending
             .borrow_mut()
             .0
             .drain(..)
             .flat_map(|(_, q)| q.into_iter().map(|(_, s)| s))
             .collect();
-        for slot in pending {
-            slot.fill(Answer::Closed(reason.clone()));
+        for cell in pending {
+            cell.fill(Answer::Closed(reason.clone()));
         }
         self.notify.notify_all();
         // Nothing more will arrive: detach the handlers now. The closures themselves are
@@ -517,17 +517,17 @@ pub(crate) struct Waiter {
     conn: Rc<Conn>,
     event_id: String,
     key: u64,
-    slot: Rc<Slot>,
+    cell: Rc<AnswerCell>,
 }
 
 impl Waiter {
     /// Resolves with the answer.
     pub(crate) async fn answer(&self) -> Answer {
         poll_fn(|cx| {
-            if let Some(a) = self.slot.value.borrow_mut().take() {
+            if let Some(a) = self.cell.value.borrow_mut().take() {
                 return Poll::Ready(a);
             }
-            *self.slot.waker.borrow_mut() = Some(cx.waker().clone());
+            *self.cell.waker.borrow_mut() = Some(cx.waker().clone());
             Poll::Pending
         })
         .await
