@@ -1,7 +1,6 @@
 //! Shared by the flusher tests over the memory store: their configuration, a lease-id
 //! counter, a future that takes some executor turns, a paced transport that counts
 //! publishes in flight, and a whole flush with the usual arguments.
-#![allow(dead_code)]
 
 use std::cell::{Cell, RefCell};
 use std::future::Future;

@@ -4,7 +4,6 @@
 //! or retries. `tests/store/kv.rs` runs random sequences of operations on it and on the
 //! shipped `KvStore` and requires the same answers. (It was the shipped memory store
 //! until the one store replaced it.)
-#![allow(dead_code)]
 
 use std::cell::RefCell;
 
@@ -30,10 +29,6 @@ impl Records {
 
     fn len(&self) -> usize {
         self.0.len()
-    }
-
-    fn is_empty(&self) -> bool {
-        self.0.is_empty()
     }
 
     fn get(&self, id: &str) -> Option<&Record> {
@@ -82,21 +77,6 @@ impl ReferenceStore {
     /// An empty store.
     pub fn new() -> ReferenceStore {
         ReferenceStore::default()
-    }
-
-    /// How many records it holds.
-    pub fn len(&self) -> usize {
-        self.records.borrow().len()
-    }
-
-    /// True when it holds no record.
-    pub fn is_empty(&self) -> bool {
-        self.records.borrow().is_empty()
-    }
-
-    /// A copy of every record, in id order.
-    pub fn snapshot(&self) -> Vec<Record> {
-        self.records.borrow().values().cloned().collect()
     }
 
     fn update(
