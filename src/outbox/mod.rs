@@ -1,9 +1,10 @@
 //! The outbox service: an enqueue's steps in their order ([`enqueue`]), and which
-//! events each enqueue answer ([`told`]) and each flusher report ([`tell`]) dispatch. Platform-neutral: the runtime it needs (a signer
-//! to ask, a running flush to hold back, a flusher to wake, the shape of its errors) is
-//! the [`Host`] trait, and the time is an argument, so it is tested natively
-//! (`tests/flush/enqueue.rs`) as `core` is. The JavaScript layer (`src/js/outbox.rs`)
-//! converts arguments into plans, implements [`Host`], and converts answers and events.
+//! events each enqueue answer ([`told`]) and each flusher report ([`tell`]) dispatch.
+//! Platform-neutral: the runtime it needs (a signer to ask, a running flush to hold
+//! back, a flusher to wake, the shape of its errors) is the [`Host`] trait, and the time
+//! is an argument, so it is tested natively (`tests/flush/enqueue.rs`) as `core` is. The
+//! JavaScript layer (`src/js/outbox.rs`) converts arguments into plans, implements
+//! [`Host`], and converts answers and events (docs/FLUSH.md).
 //!
 //! An enqueue's steps, in order:
 //! 1. the time rule ([`crate::core::Plan::hold_until_created_at`]): a plan with no time
