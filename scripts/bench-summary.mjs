@@ -71,7 +71,7 @@ row("8 (one author) one key for every event, vs verifyEvent", /BENCH verify one 
   "events/s, one call per event", `${m[1]}x`, "none", "-"]);
 row("8b batch verification (as enqueueMany) vs verifyEvent", /BENCH verify batch: .*?throughput ([\d.]+)x/, (m) => [
   "events/s, parse + id each, one batch check", `${m[1]}x`, "none", "-"]);
-for (const rt of ["deno", "bun", "workerd"]) {
+for (const rt of ["deno", "bun", "bun-wal", "workerd"]) {
   row(`9 edge ${rt}: durable adapter / memory store`, new RegExp(`BENCH edge ${rt} \\(([^)]*?) vs memory.*?: (\\d+) events.*?total durable/memory ([\\d.]+)`), (m) => [
     `${m[1]}, enqueueMany + flush of ${m[2]}`, `${m[3]}x the time`, "none", "-"]);
 }

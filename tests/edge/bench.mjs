@@ -3,12 +3,13 @@
 // durable adapter and on the memory store (`storage: "memory"`) in the same run, printed as
 // ratios (durable ÷ memory time) and absolute ms, median of --reps runs:
 //   Deno: deno-kv (Deno.openKv on a file; chunks of 100: Deno KV's 100 checks per atomic operation),
-//   Bun: sqlite on bun:sqlite (a file),
+//   Bun: sqlite on bun:sqlite (a file), as opened (SQLite's rollback journal), and
+//   bun-wal: the same with PRAGMA journal_mode=WAL, as README recommends for speed,
 //   workerd (miniflare): durableObjectStorage on a SQLite-backed Durable Object persisted
 //   to disk; timed from Node around each request (Date.now() stands still inside workerd).
 // Deno and Bun time inside the runtime (tests/edge/scenario-agent.mjs, mode "bench"),
 // one process per run, durable first. Needs the built package (pkg/) and nostr-rs-relay.
-//   node tests/edge/bench.mjs [--events 1000] [--reps 3] [deno,bun,workerd]
+//   node tests/edge/bench.mjs [--events 1000] [--reps 3] [deno,bun,bun-wal,workerd]
 import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -28,9 +29,9 @@ const opt = (name, dflt) => {
 };
 const N = opt("--events", 1000);
 const REPS = opt("--reps", 3);
-const runtimes = (args.find((a) => /^[a-z,]+$/.test(a)) ?? "deno,bun,workerd").split(",");
-const CHUNK = { deno: 100, bun: 100, workerd: 100 };
-const STORE = { deno: "deno-kv", bun: "bun:sqlite", workerd: "Durable Object, SQLite-backed" };
+const runtimes = (args.find((a) => /^[a-z,-]+$/.test(a)) ?? "deno,bun,bun-wal,workerd").split(",");
+const CHUNK = { deno: 100, bun: 100, "bun-wal": 100, workerd: 100 };
+const STORE = { deno: "deno-kv", bun: "bun:sqlite", "bun-wal": "bun:sqlite, WAL", workerd: "Durable Object, SQLite-backed" };
 const OPTIONS = { connectTimeoutMs: 5000, publishTimeoutMs: 10000, leaseMs: 60000 };
 
 const median = (xs) => {
@@ -111,7 +112,8 @@ try {
       else {
         const file = join(dir, `${runtime}-${rep}.json`);
         writeFileSync(file, JSON.stringify(events));
-        r = await agent(runtime, { mode: "bench", db: join(dir, `${runtime}-${rep}.db`), relay: relay.url, events: file, chunk: CHUNK[runtime], options: OPTIONS });
+        const wal = runtime === "bun-wal";
+        r = await agent(wal ? "bun" : runtime, { mode: "bench", db: join(dir, `${runtime}-${rep}.db`), relay: relay.url, events: file, chunk: CHUNK[runtime], options: OPTIONS, wal });
       }
       for (const kind of ["durable", "memory"]) {
         if (r[kind].satisfied !== N) throw new Error(`${runtime} ${kind}: ${r[kind].satisfied} of ${N} satisfied`);
