@@ -404,9 +404,12 @@ impl<'a, B: KvBackend> Tx<'a, B> {
         }
     }
 
-    /// The commit of this run: `None` when it writes nothing. Its rows and index keys
-    /// are moved out of the run, not copied (a run is committed once, then dropped: an
-    /// `enqueueMany` of 10 000 would otherwise hold every row twice).
+    /// The commit of this run: `None` when it writes nothing. Its rows are moved out of
+    /// the run, not copied (an `enqueueMany` of 10 000 would otherwise hold every row
+    /// twice), which leaves each written entry `None`, a delete if read again: build a
+    /// run's commit once, as [`KvStore::commit`] does, and drop the run after it.
+    /// (Taking the run by value, or its whole write list, measured 117–459 B more of
+    /// gzipped browser `.wasm`.)
     fn build(&self) -> Result<Option<KvCommit>, StoreError> {
         if !self.has_writes() {
             return Ok(None);
@@ -521,7 +524,7 @@ impl<B: KvBackend> KvStore<B> {
             let decided = core::decide_enqueues(plans.clone(), stored, now_ms)?;
             // Each record written is dropped once its row is made (the answers keep
             // their own copies).
-            let writes = !decided.writes.is_empty();
+            let writes_any = !decided.writes.is_empty();
             for record in decided.writes {
                 tx.put(&record)?;
             }
@@ -536,7 +539,7 @@ impl<B: KvBackend> KvStore<B> {
                 .into());
             }
             // The commit that follows at once (nothing is awaited before it) is told.
-            if let (Some((progress, units)), false) = (&progress, !writes) {
+            if let (Some((progress, units)), true) = (&progress, writes_any) {
                 self.backend.tell_next_commit(progress.clone(), *units);
             }
             Ok(decided.answers)
