@@ -54,30 +54,29 @@ fn plan(e: &Event) -> Plan {
     )
 }
 
-/// Why the service wrote nothing (the test host's error).
+/// Why the service wrote nothing (the test host's error), with the plan it names
+/// (`None`: no index, `indexed: false`).
 #[derive(Debug, PartialEq)]
 enum Refused {
-    /// The time rule refused plan `.0`.
-    Time(usize, CoreError),
-    /// Plan `.0` is protected and its author is not the signer's key.
-    Protected(usize),
-    /// Plan `.0`'s signature does not verify.
-    Signature(usize, EventError),
-    /// One of the above without an index (`indexed: false`), or the store's failure.
-    Unindexed(Box<Refused>),
+    /// The time rule refused the plan.
+    Time(Option<usize>, CoreError),
+    /// The plan is protected and its author is not the signer's key.
+    Protected(Option<usize>),
+    /// The plan's signature does not verify.
+    Signature(Option<usize>, EventError),
     /// The store failed.
     Store(String),
 }
 
 impl From<CoreError> for Refused {
     fn from(e: CoreError) -> Refused {
-        Refused::Unindexed(Box::new(Refused::Time(usize::MAX, e)))
+        Refused::Time(None, e)
     }
 }
 
 impl From<EventError> for Refused {
     fn from(e: EventError) -> Refused {
-        Refused::Unindexed(Box::new(Refused::Signature(usize::MAX, e)))
+        Refused::Signature(None, e)
     }
 }
 
@@ -128,17 +127,15 @@ impl Host for TestHost {
     }
 
     fn protected_refused(&self) -> Refused {
-        Refused::Unindexed(Box::new(Refused::Protected(usize::MAX)))
+        Refused::Protected(None)
     }
 
     fn at_item(e: Refused, index: usize) -> Refused {
+        let at = Some(index);
         match e {
-            Refused::Unindexed(e) => match *e {
-                Refused::Time(_, e) => Refused::Time(index, e),
-                Refused::Protected(_) => Refused::Protected(index),
-                Refused::Signature(_, e) => Refused::Signature(index, e),
-                other => other,
-            },
+            Refused::Time(_, e) => Refused::Time(at, e),
+            Refused::Protected(_) => Refused::Protected(at),
+            Refused::Signature(_, e) => Refused::Signature(at, e),
             other => other,
         }
     }
@@ -237,8 +234,7 @@ fn a_single_enqueue_is_refused_without_an_index() {
     assert!(
         matches!(
             &result,
-            Err(Refused::Unindexed(e))
-                if matches!(**e, Refused::Signature(_, EventError::BadSignature { .. }))
+            Err(Refused::Signature(None, EventError::BadSignature { .. }))
         ),
         "{result:?}"
     );
@@ -252,10 +248,7 @@ fn a_single_enqueue_is_refused_without_an_index() {
         &[(&late, plan(&late).with_deadline_ms(Some(NOW + 60_000)))],
         false,
     );
-    assert!(
-        matches!(&result, Err(Refused::Unindexed(e)) if matches!(**e, Refused::Time(..))),
-        "{result:?}"
-    );
+    assert!(matches!(&result, Err(Refused::Time(None, _))), "{result:?}");
     assert_eq!(store.len(), 0);
 }
 
@@ -267,7 +260,7 @@ fn a_bad_signature_writes_nothing_and_names_its_item() {
     assert!(
         matches!(
             result,
-            Err(Refused::Signature(1, EventError::BadSignature { .. }))
+            Err(Refused::Signature(Some(1), EventError::BadSignature { .. }))
         ),
         "{result:?}"
     );
@@ -321,7 +314,10 @@ fn an_event_dated_past_its_deadline_is_refused_by_index_and_nothing_is_stored() 
             (&late, plan(&late).with_deadline_ms(Some(NOW + 60_000))),
         ],
     );
-    assert!(matches!(result, Err(Refused::Time(1, _))), "{result:?}");
+    assert!(
+        matches!(result, Err(Refused::Time(Some(1), _))),
+        "{result:?}"
+    );
     assert_eq!(store.len(), 0);
     assert_eq!(asked, Asked::default());
 }
@@ -342,7 +338,7 @@ fn a_protected_event_of_another_author_than_the_signer_is_refused() {
             (&theirs, plan(&theirs)),
         ],
     );
-    assert_eq!(result.map(|_| ()), Err(Refused::Protected(2)));
+    assert_eq!(result.map(|_| ()), Err(Refused::Protected(Some(2))));
     assert_eq!(store.len(), 0);
     // Asked once, with one author per plan ("" for the one that is not protected).
     let authors = asked.signer.expect("asked");
