@@ -391,12 +391,11 @@ fn with_index(e: ApiError, index: usize) -> ApiError {
     e.add_details(Details::index(index))
 }
 
-/// The first of `signatures` that does not verify, as the error `enqueue` rejects
-/// with (with its index when `indexed`).
-fn bad_signature(signatures: &[Option<SignatureCheck>], indexed: bool) -> Option<ApiError> {
+/// The first of `enqueueMany`'s `signatures` read so far that does not verify, as the
+/// error it rejects with, with its item's index.
+fn bad_signature(signatures: &[Option<SignatureCheck>]) -> Option<ApiError> {
     let (index, e) = SignatureCheck::first_bad_of(signatures)?;
-    let e = ApiError::from(e);
-    Some(if indexed { with_index(e, index) } else { e })
+    Some(with_index(e.into(), index))
 }
 
 fn reject(e: ApiError) -> JsValue {
@@ -847,8 +846,9 @@ impl Outbox {
                     // An earlier item's bad signature is the first error, as if each
                     // item were checked whole in turn.
                     Err(e) => {
-                        return Err(bad_signature(&signatures, true)
-                            .unwrap_or_else(|| with_index(e, index)))
+                        return Err(
+                            bad_signature(&signatures).unwrap_or_else(|| with_index(e, index))
+                        )
                     }
                 }
             }
