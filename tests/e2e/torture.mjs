@@ -112,6 +112,8 @@ export async function runTorture(opts = {}) {
   const hangs = [];
   const pageErrors = [];
   const consoleErrors = [];
+  // What each browser context sent and heard on its sockets (tests/e2e/torture/wire.js).
+  const wireLog = [];
   const opErrors = {};
   const replays = { asked: 0, replay: 0, other: [] };
   let cancels = 0;
@@ -137,8 +139,8 @@ export async function runTorture(opts = {}) {
         name,
         backend: r.url,
         random,
-        onOk: (ok) => { if (ok.accepted && armedKill?.mode === "ok") fireKill(`after ${name}'s OK for ${ok.id.slice(0, 8)}`); },
-        onEvent: (e) => { if (armedKill?.mode === "event" && e.fault === "forward") fireKill(`mid-publish of ${e.id.slice(0, 8)} to ${name}`); },
+        onOk: (ok) => { if (ok.accepted && armedKill?.mode === "ok") fireKill(`after ${name}'s OK for ${ok.id.slice(0, 8)} on connection ${ok.conn}`); },
+        onEvent: (e) => { if (armedKill?.mode === "event" && e.fault === "forward") fireKill(`mid-publish of ${e.id.slice(0, 8)} to ${name} on connection ${e.conn}`); },
       });
       proxies.push(p);
     }
@@ -156,7 +158,12 @@ export async function runTorture(opts = {}) {
         const page = await b.context.newPage();
         page.on("pageerror", (e) => pageErrors.push({ tab: i, error: String(e) }));
         page.on("console", (m) => {
-          if (m.type() === "error" && /panicked|unreachable|RuntimeError/.test(m.text())) consoleErrors.push({ tab: i, text: m.text() });
+          const text = m.text();
+          if (text.startsWith("torture-wire ")) {
+            try { wireLog.push(JSON.parse(text.slice(13))); } catch {}
+            return;
+          }
+          if (m.type() === "error" && /panicked|unreachable|RuntimeError/.test(text)) consoleErrors.push({ tab: i, text });
         });
         await page.goto(pageUrl);
         await page.waitForSelector("body[data-ready]", { timeout: 60_000 });
@@ -230,7 +237,7 @@ export async function runTorture(opts = {}) {
       await s.b.kill();
       // The crash spans from the signal until every process of the browser is gone (its
       // sockets may still take an OK in between, which it can no longer record).
-      kills.push({ start, end: Date.now() });
+      kills.push({ start, end: Date.now(), why });
       killReasons.push(why);
       say(`crash ${kills.length}: SIGKILL ${why}`);
       await sleep(rand(200, 2500));
@@ -335,7 +342,7 @@ export async function runTorture(opts = {}) {
           const t = Date.now();
           await withTimeout(page.reload(), 60_000, "reload");
           await page.waitForSelector("body[data-ready]", { timeout: 60_000 });
-          reloads.push({ start: t, end: Date.now() });
+          reloads.push({ start: t, end: Date.now(), why: `reload of tab${tabIndex}` });
           if (swPhase) await call(page, "autoFlush", false).catch(() => {});
         } else if (r < 0.915) {
           // Retry an exhausted record (the others answer not_retryable).
@@ -508,7 +515,7 @@ export async function runTorture(opts = {}) {
     const { failures, counts } = checkTotalQueue({
       plans, records, relayDbs, relayNames,
       proxyLogs: Object.fromEntries(proxies.map((p) => [p.name, p.log])),
-      kills: [...kills, ...reloads], publishTimeoutMs: outboxOptions.publishTimeoutMs, leaseMs: outboxOptions.leaseMs,
+      kills: [...kills, ...reloads], wire: wireLog, publishTimeoutMs: outboxOptions.publishTimeoutMs, leaseMs: outboxOptions.leaseMs,
     });
     if (!quiet) failures.push({ kind: "no-quiescence", status, afterMs: quiesceMs });
     const stillLeased = records.filter((r) => r.stage === "leased").map((r) => ({ id: r.id, takeovers: r.takeovers, lease: r.lease }));
@@ -561,6 +568,7 @@ export async function runTorture(opts = {}) {
       replays: replays.asked,
       replayed: replays.replay,
       cancels,
+      wire: ["event", "ok", "close"].map((w) => wireLog.filter((x) => x.what === w && x.ctx === "sw").length + "+" + wireLog.filter((x) => x.what === w && x.ctx !== "sw").length),
       refusedCodes: opErrors,
       quiesceMs,
       finalStatus,
@@ -624,6 +632,7 @@ export function formatTable(s) {
     ["tab reloads mid-flight", s.reloads],
     ["relay flaps (stopped and started)", s.flaps],
     ["EVENT frames received by the relays", s.eventFrames],
+    ["  browser's own log: EVENTs sent / OKs heard / closes (worker + tabs)", s.wire.join(" / ")],
     [`events stored by the relays (${s.relayDbSource})`, s.relayStored],
     ["  forwarded / rate-limited / error / blocked", `${s.faults.forward || 0} / ${s.faults.rateLimited || 0} / ${s.faults.error || 0} / ${s.faults.blocked || 0}`],
     ["  silent / close / forward+close / drop", `${s.faults.silent || 0} / ${s.faults.close || 0} / ${s.faults.forwardClose || 0} / ${s.faults.drop || 0}`],

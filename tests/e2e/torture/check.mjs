@@ -41,6 +41,8 @@ export function normalizeRelay(url) {
  * @param input.proxyLogs  { relayName: { events, oks, closes } }
  * @param input.kills      [{ start, end }] each crash, from SIGKILL until the browser's
  *                         last process was gone, and each tab reload (ms)
+ * @param input.wire       optional: what the browser's contexts sent and heard on their
+ *                         sockets (tests/e2e/torture/wire.js), quoted in explanations
  * @param input.publishTimeoutMs, input.leaseMs
  */
 export function checkTotalQueue(input) {
@@ -168,6 +170,7 @@ export function checkTotalQueue(input) {
   //    had already accepted it (or rejected it for good) unless a crash came between.
   // A crash separates a (an answer, a send) from b (a later send) when the browser was
   // still alive at a (the crash ended after it) and was killed before b.
+  const relayOf = (url) => relayNames[normalizeRelay(url)] ?? url;
   const crashBetween = (a, b) => kills.some((k) => k.end >= a && k.start <= b);
   for (const [name, log] of Object.entries(proxyLogs)) {
     const cuts = log.closes.filter((c) => c.why === "drop" || c.why === "stop");
@@ -218,7 +221,24 @@ export function checkTotalQueue(input) {
           else if (cuts.some((c) => (c.conn === firstAccept.conn || c.conn === 0) && c.t >= firstAccept.t && c.t - firstAccept.t < 1000)) counts.dupCut += 1;
           else {
             counts.dupUnexplained += 1;
-            fail("resent-after-accepted", { relay: name, id, okAt: firstAccept.t, okConn: firstAccept.conn, resentAt: e.t, resentConn: e.conn, afterMs: e.t - firstAccept.t, okLatencyMs: firstAccept.eventAt == null ? null : firstAccept.t - firstAccept.eventAt });
+            // What it takes to explain one (ms from the acceptance): every frame, answer and
+            // close of the connections involved, the record's evidence for the relay, and the
+            // crashes and reloads near it.
+            const at = (t) => t - firstAccept.t;
+            const conns = new Set(list.map((f) => f.conn));
+            const rec = byId.get(id);
+            fail("resent-after-accepted", {
+              relay: name, id, okAt: firstAccept.t, okConn: firstAccept.conn, resentAt: e.t, resentConn: e.conn, afterMs: e.t - firstAccept.t, okLatencyMs: firstAccept.eventAt == null ? null : firstAccept.t - firstAccept.eventAt,
+              frames: list.map((f) => ({ t: at(f.t), conn: f.conn, fault: f.fault })),
+              oks: oks.map((o) => ({ t: at(o.t), written: o.writtenAt == null ? null : at(o.writtenAt), conn: o.conn, accepted: o.accepted, message: o.message })),
+              closes: log.closes.filter((c) => (conns.has(c.conn) || c.conn === 0) && c.t >= firstAccept.t - 5000 && c.t <= e.t + 1000).map((c) => ({ t: at(c.t), conn: c.conn, why: c.why })),
+              evidence: (rec?.evidence || []).map((v) => ({ relay: input.relayNames[v.relay] ?? v.relay, attempt: v.attempt, outcome: v.outcome, t: at(v.at), tries: v.tries })),
+              kills: kills.filter((k) => k.end >= firstAccept.t - 10_000 && k.start <= e.t + 10_000).map((k) => ({ start: at(k.start), end: at(k.end), why: k.why })),
+              stage: rec?.stage, attempts: rec?.attempts, ctx: plans.get(id)?.ctx,
+              // What the browser's contexts sent and heard for this event (any relay).
+              browser: (input.wire || []).filter((w) => w.id === id || (w.t >= firstAccept.t - 1000 && w.t <= e.t + 1000 && (w.what === "error" || (w.what === "close" && relayOf(w.url) === name))))
+                .map((w) => ({ t: at(w.t), ctx: w.ctx, ws: w.ws, relay: w.url && relayOf(w.url), what: w.what, accepted: w.accepted, code: w.code, message: w.message })),
+            });
           }
         } else if (firstReject && e.t > firstReject.t && !(firstAccept && firstAccept.t < e.t)) {
           const rec = byId.get(id);

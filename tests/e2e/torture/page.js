@@ -4,6 +4,7 @@
 // { ok: false, error: { code, name, message, isOutboxError } } so typed errors cross
 // page.evaluate intact.
 import init, { Outbox, OutboxError, registerBackgroundSync } from "/pkg/index.js";
+import { recordWire } from "./wire.js";
 
 const params = new URLSearchParams(location.search);
 const options = JSON.parse(params.get("options") || "{}");
@@ -39,13 +40,23 @@ async function wrap(f) {
   }
 }
 
+// This tab's sockets, and the worker's (posted here), go to the driver on the console.
+const tabName = `tab-${Math.random().toString(36).slice(2, 8)}`;
+const wire = (entry) => console.debug(`torture-wire ${JSON.stringify(entry)}`);
+recordWire(tabName, wire);
+
 async function start() {
+  navigator.serviceWorker?.addEventListener("message", (e) => { if (e.data?.wire) wire(e.data.wire); });
+  navigator.serviceWorker?.startMessages();
   await init();
   const outbox = await Outbox.open(options);
   for (const kind of ["delivered", "exhausted", "retrying", "attempt"]) {
     outbox.addEventListener(kind, () => { counts[kind] += 1; });
   }
-  outbox.addEventListener("error", (e) => counts.errors.push(describe(e.detail)));
+  outbox.addEventListener("error", (e) => {
+    counts.errors.push(describe(e.detail));
+    wire({ ctx: tabName, t: Date.now(), what: "error", code: e.detail?.code ?? null, message: String(e.detail?.message ?? e.detail) });
+  });
   if (params.get("autoFlush") !== "0") outbox.startAutoFlush();
 
   let registration = null;

@@ -132,7 +132,7 @@ export async function faultProxy({ name, backend, port = 0, random = Math.random
           if (err) return;
           const ok = {
             relay: name, conn, id: msg[1], accepted: msg[2] === true, message: String(msg[3] ?? ""),
-            t: sentAt, eventAt: entry?.t ?? null, fault: "forward",
+            t: sentAt, eventAt: entry?.t ?? null, fault: "forward", writtenAt: Date.now(),
           };
           log.oks.push(ok);
           onOk(ok);

@@ -3,6 +3,12 @@
 // through handleSync on Background Sync and on a tab's "flush" message, and answers on
 // the message's port with { ok, value } or { ok: false, error }.
 import init, { Outbox, OutboxError, handleSync } from "/pkg/index.js";
+import { recordWire } from "./wire.js";
+
+// The worker's sockets, posted to one tab, which prints them for the driver.
+recordWire("sw", (entry) => {
+  self.clients.matchAll({ includeUncontrolled: true }).then((cs) => cs[0]?.postMessage({ wire: entry })).catch(() => {});
+});
 
 const options = JSON.parse(new URL(self.location.href).searchParams.get("options") || "{}");
 const ready = init();
