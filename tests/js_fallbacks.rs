@@ -29,6 +29,16 @@ export function hideWebLocks() {
   return had;
 }
 export function restoreWebLocks() { delete navigator.locks; return navigator.locks !== undefined; }
+// Web Locks that refuse every request, as for a document that is not fully active.
+export function refuseWebLocks() {
+  const had = "locks" in navigator;
+  const refusing = {
+    request: () => Promise.reject(new DOMException("the document is not fully active", "InvalidStateError")),
+    query: async () => ({ held: [], pending: [] }),
+  };
+  Object.defineProperty(navigator, "locks", { value: refusing, configurable: true });
+  return had;
+}
 // Hides `globalThis.crypto` (an own property of the global object, or inherited) and
 // `Crypto.prototype.getRandomValues`; returns a function that puts both back as they were.
 // Hiding the method as well is for WebKit: JavaScriptCore's baseline JIT keeps reading
@@ -115,6 +125,8 @@ extern "C" {
     fn hide_web_locks() -> bool;
     #[wasm_bindgen(js_name = restoreWebLocks)]
     fn restore_web_locks() -> bool;
+    #[wasm_bindgen(js_name = refuseWebLocks)]
+    fn refuse_web_locks() -> bool;
     #[wasm_bindgen(js_name = hideCrypto)]
     fn hide_crypto() -> js_sys::Function;
     #[wasm_bindgen(js_name = slowOkTransport)]
@@ -265,6 +277,48 @@ async fn leased_to_a_dead_tab(name: &str, log: &js_sys::Array) -> JsValue {
     assert_eq!(leased.len(), 10, "the dead tab leased every record");
     dead.close();
     outbox
+}
+
+/// Web Locks that refuse the request (a document that is not fully active) are not
+/// "no Web Locks": another context may hold the lock, and its holder takes every other
+/// owner's leases over as orphans. So the run is skipped (`locked`), nothing is claimed
+/// or sent, and the records wait, as stored, for a run that holds the lock.
+#[wasm_bindgen_test]
+async fn a_refused_lock_request_skips_the_run_instead_of_flushing_beside_the_holder() {
+    let name = format!("fallback-refused-{}", js_sys::Math::random());
+    let log = js_sys::Array::new();
+    let a = open(&name, &log).await;
+    let events = valid_events(3);
+    for ev in &events {
+        call(
+            &a,
+            "enqueue",
+            &[js(ev.clone()), js(json!(["wss://one.example"]))],
+        )
+        .await
+        .expect("resolved");
+    }
+    let had_locks = refuse_web_locks();
+    let refused = rust(&call(&a, "flush", &[]).await.expect("resolved"));
+    let status = rust(&call(&a, "status", &[]).await.expect("resolved"));
+    let restored = restore_web_locks();
+    assert_eq!(refused["ran"], json!(false), "{refused}");
+    assert_eq!(refused["skipped"], json!("locked"), "{refused}");
+    assert_eq!(refused["claimed"], json!(0), "{refused}");
+    assert_eq!(log.length(), 0, "nothing was sent without the lock");
+    assert_eq!(status["pending"], json!(3), "{status}");
+    assert_eq!(status["leased"], json!(0), "{status}");
+    assert_eq!(
+        restored, had_locks,
+        "navigator.locks is back for the other tests"
+    );
+    // With the lock back, the next run delivers them.
+    let ran = rust(&call(&a, "flush", &[]).await.expect("resolved"));
+    assert_eq!(ran["ran"], json!(true), "{ran}");
+    assert_eq!(log.length(), 3);
+    let status = rust(&call(&a, "status", &[]).await.expect("resolved"));
+    assert_eq!(status["satisfied"], json!(3), "{status}");
+    call(&a, "close", &[]).await.expect("resolved");
 }
 
 #[wasm_bindgen_test]

@@ -6,7 +6,8 @@
 //!   while a run is in progress waits for the next one, so its records are seen).
 //! - One flusher per database across tabs and workers: a run first takes the Web Lock
 //!   `nostr-outbox:<name>` with `ifAvailable`; when another context holds it the run is
-//!   skipped at once (`skipped: "locked"`). Without `navigator.locks` it runs anyway and
+//!   skipped at once (`skipped: "locked"`), as when the request for it is refused (a
+//!   document that is not fully active). Without `navigator.locks` it runs anyway and
 //!   the store's leases keep records exclusive. A memory store is private to its
 //!   outbox, so it takes no lock.
 //! - Crash recovery: a run holding the lock is the only live flusher (every flush path
@@ -557,15 +558,16 @@ impl<S: Store + 'static, T: Transport + 'static> Shared<S, T> {
         }
         let lock = match &self.config.lock_name {
             None => LockGuard(None),
+            // `undefined`: no Web Locks API here, the leases alone keep records apart.
+            // `null` (another context holds the lock) or a refusal (a document that is
+            // not fully active): skipped, since the holder takes every other owner's
+            // leases over as orphans, this run's too.
             Some(name) => match JsFuture::from(platform::try_lock(name)).await {
-                Ok(v) if v.is_null() => {
+                Ok(v) if !v.is_null() => LockGuard(v.dyn_into::<js_sys::Function>().ok()),
+                _ => {
                     view.skipped = Some("locked");
                     return Ok(view);
                 }
-                Ok(v) => LockGuard(v.dyn_into::<js_sys::Function>().ok()),
-                // A context that may not use locks (e.g. an opaque origin) relies on
-                // the leases alone.
-                Err(_) => LockGuard(None),
             },
         };
         // Holding the lock makes this the only live flusher: leases of other owners
