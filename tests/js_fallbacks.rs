@@ -167,15 +167,7 @@ async fn without_web_locks_leases_alone_keep_each_record_to_one_publisher() {
     let a = open(&name, &log).await;
     let b = open(&name, &log).await;
     let events = valid_events(40);
-    for ev in &events {
-        call(
-            &a,
-            "enqueue",
-            &[js(ev.clone()), js(json!(["wss://one.example"]))],
-        )
-        .await
-        .expect("resolved");
-    }
+    enqueue_all(&a, &events).await;
     let stats = JsFuture::from(race_flushes(&a, &b, 3))
         .await
         .expect("flushes");
@@ -253,15 +245,7 @@ async fn leased_to_a_dead_tab(name: &str, log: &js_sys::Array) -> JsValue {
     use nostr_outbox::store::idb::{IdbOptions, IdbStore};
     use nostr_outbox::store::Store;
     let outbox = open(name, log).await;
-    for ev in valid_events(10) {
-        call(
-            &outbox,
-            "enqueue",
-            &[js(ev), js(json!(["wss://one.example"]))],
-        )
-        .await
-        .expect("resolved");
-    }
+    enqueue_all(&outbox, &valid_events(10)).await;
     let dead = IdbStore::open(IdbOptions::new(name)).await.expect("open");
     let request = ClaimRequest {
         owner: "outbox-deadbeef".into(),
@@ -289,15 +273,7 @@ async fn a_refused_lock_request_skips_the_run_instead_of_flushing_beside_the_hol
     let log = js_sys::Array::new();
     let a = open(&name, &log).await;
     let events = valid_events(3);
-    for ev in &events {
-        call(
-            &a,
-            "enqueue",
-            &[js(ev.clone()), js(json!(["wss://one.example"]))],
-        )
-        .await
-        .expect("resolved");
-    }
+    enqueue_all(&a, &events).await;
     let had_locks = refuse_web_locks();
     let refused = rust(&call(&a, "flush", &[]).await.expect("resolved"));
     let status = rust(&call(&a, "status", &[]).await.expect("resolved"));
