@@ -574,6 +574,18 @@ export async function runTorture(opts = {}) {
       finalStatus,
       tabCounts,
       failures,
+      // A failed run keeps everything seen on both sides of the sockets (ms from the start)
+      // for the --json file: what it takes to explain a failure after the fact.
+      trace: failures.length ? {
+        started,
+        wire: wireLog.map((w) => ({ ...w, t: w.t - started })),
+        proxies: Object.fromEntries(proxies.map((p) => [p.name, {
+          events: p.log.events.map(({ raw, ...e }) => ({ ...e, t: e.t - started })),
+          oks: p.log.oks.map((o) => ({ ...o, t: o.t - started })),
+          closes: p.log.closes.map((c) => ({ ...c, t: c.t - started })),
+        }])),
+        kills: [...kills, ...reloads].map((k) => ({ ...k, start: k.start - started, end: k.end - started })),
+      } : undefined,
     };
     return summary;
   } finally {

@@ -11,6 +11,7 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
+import { mkdir, writeFile } from "node:fs/promises";
 import { generateSecretKey, finalizeEvent } from "nostr-tools/pure";
 import { startServer, launch, relay, queryRelay, IMPORT_PACKAGE } from "./harness.mjs";
 import { faultProxy } from "./torture/proxy.mjs";
@@ -545,7 +546,14 @@ test("torture (short): tabs + service worker, flapping faulty relays, SIGKILLed 
   const lines = [];
   const summary = await runTorture({ short: true, log: (...a) => lines.push(a.join(" ")) });
   console.log(formatTable(summary).split("\n").map((l) => `# ${l}`).join("\n"));
-  if (summary.failures.length) console.log(lines.map((l) => `# ${l}`).join("\n"));
+  if (summary.failures.length) {
+    console.log(lines.map((l) => `# ${l}`).join("\n"));
+    // Both sides of every socket, for explaining the failure afterwards.
+    const file = new URL("./out/torture-trace.json", import.meta.url);
+    await mkdir(new URL("./out/", import.meta.url), { recursive: true });
+    await writeFile(file, JSON.stringify({ seed: summary.seed, failures: summary.failures, trace: summary.trace }));
+    console.log(`# trace: ${file.pathname}`);
+  }
   assert.deepEqual(summary.failures.slice(0, 20), [], `${summary.failures.length} failed checks`);
   assert.equal(summary.lost, 0);
   assert.ok(summary.enqueued >= 50, `${summary.enqueued} events enqueued`);
