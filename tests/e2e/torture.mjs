@@ -114,6 +114,7 @@ export async function runTorture(opts = {}) {
   const consoleErrors = [];
   // What each browser context sent and heard on its sockets (tests/e2e/torture/wire.js).
   const wireLog = [];
+  const tabDeaths = [];
   const opErrors = {};
   const replays = { asked: 0, replay: 0, other: [] };
   let cancels = 0;
@@ -157,6 +158,9 @@ export async function runTorture(opts = {}) {
       for (let i = 0; i < profile.tabs; i++) {
         const page = await b.context.newPage();
         page.on("pageerror", (e) => pageErrors.push({ tab: i, error: String(e) }));
+        // A tab whose renderer dies (or that the browser closes) while the browser lives.
+        page.on("crash", () => { tabDeaths.push({ tab: i, t: Date.now(), why: "renderer crash" }); say(`tab${i}: renderer crashed`); });
+        page.on("close", () => { if (s.alive) { tabDeaths.push({ tab: i, t: Date.now(), why: "closed" }); say(`tab${i}: closed`); } });
         page.on("console", (m) => {
           const text = m.text();
           if (text.startsWith("torture-wire ")) {
@@ -503,6 +507,7 @@ export async function runTorture(opts = {}) {
     const finalStatus = (await call(session.tabs[0], "status")).value;
     const tabCounts = [];
     for (const t of session.tabs) tabCounts.push(await call(t, "counts").catch(() => null));
+    session.alive = false;
     await session.b.close();
     session = null;
 
@@ -524,6 +529,7 @@ export async function runTorture(opts = {}) {
     for (const h of hangs) failures.push({ kind: "hang", what: h });
     for (const e of pageErrors) failures.push({ kind: "page-error", ...e });
     for (const e of consoleErrors) failures.push({ kind: "panic", ...e });
+    for (const d of tabDeaths) failures.push({ kind: "tab-died", ...d, t: d.t - started });
     for (const o of replays.other) failures.push({ kind: "replay-not-replay", ...o });
     for (const o of doubles.wrong) failures.push({ kind: "concurrent-enqueue-not-one-created", ...o });
 
@@ -585,6 +591,7 @@ export async function runTorture(opts = {}) {
           closes: p.log.closes.map((c) => ({ ...c, t: c.t - started })),
         }])),
         kills: [...kills, ...reloads].map((k) => ({ ...k, start: k.start - started, end: k.end - started })),
+        tabDeaths: tabDeaths.map((d) => ({ ...d, t: d.t - started })),
       } : undefined,
     };
     return summary;

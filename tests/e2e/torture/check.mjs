@@ -236,7 +236,7 @@ export function checkTotalQueue(input) {
               kills: kills.filter((k) => k.end >= firstAccept.t - 10_000 && k.start <= e.t + 10_000).map((k) => ({ start: at(k.start), end: at(k.end), why: k.why })),
               stage: rec?.stage, attempts: rec?.attempts, ctx: plans.get(id)?.ctx,
               // What the browser's contexts sent and heard for this event (any relay).
-              browser: (input.wire || []).filter((w) => w.id === id || (w.t >= firstAccept.t - 1000 && w.t <= e.t + 1000 && (w.what === "error" || (w.what === "close" && relayOf(w.url) === name))))
+              browser: (input.wire || []).filter((w) => w.id === id || (w.t >= firstAccept.t - 1000 && w.t <= e.t + 1000 && (["error", "freeze", "resume", "pagehide"].includes(w.what) || (w.what === "close" && relayOf(w.url) === name))))
                 .map((w) => ({ t: at(w.t), ctx: w.ctx, ws: w.ws, relay: w.url && relayOf(w.url), what: w.what, accepted: w.accepted, code: w.code, message: w.message })),
             });
           }

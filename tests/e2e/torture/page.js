@@ -44,6 +44,9 @@ async function wrap(f) {
 const tabName = `tab-${Math.random().toString(36).slice(2, 8)}`;
 const wire = (entry) => console.debug(`torture-wire ${JSON.stringify(entry)}`);
 recordWire(tabName, wire);
+for (const what of ["freeze", "resume", "pagehide"]) {
+  (what === "pagehide" ? window : document).addEventListener(what, () => wire({ ctx: tabName, t: Date.now(), what }));
+}
 
 async function start() {
   navigator.serviceWorker?.addEventListener("message", (e) => { if (e.data?.wire) wire(e.data.wire); });
