@@ -343,10 +343,17 @@ export async function runTorture(opts = {}) {
           settle(plan, await call(page, "swEnqueue", plan.event, plan.relays, plan.options).catch((e) => ({ ok: false, error: { message: String(e) } })));
         } else if (r < 0.89) {
           // Reload a tab (a navigation in the middle of whatever it was doing).
+          // The old document is gone from the start: its leases may be taken over from
+          // then on. Recorded even when the reload fails, e.g. cut short by a crash (then
+          // the crash itself may come after another tab took those leases over and sent
+          // their events again).
           const t = Date.now();
-          await withTimeout(page.reload(), 60_000, "reload");
-          await page.waitForSelector("body[data-ready]", { timeout: 60_000 });
-          reloads.push({ start: t, end: Date.now(), why: `reload of tab${tabIndex}` });
+          try {
+            await withTimeout(page.reload(), 60_000, "reload");
+            await page.waitForSelector("body[data-ready]", { timeout: 60_000 });
+          } finally {
+            reloads.push({ start: t, end: Date.now(), why: `reload of tab${tabIndex}` });
+          }
           if (swPhase) await call(page, "autoFlush", false).catch(() => {});
         } else if (r < 0.915) {
           // Retry an exhausted record (the others answer not_retryable).
