@@ -23,7 +23,7 @@ import { startServer, relay, queryRelay } from "./harness.mjs";
 import { startChromium } from "./torture/browser.mjs";
 import { faultProxy } from "./torture/proxy.mjs";
 import { snapshotRoot } from "./torture/snapshot.mjs";
-import { checkTotalQueue } from "./torture/check.mjs";
+import { checkTotalQueue, normalizeRelay } from "./torture/check.mjs";
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
@@ -529,7 +529,14 @@ export async function runTorture(opts = {}) {
       proxyLogs: Object.fromEntries(proxies.map((p) => [p.name, p.log])),
       kills: [...kills, ...reloads], wire: wireLog, publishTimeoutMs: outboxOptions.publishTimeoutMs, leaseMs: outboxOptions.leaseMs,
     });
-    if (!quiet) failures.push({ kind: "no-quiescence", status, afterMs: quiesceMs });
+    if (!quiet) {
+      // What each record still waits for, to explain it.
+      const waiting = records.filter((r) => !["satisfied", "exhausted", "cancelled", "superseded"].includes(r.stage)).slice(0, 5).map((r) => ({
+        id: r.id, stage: r.stage, attempts: r.attempts, attemptLimit: r.attemptLimit, nextAttemptAt: r.nextAttemptAt, deadline: r.deadline, lease: r.lease,
+        targets: (r.targets || []).map((t) => ({ relay: relayNames[normalizeRelay(t.relay)] ?? t.relay, state: t.state, latest: t.latest && { outcome: t.latest.outcome, message: t.latest.message, attempt: t.latest.attempt } })),
+      }));
+      failures.push({ kind: "no-quiescence", status, afterMs: quiesceMs, now: Date.now(), waiting });
+    }
     const stillLeased = records.filter((r) => r.stage === "leased").map((r) => ({ id: r.id, takeovers: r.takeovers, lease: r.lease }));
     if (stillLeased.length > 0) failures.push({ kind: "waited-for-dead-lease", count: stillLeased.length, records: stillLeased.slice(0, 5) });
     if (finalStatus.total !== records.length) failures.push({ kind: "status-list-mismatch", status: finalStatus, listed: records.length });
