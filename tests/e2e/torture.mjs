@@ -23,7 +23,7 @@ import { startServer, relay, queryRelay } from "./harness.mjs";
 import { startChromium } from "./torture/browser.mjs";
 import { faultProxy } from "./torture/proxy.mjs";
 import { snapshotRoot } from "./torture/snapshot.mjs";
-import { checkTotalQueue, normalizeRelay } from "./torture/check.mjs";
+import { checkTotalQueue, relayName } from "./torture/check.mjs";
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
@@ -489,12 +489,14 @@ export async function runTorture(opts = {}) {
     const quiesceStart = Date.now();
     let status = null;
     let quiet = false;
+    // The stages that may still change without anyone asking: quiet when none is left.
+    const WAITING = ["pending", "leased", "retryable", "delivering"];
     while (Date.now() - quiesceStart < profile.quiesceMs) {
       if (!session.alive) session = await openSession();
       const res = await call(session.tabs[0], "status").catch((e) => ({ ok: false, error: String(e) }));
       if (res.ok) {
         status = res.value;
-        if (status.pending + status.leased + status.retryable + (status.delivering ?? 0) === 0) { quiet = true; break; }
+        if (WAITING.every((stage) => !status[stage])) { quiet = true; break; }
       }
       await call(choose(session.tabs), chance(0.3) ? "swFlush" : "flush").catch(() => {});
       await sleep(1500);
@@ -524,16 +526,18 @@ export async function runTorture(opts = {}) {
       relayDbs[proxies[i].name] = await readRelayDb(relays[i], [...plans.keys()]);
     }
     const relayStored = Object.values(relayDbs).reduce((n, m) => n + m.size, 0);
+    // Every window in which the browser (or a tab's document) was gone: crashes, reloads.
+    const windows = [...kills, ...reloads];
     const { failures, counts } = checkTotalQueue({
       plans, records, relayDbs, relayNames,
       proxyLogs: Object.fromEntries(proxies.map((p) => [p.name, p.log])),
-      kills: [...kills, ...reloads], wire: wireLog, publishTimeoutMs: outboxOptions.publishTimeoutMs, leaseMs: outboxOptions.leaseMs,
+      kills: windows, wire: wireLog, publishTimeoutMs: outboxOptions.publishTimeoutMs, leaseMs: outboxOptions.leaseMs,
     });
     if (!quiet) {
       // What each record still waits for, to explain it.
-      const waiting = records.filter((r) => !["satisfied", "exhausted", "cancelled", "superseded"].includes(r.stage)).slice(0, 5).map((r) => ({
+      const waiting = records.filter((r) => WAITING.includes(r.stage)).slice(0, 5).map((r) => ({
         id: r.id, stage: r.stage, attempts: r.attempts, attemptLimit: r.attemptLimit, nextAttemptAt: r.nextAttemptAt, deadline: r.deadline, lease: r.lease,
-        targets: (r.targets || []).map((t) => ({ relay: relayNames[normalizeRelay(t.relay)] ?? t.relay, state: t.state, latest: t.latest && { outcome: t.latest.outcome, message: t.latest.message, attempt: t.latest.attempt } })),
+        targets: (r.targets || []).map((t) => ({ relay: relayName(relayNames, t.relay), state: t.state, latest: t.latest && { outcome: t.latest.outcome, message: t.latest.message, attempt: t.latest.attempt } })),
       }));
       failures.push({ kind: "no-quiescence", status, afterMs: quiesceMs, now: Date.now(), waiting });
     }
@@ -604,7 +608,7 @@ export async function runTorture(opts = {}) {
           oks: p.log.oks.map((o) => ({ ...o, t: o.t - started })),
           closes: p.log.closes.map((c) => ({ ...c, t: c.t - started })),
         }])),
-        kills: [...kills, ...reloads].map((k) => ({ ...k, start: k.start - started, end: k.end - started })),
+        kills: windows.map((k) => ({ ...k, start: k.start - started, end: k.end - started })),
         tabDeaths: tabDeaths.map((d) => ({ ...d, t: d.t - started })),
       } : undefined,
     };

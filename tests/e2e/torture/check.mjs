@@ -30,6 +30,11 @@ export function normalizeRelay(url) {
   return String(url).trim().replace(/^WS:/i, "ws:").replace(/\/+$/, "").toLowerCase();
 }
 
+/** The proxy's name (R0, R1, …) for a relay URL, in `relayNames`; the URL when none. */
+export function relayName(relayNames, url) {
+  return relayNames[normalizeRelay(url)] ?? url;
+}
+
 /**
  * @param input.plans      Map id → { event, relays, options, state, ctx, cancelRequested }
  *                         state: "confirmed" (enqueue resolved) · "uncertain" (in flight at
@@ -170,7 +175,7 @@ export function checkTotalQueue(input) {
   //    had already accepted it (or rejected it for good) unless a crash came between.
   // A crash separates a (an answer, a send) from b (a later send) when the browser was
   // still alive at a (the crash ended after it) and was killed before b.
-  const relayOf = (url) => relayNames[normalizeRelay(url)] ?? url;
+  const relayOf = (url) => relayName(relayNames, url);
   const crashBetween = (a, b) => kills.some((k) => k.end >= a && k.start <= b);
   for (const [name, log] of Object.entries(proxyLogs)) {
     const cuts = log.closes.filter((c) => c.why === "drop" || c.why === "stop");
@@ -232,7 +237,7 @@ export function checkTotalQueue(input) {
               frames: list.map((f) => ({ t: at(f.t), conn: f.conn, fault: f.fault })),
               oks: oks.map((o) => ({ t: at(o.t), written: o.writtenAt == null ? null : at(o.writtenAt), conn: o.conn, accepted: o.accepted, message: o.message })),
               closes: log.closes.filter((c) => (conns.has(c.conn) || c.conn === 0) && c.t >= firstAccept.t - 5000 && c.t <= e.t + 1000).map((c) => ({ t: at(c.t), conn: c.conn, why: c.why })),
-              evidence: (rec?.evidence || []).map((v) => ({ relay: input.relayNames[v.relay] ?? v.relay, attempt: v.attempt, outcome: v.outcome, t: at(v.at), tries: v.tries })),
+              evidence: (rec?.evidence || []).map((v) => ({ relay: relayOf(v.relay), attempt: v.attempt, outcome: v.outcome, t: at(v.at), tries: v.tries })),
               kills: kills.filter((k) => k.end >= firstAccept.t - 10_000 && k.start <= e.t + 10_000).map((k) => ({ start: at(k.start), end: at(k.end), why: k.why })),
               stage: rec?.stage, attempts: rec?.attempts, ctx: plans.get(id)?.ctx,
               // What the browser's contexts sent and heard for this event (any relay).
