@@ -67,6 +67,18 @@ else
   . scripts/env.sh
 fi
 
+step "Rust standard library source (scripts/build.sh builds std with the package)"
+std_src="$(rustc --print sysroot)/lib/rustlib/src/rust/library"
+if [ -f "$std_src/Cargo.lock" ]; then
+  note_found "std source in $std_src"
+elif [ "$NOSTR_OUTBOX_WASM_TOOLCHAIN" = rustup ] && timeout 120 rustup component add rust-src >/dev/null 2>&1 && [ -f "$std_src/Cargo.lock" ]; then
+  note_installed "rust-src via rustup"
+elif [ "$NOSTR_OUTBOX_WASM_TOOLCHAIN" = debian ] && apt_install rust-web-src && [ -f "$std_src/Cargo.lock" ]; then
+  note_installed "std source from Debian's rust-web-src"
+else
+  echo "  no std source for $(rustc --version): scripts/build.sh builds the .wasm without build-std (about 19.6 KB larger gzipped)"
+fi
+
 step "wasm-bindgen-cli $WB_VERSION"
 if command -v wasm-bindgen >/dev/null && [ "$(wasm-bindgen --version | awk '{print $2}')" = "$WB_VERSION" ] \
    && command -v wasm-bindgen-test-runner >/dev/null; then
