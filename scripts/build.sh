@@ -6,7 +6,8 @@
 # runtime) and prints the size of each .wasm, raw and gzipped, then the browser build's
 # largest contributors by crate (scripts/wasm-size.mjs).
 # Fails (after printing the table) when either .wasm is over its budget: 256 KiB gzipped
-# (GNU gzip -9), the limit the project holds itself to; the goal is 200 KiB.
+# (GNU gzip -9), the limit the project holds itself to; it prints the distance to the
+# goal of 232 KiB.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/env.sh
@@ -32,7 +33,8 @@ done
 std_src="$(rustc --print sysroot)/lib/rustlib/src/rust/library"
 if [ "${NOSTR_OUTBOX_BUILD_STD:-1}" != 0 ] && [ -f "$std_src/Cargo.lock" ]; then
   export RUSTC_BOOTSTRAP=1
-  RUSTFLAGS="${RUSTFLAGS:-} -Zunstable-options -Cpanic=immediate-abort -Csymbol-mangling-version=legacy"
+  # std's source paths (in the few `Location`s left) as `rust/…`, not the builder's home.
+  RUSTFLAGS="${RUSTFLAGS:-} -Zunstable-options -Cpanic=immediate-abort -Csymbol-mangling-version=legacy --remap-path-prefix=${std_src%/library}=rust"
   export CARGO_UNSTABLE_BUILD_STD=std,panic_abort CARGO_UNSTABLE_BUILD_STD_FEATURES=optimize_for_size
   echo "build.sh: std built with the package (build-std: immediate-abort panics, optimize_for_size)"
 else
@@ -93,7 +95,9 @@ for build in "browser:$gz" "edge:$edge_gz"; do
     echo "build.sh: the ${build%%:*} .wasm is $size bytes gzipped, over its $limit-byte (256 KiB) budget" >&2
     over=1
   else
-    echo "size budget (${build%%:*}): $((limit - size)) bytes under 256 KiB gzipped (goal: 200 KiB)"
+    goal=$((232 * 1024))
+    if [ "$size" -le "$goal" ]; then to_goal="$((goal - size)) bytes under"; else to_goal="$((size - goal)) bytes over"; fi
+    echo "size budget (${build%%:*}): $((limit - size)) bytes under 256 KiB gzipped; ${to_goal} the 232 KiB goal (issue 39)"
   fi
 done
 [ "$over" = 0 ]

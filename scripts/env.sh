@@ -7,6 +7,8 @@ TOOLS_DIR="${NOSTR_OUTBOX_TOOLS:-$HOME/.cache/nostr-outbox-tools}"
 export NOSTR_OUTBOX_TOOLS="$TOOLS_DIR"
 case ":$PATH:" in *":$HOME/.cargo/bin:"*) ;; *) PATH="$HOME/.cargo/bin:$PATH" ;; esac
 PATH="$TOOLS_DIR/node_modules/.bin:$PATH"
+# setup.sh's links (rust-lld for Debian's toolchain) come after every other tool.
+PATH="$PATH:$TOOLS_DIR/bin"
 _rustup_wasm=0
 if [ "${NOSTR_OUTBOX_WASM_ROUTE:-}" = debian ]; then
   : # forced: use Debian's toolchain even where rustup has the wasm32 std

@@ -67,6 +67,15 @@ else
   . scripts/env.sh
 fi
 
+# rustc links wasm32 with `rust-lld`; Debian's rustc-web 1.96 ships none, and lld-22 is
+# one (rustc passes `-flavor wasm`): a link to it in the tools' bin/, on PATH by env.sh.
+if [ "$NOSTR_OUTBOX_WASM_TOOLCHAIN" = debian ] && ! command -v rust-lld >/dev/null 2>&1; then
+  apt_install lld-22
+  mkdir -p "$TOOLS_DIR/bin"
+  ln -sf "$(command -v lld-22)" "$TOOLS_DIR/bin/rust-lld"
+  note_installed "rust-lld (a link to lld-22) in $TOOLS_DIR/bin"
+fi
+
 step "Rust standard library source (scripts/build.sh builds std with the package)"
 std_src="$(rustc --print sysroot)/lib/rustlib/src/rust/library"
 if [ -f "$std_src/Cargo.lock" ]; then
