@@ -30,7 +30,7 @@ done
 # .wasm builds here use them. That also makes rustc mangle names as a nightly does (v0),
 # whose longer names of the closures' exports cost the glue 131 B gzipped: the stable
 # toolchain's legacy mangling is asked for. NOSTR_OUTBOX_BUILD_STD=0 builds without them.
-std_src="$(rustc --print sysroot)/lib/rustlib/src/rust/library"
+std_src="$(std_source_dir)"
 if [ "${NOSTR_OUTBOX_BUILD_STD:-1}" != 0 ] && [ -f "$std_src/Cargo.lock" ]; then
   export RUSTC_BOOTSTRAP=1
   # std's source paths (in the few `Location`s left) as `rust/…`, not the builder's home.

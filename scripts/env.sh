@@ -36,6 +36,9 @@ chrome_env() { env -u GECKODRIVER -u SAFARIDRIVER CHROMEDRIVER="${CHROMEDRIVER:-
 firefox_env() { env -u CHROMEDRIVER -u SAFARIDRIVER GECKODRIVER="${GECKODRIVER:-$HOME/.cargo/bin/geckodriver}" "$@"; }
 _outbox_scripts="$(cd "$(dirname "${BASH_SOURCE[0]:-$0}")" && pwd)"
 webkit_env() { env -u CHROMEDRIVER -u GECKODRIVER SAFARIDRIVER="$_outbox_scripts/webkit-driver.mjs" "$@"; }
+# The standard library source of the toolchain on PATH: setup.sh installs it, build.sh
+# builds std from it (build-std) when it is there.
+std_source_dir() { echo "$(rustc --print sysroot)/lib/rustlib/src/rust/library"; }
 export WASM_BINDGEN_TEST_TIMEOUT="${WASM_BINDGEN_TEST_TIMEOUT:-180}"
 unset _rustup_wasm _sysroot
 # private_tmpdir: points TMPDIR at a directory of this run's own and removes it when the

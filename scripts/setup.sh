@@ -77,7 +77,7 @@ if [ "$NOSTR_OUTBOX_WASM_TOOLCHAIN" = debian ] && ! command -v rust-lld >/dev/nu
 fi
 
 step "Rust standard library source (scripts/build.sh builds std with the package)"
-std_src="$(rustc --print sysroot)/lib/rustlib/src/rust/library"
+std_src="$(std_source_dir)"
 if [ -f "$std_src/Cargo.lock" ]; then
   note_found "std source in $std_src"
 elif [ "$NOSTR_OUTBOX_WASM_TOOLCHAIN" = rustup ] && timeout 120 rustup component add rust-src >/dev/null 2>&1 && [ -f "$std_src/Cargo.lock" ]; then

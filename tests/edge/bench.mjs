@@ -13,7 +13,7 @@
 //   to disk; timed from Node around each request (Date.now() stands still inside workerd).
 // Deno and Bun time inside the runtime (tests/edge/scenario-agent.mjs, mode "bench"),
 // one process per run. Needs the built package (pkg/) and nostr-rs-relay.
-//   node tests/edge/bench.mjs [--events 1000] [--reps 3] [deno,bun,bun-wal,workerd]
+//   node tests/edge/bench.mjs [--events 1000] [--reps 4] [deno,bun,bun-wal,workerd]
 import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -141,7 +141,7 @@ try {
     const own = (r) => (r.durable.enqueueMs + r.durable.flushMs) / (r.memory.enqueueMs + r.memory.flushMs);
     const paired = median(runs.map(own));
     // The same by which side ran first: what the order alone moves.
-    const byOrder = [0, 1].map((first) => runs.filter((_, rep) => rep % 2 === first).map(own));
+    const byOrder = ["durable", "memory"].map((first) => runs.filter((_, rep) => order(rep)[0] === first).map(own));
     const ms = (x) => x.toFixed(0);
     const ratio = ([d, mem]) => (d / mem).toFixed(2);
     console.log(
