@@ -426,7 +426,7 @@ async fn refusals_name_the_option_the_type_given_and_the_item() {
     let e = open_err(js(json!({ "storage": "disk" }))).await;
     assert_eq!(
         message(&e),
-        "invalid options: `storage` in Outbox.open options must be one of indexeddb, memory or a storage adapter object, got \"disk\""
+        "invalid options: `storage` in Outbox.open options must be one of indexeddb, memory or a storage adapter object, got `disk`"
     );
     let e = open_err(js(json!({ "storage": "memory", "autoFlush": null }))).await;
     assert_eq!(

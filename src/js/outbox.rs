@@ -208,7 +208,7 @@ impl OpenConfig {
                 _ if v.is_object() => StorageChoice::Adapter(adapter(v)?),
                 got => {
                     let got = match got {
-                        Some(text) => format!("{text:?}"),
+                        Some(text) => format!("`{text}`"),
                         None => input::type_name(&v).to_string(),
                     };
                     return Err(ApiError::options(

@@ -150,11 +150,27 @@ pub enum RelayUrlError {
     },
     /// The path or query holds a character that is not allowed (whitespace, control
     /// characters, non-ASCII, backslash).
-    #[error("invalid relay URL: character {ch:?} is not allowed in the path or query")]
+    #[error("invalid relay URL: character {} is not allowed in the path or query", CharLiteral(*.ch))]
     Character {
         /// The offending character.
         ch: char,
     },
+}
+
+/// A character for messages: `' '`, `'x'`, `'\\'` for printable ASCII (a backslash
+/// escaped), `U+00E9` for anything else, so an invisible or look-alike character is
+/// named exactly. Written here rather than with `{:?}`: the release `.wasm` is built with
+/// `-Zfmt-debug=none` (scripts/build.sh), under which `Debug` writes nothing.
+struct CharLiteral(char);
+
+impl std::fmt::Display for CharLiteral {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            '\\' => f.write_str("'\\\\'"),
+            c @ ' '..='~' => write!(f, "'{c}'"),
+            c => write!(f, "U+{:04X}", u32::from(c)),
+        }
+    }
 }
 
 fn describe_scheme(scheme: &str) -> String {
@@ -219,5 +235,26 @@ impl AuthError {
     /// publish's message.
     pub fn code(&self) -> &'static str {
         "invalid_auth_event"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::CharLiteral;
+
+    #[test]
+    fn char_literal() {
+        for (c, text) in [
+            (' ', "' '"),
+            ('a', "'a'"),
+            ('\\', "'\\\\'"),
+            ('\t', "U+0009"),
+            ('\u{7f}', "U+007F"),
+            ('é', "U+00E9"),
+            ('\u{a0}', "U+00A0"),
+            ('\u{1f600}', "U+1F600"),
+        ] {
+            assert_eq!(CharLiteral(c).to_string(), text);
+        }
     }
 }

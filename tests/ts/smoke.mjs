@@ -83,11 +83,23 @@ if (typeof globalThis.WebSocket !== "function") {
 }
 await assert.rejects(edge.Outbox.open({ storage: { getMany() {} } }), (e) => e.code === "invalid_options" && /list, commit/.test(e.message));
 await assert.rejects(edge.Outbox.open({ storage: 42 }), (e) => e.code === "invalid_options" && /got a number/.test(e.message));
+// The release .wasm is built with -Zfmt-debug=none (Debug writes nothing): the messages
+// that quote what the app gave quote it themselves.
+for (const open of [(o) => Outbox.open(o), (o) => edge.Outbox.open(o)]) {
+  await assert.rejects(open({ storage: "disk\t1" }), (e) => e.code === "invalid_options" && e.message.endsWith("got `disk\t1`"));
+}
 const map = new Map();
 const transport = { publish: async () => ({ ok: true, message: "" }) };
 const first = await edge.Outbox.open({ storage: memoryStorage({ map }), transport });
 assert.equal(first.storage, "adapter");
 await assert.rejects(first.enqueue(bad, ["wss://a.example"]), (e) => e instanceof edge.OutboxError && e.code === "invalid_event");
+for (const [url, literal] of [["wss://a.example/x\ty", "U+0009"], ["wss://a.example/é", "U+00E9"], ["wss://a.example/a\\b", "'\\\\'"], ["wss://a.example/x y", "' '"]]) {
+  await assert.rejects(
+    first.enqueue(event, [url]),
+    (e) => e.code === "invalid_relay_url" && e.message.includes(`character ${literal} is not allowed`),
+    url,
+  );
+}
 assert.equal(map.size, 0, "bad input writes nothing");
 assert.equal((await first.enqueue(event, ["wss://a.example"])).disposition, "created");
 assert.ok(map.size > 1, "a row and its index keys");
