@@ -162,6 +162,11 @@ impl ApiError {
 
     /// A malformed options object (`invalid_options`), naming the option.
     pub fn options(option: &str, message: impl std::fmt::Display) -> ApiError {
+        ApiError::options_of(option, &message)
+    }
+
+    /// [`ApiError::options`]'s one copy (not one per message type).
+    fn options_of(option: &str, message: &dyn std::fmt::Display) -> ApiError {
         ApiError::new(
             ErrorCode::InvalidOptions,
             format!("invalid options: `{option}` {message}"),
@@ -171,6 +176,11 @@ impl ApiError {
 
     /// A malformed argument (`invalid_argument`), naming it.
     pub fn argument(argument: &str, message: impl std::fmt::Display) -> ApiError {
+        ApiError::argument_of(argument, &message)
+    }
+
+    /// [`ApiError::argument`]'s one copy (not one per message type).
+    fn argument_of(argument: &str, message: &dyn std::fmt::Display) -> ApiError {
         ApiError::new(
             ErrorCode::InvalidArgument,
             format!("invalid argument `{argument}`: {message}"),

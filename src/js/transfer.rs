@@ -31,6 +31,11 @@ pub(crate) fn line(record: &Record) -> Result<String, ApiError> {
 
 /// A refused line: `invalid_import` with its number (1-based) in `details.line`.
 fn refused(line: usize, message: impl std::fmt::Display) -> ApiError {
+    refused_of(line, &message)
+}
+
+/// [`refused`]'s one copy (not one per message type).
+fn refused_of(line: usize, message: &dyn std::fmt::Display) -> ApiError {
     ApiError::new(ErrorCode::InvalidImport, format!("line {line}: {message}")).with_details(
         Details {
             line: Some(line),
