@@ -46,7 +46,7 @@ if [ "${NOSTR_OUTBOX_BUILD_STD:-1}" != 0 ] && [ -f "$std_src/Cargo.lock" ]; then
   export CARGO_UNSTABLE_BUILD_STD=std,panic_abort CARGO_UNSTABLE_BUILD_STD_FEATURES=optimize_for_size
   echo "build.sh: std built with the package (build-std: immediate-abort panics, optimize_for_size, no panic locations, no Debug formatting)"
 else
-  echo "build.sh: std as shipped with the toolchain (no build-std: ${std_src} is missing or NOSTR_OUTBOX_BUILD_STD=0): the .wasm is about 19.6 KB larger gzipped"
+  echo "build.sh: std as shipped with the toolchain (no build-std: ${std_src} is missing or NOSTR_OUTBOX_BUILD_STD=0): the .wasm is about 24 KB larger gzipped"
 fi
 export RUSTFLAGS="${RUSTFLAGS:-}"
 wasm-pack build --release --target web --out-dir pkg --out-name nostr_outbox 2>&1 | grep -vE '^\s*$' | tail -n 5
