@@ -77,14 +77,19 @@ impl<T: FromJs> Field<T> {
     /// Reads `key` of `obj` (own or inherited): absent when `undefined`. A getter or
     /// Proxy trap that throws rethrows, for [`read`]'s catch to report.
     pub(crate) fn read(obj: &JsValue, key: &str) -> Field<T> {
-        let v = Reflect::get(obj, &JsValue::from_str(key))
-            .unwrap_or_else(|e| wasm_bindgen::throw_val(e));
-        if v.is_undefined() {
-            Field::Absent
-        } else {
-            T::from_js(v).map_or(Field::Bad, Field::Given)
+        match value_of(obj, key) {
+            None => Field::Absent,
+            Some(v) => T::from_js(v).map_or(Field::Bad, Field::Given),
         }
     }
+}
+
+/// `obj[key]`, `None` when `undefined`: [`Field::read`]'s one copy of the lookup (not
+/// one per field type).
+fn value_of(obj: &JsValue, key: &str) -> Option<JsValue> {
+    let v =
+        Reflect::get(obj, &JsValue::from_str(key)).unwrap_or_else(|e| wasm_bindgen::throw_val(e));
+    (!v.is_undefined()).then_some(v)
 }
 
 /// A type an options field holds, read from a JavaScript value (`None`: another type).
