@@ -29,8 +29,8 @@ done
 # as setup.sh's offline route already does to build the wasm32 sysroot; only the release
 # .wasm builds here use them. That also makes rustc mangle names as a nightly does (v0),
 # whose longer names of the closures' exports cost the glue 131 B gzipped: the stable
-# toolchain's legacy mangling is asked for. Two more of them cost no behaviour: panics'
-# source locations are not kept (`-Zlocation-detail=none`: nothing printed them), and
+# toolchain's legacy mangling is asked for. Two more change no behaviour, only one of
+# serde's messages (below): panics' source locations are not kept (`-Zlocation-detail=none`: nothing printed them), and
 # `Debug` formatting writes nothing (`-Zfmt-debug=none`): no message of the outbox uses
 # it (the few that quote what the app gave quote it themselves, tests/ts/smoke.mjs checks
 # them on this build), and with it goes std's escaping of strings and its Unicode tables
@@ -41,7 +41,8 @@ done
 std_src="$(std_source_dir)"
 if [ "${NOSTR_OUTBOX_BUILD_STD:-1}" != 0 ] && [ -f "$std_src/Cargo.lock" ]; then
   export RUSTC_BOOTSTRAP=1
-  # std's source paths (in the few `Location`s left) as `rust/…`, not the builder's home.
+  # std's source paths as `rust/…`, not the builder's home: with no locations kept the
+  # .wasm names no source file anyway; this keeps it so if a location is ever kept.
   RUSTFLAGS="${RUSTFLAGS:-} -Zunstable-options -Cpanic=immediate-abort -Csymbol-mangling-version=legacy -Zlocation-detail=none -Zfmt-debug=none --remap-path-prefix=${std_src%/library}=rust"
   export CARGO_UNSTABLE_BUILD_STD=std,panic_abort CARGO_UNSTABLE_BUILD_STD_FEATURES=optimize_for_size
   echo "build.sh: std built with the package (build-std: immediate-abort panics, optimize_for_size, no panic locations, no Debug formatting)"
