@@ -30,13 +30,14 @@ done
 # .wasm builds here use them. That also makes rustc mangle names as a nightly does (v0),
 # whose longer names of the closures' exports cost the glue 131 B gzipped: the stable
 # toolchain's legacy mangling is asked for. Two more change no behaviour, only one of
-# serde's messages (below): panics' source locations are not kept (`-Zlocation-detail=none`: nothing printed them), and
-# `Debug` formatting writes nothing (`-Zfmt-debug=none`): no message of the outbox uses
-# it (the few that quote what the app gave quote it themselves, tests/ts/smoke.mjs checks
-# them on this build), and with it goes std's escaping of strings and its Unicode tables
-# of printable characters, which only serde's "invalid type: string {:?}" still reached
-# (such a message now says `string ,` without the string). 1 261 B and 3 127 B less
-# gzipped in the browser build, 958 B and 3 168 B in the edge one.
+# serde's messages (below): panics' source locations are not kept
+# (`-Zlocation-detail=none`: nothing printed them), and `Debug` formatting writes nothing
+# (`-Zfmt-debug=none`): no message of the outbox uses it (the few that quote what the
+# app gave quote it themselves; tests/ts/smoke.mjs checks them on this build), and with
+# it goes std's escaping of strings and its Unicode tables of printable characters,
+# which only serde's "invalid type: string {:?}" still reached (such a message now says
+# `string ,` without the string). 1 261 B and 3 127 B less gzipped in the browser
+# build, 958 B and 3 168 B in the edge one.
 # NOSTR_OUTBOX_BUILD_STD=0 builds without any of them.
 std_src="$(std_source_dir)"
 if [ "${NOSTR_OUTBOX_BUILD_STD:-1}" != 0 ] && [ -f "$std_src/Cargo.lock" ]; then
