@@ -42,8 +42,8 @@ done
 std_src="$(std_source_dir)"
 if [ "${NOSTR_OUTBOX_BUILD_STD:-1}" != 0 ] && [ -f "$std_src/Cargo.lock" ]; then
   export RUSTC_BOOTSTRAP=1
-  # std's source paths as `rust/…`, not the builder's home: with no locations kept the
-  # .wasm names no source file anyway; this keeps it so if a location is ever kept.
+  # std's source paths as `rust/…`, not the builder's home, should a location ever be
+  # kept (with `-Zlocation-detail=none` the .wasm names no source file).
   RUSTFLAGS="${RUSTFLAGS:-} -Zunstable-options -Cpanic=immediate-abort -Csymbol-mangling-version=legacy -Zlocation-detail=none -Zfmt-debug=none --remap-path-prefix=${std_src%/library}=rust"
   export CARGO_UNSTABLE_BUILD_STD=std,panic_abort CARGO_UNSTABLE_BUILD_STD_FEATURES=optimize_for_size
   echo "build.sh: std built with the package (build-std: immediate-abort panics, optimize_for_size, no panic locations, no Debug formatting)"
