@@ -10,6 +10,7 @@
 mod derive_check;
 pub mod envelope;
 pub mod error;
+pub mod group;
 pub mod heartbeat;
 pub mod import;
 pub mod lane;
@@ -25,6 +26,7 @@ pub mod signal;
 
 pub use envelope::{EventEnvelope, EventMeta};
 pub use error::{CoreError, ErrorCode};
+pub use group::{group_plans, GroupRef, GroupState, GroupStatus};
 pub use heartbeat::Heartbeat;
 pub use lane::{Priority, DEFAULT_LANE};
 pub use machine::{

@@ -54,6 +54,10 @@ pub struct Plan {
     /// the attempt budget ends it (stage `delivering`).
     #[serde(default)]
     pub stop_when_satisfied: bool,
+    /// Its place in a group ([`super::group`]): member `index` of `size`, whose item id
+    /// must then be `<group>:<index>` ([`super::group::group_plans`] sets both).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<super::group::GroupRef>,
     /// When to send it first (unix ms): not claimed before. `None`: at once. A schedule,
     /// not part of the delivery request: not in the digest (an enqueue of the same plan
     /// at another time is a replay; [`super::reschedule`] moves it).
@@ -80,6 +84,7 @@ impl Plan {
             lane: DEFAULT_LANE.to_string(),
             priority: Priority::Normal,
             stop_when_satisfied: false,
+            group: None,
             not_before_ms: None,
             imported: None,
         }
@@ -176,6 +181,9 @@ impl Plan {
     /// de-duplicated, the policy normalized against them.
     pub fn normalize(mut self) -> Result<Plan, CoreError> {
         validate_item_id(&self.id)?;
+        if let Some(group) = &self.group {
+            group.validate(&self.id)?;
+        }
         validate_lane("lane", &self.lane)?;
         validate_envelope(&self.event)?;
         self.targets = normalize_targets(self.targets)?;
@@ -238,6 +246,13 @@ impl Plan {
         // Likewise stopping at the verdict, which joins only when asked for.
         if self.stop_when_satisfied {
             field(b"stopWhenSatisfied");
+        }
+        // And a group's member, its place in the group.
+        if let Some(g) = &self.group {
+            field(b"group");
+            field(g.id.as_bytes());
+            field(&g.index.to_be_bytes());
+            field(&g.size.to_be_bytes());
         }
         hex(&h.finalize())
     }

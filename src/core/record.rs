@@ -439,6 +439,10 @@ pub struct Record {
     /// ([`super::Plan::stop_when_satisfied`]). Absent in stored documents while false.
     #[serde(default, skip_serializing_if = "is_false")]
     pub stop_when_satisfied: bool,
+    /// Its place in a group ([`super::group`]), when it was enqueued as a member of
+    /// one. Absent in stored documents otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<super::group::GroupRef>,
 }
 
 fn is_false(b: &bool) -> bool {

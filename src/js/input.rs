@@ -216,6 +216,13 @@ shape! {
     }
 }
 
+shape! {
+    /// `enqueueGroup` options.
+    GroupOptions {
+        group: String = "group",
+    }
+}
+
 /// The keys of `enqueue` options.
 pub(crate) const ENQUEUE_KEYS: [&str; 10] = [
     "policy",

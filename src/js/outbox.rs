@@ -3,7 +3,7 @@
 //! back. Every method returns a promise and rejects with an `OutboxError`; nothing is
 //! written before every argument has been read and checked.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
 use futures_util::future::LocalBoxFuture;
@@ -14,14 +14,17 @@ use wasm_bindgen_futures::{future_to_promise, JsFuture};
 use super::backend::{AnyKv, AnyStore, AnyTransport, JsTransport};
 use super::error::{ApiError, Details};
 use super::events::Events;
-use super::input::{self, shape, ItemInput, PlanOptions, Raw, Reader, Uint};
+use super::input::{self, shape, GroupOptions, ItemInput, PlanOptions, Raw, Reader, Uint};
 #[cfg(feature = "adapter")]
 use super::kv::JsKv;
 use super::runtime::{Filter, Hold, RunError, Runtime, RuntimeConfig};
 use super::{sys, transfer, view};
 use crate::core::plan::MAX_ATTEMPTS_LIMIT;
 use crate::core::semantics;
-use crate::core::{Enqueued, ErrorCode, ListQuery, Plan, Policy, Priority, RetryConfig, Stage};
+use crate::core::{
+    group_plans, Enqueued, ErrorCode, GroupStatus, ListQuery, Plan, Policy, Priority, RetryConfig,
+    Stage,
+};
 use crate::flush::sign::SignConfig;
 use crate::flush::{FlushConfig, FlushEvent};
 use crate::nostr::template::MAX_POW;
@@ -31,7 +34,7 @@ use crate::platform::{self, storage as persistence};
 #[cfg(feature = "indexeddb")]
 use crate::store::idb::{IdbKv, IdbOptions};
 use crate::store::kv::{KvStore, MemoryKv};
-use crate::store::{Durability, Progress, Store};
+use crate::store::{group, Durability, Progress, Store};
 use crate::transport::websocket::{JsSigner, WsTransport, WsTransportConfig};
 
 /// The default database name.
@@ -386,6 +389,31 @@ pub struct Outbox {
     inner: Rc<Inner>,
 }
 
+/// The groups whose members the flusher changed, to tell with a `group` event each.
+struct GroupWatch {
+    store: Rc<AnyStore>,
+    events: Rc<Events>,
+    /// Group ids whose `group` event is queued.
+    pending: RefCell<Vec<String>>,
+}
+
+/// Queues a `group` event for group `id` (a member of it was signed, delivered,
+/// retried, exhausted, settled or superseded): one task later, with the group read as
+/// stored then, so the members a flush round changed together make one event.
+fn watch(groups: &Rc<GroupWatch>, id: &str) {
+    if groups.pending.borrow().iter().any(|p| p == id) {
+        return;
+    }
+    groups.pending.borrow_mut().push(id.to_string());
+    let (groups, id) = (groups.clone(), id.to_string());
+    wasm_bindgen_futures::spawn_local(async move {
+        groups.pending.borrow_mut().retain(|p| *p != id);
+        if let Ok(Some(g)) = group::status(&*groups.store, &id).await {
+            groups.events.emit("group", &view::group(&g));
+        }
+    });
+}
+
 /// `e` with the index of the `enqueueMany` item it is about.
 fn with_index(e: ApiError, index: usize) -> ApiError {
     e.add_details(Details::index(index))
@@ -537,6 +565,12 @@ impl Outbox {
         let sink = events.clone();
         let progress: Rc<Cell<Option<(usize, usize)>>> = Rc::default();
         let counter = progress.clone();
+        let groups = GroupWatch {
+            store: store.clone(),
+            events: events.clone(),
+            pending: RefCell::default(),
+        };
+        let groups = Rc::new(groups);
         let on_event = Box::new(move |ev: FlushEvent<'_>| match service::tell(&ev) {
             service::Tell::Record {
                 name,
@@ -550,6 +584,9 @@ impl Outbox {
                     sink.emit_local("progress", &view::progress("flush", done, total));
                 }
                 sink.emit_record(name, &view::record(record));
+                if let Some(g) = record.group.as_ref().filter(|_| name != "attempt") {
+                    watch(&groups, &g.id);
+                }
             }
             service::Tell::Change(record) => sink.emit("change", &view::record(record)),
             service::Tell::Nothing => {}
@@ -595,6 +632,32 @@ impl Outbox {
             outbox.inner.runtime.start_auto();
         }
         Ok(outbox)
+    }
+
+    /// `cancelGroup` (`cancel`) or `retryGroup`: the members changed fire `change`,
+    /// the group `group`; `not_found` for no such group.
+    fn group_op(&self, id: JsValue, cancel: bool) -> Promise {
+        let live = self.live_at();
+        promise(async move {
+            let (inner, now) = live?;
+            let id = item_id(&id)?;
+            let Some((changed, status)) = group::apply(&*inner.store, &id, cancel, now).await?
+            else {
+                return Err(ApiError::new(
+                    ErrorCode::NotFound,
+                    format!("no member of group `{id}` is stored"),
+                ));
+            };
+            for record in &changed {
+                inner.changed(&view::record(record));
+            }
+            let detail = view::group(&status);
+            inner.events.emit("group", &detail);
+            if !cancel && !changed.is_empty() {
+                inner.runtime.kick();
+            }
+            Ok(detail)
+        })
     }
 
     fn live(&self) -> Result<Rc<Inner>, ApiError> {
@@ -697,6 +760,58 @@ impl Inner {
                 .with_not_before_ms(r.uint("notBefore", o.not_before)?),
             check,
         ))
+    }
+
+    /// The plans of `enqueueMany`'s (or, `group`, `enqueueGroup`'s) `items`, and their
+    /// events' signatures, still to be checked. A group's members take no `id` (theirs
+    /// is `<group>:<index>`).
+    fn item_plans(
+        &self,
+        now_ms: u64,
+        items: &JsValue,
+        group: bool,
+    ) -> Result<(Vec<Plan>, Vec<Option<SignatureCheck>>), ApiError> {
+        if !Array::is_array(items) {
+            return Err(ApiError::argument(
+                "items",
+                format!("must be an array, got {}", input::type_name(items)),
+            ));
+        }
+        let items = Array::from(items);
+        let mut plans = Vec::with_capacity(items.length() as usize);
+        let mut signatures = Vec::with_capacity(items.length() as usize);
+        for (index, item) in items.iter().enumerate() {
+            let read = || {
+                let (o, r) =
+                    input::read::<ItemInput>(&item, "enqueueMany item", &input::ITEM_KEYS)?;
+                let (event, relays, o) = o.split();
+                let (Some(event), Some(relays)) = (r.value(event), r.value(relays)) else {
+                    return Err(ApiError::argument(
+                        "items",
+                        format!("item #{index} must be an object with `event` and `relays`"),
+                    ));
+                };
+                if group && o.id.is_given() {
+                    return Err(ApiError::argument(
+                        "id",
+                        "a group member's id is `<group>:<index>`: give none",
+                    ));
+                }
+                self.plan(now_ms, &event, &relays, o, &r)
+            };
+            match read() {
+                Ok((plan, signature)) => {
+                    plans.push(plan);
+                    signatures.push(signature);
+                }
+                // An earlier item's bad signature is the first error, as if each
+                // item were checked whole in turn.
+                Err(e) => {
+                    return Err(bad_signature(&signatures).unwrap_or_else(|| with_index(e, index)))
+                }
+            }
+        }
+        Ok((plans, signatures))
     }
 
     /// The enqueue service's steps ([`crate::outbox::enqueue`]) over this outbox.
@@ -816,42 +931,7 @@ impl Outbox {
         let live = self.live_at();
         promise(async move {
             let (inner, now) = live?;
-            if !Array::is_array(&items) {
-                return Err(ApiError::argument(
-                    "items",
-                    format!("must be an array, got {}", input::type_name(&items)),
-                ));
-            }
-            let items: Array = items.into();
-            let mut plans = Vec::with_capacity(items.length() as usize);
-            let mut signatures = Vec::with_capacity(items.length() as usize);
-            for (index, item) in items.iter().enumerate() {
-                let read = || {
-                    let (o, r) =
-                        input::read::<ItemInput>(&item, "enqueueMany item", &input::ITEM_KEYS)?;
-                    let (event, relays, o) = o.split();
-                    let (Some(event), Some(relays)) = (r.value(event), r.value(relays)) else {
-                        return Err(ApiError::argument(
-                            "items",
-                            format!("item #{index} must be an object with `event` and `relays`"),
-                        ));
-                    };
-                    inner.plan(now, &event, &relays, o, &r)
-                };
-                match read() {
-                    Ok((plan, signature)) => {
-                        plans.push(plan);
-                        signatures.push(signature);
-                    }
-                    // An earlier item's bad signature is the first error, as if each
-                    // item were checked whole in turn.
-                    Err(e) => {
-                        return Err(
-                            bad_signature(&signatures).unwrap_or_else(|| with_index(e, index))
-                        )
-                    }
-                }
-            }
+            let (plans, signatures) = inner.item_plans(now, &items, false)?;
             // `progress` events while the storage takes the writes (IndexedDB tells),
             // then done of all once they are stored.
             let total = plans.len();
@@ -873,6 +953,59 @@ impl Outbox {
                 .emit_local("progress", &view::progress("enqueueMany", total, total));
             Ok(out.into())
         })
+    }
+
+    /// Enqueues several events as one group (`<group>:<index>` ids), all or nothing.
+    #[wasm_bindgen(js_name = enqueueGroup, skip_typescript)]
+    pub fn enqueue_group(&self, items: JsValue, options: JsValue) -> Promise {
+        let live = self.live_at();
+        promise(async move {
+            let (inner, now) = live?;
+            let (o, r) = input::read::<GroupOptions>(&options, "enqueueGroup options", &["group"])?;
+            let id = match r.string("group", o.group)? {
+                Some(id) => id,
+                None => "group-".to_owned() + &random_hex(4)?,
+            };
+            let (plans, signatures) = inner.item_plans(now, &items, true)?;
+            let plans = group_plans(&id, plans)?;
+            let answers = inner
+                .enqueue_verified(now, plans, &signatures, true, None)
+                .await?;
+            let results = Array::new();
+            for answer in &answers {
+                let (result, record) = enqueue_result(answer);
+                inner.created(answer, &record);
+                results.push(&result);
+            }
+            let members = answers.into_iter().map(|a| Some(a.record)).collect();
+            let detail = GroupStatus::of(&id, members).map_or(JsValue::NULL, |g| view::group(&g));
+            inner.events.emit("group", &detail);
+            Ok(view::group_enqueued(&id, results, detail))
+        })
+    }
+
+    /// A group's status and members, or `null` when no member of it is stored.
+    #[wasm_bindgen(skip_typescript)]
+    pub fn group(&self, id: JsValue) -> Promise {
+        let inner = self.live();
+        promise(async move {
+            let inner = inner?;
+            let id = item_id(&id)?;
+            let found = group::status(&*inner.store, &id).await?;
+            Ok(found.map_or(JsValue::NULL, |g| view::group(&g)))
+        })
+    }
+
+    /// Cancels every member of a group that is not terminal.
+    #[wasm_bindgen(js_name = cancelGroup, skip_typescript)]
+    pub fn cancel_group(&self, id: JsValue) -> Promise {
+        self.group_op(id, true)
+    }
+
+    /// Re-arms every exhausted member of a group.
+    #[wasm_bindgen(js_name = retryGroup, skip_typescript)]
+    pub fn retry_group(&self, id: JsValue) -> Promise {
+        self.group_op(id, false)
     }
 
     /// A page of the export (`js/transfer.js` streams them): `{ lines, next }`, the

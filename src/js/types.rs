@@ -520,6 +520,53 @@ export interface OutboxRecord {
   takeovers: number;
   /** Not signed yet: `event` is the template (stage `draft`, or `leased` while it is signed). */
   draft: boolean;
+  /** Its place in a group (`enqueueGroup`): member `index` of `size`, item id `<id>:<index>`; else null. */
+  group: GroupRef | null;
+}
+
+/** A record's place in its group. */
+export interface GroupRef {
+  id: string;
+  index: number;
+  size: number;
+}
+
+/**
+ * A group (`enqueueGroup`) and its members as stored: `delivered` members have their
+ * policy met; `failed` ones ended without (exhausted, cancelled, superseded); `open` ones
+ * have no verdict yet; `missing` ones were purged. `state`: `"sending"` while any is open,
+ * then `"delivered"` (all), `"failed"` (none) or `"partial"`.
+ */
+export interface OutboxGroup {
+  id: string;
+  size: number;
+  state: "sending" | "delivered" | "partial" | "failed";
+  delivered: number;
+  failed: number;
+  open: number;
+  missing: number;
+  /** By index; null for a purged member. */
+  members: (OutboxRecord | null)[];
+}
+
+/** Options of `enqueueGroup`. */
+export interface EnqueueGroupOptions {
+  /**
+   * The group id (an item id of at most 128 characters with the member ids, `<group>:<index>`);
+   * default `group-` and 32 random hex digits. Give your own to make the enqueue idempotent:
+   * the same group again is a replay.
+   */
+  group?: string;
+}
+
+/** The answer of `enqueueGroup`. */
+export interface EnqueueGroupResult {
+  /** The group id. */
+  id: string;
+  /** One per member, in order; the members' ids are `<id>:<index>`. */
+  results: EnqueueResult[];
+  /** The group as enqueued (the `group` event's detail). */
+  group: OutboxGroup;
 }
 
 /** How many records are in each stage. */
@@ -706,7 +753,7 @@ export class OutboxError extends Error {
   readonly details?: OutboxErrorDetails;
 }
 
-/** The events of an `Outbox`, each a `CustomEvent` with the record as `detail`. */
+/** The events of an `Outbox`, each a `CustomEvent`: most with the record as `detail`. */
 export interface OutboxEventMap {
   /** A new record was stored. */
   enqueued: CustomEvent<OutboxRecord>;
@@ -740,6 +787,12 @@ export interface OutboxEventMap {
   superseded: CustomEvent<OutboxRecord>;
   /** Any change of a record, including `cancel` and `retry`. */
   change: CustomEvent<OutboxRecord>;
+  /**
+   * A group's members changed (enqueued, delivered, retried, exhausted, settled,
+   * superseded, signed; `cancelGroup`, `retryGroup`): the group as stored then. Members
+   * that one flush round changed together make one event.
+   */
+  group: CustomEvent<OutboxGroup>;
   /** An automatic flush failed (the error also retries later). */
   error: CustomEvent<OutboxError>;
   /**
@@ -805,6 +858,18 @@ export class Outbox {
   enqueue(draft: DraftTemplate | string, relays: readonly string[], options: EnqueueOptions & { sign: true }): Promise<EnqueueResult>;
   /** Stores many items in one transaction: all or nothing. */
   enqueueMany(items: readonly EnqueueItem[]): Promise<EnqueueResult[]>;
+  /**
+   * Stores several items as one group (e.g. the gift wraps of one message to several
+   * recipients, and the copy to self): all or nothing, one record per member with its own
+   * relays and evidence, ids `<group>:<index>`. Items take no `id`.
+   */
+  enqueueGroup(items: readonly Omit<EnqueueItem, "id">[], options?: EnqueueGroupOptions): Promise<EnqueueGroupResult>;
+  /** The group and its members, or null when no member of it is stored. */
+  group(id: string): Promise<OutboxGroup | null>;
+  /** Cancels every member of the group that is not terminal; `not_found` for no such group. */
+  cancelGroup(id: string): Promise<OutboxGroup>;
+  /** Re-arms every exhausted member of the group; `not_found` for no such group. */
+  retryGroup(id: string): Promise<OutboxGroup>;
   /** The record with this id, or null. */
   get(id: string): Promise<OutboxRecord | null>;
   /** A page of records in creation order. */

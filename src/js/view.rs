@@ -12,8 +12,8 @@ use serde::Serialize;
 use wasm_bindgen::prelude::*;
 
 use crate::core::{
-    EnqueueOutcome, Evidence, Outcome, Policy, Record, Satisfaction, Stage, StageCounts,
-    TargetState,
+    EnqueueOutcome, Evidence, GroupRef, GroupStatus, Outcome, Policy, Record, Satisfaction, Stage,
+    StageCounts, TargetState,
 };
 use crate::flush::{FlushSummary, Latency};
 
@@ -149,6 +149,8 @@ struct RecordTail<'a> {
     takeovers: u32,
     /// An unsigned draft: `event` is its template.
     draft: bool,
+    /// Its place in a group (`{ id, index, size }`), or `null`.
+    group: Option<&'a GroupRef>,
 }
 
 impl<'a> RecordTail<'a> {
@@ -198,6 +200,7 @@ impl<'a> RecordTail<'a> {
             revision: r.revision,
             takeovers: r.takeovers,
             draft: r.is_draft(),
+            group: r.group.as_ref(),
         }
     }
 }
@@ -234,12 +237,15 @@ fn write_record(out: &mut Vec<u8>, r: &Record, with_event: bool) {
     out.extend_from_slice(&tail[1..]); // without its `{`
 }
 
-/// Parses what [`write_record`] wrote. The event's stored text was checked as JSON
-/// when it was enqueued; a row changed behind the outbox's back could hold text that
-/// is not, and then the record is shown with `event: null`, as before.
-fn parse_records(rs: &[Record], array: bool) -> JsValue {
+/// Parses what [`write_record`] wrote: `head` (an object's JSON without its `}`, or
+/// empty), then the records (`None` as `null`), in an array with `array` (and `head`),
+/// then `}` after a `head`. The event's stored text was checked as JSON when it was
+/// enqueued; a row changed behind the outbox's back could hold text that is not, and
+/// then the record is shown with `event: null`, as before.
+fn parse_records(head: &[u8], rs: &[Option<&Record>], array: bool) -> JsValue {
     for with_event in [true, false] {
-        let mut out = Vec::with_capacity(rs.len() * 1_024 + 2);
+        let mut out = Vec::with_capacity(rs.len() * 1_024 + head.len() + 2);
+        out.extend_from_slice(head);
         if array {
             out.push(b'[');
         }
@@ -247,10 +253,16 @@ fn parse_records(rs: &[Record], array: bool) -> JsValue {
             if i > 0 {
                 out.push(b',');
             }
-            write_record(&mut out, r, with_event);
+            match r {
+                Some(r) => write_record(&mut out, r, with_event),
+                None => out.extend_from_slice(b"null"),
+            }
         }
         if array {
             out.push(b']');
+        }
+        if !head.is_empty() {
+            out.push(b'}');
         }
         // Every byte written is UTF-8: JSON punctuation, serde_json's output and the
         // stored text of a `String`.
@@ -264,12 +276,48 @@ fn parse_records(rs: &[Record], array: bool) -> JsValue {
 
 /// A record as a JavaScript `OutboxRecord`.
 pub(crate) fn record(r: &Record) -> JsValue {
-    parse_records(std::slice::from_ref(r), false)
+    parse_records(b"", &[Some(r)], false)
 }
 
 /// Records as a JavaScript array of `OutboxRecord`.
 pub(crate) fn records(rs: &[Record]) -> JsValue {
-    parse_records(rs, true)
+    let rs: Vec<Option<&Record>> = rs.iter().map(Some).collect();
+    parse_records(b"", &rs, true)
+}
+
+/// A group's status (`OutboxGroup`) up to its members.
+#[derive(Serialize)]
+struct GroupHead<'a> {
+    id: &'a str,
+    size: u32,
+    state: &'static str,
+    delivered: u32,
+    failed: u32,
+    open: u32,
+    missing: u32,
+}
+
+/// A group's status as a JavaScript `OutboxGroup`: its counts, then `members` (each an
+/// `OutboxRecord`, or `null` when purged).
+pub(crate) fn group(g: &GroupStatus) -> JsValue {
+    let c = g.counts;
+    let head = GroupHead {
+        id: &g.id,
+        size: g.size,
+        state: g.state().as_str(),
+        delivered: c.delivered,
+        failed: c.failed,
+        open: c.open,
+        missing: c.missing,
+    };
+    // Serializing this borrowed view cannot fail (no maps, no non-string keys).
+    let Ok(mut head) = serde_json::to_vec(&head) else {
+        return JsValue::NULL;
+    };
+    head.pop(); // its `}`
+    head.extend_from_slice(b",\"members\":");
+    let rs: Vec<Option<&Record>> = g.members.iter().map(Option::as_ref).collect();
+    parse_records(&head, &rs, true)
 }
 
 /// Counts per stage: `OutboxStatus`.
@@ -371,16 +419,31 @@ pub(crate) fn enqueue_result(id: &str, outcome: EnqueueOutcome, record: &JsValue
         EnqueueOutcome::Replay => "replay",
         EnqueueOutcome::Superseded => "superseded",
     };
-    let out = js_sys::Object::new();
-    for (key, value) in [
+    object([
         ("id", JsValue::from_str(id)),
         ("disposition", JsValue::from_str(disposition)),
         ("record", record.clone()),
-    ] {
+    ])
+}
+
+/// A plain object of these three properties.
+fn object(entries: [(&str, JsValue); 3]) -> JsValue {
+    let out = js_sys::Object::new();
+    for (key, value) in entries {
         // Setting a property of a fresh plain object does not fail.
         let _ = js_sys::Reflect::set(&out, &JsValue::from_str(key), &value);
     }
     out.into()
+}
+
+/// `enqueueGroup`'s answer: `{ id, results, group }`, `results` one `EnqueueResult`
+/// per member, `group` the group's status (the `group` event's detail).
+pub(crate) fn group_enqueued(id: &str, results: js_sys::Array, group: JsValue) -> JsValue {
+    object([
+        ("id", JsValue::from_str(id)),
+        ("results", results.into()),
+        ("group", group),
+    ])
 }
 
 /// What a flush did, as a JavaScript `FlushResult`.

@@ -14,6 +14,8 @@ mod reference_store;
 mod v1_support;
 
 mod claim_order_props;
+#[cfg(not(target_arch = "wasm32"))]
+mod group_props;
 mod kv;
 mod memory;
 mod v1_fixture;

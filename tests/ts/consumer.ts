@@ -13,6 +13,9 @@ import init, {
   version,
   type EnqueueItem,
   type EnqueueResult,
+  type EnqueueGroupResult,
+  type OutboxGroup,
+  type GroupRef,
   type FlushOptions,
   type FlushResult,
   type ImportResult,
@@ -153,6 +156,17 @@ export async function main(): Promise<void> {
   await outbox.enqueueMany([{ event: template, relays, sign: true }]);
   // @ts-expect-error a template is not a signed event: `sign: true` is required
   await outbox.enqueue(template, relays);
+
+  // Groups: the gift wraps of one message, one status.
+  const sent: EnqueueGroupResult = await outbox.enqueueGroup([{ event: signed, relays }, { event: signed, relays, policy: "any" }], { group: "dm-1" });
+  const place: GroupRef | null = sent.results[0]?.record.group ?? null;
+  const found: OutboxGroup | null = await outbox.group(sent.id);
+  if (found && found.state === "partial") console.log(`delivered to ${found.delivered} of ${found.size}`, found.members[0]?.id, place?.index);
+  const after: OutboxGroup = await outbox.retryGroup("dm-1");
+  console.log((await outbox.cancelGroup("dm-1")).open, after.failed, after.missing);
+  outbox.addEventListener("group", (e) => console.log(e.detail.id, e.detail.delivered, e.detail.state));
+  // @ts-expect-error a member's id is derived from the group's
+  await outbox.enqueueGroup([{ event: signed, relays, id: "mine" }]);
 
   const stats: FlushResult = await outbox.flush();
   if (!stats.ran && stats.skipped === "locked") console.log("another tab is flushing");

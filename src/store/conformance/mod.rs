@@ -98,6 +98,7 @@ mod delivery;
 mod drafts;
 mod enqueue;
 mod fixtures;
+mod groups;
 mod import;
 mod nostr;
 mod records;
@@ -108,6 +109,7 @@ pub use delivery::*;
 pub use drafts::*;
 pub use enqueue::*;
 pub use fixtures::*;
+pub use groups::*;
 pub use import::*;
 pub use nostr::*;
 pub use records::*;
@@ -142,6 +144,7 @@ macro_rules! conformance_cases {
             enqueue_many_all_or_nothing,
             enqueue_many_checked_writes_nothing_when_the_check_fails,
             enqueue_many_reports_progress,
+            groups_enqueue_whole_status_cancel_retry,
             get_list_status,
             claim_order_and_bound,
             claim_readiness_and_exclusivity,

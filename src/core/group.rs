@@ -1,0 +1,316 @@
+//! Groups: several records enqueued and reported as one unit, e.g. the gift wraps of
+//! one NIP-17 message to N recipients plus the copy to self. Each member is a record of
+//! its own (its event sent byte for byte, its own targets, policy and evidence); what
+//! makes them a group is a [`GroupRef`] in each plan and record, and ids derived from
+//! the group's: member `i` of group `g` has the item id `g:i` ([`member_id`]). So a
+//! group is found from its id with one `get` per member, on every store, with no index
+//! of its own; and an enqueue of the group is one all-or-nothing `enqueue_many`.
+//!
+//! [`group_plans`] makes the members' plans; [`GroupStatus::of`] sums the members up
+//! ("delivered to 3 of 4").
+
+use serde::{Deserialize, Serialize};
+
+use super::error::CoreError;
+use super::plan::{validate_item_id, Plan};
+use super::policy::Satisfaction;
+use super::record::{Record, Stage};
+
+/// The most members one group may have.
+pub const MAX_GROUP_SIZE: u32 = 256;
+
+/// A record's place in its group.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GroupRef {
+    /// The group id (an item id; the members' ids are `id:index`).
+    pub id: String,
+    /// This member's index, `0..size`.
+    pub index: u32,
+    /// How many members the group has.
+    pub size: u32,
+}
+
+impl GroupRef {
+    /// Checks that `item_id` is this member's id, and the index and size are in range.
+    pub fn validate(&self, item_id: &str) -> Result<(), CoreError> {
+        validate_item_id(&self.id)?;
+        if self.size == 0 || self.size > MAX_GROUP_SIZE || self.index >= self.size {
+            return Err(CoreError::arg(
+                "group",
+                format!("a group has 1..={MAX_GROUP_SIZE} members, indexed from 0"),
+            ));
+        }
+        if item_id != member_id(&self.id, self.index) {
+            return Err(CoreError::arg(
+                "id",
+                "a group member's id is `<group>:<index>`",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The item id of member `index` of group `group`: `group:index`.
+pub fn member_id(group: &str, index: u32) -> String {
+    format!("{group}:{index}")
+}
+
+/// The plans of a group's members, in order: each gets its member id and its
+/// [`GroupRef`]. A member id that is not a valid item id (a group id too long for its
+/// indexes) is `invalid_item_id`; an empty or too large group is `invalid_argument`
+/// (`group`). Everything else is checked when the plans are normalized.
+pub fn group_plans(group: &str, plans: Vec<Plan>) -> Result<Vec<Plan>, CoreError> {
+    let size = u32::try_from(plans.len())
+        .ok()
+        .filter(|n| (1..=MAX_GROUP_SIZE).contains(n))
+        .ok_or_else(|| {
+            CoreError::arg("group", format!("must have 1..={MAX_GROUP_SIZE} members"))
+        })?;
+    validate_item_id(group)?;
+    let mut out = Vec::with_capacity(plans.len());
+    for (index, plan) in (0..size).zip(plans) {
+        let id = member_id(group, index);
+        validate_item_id(&id)?;
+        let mut plan = plan.with_id(id);
+        plan.group = Some(GroupRef {
+            id: group.to_string(),
+            index,
+            size,
+        });
+        out.push(plan);
+    }
+    Ok(out)
+}
+
+/// Where a group stands, from its members as stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum GroupState {
+    /// Some member is still being sent (or waits to be).
+    Sending,
+    /// Every member was delivered (its policy met).
+    Delivered,
+    /// Every member ended, some delivered and some not.
+    Partial,
+    /// Every member ended and none was delivered.
+    Failed,
+}
+
+impl GroupState {
+    /// The stable lowercase name used in JavaScript.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GroupState::Sending => "sending",
+            GroupState::Delivered => "delivered",
+            GroupState::Partial => "partial",
+            GroupState::Failed => "failed",
+        }
+    }
+}
+
+/// A summary of a group's members: how many were delivered, failed for good, are
+/// still open or are gone (purged).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct GroupCounts {
+    /// Members whose policy is met (`satisfaction: satisfied`), delivery to their other
+    /// targets ended or not.
+    pub delivered: u32,
+    /// Members that ended without their policy met: exhausted, cancelled or superseded.
+    pub failed: u32,
+    /// Members still waiting or being sent, with no verdict yet.
+    pub open: u32,
+    /// Members no longer stored (purged once terminal).
+    pub missing: u32,
+}
+
+/// A group and its members, as [`GroupStatus::of`] finds them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupStatus {
+    /// The group id.
+    pub id: String,
+    /// How many members it has.
+    pub size: u32,
+    /// The members, by index; `None` for one no longer stored.
+    pub members: Vec<Option<Record>>,
+    /// The counts over them.
+    pub counts: GroupCounts,
+}
+
+impl GroupStatus {
+    /// Sums up a group's members (`members[i]` is member `i`, `None` when not stored).
+    /// `None` when no member is stored as a member of group `id` (no such group): a
+    /// record under a member id that is not that group's member counts as missing.
+    pub fn of(id: &str, members: Vec<Option<Record>>) -> Option<GroupStatus> {
+        let size = u32::try_from(members.len()).ok()?;
+        let members: Vec<Option<Record>> = members
+            .into_iter()
+            .enumerate()
+            .map(|(i, r)| {
+                r.filter(|r| {
+                    r.group
+                        .as_ref()
+                        .is_some_and(|g| g.id == id && g.index as usize == i && g.size == size)
+                })
+            })
+            .collect();
+        if members.iter().all(Option::is_none) {
+            return None;
+        }
+        let mut counts = GroupCounts::default();
+        for member in &members {
+            let n = match member {
+                None => &mut counts.missing,
+                Some(r) if r.satisfaction == Satisfaction::Satisfied => &mut counts.delivered,
+                Some(r) if r.stage.is_terminal() || r.satisfaction == Satisfaction::Exhausted => {
+                    &mut counts.failed
+                }
+                Some(_) => &mut counts.open,
+            };
+            *n += 1;
+        }
+        Some(GroupStatus {
+            id: id.to_string(),
+            size,
+            members,
+            counts,
+        })
+    }
+
+    /// Where the group stands: `sending` while a member has no verdict, then
+    /// `delivered` (all), `failed` (none) or `partial`. A purged member counts as
+    /// not delivered.
+    pub fn state(&self) -> GroupState {
+        let c = self.counts;
+        if c.open > 0 {
+            GroupState::Sending
+        } else if c.delivered == self.size {
+            GroupState::Delivered
+        } else if c.delivered == 0 {
+            GroupState::Failed
+        } else {
+            GroupState::Partial
+        }
+    }
+
+    /// The members that can be cancelled (not terminal), by id.
+    pub fn cancellable(&self) -> impl Iterator<Item = &str> {
+        self.stored()
+            .filter(|r| !r.stage.is_terminal())
+            .map(|r| r.id.as_str())
+    }
+
+    /// The members that `retry` re-arms (stage `exhausted`), by id.
+    pub fn retryable(&self) -> impl Iterator<Item = &str> {
+        self.stored()
+            .filter(|r| r.stage == Stage::Exhausted)
+            .map(|r| r.id.as_str())
+    }
+
+    fn stored(&self) -> impl Iterator<Item = &Record> {
+        self.members.iter().flatten()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::{new_record, Policy};
+    use crate::store::conformance::fixture_plan;
+
+    const RELAYS: [&str; 1] = ["wss://a.example"];
+
+    fn members(n: u32) -> Vec<Record> {
+        let plans = (1..=n)
+            .map(|i| fixture_plan(i, &RELAYS, Policy::All))
+            .collect();
+        group_plans("dm-1", plans)
+            .unwrap()
+            .into_iter()
+            .map(|p| {
+                let p = p.normalize().unwrap();
+                let digest = p.digest();
+                new_record(p, digest, 10)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn members_get_derived_ids_and_their_place() {
+        let m = members(3);
+        let ids: Vec<&str> = m.iter().map(|r| r.id.as_str()).collect();
+        assert_eq!(ids, ["dm-1:0", "dm-1:1", "dm-1:2"]);
+        for (i, r) in m.iter().enumerate() {
+            let g = r.group.as_ref().unwrap();
+            assert_eq!((g.id.as_str(), g.index, g.size), ("dm-1", i as u32, 3));
+        }
+    }
+
+    #[test]
+    fn bad_groups_are_refused() {
+        let plan = || fixture_plan(1, &RELAYS, Policy::All);
+        assert_eq!(
+            group_plans("g", vec![]).unwrap_err().code(),
+            "invalid_argument"
+        );
+        let big = (0..=MAX_GROUP_SIZE).map(|_| plan()).collect();
+        assert_eq!(
+            group_plans("g", big).unwrap_err().code(),
+            "invalid_argument"
+        );
+        assert_eq!(
+            group_plans("bad id", vec![plan()]).unwrap_err().code(),
+            "invalid_item_id"
+        );
+        let long = "g".repeat(127);
+        assert_eq!(
+            group_plans(&long, vec![plan()]).unwrap_err().code(),
+            "invalid_item_id"
+        );
+        // A plan whose id is not its member id does not normalize.
+        let mut p = group_plans("g", vec![plan()])
+            .unwrap()
+            .remove(0)
+            .with_id("g:1");
+        assert_eq!(
+            p.clone().normalize().unwrap_err().code(),
+            "invalid_argument"
+        );
+        p = p.with_id("g:0");
+        assert!(p.normalize().is_ok());
+    }
+
+    #[test]
+    fn the_status_counts_members() {
+        let m = members(4);
+        let mut s = GroupStatus::of("dm-1", m.iter().cloned().map(Some).collect()).unwrap();
+        assert_eq!(s.state(), GroupState::Sending);
+        assert_eq!(s.counts.open, 4);
+        assert_eq!(s.cancellable().count(), 4);
+        // Two delivered, one cancelled, one purged.
+        let mut all = m.clone();
+        for r in &mut all[..2] {
+            r.satisfaction = Satisfaction::Satisfied;
+            r.stage = Stage::Satisfied;
+        }
+        all[2].stage = Stage::Exhausted;
+        let mut v: Vec<Option<Record>> = all.into_iter().map(Some).collect();
+        v[3] = None;
+        s = GroupStatus::of("dm-1", v).unwrap();
+        assert_eq!(
+            s.counts,
+            GroupCounts {
+                delivered: 2,
+                failed: 1,
+                open: 0,
+                missing: 1
+            }
+        );
+        assert_eq!(s.state(), GroupState::Partial);
+        assert_eq!(s.retryable().collect::<Vec<_>>(), ["dm-1:2"]);
+        assert_eq!(s.cancellable().count(), 0);
+        // Records under member ids that are not this group's members: no group.
+        assert!(GroupStatus::of("dm-2", m.into_iter().map(Some).collect()).is_none());
+        assert!(GroupStatus::of("dm-1", vec![None, None]).is_none());
+    }
+}
