@@ -7,7 +7,8 @@
 //   `sideEffects` (only index.js and publish.js have any), and the .wasm exported for precaching.
 // - the low-level `InitOutput` declarations use `unknown` instead of `any`.
 // - js/*.js and js/*.d.ts are copied next to it: transfer.js (installs `outbox.export` and
-//   `outbox.import`; imported by index.js, and the entry `nostr-outbox/transfer`), publish.js (installs `outbox.publish`,
+//   `outbox.import`; imported by index.js, and the entry `nostr-outbox/transfer`), groups.js
+//   (installs `outbox.cancelGroup` and `outbox.retryGroup`; imported by index.js), publish.js (installs `outbox.publish`,
 //   nostr-tools' per-relay promises; imported by index.js) and one entry per adapter
 //   (`nostr-outbox/nostr-tools`, `/applesauce`, `/ndk`, `/welshman`, and the storage adapters
 //   `/memory-storage`, `/durable-object`, `/deno-kv`, `/sqlite`), and the UI entries
@@ -131,6 +132,7 @@ export { OutboxError } from "${errorPath}";
 export { relayInformation, setRelayInformationStore } from "${infoPath}";
 export * from "./publish.js"; // PublishError; also adds Outbox.prototype.publish
 import "./transfer.js"; // adds Outbox.prototype.export and .import
+import "./groups.js"; // adds Outbox.prototype.cancelGroup and .retryGroup
 `,
 );
 writeFileSync(
@@ -169,6 +171,7 @@ export { OutboxError };
 export { relayInformation, setRelayInformationStore } from "${edgeInfoPath}";
 export * from "./publish.js"; // PublishError; also adds Outbox.prototype.publish
 import "./transfer.js"; // adds Outbox.prototype.export and .import
+import "./groups.js"; // adds Outbox.prototype.cancelGroup and .retryGroup
 
 /** Loads the .wasm: given a module, bytes, a URL or a response, that; else the file
  * beside this module (read from disk where \`fetch\` cannot read \`file:\` URLs). */
@@ -286,9 +289,9 @@ const pkg = {
     ...licenses,
   ],
   // index.js and publish.js add `publish` to Outbox.prototype, transfer.js `export` and
-  // `import`; inspector.js defines the
+  // `import`, groups.js `cancelGroup` and `retryGroup`; inspector.js defines the
   // <nostr-outbox-inspector> element; everything else is pure.
-  sideEffects: ["./index.js", "./publish.js", "./transfer.js", "./inspector.js", "./edge/index.js", "./edge/publish.js", "./edge/transfer.js"],
+  sideEffects: ["./index.js", "./publish.js", "./transfer.js", "./groups.js", "./inspector.js", "./edge/index.js", "./edge/publish.js", "./edge/transfer.js", "./edge/groups.js"],
   // Only nostr-outbox/ndk imports its library (NDKPublishError, calculateRelaySetFromEvent)
   // and nostr-outbox/react React (useSyncExternalStore, React 18 or later), which an app
   // using them already has; the other entries import nothing of theirs (svelte included).

@@ -1,53 +1,61 @@
 //! Groups: several records enqueued and reported as one unit, e.g. the gift wraps of
 //! one NIP-17 message to N recipients plus the copy to self. Each member is a record of
 //! its own (its event sent byte for byte, its own targets, policy and evidence); what
-//! makes them a group is a [`GroupRef`] in each plan and record, and ids derived from
-//! the group's: member `i` of group `g` has the item id `g:i` ([`member_id`]). So a
-//! group is found from its id with one `get` per member, on every store, with no index
-//! of its own; and an enqueue of the group is one all-or-nothing `enqueue_many`.
+//! makes them a group is their ids, derived from the group's (member `i` of group `g` is
+//! the item `g:i`, [`member_id`]), and the group's size, stored in each member
+//! ([`super::Plan::group_size`]): its [`GroupRef`] is read from the two. So a group is
+//! found from its id with one `get` per member, on every store, with no index of its
+//! own; and an enqueue of the group is one all-or-nothing `enqueue_many`.
 //!
 //! [`group_plans`] makes the members' plans; [`GroupStatus::of`] sums the members up
 //! ("delivered to 3 of 4").
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use super::error::CoreError;
 use super::plan::{validate_item_id, Plan};
 use super::policy::Satisfaction;
-use super::record::{Record, Stage};
+use super::record::Record;
 
 /// The most members one group may have.
-pub const MAX_GROUP_SIZE: u32 = 256;
+pub const MAX_GROUP_SIZE: u32 = 256; // also in `GroupRef::of`'s message
 
-/// A record's place in its group.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct GroupRef {
+/// A record's place in its group, read from its item id (`<id>:<index>`) and its
+/// stored group size ([`GroupRef::of`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct GroupRef<'a> {
     /// The group id (an item id; the members' ids are `id:index`).
-    pub id: String,
+    pub id: &'a str,
     /// This member's index, `0..size`.
     pub index: u32,
     /// How many members the group has.
     pub size: u32,
 }
 
-impl GroupRef {
-    /// Checks that `item_id` is this member's id, and the index and size are in range.
-    pub fn validate(&self, item_id: &str) -> Result<(), CoreError> {
-        validate_item_id(&self.id)?;
-        if self.size == 0 || self.size > MAX_GROUP_SIZE || self.index >= self.size {
-            return Err(CoreError::arg(
+impl<'a> GroupRef<'a> {
+    /// The place of the item `item_id` in a group of `size`: its id split at its last
+    /// `:`, the index after it. `invalid_argument` (`group`) when the id is not a member
+    /// id (`<group>:<index>`, the index in decimal without leading zeros, below `size`)
+    /// or the size is not 1..=[`MAX_GROUP_SIZE`].
+    pub fn of(item_id: &'a str, size: u32) -> Result<GroupRef<'a>, CoreError> {
+        let bad = || {
+            CoreError::arg(
                 "group",
-                format!("a group has 1..={MAX_GROUP_SIZE} members, indexed from 0"),
-            ));
+                "a member of a group (1..=256) has the id `<group>:<index>`, its index below the size",
+            )
+        };
+        // The last `:` (an ASCII byte: the split is on a character boundary).
+        let colon = item_id.bytes().rposition(|b| b == b':').ok_or_else(bad)?;
+        let (id, digits) = (&item_id[..colon], &item_id[colon + 1..]);
+        let index: u32 = digits.parse().map_err(|_| bad())?;
+        if id.is_empty() || size == 0 || size > MAX_GROUP_SIZE || index >= size {
+            return Err(bad());
         }
-        if item_id != member_id(&self.id, self.index) {
-            return Err(CoreError::arg(
-                "id",
-                "a group member's id is `<group>:<index>`",
-            ));
+        let place = GroupRef { id, index, size };
+        if member_id(id, index) != item_id {
+            return Err(bad()); // a sign or leading zeros
         }
-        Ok(())
+        Ok(place)
     }
 }
 
@@ -73,11 +81,7 @@ pub fn group_plans(group: &str, plans: Vec<Plan>) -> Result<Vec<Plan>, CoreError
         let id = member_id(group, index);
         validate_item_id(&id)?;
         let mut plan = plan.with_id(id);
-        plan.group = Some(GroupRef {
-            id: group.to_string(),
-            index,
-            size,
-        });
+        plan.group_size = Some(size);
         out.push(plan);
     }
     Ok(out)
@@ -91,9 +95,9 @@ pub enum GroupState {
     Sending,
     /// Every member was delivered (its policy met).
     Delivered,
-    /// Every member ended, some delivered and some not.
+    /// Every member stored ended, some delivered and some not, or some were purged.
     Partial,
-    /// Every member ended and none was delivered.
+    /// Every member ended without being delivered.
     Failed,
 }
 
@@ -148,8 +152,7 @@ impl GroupStatus {
             .enumerate()
             .map(|(i, r)| {
                 r.filter(|r| {
-                    r.group
-                        .as_ref()
+                    r.group()
                         .is_some_and(|g| g.id == id && g.index as usize == i && g.size == size)
                 })
             })
@@ -178,43 +181,26 @@ impl GroupStatus {
     }
 
     /// Where the group stands: `sending` while a member has no verdict, then
-    /// `delivered` (all), `failed` (none) or `partial`. A purged member counts as
-    /// not delivered.
+    /// `delivered` (every member), `failed` (every member) or `partial` (some of each, or
+    /// some purged: what they were is not known any more).
     pub fn state(&self) -> GroupState {
         let c = self.counts;
         if c.open > 0 {
             GroupState::Sending
         } else if c.delivered == self.size {
             GroupState::Delivered
-        } else if c.delivered == 0 {
+        } else if c.failed == self.size {
             GroupState::Failed
         } else {
             GroupState::Partial
         }
-    }
-
-    /// The members that can be cancelled (not terminal), by id.
-    pub fn cancellable(&self) -> impl Iterator<Item = &str> {
-        self.stored()
-            .filter(|r| !r.stage.is_terminal())
-            .map(|r| r.id.as_str())
-    }
-
-    /// The members that `retry` re-arms (stage `exhausted`), by id.
-    pub fn retryable(&self) -> impl Iterator<Item = &str> {
-        self.stored()
-            .filter(|r| r.stage == Stage::Exhausted)
-            .map(|r| r.id.as_str())
-    }
-
-    fn stored(&self) -> impl Iterator<Item = &Record> {
-        self.members.iter().flatten()
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::Stage;
     use crate::core::{new_record, Policy};
     use crate::store::conformance::fixture_plan;
 
@@ -241,8 +227,23 @@ mod tests {
         let ids: Vec<&str> = m.iter().map(|r| r.id.as_str()).collect();
         assert_eq!(ids, ["dm-1:0", "dm-1:1", "dm-1:2"]);
         for (i, r) in m.iter().enumerate() {
-            let g = r.group.as_ref().unwrap();
-            assert_eq!((g.id.as_str(), g.index, g.size), ("dm-1", i as u32, 3));
+            let g = r.group().unwrap();
+            assert_eq!((g.id, g.index, g.size), ("dm-1", i as u32, 3));
+        }
+        // Read from the id: split at the last `:`.
+        let g = GroupRef::of("a:b:2", 3).unwrap();
+        assert_eq!((g.id, g.index, g.size), ("a:b", 2, 3));
+        for (id, size) in [
+            ("a", 1),
+            ("a:1", 1),
+            (":0", 1),
+            ("a:01", 2),
+            ("a:+1", 2),
+            ("a:x", 1),
+            ("a:0", 0),
+            ("a:0", MAX_GROUP_SIZE + 1),
+        ] {
+            assert!(GroupRef::of(id, size).is_err(), "{id} of {size}");
         }
     }
 
@@ -286,7 +287,6 @@ mod tests {
         let mut s = GroupStatus::of("dm-1", m.iter().cloned().map(Some).collect()).unwrap();
         assert_eq!(s.state(), GroupState::Sending);
         assert_eq!(s.counts.open, 4);
-        assert_eq!(s.cancellable().count(), 4);
         // Two delivered, one cancelled, one purged.
         let mut all = m.clone();
         for r in &mut all[..2] {
@@ -307,8 +307,6 @@ mod tests {
             }
         );
         assert_eq!(s.state(), GroupState::Partial);
-        assert_eq!(s.retryable().collect::<Vec<_>>(), ["dm-1:2"]);
-        assert_eq!(s.cancellable().count(), 0);
         // Records under member ids that are not this group's members: no group.
         assert!(GroupStatus::of("dm-2", m.into_iter().map(Some).collect()).is_none());
         assert!(GroupStatus::of("dm-1", vec![None, None]).is_none());

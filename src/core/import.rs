@@ -45,7 +45,7 @@ pub fn plan_for(record: Record, now_ms: u64) -> Result<Plan, CoreError> {
         lane: record.lane.clone(),
         priority: record.priority,
         stop_when_satisfied: record.stop_when_satisfied,
-        group: record.group.clone(),
+        group_size: record.group_size,
         // The schedule is the record's due time, which the import keeps.
         not_before_ms: None,
         imported: None,

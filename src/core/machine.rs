@@ -369,7 +369,7 @@ pub fn new_record(plan: Plan, digest: String, now_ms: u64) -> Record {
         lane: plan.lane,
         priority: plan.priority,
         stop_when_satisfied: plan.stop_when_satisfied,
-        group: plan.group,
+        group_size: plan.group_size,
     };
     record.satisfaction = record.evaluate();
     record.stage = waiting_stage(&record);

@@ -54,10 +54,10 @@ pub struct Plan {
     /// the attempt budget ends it (stage `delivering`).
     #[serde(default)]
     pub stop_when_satisfied: bool,
-    /// Its place in a group ([`super::group`]): member `index` of `size`, whose item id
-    /// must then be `<group>:<index>` ([`super::group::group_plans`] sets both).
+    /// The size of its group ([`super::group`]) when it is a member of one: its item id
+    /// is then `<group>:<index>` ([`super::group::group_plans`] sets both).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub group: Option<super::group::GroupRef>,
+    pub group_size: Option<u32>,
     /// When to send it first (unix ms): not claimed before. `None`: at once. A schedule,
     /// not part of the delivery request: not in the digest (an enqueue of the same plan
     /// at another time is a replay; [`super::reschedule`] moves it).
@@ -84,7 +84,7 @@ impl Plan {
             lane: DEFAULT_LANE.to_string(),
             priority: Priority::Normal,
             stop_when_satisfied: false,
-            group: None,
+            group_size: None,
             not_before_ms: None,
             imported: None,
         }
@@ -181,8 +181,8 @@ impl Plan {
     /// de-duplicated, the policy normalized against them.
     pub fn normalize(mut self) -> Result<Plan, CoreError> {
         validate_item_id(&self.id)?;
-        if let Some(group) = &self.group {
-            group.validate(&self.id)?;
+        if let Some(size) = self.group_size {
+            super::group::GroupRef::of(&self.id, size)?;
         }
         validate_lane("lane", &self.lane)?;
         validate_envelope(&self.event)?;
@@ -247,12 +247,10 @@ impl Plan {
         if self.stop_when_satisfied {
             field(b"stopWhenSatisfied");
         }
-        // And a group's member, its place in the group.
-        if let Some(g) = &self.group {
-            field(b"group");
-            field(g.id.as_bytes());
-            field(&g.index.to_be_bytes());
-            field(&g.size.to_be_bytes());
+        // And a group's member, its group's size (its place is in its id).
+        if let Some(size) = self.group_size {
+            field(b"groupSize");
+            field(&size.to_be_bytes());
         }
         hex(&h.finalize())
     }

@@ -439,10 +439,11 @@ pub struct Record {
     /// ([`super::Plan::stop_when_satisfied`]). Absent in stored documents while false.
     #[serde(default, skip_serializing_if = "is_false")]
     pub stop_when_satisfied: bool,
-    /// Its place in a group ([`super::group`]), when it was enqueued as a member of
-    /// one. Absent in stored documents otherwise.
+    /// The size of its group, when it was enqueued as a member of one
+    /// ([`super::Plan::group_size`]; its place: [`Record::group`]). Absent in stored
+    /// documents otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub group: Option<super::group::GroupRef>,
+    pub group_size: Option<u32>,
 }
 
 fn is_false(b: &bool) -> bool {
@@ -459,6 +460,13 @@ fn is_zero(n: &u32) -> bool {
 pub const SIGNER: &str = "signer";
 
 impl Record {
+    /// Its place in its group, when it is a member of one (a stored size, and an id
+    /// `<group>:<index>` that fits it; a row changed behind the outbox's back that does
+    /// not fit is no member).
+    pub fn group(&self) -> Option<super::group::GroupRef<'_>> {
+        super::group::GroupRef::of(&self.id, self.group_size?).ok()
+    }
+
     /// True while the record holds an unsigned event template, not a signed event:
     /// its [`EventEnvelope::id`] is empty and [`EventEnvelope::raw`] is the template
     /// (`nostr::Template`). A draft is never published.

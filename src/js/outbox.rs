@@ -3,7 +3,7 @@
 //! back. Every method returns a promise and rejects with an `OutboxError`; nothing is
 //! written before every argument has been read and checked.
 
-use std::cell::{Cell, RefCell};
+use std::cell::Cell;
 use std::rc::Rc;
 
 use futures_util::future::LocalBoxFuture;
@@ -22,8 +22,8 @@ use super::{sys, transfer, view};
 use crate::core::plan::MAX_ATTEMPTS_LIMIT;
 use crate::core::semantics;
 use crate::core::{
-    group_plans, Enqueued, ErrorCode, GroupStatus, ListQuery, Plan, Policy, Priority, RetryConfig,
-    Stage,
+    group_plans, Enqueued, ErrorCode, GroupStatus, ListQuery, Plan, Policy, Priority, Record,
+    RetryConfig, Stage,
 };
 use crate::flush::sign::SignConfig;
 use crate::flush::{FlushConfig, FlushEvent};
@@ -389,29 +389,21 @@ pub struct Outbox {
     inner: Rc<Inner>,
 }
 
-/// The groups whose members the flusher changed, to tell with a `group` event each.
-struct GroupWatch {
-    store: Rc<AnyStore>,
-    events: Rc<Events>,
-    /// Group ids whose `group` event is queued.
-    pending: RefCell<Vec<String>>,
+/// The group id of `enqueueGroup`'s `options`: its `group`, or a fresh `group-` and 32
+/// random hex digits.
+fn group_id(options: &JsValue) -> Result<String, ApiError> {
+    let (o, r) = input::read::<GroupOptions>(options, "enqueueGroup options", &["group"])?;
+    match r.string("group", o.group)? {
+        Some(id) => Ok(id),
+        None => Ok("group-".to_owned() + &random_hex(4)?),
+    }
 }
 
-/// Queues a `group` event for group `id` (a member of it was signed, delivered,
-/// retried, exhausted, settled or superseded): one task later, with the group read as
-/// stored then, so the members a flush round changed together make one event.
-fn watch(groups: &Rc<GroupWatch>, id: &str) {
-    if groups.pending.borrow().iter().any(|p| p == id) {
-        return;
-    }
-    groups.pending.borrow_mut().push(id.to_string());
-    let (groups, id) = (groups.clone(), id.to_string());
-    wasm_bindgen_futures::spawn_local(async move {
-        groups.pending.borrow_mut().retain(|p| *p != id);
-        if let Ok(Some(g)) = group::status(&*groups.store, &id).await {
-            groups.events.emit("group", &view::group(&g));
-        }
-    });
+/// `enqueueGroup`'s answer, from its members' enqueue `results` and `answers`.
+fn group_enqueued(id: &str, results: Array, answers: Vec<Enqueued>) -> JsValue {
+    let members = answers.into_iter().map(|a| Some(a.record)).collect();
+    let status = GroupStatus::of(id, members).map_or(JsValue::NULL, |g| view::group(&g));
+    view::group_enqueued(id, results, status)
 }
 
 /// `e` with the index of the `enqueueMany` item it is about.
@@ -565,12 +557,6 @@ impl Outbox {
         let sink = events.clone();
         let progress: Rc<Cell<Option<(usize, usize)>>> = Rc::default();
         let counter = progress.clone();
-        let groups = GroupWatch {
-            store: store.clone(),
-            events: events.clone(),
-            pending: RefCell::default(),
-        };
-        let groups = Rc::new(groups);
         let on_event = Box::new(move |ev: FlushEvent<'_>| match service::tell(&ev) {
             service::Tell::Record {
                 name,
@@ -584,9 +570,6 @@ impl Outbox {
                     sink.emit_local("progress", &view::progress("flush", done, total));
                 }
                 sink.emit_record(name, &view::record(record));
-                if let Some(g) = record.group.as_ref().filter(|_| name != "attempt") {
-                    watch(&groups, &g.id);
-                }
             }
             service::Tell::Change(record) => sink.emit("change", &view::record(record)),
             service::Tell::Nothing => {}
@@ -634,29 +617,40 @@ impl Outbox {
         Ok(outbox)
     }
 
-    /// `cancelGroup` (`cancel`) or `retryGroup`: the members changed fire `change`,
-    /// the group `group`; `not_found` for no such group.
-    fn group_op(&self, id: JsValue, cancel: bool) -> Promise {
+    /// `enqueueMany(items)`, or with `group` (its options) `enqueueGroup(items, group)`:
+    /// one path, so the `.wasm` has one copy of it.
+    fn enqueue_items(&self, items: JsValue, group: Option<JsValue>) -> Promise {
         let live = self.live_at();
         promise(async move {
             let (inner, now) = live?;
-            let id = item_id(&id)?;
-            let Some((changed, status)) = group::apply(&*inner.store, &id, cancel, now).await?
-            else {
-                return Err(ApiError::new(
-                    ErrorCode::NotFound,
-                    format!("no member of group `{id}` is stored"),
-                ));
-            };
-            for record in &changed {
-                inner.changed(&view::record(record));
+            let group = group.as_ref().map(group_id).transpose()?;
+            let (mut plans, signatures) = inner.item_plans(now, &items, group.is_some())?;
+            if let Some(id) = &group {
+                plans = group_plans(id, plans)?;
             }
-            let detail = view::group(&status);
-            inner.events.emit("group", &detail);
-            if !cancel && !changed.is_empty() {
-                inner.runtime.kick();
+            // `progress` events while the storage takes the writes (IndexedDB tells),
+            // then done of all once they are stored.
+            let total = plans.len();
+            let sink = inner.events.clone();
+            let progress: Progress = Rc::new(move |done, of| {
+                sink.emit_local("progress", &view::progress("enqueueMany", done, of))
+            });
+            let answers = inner
+                .enqueue_verified(now, plans, &signatures, true, Some(progress))
+                .await?;
+            let out = Array::new();
+            for answer in &answers {
+                let (result, record) = enqueue_result(answer);
+                inner.created(answer, &record);
+                out.push(&result);
             }
-            Ok(detail)
+            inner
+                .events
+                .emit_local("progress", &view::progress("enqueueMany", total, total));
+            Ok(match group {
+                None => out.into(),
+                Some(id) => group_enqueued(&id, out, answers),
+            })
         })
     }
 
@@ -846,8 +840,11 @@ impl Inner {
         }
     }
 
-    fn changed(&self, detail: &JsValue) {
-        self.events.emit("change", detail);
+    /// `change` for `record` (`cancel`, `retry`, `reschedule`).
+    fn changed(&self, record: &Record) -> JsValue {
+        let detail = view::record(record);
+        self.events.emit("change", &detail);
+        detail
     }
 }
 
@@ -928,84 +925,32 @@ impl Outbox {
     /// Enqueues many items in one transaction, all or nothing.
     #[wasm_bindgen(js_name = enqueueMany, skip_typescript)]
     pub fn enqueue_many(&self, items: JsValue) -> Promise {
-        let live = self.live_at();
-        promise(async move {
-            let (inner, now) = live?;
-            let (plans, signatures) = inner.item_plans(now, &items, false)?;
-            // `progress` events while the storage takes the writes (IndexedDB tells),
-            // then done of all once they are stored.
-            let total = plans.len();
-            let sink = inner.events.clone();
-            let progress: Progress = Rc::new(move |done, of| {
-                sink.emit_local("progress", &view::progress("enqueueMany", done, of))
-            });
-            let answers = inner
-                .enqueue_verified(now, plans, &signatures, true, Some(progress))
-                .await?;
-            let out = Array::new();
-            for answer in &answers {
-                let (result, record) = enqueue_result(answer);
-                inner.created(answer, &record);
-                out.push(&result);
-            }
-            inner
-                .events
-                .emit_local("progress", &view::progress("enqueueMany", total, total));
-            Ok(out.into())
-        })
+        self.enqueue_items(items, None)
     }
 
     /// Enqueues several events as one group (`<group>:<index>` ids), all or nothing.
     #[wasm_bindgen(js_name = enqueueGroup, skip_typescript)]
     pub fn enqueue_group(&self, items: JsValue, options: JsValue) -> Promise {
-        let live = self.live_at();
-        promise(async move {
-            let (inner, now) = live?;
-            let (o, r) = input::read::<GroupOptions>(&options, "enqueueGroup options", &["group"])?;
-            let id = match r.string("group", o.group)? {
-                Some(id) => id,
-                None => "group-".to_owned() + &random_hex(4)?,
-            };
-            let (plans, signatures) = inner.item_plans(now, &items, true)?;
-            let plans = group_plans(&id, plans)?;
-            let answers = inner
-                .enqueue_verified(now, plans, &signatures, true, None)
-                .await?;
-            let results = Array::new();
-            for answer in &answers {
-                let (result, record) = enqueue_result(answer);
-                inner.created(answer, &record);
-                results.push(&result);
-            }
-            let members = answers.into_iter().map(|a| Some(a.record)).collect();
-            let detail = GroupStatus::of(&id, members).map_or(JsValue::NULL, |g| view::group(&g));
-            inner.events.emit("group", &detail);
-            Ok(view::group_enqueued(&id, results, detail))
-        })
+        self.enqueue_items(items, Some(options))
     }
 
-    /// A group's status and members, or `null` when no member of it is stored.
+    /// A group's status and members, or `null` when no member of it is stored (with
+    /// `required`, which `js/groups.js` passes: `not_found`).
     #[wasm_bindgen(skip_typescript)]
-    pub fn group(&self, id: JsValue) -> Promise {
+    pub fn group(&self, id: JsValue, required: JsValue) -> Promise {
         let inner = self.live();
         promise(async move {
             let inner = inner?;
             let id = item_id(&id)?;
-            let found = group::status(&*inner.store, &id).await?;
-            Ok(found.map_or(JsValue::NULL, |g| view::group(&g)))
+            match group::status(&*inner.store, &id).await? {
+                Some(g) => Ok(view::group(&g)),
+                None if required.is_truthy() => Err(ApiError::new(
+                    ErrorCode::NotFound,
+                    format!("no member of group `{id}` is stored"),
+                )),
+                None => Ok(JsValue::NULL),
+            }
         })
-    }
-
-    /// Cancels every member of a group that is not terminal.
-    #[wasm_bindgen(js_name = cancelGroup, skip_typescript)]
-    pub fn cancel_group(&self, id: JsValue) -> Promise {
-        self.group_op(id, true)
-    }
-
-    /// Re-arms every exhausted member of a group.
-    #[wasm_bindgen(js_name = retryGroup, skip_typescript)]
-    pub fn retry_group(&self, id: JsValue) -> Promise {
-        self.group_op(id, false)
     }
 
     /// A page of the export (`js/transfer.js` streams them): `{ lines, next }`, the
@@ -1181,8 +1126,7 @@ impl Outbox {
             let (inner, now) = live?;
             let id = item_id(&id)?;
             let record = inner.store.retry(&id, now).await?;
-            let detail = view::record(&record);
-            inner.changed(&detail);
+            let detail = inner.changed(&record);
             inner.runtime.kick();
             Ok(detail)
         })
@@ -1215,8 +1159,7 @@ impl Outbox {
             let (inner, now) = live?;
             let id = item_id(&id)?;
             let record = inner.store.cancel(&id, now).await?;
-            let detail = view::record(&record);
-            inner.changed(&detail);
+            let detail = inner.changed(&record);
             Ok(detail)
         })
     }
@@ -1238,8 +1181,7 @@ impl Outbox {
                 ));
             };
             let record = inner.store.reschedule(&id, at, now).await?;
-            let detail = view::record(&record);
-            inner.changed(&detail);
+            let detail = inner.changed(&record);
             // The flusher's timer follows the next due time.
             inner.runtime.kick();
             Ok(detail)

@@ -788,9 +788,9 @@ export interface OutboxEventMap {
   /** Any change of a record, including `cancel` and `retry`. */
   change: CustomEvent<OutboxRecord>;
   /**
-   * A group's members changed (enqueued, delivered, retried, exhausted, settled,
-   * superseded, signed; `cancelGroup`, `retryGroup`): the group as stored then. Members
-   * that one flush round changed together make one event.
+   * A group's member changed (any `change` of it but an attempt starting, here or relayed
+   * from another context): the group as read a task later, one event for the changes of
+   * that task. Fired once a listener for `group` is added.
    */
   group: CustomEvent<OutboxGroup>;
   /** An automatic flush failed (the error also retries later). */

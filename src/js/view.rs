@@ -150,7 +150,7 @@ struct RecordTail<'a> {
     /// An unsigned draft: `event` is its template.
     draft: bool,
     /// Its place in a group (`{ id, index, size }`), or `null`.
-    group: Option<&'a GroupRef>,
+    group: Option<GroupRef<'a>>,
 }
 
 impl<'a> RecordTail<'a> {
@@ -200,7 +200,7 @@ impl<'a> RecordTail<'a> {
             revision: r.revision,
             takeovers: r.takeovers,
             draft: r.is_draft(),
-            group: r.group.as_ref(),
+            group: r.group(),
         }
     }
 }

@@ -692,11 +692,7 @@ mod doc_props {
                 priority: crate::core::Priority::from_rank((revision % 3) as u8)
                     .unwrap_or_default(),
                 stop_when_satisfied: revision % 5 == 0,
-                group: (revision % 7 == 0).then(|| crate::core::group::GroupRef {
-                    id: "dm-1".into(),
-                    index: (revision % 3) as u32,
-                    size: 3,
-                }),
+                group_size: (revision % 7 == 0).then_some(3),
             },
         )
     }

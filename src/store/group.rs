@@ -1,9 +1,9 @@
-//! A group's operations ([`crate::core::group`]) over any [`Store`]: its status, and
-//! `cancel` and `retry` of every member. Free functions over the store's own operations
-//! (one `get` per member, one `cancel` or `retry` per member, each atomic), not trait
-//! methods, so every backend has them with no code of its own and the `.wasm` has one
-//! copy. The enqueue of a group is one [`Store::enqueue_many`] of
-//! [`crate::core::group_plans`]: all or nothing.
+//! A group's status ([`crate::core::group`]) over any [`Store`]: a free function over
+//! the store's own `get` (one per member), not a trait method, so every backend has it
+//! with no code of its own and the `.wasm` has one copy. The enqueue of a group is one
+//! [`Store::enqueue_many`] of [`crate::core::group_plans`]: all or nothing; `cancel` and
+//! `retry` per group are the store's `cancel` and `retry` of each member (the package's
+//! `cancelGroup` and `retryGroup`, `js/groups.js`).
 
 use crate::core::group::{member_id, GroupStatus, MAX_GROUP_SIZE};
 use crate::core::plan::validate_item_id;
@@ -26,7 +26,7 @@ pub async fn status<S: Store>(store: &S, id: &str) -> Result<Option<GroupStatus>
         if size.is_none() {
             size = record
                 .as_ref()
-                .and_then(|r| r.group.as_ref())
+                .and_then(Record::group)
                 .filter(|g| g.id == id && g.index == index)
                 .map(|g| g.size);
         }
@@ -37,44 +37,4 @@ pub async fn status<S: Store>(store: &S, id: &str) -> Result<Option<GroupStatus>
         return Ok(None);
     }
     Ok(GroupStatus::of(id, members))
-}
-
-/// Applies `op` (`cancel` or `retry`, chosen by `cancel`) to every member that it
-/// applies to, one by one; a member that changed meanwhile so that it no longer does
-/// (an item error: it became terminal, its deadline passed) stays as it is. Answers
-/// the records it changed and the group's status after; `None` for no such group.
-pub async fn apply<S: Store>(
-    store: &S,
-    id: &str,
-    cancel: bool,
-    now_ms: u64,
-) -> Result<Option<(Vec<Record>, GroupStatus)>, StoreError> {
-    let Some(before) = status(store, id).await? else {
-        return Ok(None);
-    };
-    let ids: Vec<String> = if cancel {
-        before.cancellable().map(str::to_string).collect()
-    } else {
-        before.retryable().map(str::to_string).collect()
-    };
-    let mut changed = Vec::with_capacity(ids.len());
-    for member in &ids {
-        let result = if cancel {
-            store.cancel(member, now_ms).await
-        } else {
-            store.retry(member, now_ms).await
-        };
-        match result {
-            Ok(record) => changed.push(record),
-            Err(e) if e.is_item_error() => {}
-            Err(e) => return Err(e),
-        }
-    }
-    // Each member as it is now: as changed here, or as read.
-    let members = before
-        .members
-        .into_iter()
-        .map(|m| m.map(|r| changed.iter().find(|c| c.id == r.id).cloned().unwrap_or(r)))
-        .collect();
-    Ok(GroupStatus::of(id, members).map(|after| (changed, after)))
 }

@@ -41,7 +41,7 @@ fn whole_or_nothing<S: Store>(s: &S, size: usize, seeds: &[usize], invalid: Opti
             for i in 0..size {
                 let r = s.get(&format!("g:{i}")).await.expect("get");
                 assert!(
-                    r.is_none_or(|r| r.group.is_none()),
+                    r.is_none_or(|r| r.group().is_none()),
                     "member {i} not written"
                 );
             }

@@ -3,7 +3,8 @@
 // outbox end to end through a custom transport; then the edge build, as Node's `node`
 // condition resolves it: `init()` with no argument (reads the file), typed errors for
 // IndexedDB and for a missing WebSocket, an outbox on the memory storage adapter end to
-// end, and reopened over the same data. Run: node tests/ts/smoke.mjs
+// end, and reopened over the same data; then groups through both entries.
+// Run: node tests/ts/smoke.mjs
 import { readFile } from "node:fs/promises";
 import assert from "node:assert/strict";
 
@@ -109,4 +110,30 @@ assert.equal((await second.status()).pending, 1, "the record is in the storage, 
 assert.equal((await second.flush()).delivered, 1);
 assert.equal((await second.get(event.id)).stage, "satisfied");
 await second.close();
+
+// Groups through both entries (index.js and edge/index.js add cancelGroup, retryGroup and
+// the `group` event): a refusing relay for member 1 makes the group partial.
+for (const [m, storage] of [[mod, "memory"], [edge, memoryStorage()]]) {
+  const refuse = { publish: async (relay) => (relay === "wss://b.example" ? { ok: false, message: "blocked: no" } : { ok: true, message: "" }) };
+  const o = await m.Outbox.open({ storage, transport: refuse });
+  const told = [];
+  o.addEventListener("group", (e) => told.push(e.detail));
+  await assert.rejects(o.cancelGroup("g"), (e) => e instanceof m.OutboxError && e.code === "not_found");
+  assert.equal(await o.group("g"), null);
+  const made = await o.enqueueGroup([{ event, relays: ["wss://a.example"] }, { event, relays: ["wss://b.example"], maxAttempts: 1 }], { group: "g" });
+  await new Promise((r) => setTimeout(r, 20)); // the `group` event comes a task later
+  assert.deepEqual(told.map((t) => [t.id, t.state, t.open]), [["g", "sending", 2]]);
+  assert.deepEqual(made.results.map((r) => r.id), ["g:0", "g:1"]);
+  assert.deepEqual(made.results[1].record.group, { id: "g", index: 1, size: 2 });
+  await o.flush();
+  const g = await o.group("g");
+  assert.deepEqual([g.state, g.delivered, g.failed, g.open], ["partial", 1, 1, 0]);
+  assert.equal((await o.retryGroup("g")).open, 1);
+  assert.deepEqual((await o.cancelGroup("g")).members.map((r) => r.stage), ["satisfied", "cancelled"]);
+  await new Promise((r) => setTimeout(r, 20));
+  // What changed within one task makes one event: the flush, the retry and the cancel.
+  assert.deepEqual(told.map((t) => t.state), ["sending", "partial"]);
+  assert.equal(told[1].members[1].stage, "cancelled");
+  await o.close();
+}
 console.log("package smoke: ok");

@@ -59,7 +59,7 @@ fn base(id: &str, targets: &[&str], policy: Policy) -> Record {
         lane: nostr_outbox::core::DEFAULT_LANE.into(),
         priority: nostr_outbox::core::Priority::Normal,
         stop_when_satisfied: false,
-        group: None,
+        group_size: None,
     }
 }
 

@@ -10,8 +10,8 @@ fn counts(c: GroupCounts) -> [u32; 4] {
     [c.delivered, c.failed, c.open, c.missing]
 }
 
-/// A group is enqueued whole or not at all, replays whole, is found and summed up from
-/// its id, and `cancel` / `retry` per group change exactly the members they apply to.
+/// A group is enqueued whole or not at all, replays whole, and is found and summed up
+/// from its id as its members are delivered, refused, cancelled, retried and purged.
 pub async fn groups_enqueue_whole_status_cancel_retry<S: Store>(s: &S) {
     const C: &str = "groups_enqueue_whole_status_cancel_retry";
     let one = [RELAYS[0]];
@@ -135,33 +135,39 @@ pub async fn groups_enqueue_whole_status_cancel_retry<S: Store>(s: &S) {
     );
     check_eq!(C, st.state(), GroupState::Sending, "still sending");
 
-    // Cancel: only the open member changes.
-    let (changed, st) = ok(C, "cancel group", group::apply(s, "dm", true, 80).await).expect("dm");
-    let ids: Vec<&str> = changed.iter().map(|r| r.id.as_str()).collect();
-    check_eq!(C, ids, ["dm:2"], "cancelled the open member only");
-    check_eq!(
-        C,
-        must_get(C, s, "dm:2").await.stage,
-        Stage::Cancelled,
-        "stored cancelled"
-    );
+    // Cancel and retry of members show in the group's status.
+    let r2 = must_get(C, s, "dm:2").await;
+    ok(C, "cancel", s.cancel(&r2.id, 80).await);
+    let st = ok(C, "group dm", group::status(s, "dm").await).expect("group dm");
     check_eq!(C, counts(st.counts), [1, 2, 0, 0], "1 delivered, 2 failed");
     check_eq!(C, st.state(), GroupState::Partial, "partial");
+    ok(C, "retry", s.retry("dm:1", 90).await);
+    let st = ok(C, "group dm", group::status(s, "dm").await).expect("group dm");
+    check_eq!(C, counts(st.counts), [1, 1, 1, 0], "dm:1 open again");
+    check_eq!(C, st.state(), GroupState::Sending, "sending again");
 
-    // Retry: only the exhausted member is re-armed.
-    let (changed, st) = ok(C, "retry group", group::apply(s, "dm", false, 90).await).expect("dm");
-    let ids: Vec<&str> = changed.iter().map(|r| r.id.as_str()).collect();
-    check_eq!(C, ids, ["dm:1"], "re-armed the exhausted member only");
+    // A purged member is missing; the group is found from the others until all are gone.
+    let r1 = must_get(C, s, "dm:1").await;
+    ok(C, "cancel", s.cancel(&r1.id, 100).await);
+    check_eq!(
+        C,
+        ok(C, "purge", s.purge(95).await),
+        2,
+        "dm:0 and dm:2 purged"
+    );
+    let st = ok(C, "group dm", group::status(s, "dm").await).expect("group dm");
+    check_eq!(C, counts(st.counts), [0, 1, 0, 2], "2 missing, 1 failed");
     check!(
         C,
-        !must_get(C, s, "dm:1").await.stage.is_terminal(),
-        "dm:1 waits again"
+        st.members[0].is_none() && st.members[1].is_some(),
+        "found from member 1"
     );
-    check_eq!(C, counts(st.counts), [1, 1, 1, 0], "dm:1 open again");
-
-    // A purged member is missing; the group is still found from the others.
-    let (_, st) = ok(C, "cancel group", group::apply(s, "dm", true, 100).await).expect("dm");
-    check_eq!(C, st.state(), GroupState::Partial, "partial");
+    check_eq!(
+        C,
+        st.state(),
+        GroupState::Partial,
+        "what the purged were is not known"
+    );
     ok(C, "purge", s.purge(1_000).await);
     check!(
         C,
@@ -171,11 +177,6 @@ pub async fn groups_enqueue_whole_status_cancel_retry<S: Store>(s: &S) {
     check!(
         C,
         ok(C, "no such group", group::status(s, "nope").await).is_none(),
-        "none"
-    );
-    check!(
-        C,
-        ok(C, "cancel none", group::apply(s, "nope", true, 110).await).is_none(),
         "none"
     );
 }
