@@ -89,6 +89,8 @@ done
 # Export and import (nostr-outbox/transfer; index.js imports it): the JavaScript around the
 # .wasm's exportPage and importLines.
 printf '%-10s %d bytes gzipped\n' "transfer:" "$(gzip -9 -c pkg/transfer.js | wc -c)"
+# Groups' cancelGroup, retryGroup and `group` event (index.js imports it too).
+printf '%-10s %d bytes gzipped\n' "groups:" "$(gzip -9 -c pkg/groups.js | wc -c)"
 # Size by crate, from the names kept above; the table is markdown for docs/BENCHMARKS.md.
 # It never fails the build: a problem is one line. NOSTR_OUTBOX_SIZE_BY_CRATE=0 skips it.
 if [ "${NOSTR_OUTBOX_SIZE_BY_CRATE:-1}" != 0 ] && [ -f "$named" ]; then
