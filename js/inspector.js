@@ -406,6 +406,7 @@ export class OutboxInspector extends Base {
       el("code", { title: r.id }, short(r.id)),
       ` kind ${r.event?.kind}`,
       r.lane !== "default" ? ` · lane ${r.lane}` : "",
+      r.group ? ` · ${r.group.index + 1} of ${r.group.size} in group ${r.group.id}` : "",
       content ? el("div", { part: "content" }, content.length > 80 ? `${content.slice(0, 80)}…` : content) : "",
     );
     cells.stage.textContent = r.reason && r.reason !== r.stage ? `${r.stage} (${r.reason})` : r.stage;
