@@ -7,6 +7,8 @@
 mod proptest_config;
 
 mod api_lists;
+#[cfg(not(target_arch = "wasm32"))]
+mod group_props;
 mod machine;
 mod props;
 mod semantics_props;
