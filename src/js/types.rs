@@ -533,9 +533,10 @@ export interface GroupRef {
 
 /**
  * A group (`enqueueGroup`) and its members as stored: `delivered` members have their
- * policy met; `failed` ones ended without (exhausted, cancelled, superseded); `open` ones
- * have no verdict yet; `missing` ones were purged. `state`: `"sending"` while any is open,
- * then `"delivered"` (all), `"failed"` (none) or `"partial"`.
+ * policy met; `failed` ones can no longer meet it or ended without (exhausted, cancelled,
+ * superseded); `open` ones have no verdict yet; `missing` ones were purged. `state`:
+ * `"sending"` while any is open, then `"delivered"` (all delivered), `"failed"` (all
+ * failed) or `"partial"` (some of each, or some purged).
  */
 export interface OutboxGroup {
   id: string;
