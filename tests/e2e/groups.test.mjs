@@ -4,7 +4,8 @@
 // events of that size. Each wrap reaches exactly its relay, byte for byte (same id and sig,
 // never re-wrapped or re-signed); the group ends "partial", delivered to 3 of 4, and `group`
 // events tell it; `retryGroup` re-arms only the failed member, `cancelGroup` only what is
-// open; the same group again is a replay; bad input is typed and stores nothing.
+// open; the same group again is a replay; bad input is typed and stores nothing. Another tab
+// of the same outbox, which flushes nothing, hears the group's `group` events too.
 // Run: cd tests/e2e && node --test groups.test.mjs   (needs pkg/ from `make build`)
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
@@ -129,4 +130,38 @@ test("a gift-wrapped message to three recipients is one group: each wrap to its 
   assert.deepEqual(out.cancelledStages, ["satisfied", "satisfied", "satisfied", "cancelled"]);
   assert.deepEqual(out.lastEvent, out.cancelled);
   await page.close();
+});
+
+test("another tab of the same outbox hears the group: its `group` events follow the flusher's changes", async () => {
+  const sender = generateSecretKey();
+  const wraps = wrapManyEvents(sender, [{ publicKey: getPublicKey(generateSecretKey()) }], "across tabs");
+  const urls = [relays[0].url, `${fault.url}/reply/blocked`];
+  const name = `groups-tabs-${Math.random()}`;
+  const open = async () => {
+    const page = await browser.context.newPage();
+    await page.goto(`${server.url}/tests/e2e/pages/blank.html`);
+    await page.evaluate(async ([IMPORT_PACKAGE, name]) => {
+      const m = await eval(IMPORT_PACKAGE);
+      window.outbox = await m.Outbox.open({ name });
+      window.told = [];
+      outbox.addEventListener("group", (e) => told.push([e.detail.state, e.detail.delivered, e.detail.failed, e.detail.open]));
+    }, [IMPORT_PACKAGE, name]);
+    return page;
+  };
+  const [a, b] = [await open(), await open()];
+  await a.evaluate(async ([wraps, urls]) => {
+    await outbox.enqueueGroup(wraps.map((event, i) => ({ event, relays: [urls[i]] })), { group: "dm-tabs" });
+    await outbox.flush();
+  }, [wraps, urls]);
+  // Tab b flushed nothing: it hears the relayed changes and reads the group itself.
+  let told = [];
+  for (let i = 0; i < 50 && JSON.stringify(told.at(-1)) !== JSON.stringify(["partial", 1, 1, 0]); i++) {
+    await new Promise((r) => setTimeout(r, 100));
+    told = await b.evaluate(() => told);
+  }
+  assert.deepEqual(told.at(-1), ["partial", 1, 1, 0], JSON.stringify(told));
+  // Each one the group as it was then: its two members counted once.
+  for (const [, delivered, failed, open] of told) assert.equal(delivered + failed + open, 2, JSON.stringify(told));
+  await a.close();
+  await b.close();
 });
