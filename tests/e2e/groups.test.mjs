@@ -1,7 +1,7 @@
 // Groups, in Chromium (IndexedDB) against real nostr-rs-relays: one NIP-17 message to three
 // recipients, gift-wrapped by nostr-tools (four wraps with the copy to self), enqueued as one
-// group, each wrap for its own recipient's DM relay. The relay of the third recipient refuses
-// events of that size. Each wrap reaches exactly its relay, byte for byte (same id and sig,
+// group, each wrap for its own recipient's DM relay. The relay of the third recipient (the
+// fault relay's `/reply/blocked`) refuses everything for good. Each wrap reaches exactly its relay, byte for byte (same id and sig,
 // never re-wrapped or re-signed); the group ends "partial", delivered to 3 of 4, and `group`
 // events tell it; `retryGroup` re-arms only the failed member, `cancelGroup` only what is
 // open; the same group again is a replay; bad input is typed and stores nothing. Another tab
