@@ -64,8 +64,8 @@ pub fn member_id(group: &str, index: u32) -> String {
     format!("{group}:{index}")
 }
 
-/// The plans of a group's members, in order: each gets its member id and its
-/// [`GroupRef`]. A member id that is not a valid item id (a group id too long for its
+/// The plans of a group's members, in order: each gets its member id and the group's
+/// size (its [`GroupRef`] is read from the two). A member id that is not a valid item id (a group id too long for its
 /// indexes) is `invalid_item_id`; an empty or too large group is `invalid_argument`
 /// (`group`). Everything else is checked when the plans are normalized.
 pub fn group_plans(group: &str, plans: Vec<Plan>) -> Result<Vec<Plan>, CoreError> {
@@ -88,8 +88,7 @@ pub fn group_plans(group: &str, plans: Vec<Plan>) -> Result<Vec<Plan>, CoreError
 }
 
 /// Where a group stands, from its members as stored.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GroupState {
     /// Some member is still being sent (or waits to be).
     Sending,
@@ -120,7 +119,9 @@ pub struct GroupCounts {
     /// Members whose policy is met (`satisfaction: satisfied`), delivery to their other
     /// targets ended or not.
     pub delivered: u32,
-    /// Members that ended without their policy met: exhausted, cancelled or superseded.
+    /// Members whose policy can no longer be met (`satisfaction: exhausted`, delivery
+    /// to their other targets ended or not), or that ended without it: exhausted,
+    /// cancelled or superseded.
     pub failed: u32,
     /// Members still waiting or being sent, with no verdict yet.
     pub open: u32,
