@@ -407,6 +407,7 @@ export class OutboxInspector extends Base {
       ` kind ${r.event?.kind}`,
       r.lane !== "default" ? ` · lane ${r.lane}` : "",
       r.group ? ` · ${r.group.index + 1} of ${r.group.size} in group ${r.group.id}` : "",
+      r.route?.length ? ` · route ${r.route.join(", ")}${r.routed ? "" : " (to resolve)"}` : "",
       content ? el("div", { part: "content" }, content.length > 80 ? `${content.slice(0, 80)}…` : content) : "",
     );
     cells.stage.textContent = r.reason && r.reason !== r.stage ? `${r.stage} (${r.reason})` : r.stage;

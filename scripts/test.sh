@@ -137,7 +137,7 @@ run_tier js-package bash tests/ts/run.sh
 run_tier edge bash tests/edge/run.sh
 # The files are listed (not globbed) so a test lands in CI only once it is reviewed.
 # inspector.test.mjs also drives Firefox ESR (geckodriver) and WebKit (WebKitWebDriver).
-E2E_TESTS="${E2E_TESTS:-quota.test.mjs demo.test.mjs recovery.test.mjs takeover.test.mjs nostr-rules.test.mjs priority.test.mjs publish.test.mjs relay-info.test.mjs adapters.test.mjs subscribe.test.mjs transfer.test.mjs inspector.test.mjs schedule.test.mjs drafts.test.mjs groups.test.mjs bundlers.test.mjs torture.test.mjs}"
+E2E_TESTS="${E2E_TESTS:-quota.test.mjs demo.test.mjs recovery.test.mjs takeover.test.mjs nostr-rules.test.mjs priority.test.mjs publish.test.mjs relay-info.test.mjs adapters.test.mjs subscribe.test.mjs transfer.test.mjs inspector.test.mjs schedule.test.mjs drafts.test.mjs groups.test.mjs routes.test.mjs relay-lists.test.mjs routers.test.mjs bundlers.test.mjs torture.test.mjs}"
 run_tier e2e bash -c "cd tests/e2e && node --test --test-concurrency=1 $E2E_TESTS"
 # The package's API in WebKit, driven through WebKitWebDriver (playwright-core drives only
 # its own WebKit builds).

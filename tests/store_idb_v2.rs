@@ -151,7 +151,7 @@ async fn v2_fixture_database_is_migrated_to_v3_in_place() {
     assert_eq!(dump["due"].as_array().expect("due").len(), 5, "{dump}");
     // The next due is #6's (t0 + 6); the leased #4 is due at its lease's end.
     let t0 = 1_700_000_000_000u64;
-    assert_eq!(store.next_due(false).await.expect("next_due"), Some(t0 + 6));
+    assert_eq!(store.next_due(0).await.expect("next_due"), Some(t0 + 6));
     // A high-priority record enqueued after the upgrade is claimed first, before the
     // old records that were due long before it.
     let now = t0 + 70_000_000;

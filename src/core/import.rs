@@ -35,10 +35,23 @@ fn bad(reason: impl Into<String>) -> CoreError {
 /// relay that is not a target or an attempt not made, its satisfaction is not its
 /// policy's verdict over its evidence.
 pub fn plan_for(record: Record, now_ms: u64) -> Result<Plan, CoreError> {
+    // Its own targets: those its route's resolution added are not its plan's.
+    let routed = record.routed.as_deref().unwrap_or_default();
+    let own: Vec<String> = record
+        .targets
+        .iter()
+        .filter(|t| !routed.contains(t))
+        .cloned()
+        .collect();
+    if (record.routed.is_some() && record.route.is_empty())
+        || own.len() + routed.len() != record.targets.len()
+    {
+        return Err(bad("its routed relays are not targets of its route"));
+    }
     let mut plan = Plan {
         id: record.id.clone(),
         event: record.event.clone(),
-        targets: record.targets.clone(),
+        targets: own.clone(),
         policy: record.policy.clone(),
         max_attempts: record.max_attempts,
         deadline_ms: record.deadline_ms,
@@ -46,12 +59,13 @@ pub fn plan_for(record: Record, now_ms: u64) -> Result<Plan, CoreError> {
         priority: record.priority,
         stop_when_satisfied: record.stop_when_satisfied,
         group_size: record.group_size,
+        route: record.route.clone(),
         // The schedule is the record's due time, which the import keeps.
         not_before_ms: None,
         imported: None,
     }
     .normalize()?;
-    if plan.targets != record.targets || plan.policy != record.policy {
+    if plan.targets != own || plan.policy != record.policy {
         return Err(bad("its targets or policy are not in canonical form"));
     }
     if plan.digest() != record.plan_digest {
@@ -111,7 +125,7 @@ fn check(r: &Record) -> Result<(), CoreError> {
     for (i, e) in r.evidence.iter().enumerate() {
         // The signer's answers to a draft: no attempt, repeats of one outcome in one
         // entry (`machine::record_signing`).
-        if e.target == super::record::SIGNER {
+        if super::record::is_helper(&e.target) {
             if e.attempt != 0 || e.tries == 0 || (e.tries > 1) != e.first_at_ms.is_some() {
                 return Err(bad(format!(
                     "its evidence #{i} is not one the outbox writes"

@@ -10,7 +10,7 @@ use super::error::CoreError;
 use super::outcome::{Outcome, RejectReason};
 use super::plan::Plan;
 use super::policy::{Satisfaction, TargetState};
-use super::record::{Evidence, Lease, Record, Stage, StopReason, SIGNER};
+use super::record::{is_helper, Evidence, Lease, Record, Stage, StopReason, RESOLVER, SIGNER};
 use super::retry::RetryConfig;
 
 /// The longest relay message kept in evidence, in bytes.
@@ -117,11 +117,13 @@ pub struct ClaimRequest {
     /// record, to all of its unsettled targets.
     #[serde(default)]
     pub relays: Vec<String>,
-    /// Claims drafts ([`Record::is_draft`]) to sign them, and nothing else; `false`
-    /// (the default) claims signed records only, so a draft is never published and a
-    /// context with no signer never takes one.
+    /// Claims records to prepare ([`Record::needs`]), and nothing else: those whose
+    /// needs are all in this mask ([`crate::core::NEEDS_SIGNER`]: this context signs
+    /// drafts, [`crate::core::NEEDS_RESOLVER`]: it resolves routes). 0 (the default)
+    /// claims records ready to publish only, so a draft or an unresolved route is never
+    /// published, and a context that cannot prepare a record never takes it.
     #[serde(default)]
-    pub drafts: bool,
+    pub prepare: u8,
     /// A takeover ([`orphans`]) takes only the leases of owners whose heartbeat has
     /// lapsed ([`crate::core::heartbeat`]): for a flusher that cannot know it is the only
     /// live one (no Web Lock). `false`: the caller is the only live flusher, so every
@@ -131,12 +133,14 @@ pub struct ClaimRequest {
 }
 
 impl ClaimRequest {
-    /// True when the filters take `record`: a draft exactly when
-    /// [`ClaimRequest::drafts`], its lane is one of [`ClaimRequest::lanes`]
+    /// True when the filters take `record`: one that needs preparing exactly when
+    /// [`ClaimRequest::prepare`] can prepare it, its lane is one of [`ClaimRequest::lanes`]
     /// (or there are none) and it waits for one of [`ClaimRequest::relays`] (or there
     /// are none). Readiness is apart ([`Record::is_ready`]).
     pub fn admits(&self, record: &Record) -> bool {
-        record.is_draft() == self.drafts
+        let needs = record.needs();
+        (needs == 0) == (self.prepare == 0)
+            && needs & !self.prepare == 0
             && (self.lanes.is_empty() || self.lanes.contains(&record.lane))
             && (self.relays.is_empty() || self.relays.iter().any(|r| record.waits_for(r)))
     }
@@ -370,6 +374,8 @@ pub fn new_record(plan: Plan, digest: String, now_ms: u64) -> Record {
         priority: plan.priority,
         stop_when_satisfied: plan.stop_when_satisfied,
         group_size: plan.group_size,
+        route: plan.route,
+        routed: None,
     };
     record.satisfaction = record.evaluate();
     record.stage = waiting_stage(&record);
@@ -468,9 +474,9 @@ fn end_delivery(record: &mut Record, unmet: StopReason) {
 /// `pending` before any attempt (the signer's answers are no attempt), `delivering`
 /// once the policy's verdict is in, else `retryable`.
 pub(super) fn waiting_stage(record: &Record) -> Stage {
-    if record.is_draft() {
+    if record.needs() != 0 {
         Stage::Draft
-    } else if record.evidence.iter().all(|e| e.target == SIGNER) {
+    } else if record.evidence.iter().all(|e| is_helper(&e.target)) {
         Stage::Pending
     } else if record.satisfaction == Satisfaction::Pending {
         Stage::Retryable
@@ -808,54 +814,80 @@ pub enum Signing {
     /// The draft signed, checked against its template by the Nostr layer
     /// (`nostr::Template::check`): id, signature, author and fields.
     Signed(EventEnvelope),
-    /// The signer could not be asked, failed, or did not answer in time (`outcome`
-    /// `unreachable` or `timeout`): asked again after a backoff.
+    /// Nothing to sign: the record holds a signed event (only its route was resolved).
+    NotNeeded,
+    /// The signer (or, before it, the resolver: [`Signed::routes`] is `None` for a
+    /// record whose route is not resolved) could not be asked, failed, or did not
+    /// answer in time (`outcome` `unreachable` or `timeout`): asked again after a
+    /// backoff.
     Unavailable {
         /// `unreachable` or `timeout`.
         outcome: Outcome,
-        /// What the signer (or the timer) said.
+        /// What the signer or the resolver (or the timer) said.
         message: String,
     },
-    /// The signer refused ([`StopReason::SignerRefused`]), answered with something
-    /// that is not the draft signed ([`StopReason::SignatureInvalid`]), or the proof of
-    /// work was not found in time ([`StopReason::PowUnfinished`]): terminal.
+    /// Terminal: the signer refused ([`StopReason::SignerRefused`]), answered with
+    /// something that is not the draft signed ([`StopReason::SignatureInvalid`]), the
+    /// proof of work was not found in time ([`StopReason::PowUnfinished`]); or the
+    /// resolver found a `dm` recipient without DM relays
+    /// ([`StopReason::RecipientNotReady`]).
     Failed {
-        /// `signerRefused`, `signatureInvalid` or `powUnfinished`.
+        /// The stop reason.
         reason: StopReason,
         /// Why.
         message: String,
     },
 }
 
-/// The signer's answer for one draft, to record under the lease that asked it.
+/// One relay a route resolved to, and why it was chosen (the resolver's words).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Route {
+    /// The relay URL, normalized by the Nostr layer.
+    pub relay: String,
+    /// Why: the intent and the resolver's reason.
+    pub reason: String,
+}
+
+/// What preparing one record produced, to record under the lease that claimed it
+/// ([`ClaimRequest::prepare`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Signed {
     /// The item id.
     pub id: String,
-    /// The lease the draft was claimed under ([`ClaimRequest::drafts`]).
+    /// The lease the record was claimed under.
     pub lease_id: String,
     /// The record revision returned by the claim.
     pub revision: u64,
-    /// What the signer made of it.
+    /// What the signer made of it ([`Signing::NotNeeded`] for a signed event).
     pub signing: Signing,
+    /// Its route's resolution, when it had one to resolve and the resolver answered:
+    /// the relays chosen (the resolver is asked before the signer).
+    pub routes: Option<Vec<Route>>,
     /// Uniform random input for the retry jitter.
     pub jitter: u32,
 }
 
-/// Records the signer's answer for a leased draft and releases the lease:
+/// Records what preparing a leased record produced and releases the lease. First the
+/// route's resolution, when [`Signed::routes`] holds it: one `accepted` evidence entry
+/// from [`RESOLVER`] per relay (its message: the relay, then why), the relays added to
+/// the targets (at most [`crate::core::plan::MAX_TARGETS`] in all; those added kept in
+/// [`Record::routed`]); a record left with no target ends `exhausted` as `noRelays`.
+/// Then the signer's answer:
 /// - signed: the event replaces the template (the one write that changes a record's
-///   event), with evidence `accepted` from [`SIGNER`]; the record is `pending`, due at
-///   once, and is published like any record. The event must be the draft's kind and
-///   author (the Nostr layer checked the rest).
-/// - unavailable: evidence from [`SIGNER`] (repeats of one outcome share an entry,
-///   whose `tries` grow); back to `draft`, due after the retry schedule's delay for
-///   that many tries; `exhausted` as `expired` when that falls past the deadline. No
-///   attempt is counted.
-/// - failed: evidence `rejected` from [`SIGNER`]; `exhausted` with the reason
-///   (`retry` makes it a draft again).
+///   event), with evidence `accepted` from [`SIGNER`]. The event must be the draft's
+///   kind and author (the Nostr layer checked the rest).
+/// - not needed: the record was signed already.
+/// - unavailable: evidence from the helper that failed ([`RESOLVER`] when the route
+///   was not resolved, else [`SIGNER`]; repeats of one outcome share an entry, whose
+///   `tries` grow); back to `draft`, due after the retry schedule's delay for that many
+///   tries; `exhausted` as `expired` when that falls past the deadline. No attempt is
+///   counted.
+/// - failed: evidence `rejected` from that helper; `exhausted` with the reason
+///   (`retry` makes it a draft again, its route still to resolve).
 ///
-/// A stale lease or revision is a lost claim and nothing changes; a record that is
-/// not a draft is `invalid_argument`.
+/// Ready, the record is `pending`, due at once, and published like any record.
+/// A stale lease or revision is a lost claim and nothing changes; a record that needs
+/// no preparing, or an answer that does not fit it, is `invalid_argument`.
 pub fn record_signing(
     record: &Record,
     signed: &Signed,
@@ -863,25 +895,69 @@ pub fn record_signing(
     retry: &RetryConfig,
 ) -> Result<Record, CoreError> {
     if signed.id != record.id {
-        return Err(CoreError::arg("id", "the signature is for another record"));
+        return Err(CoreError::arg("id", "the answer is for another record"));
     }
     check_lease(record, &signed.lease_id, signed.revision, now_ms)?;
-    if !record.is_draft() {
-        return Err(CoreError::arg("id", "the record is not a draft"));
+    if record.needs() == 0 {
+        return Err(CoreError::arg("id", "the record needs no preparing"));
+    }
+    match (&signed.signing, record.is_draft()) {
+        (Signing::NotNeeded, true) => {
+            return Err(CoreError::arg("event", "the draft is not signed"))
+        }
+        (Signing::Signed(_), false) => {
+            return Err(CoreError::arg("event", "the record is signed already"))
+        }
+        _ => {}
     }
     let mut next = record.clone();
     bump(&mut next, now_ms);
     next.lease = None;
     next.retry_not_before_ms = None;
-    let mut evidence = Evidence {
-        target: SIGNER.to_string(),
+    let evidence = |target: &str, outcome, message: String| Evidence {
+        target: target.to_string(),
         attempt: 0,
-        outcome: Outcome::Accepted,
-        message: String::new(),
+        outcome,
+        message: truncate(message, MAX_MESSAGE_LEN),
         at_ms: now_ms,
         tries: 1,
         first_at_ms: None,
     };
+    let mut helper = SIGNER;
+    let resolving = next.needs() & super::record::NEEDS_RESOLVER != 0;
+    match (&signed.routes, resolving) {
+        (Some(routes), true) => {
+            let mut added = Vec::new();
+            for r in routes {
+                let known = next.targets.contains(&r.relay) || added.contains(&r.relay);
+                if !known && next.targets.len() + added.len() < super::plan::MAX_TARGETS {
+                    added.push(r.relay.clone());
+                }
+                next.evidence.push(evidence(
+                    RESOLVER,
+                    Outcome::Accepted,
+                    format!("{} {}", r.relay, r.reason),
+                ));
+            }
+            next.targets.extend(added.iter().cloned());
+            super::order::sort_dedup(&mut next.targets);
+            next.routed = Some(added);
+            next.satisfaction = next.evaluate();
+            if next.targets.is_empty() {
+                next.last_error = Some("its route resolved to no relay".into());
+                finish(&mut next, Stage::Exhausted, Some(StopReason::NoRelays));
+                return Ok(next);
+            }
+        }
+        (None, true) => helper = RESOLVER,
+        (None, false) => {}
+        (Some(_), false) => {
+            return Err(CoreError::arg(
+                "routes",
+                "the record has no route to resolve",
+            ))
+        }
+    }
     match &signed.signing {
         Signing::Signed(event) => {
             match (record.event.meta.as_ref(), event.meta.as_ref()) {
@@ -895,22 +971,21 @@ pub fn record_signing(
                 }
             }
             next.event = event.clone();
-            next.evidence.push(evidence);
+            next.evidence
+                .push(evidence(SIGNER, Outcome::Accepted, String::new()));
             next.last_error = None;
-            next.stage = waiting_stage(&next);
-            next.due_ms = Some(now_ms);
         }
+        Signing::NotNeeded => next.last_error = None,
         Signing::Unavailable { outcome, message } => {
-            evidence.outcome = *outcome;
-            evidence.message = truncate(message.clone(), MAX_MESSAGE_LEN);
-            next.last_error = Some(evidence.message.clone());
+            let entry = evidence(helper, *outcome, message.clone());
+            next.last_error = Some(entry.message.clone());
             let repeat = next
                 .evidence
                 .last_mut()
-                .filter(|e| e.target == SIGNER && e.outcome == *outcome);
+                .filter(|e| e.target == helper && e.outcome == *outcome);
             match repeat {
-                Some(e) => e.again(*outcome, evidence.message, now_ms),
-                None => next.evidence.push(evidence),
+                Some(e) => e.again(*outcome, entry.message, now_ms),
+                None => next.evidence.push(entry),
             }
             let at =
                 now_ms.saturating_add(retry.delay_ms(next.signer_tries(), signed.jitter, false));
@@ -921,19 +996,23 @@ pub fn record_signing(
                 next.retry_not_before_ms = Some(at);
                 next.due_ms = Some(at);
             }
+            return Ok(next);
         }
         Signing::Failed { reason, message } => {
-            evidence.outcome = Outcome::Rejected(match reason {
+            let why = match reason {
                 StopReason::SignatureInvalid => super::outcome::RejectReason::Invalid,
                 StopReason::PowUnfinished => super::outcome::RejectReason::Pow,
                 _ => super::outcome::RejectReason::Other,
-            });
-            evidence.message = truncate(message.clone(), MAX_MESSAGE_LEN);
-            next.last_error = Some(evidence.message.clone());
-            next.evidence.push(evidence);
+            };
+            let entry = evidence(helper, Outcome::Rejected(why), message.clone());
+            next.last_error = Some(entry.message.clone());
+            next.evidence.push(entry);
             finish(&mut next, Stage::Exhausted, Some(*reason));
+            return Ok(next);
         }
     }
+    next.stage = waiting_stage(&next);
+    next.due_ms = Some(now_ms);
     Ok(next)
 }
 

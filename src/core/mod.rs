@@ -32,7 +32,7 @@ pub use lane::{Priority, DEFAULT_LANE};
 pub use machine::{
     cancel, check_lease, claim, complete_attempt, decide_enqueue, is_purgeable, new_record,
     orphans, record_signing, relay_back, release, reschedule, retry, supersede, take_over,
-    ClaimRequest, Claimed, Completion, EnqueueDecision, EnqueueOutcome, Enqueued, ListQuery,
+    ClaimRequest, Claimed, Completion, EnqueueDecision, EnqueueOutcome, Enqueued, ListQuery, Route,
     Signed, Signing, StageCounts, TargetResult,
 };
 pub use outcome::{Outcome, RejectReason};
@@ -40,7 +40,7 @@ pub use plan::{Plan, FUTURE_TOLERANCE_MS};
 pub use policy::{Policy, Satisfaction, TargetState};
 pub use record::{
     claim_order, list_order, newer_message, Evidence, Lease, Record, RecordOrder, Stage,
-    StopReason, READ_BACK, SIGNER, UNANSWERED,
+    StopReason, NEEDS_RESOLVER, NEEDS_SIGNER, READ_BACK, RESOLVER, SIGNER, UNANSWERED,
 };
 pub use retry::{coalesce_due, RetryConfig, COALESCE_MAX_MS};
 pub use semantics::{decide_enqueues, BatchDecision, Lookups};

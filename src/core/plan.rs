@@ -58,6 +58,14 @@ pub struct Plan {
     /// is then `<group>:<index>` ([`super::group::group_plans`] sets both).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub group_size: Option<u32>,
+    /// Routing intents, resolved into relays when the record is due
+    /// ([`crate::core::record_signing`], by the app's resolver): `outbox` (the
+    /// author's NIP-65 write relays), `inbox` (the read relays of the pubkeys it tags),
+    /// `dm` (NIP-17: the DM relays of the pubkeys it tags; one without a list makes the
+    /// record `recipientNotReady`). Sorted, without repeats; with a route, `targets`
+    /// may be empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub route: Vec<String>,
     /// When to send it first (unix ms): not claimed before. `None`: at once. A schedule,
     /// not part of the delivery request: not in the digest (an enqueue of the same plan
     /// at another time is a replay; [`super::reschedule`] moves it).
@@ -85,6 +93,7 @@ impl Plan {
             priority: Priority::Normal,
             stop_when_satisfied: false,
             group_size: None,
+            route: Vec::new(),
             not_before_ms: None,
             imported: None,
         }
@@ -186,8 +195,21 @@ impl Plan {
         }
         validate_lane("lane", &self.lane)?;
         validate_envelope(&self.event)?;
-        self.targets = normalize_targets(self.targets)?;
-        self.policy = self.policy.normalized(&self.targets)?;
+        super::order::sort_dedup(&mut self.route);
+        if let Some(bad) = self.route.iter().find(|i| !INTENTS.contains(&i.as_str())) {
+            return Err(CoreError::arg(
+                "route",
+                format!("`{bad}` is not an intent (outbox, inbox, dm)"),
+            ));
+        }
+        let routed = !self.route.is_empty();
+        self.targets = normalize_targets(self.targets, routed)?;
+        // A route's relays are known when it is resolved: `atLeast` may ask for more
+        // than the relays given (a record that ends with fewer can never be satisfied).
+        self.policy = match self.policy {
+            Policy::AtLeast { k } if routed && k > 0 => Policy::AtLeast { k },
+            p => p.normalized(&self.targets)?,
+        };
         if let Some(at) = self.not_before_ms {
             before_deadline("notBefore", at, self.effective_deadline_ms())?;
         }
@@ -251,6 +273,12 @@ impl Plan {
         if let Some(size) = self.group_size {
             field(b"groupSize");
             field(&size.to_be_bytes());
+        }
+        if !self.route.is_empty() {
+            field(b"route");
+            for intent in &self.route {
+                field(intent.as_bytes());
+            }
         }
         hex(&h.finalize())
     }
@@ -349,10 +377,16 @@ pub fn validate_envelope(event: &EventEnvelope) -> Result<(), CoreError> {
     Ok(())
 }
 
+/// The routing intents a plan may name ([`Plan::route`]).
+pub const INTENTS: [&str; 3] = ["dm", "inbox", "outbox"];
+
 /// Sorts and de-duplicates targets, checking each is non-empty, at most
 /// [`MAX_TARGET_LEN`] bytes without control characters, and that there are
-/// 1..=[`MAX_TARGETS`] of them.
-pub fn normalize_targets(mut targets: Vec<String>) -> Result<Vec<String>, CoreError> {
+/// 0 (`may_be_empty`: the plan has a route) or 1..=[`MAX_TARGETS`] of them.
+pub fn normalize_targets(
+    mut targets: Vec<String>,
+    may_be_empty: bool,
+) -> Result<Vec<String>, CoreError> {
     let invalid = |reason: String| CoreError::InvalidTargets { reason };
     for t in &targets {
         if t.is_empty() {
@@ -370,8 +404,10 @@ pub fn normalize_targets(mut targets: Vec<String>) -> Result<Vec<String>, CoreEr
         }
     }
     super::order::sort_dedup(&mut targets);
-    if targets.is_empty() {
-        return Err(invalid("at least one target is required".into()));
+    if targets.is_empty() && !may_be_empty {
+        return Err(invalid(
+            "at least one target (or a route) is required".into(),
+        ));
     }
     if targets.len() > MAX_TARGETS {
         return Err(invalid(format!("at most {MAX_TARGETS} targets")));
@@ -511,16 +547,16 @@ mod tests {
 
     #[test]
     fn targets_sorted_deduped_bounded() {
-        let t = normalize_targets(vec!["b".into(), "a".into(), "b".into()]).unwrap();
+        let t = normalize_targets(vec!["b".into(), "a".into(), "b".into()], false).unwrap();
         assert_eq!(t, vec!["a", "b"]);
         assert_eq!(
-            normalize_targets(vec![]).unwrap_err().code(),
+            normalize_targets(vec![], false).unwrap_err().code(),
             "invalid_targets"
         );
-        assert!(normalize_targets(vec!["".into()]).is_err());
-        assert!(normalize_targets(vec!["a\n".into()]).is_err());
+        assert!(normalize_targets(vec!["".into()], false).is_err());
+        assert!(normalize_targets(vec!["a\n".into()], false).is_err());
         let many: Vec<String> = (0..65).map(|i| format!("wss://r{i}")).collect();
-        assert!(normalize_targets(many).is_err());
+        assert!(normalize_targets(many, false).is_err());
     }
 
     #[test]

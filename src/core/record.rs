@@ -18,11 +18,13 @@ use super::policy::{Policy, Satisfaction, TargetState};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Stage {
-    /// A draft ([`Record::is_draft`]): an unsigned event template waiting for the
-    /// outbox's signer. Claimed only by a flusher that can sign
-    /// ([`super::ClaimRequest::drafts`]), when due; signed, verified and stored signed
-    /// before any relay sees it, it becomes `pending`. A signer that is unreachable or
-    /// times out brings it back here with a backoff (no attempt counted).
+    /// Waiting to be prepared ([`Record::needs`]): a draft ([`Record::is_draft`]), an
+    /// unsigned event template waiting for the outbox's signer, or a route waiting for
+    /// its resolver. Claimed only by a flusher that can prepare it
+    /// ([`super::ClaimRequest::prepare`]), when due; resolved, signed, verified and
+    /// stored signed before any relay sees it, it becomes `pending`. A signer or a
+    /// resolver that is unreachable or times out brings it back here with a backoff (no
+    /// attempt counted).
     Draft,
     /// Enqueued, never attempted (or re-armed before any attempt): claimable when due.
     Pending,
@@ -149,6 +151,11 @@ pub enum StopReason {
     /// (published from elsewhere), found before sending it there: evidence
     /// `rejected` / `newer` from that relay; `superseded_by` is the newer event's id.
     RemoteNewer,
+    /// NIP-17: a recipient of its `dm` route has no kind 10050 list of DM relays; it
+    /// is never sent elsewhere instead.
+    RecipientNotReady,
+    /// Its route resolved to no relay, and it has no target of its own.
+    NoRelays,
 }
 
 // Read by the crate's one unit-variant reader (`outcome::UnitVariant`), as the derive
@@ -192,6 +199,8 @@ impl<'de> Deserialize<'de> for StopReason {
                 "powUnfinished",
                 "vanished",
                 "remoteNewer",
+                "recipientNotReady",
+                "noRelays",
             ],
         }
         .deserialize(d)?;
@@ -201,7 +210,7 @@ impl<'de> Deserialize<'de> for StopReason {
 
 impl StopReason {
     /// Every reason, in declaration order.
-    pub const ALL: [StopReason; 11] = [
+    pub const ALL: [StopReason; 13] = [
         StopReason::Rejected,
         StopReason::MaxAttempts,
         StopReason::Expired,
@@ -213,6 +222,8 @@ impl StopReason {
         StopReason::PowUnfinished,
         StopReason::Vanished,
         StopReason::RemoteNewer,
+        StopReason::RecipientNotReady,
+        StopReason::NoRelays,
     ];
 
     /// True for the reasons of stage `superseded`: a newer version (queued, or held by
@@ -241,6 +252,8 @@ impl StopReason {
             StopReason::PowUnfinished => "powUnfinished",
             StopReason::Vanished => "vanished",
             StopReason::RemoteNewer => "remoteNewer",
+            StopReason::RecipientNotReady => "recipientNotReady",
+            StopReason::NoRelays => "noRelays",
         }
     }
 }
@@ -444,6 +457,15 @@ pub struct Record {
     /// documents otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub group_size: Option<u32>,
+    /// Its plan's routing intents ([`super::Plan::route`]). Absent in stored documents
+    /// when none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub route: Vec<String>,
+    /// Once its route is resolved ([`super::record_signing`]): the relays the resolution
+    /// added to [`Record::targets`] (those that were not targets already). `None` while
+    /// the route waits for a resolver (and with no route).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub routed: Option<Vec<String>>,
 }
 
 fn is_false(b: &bool) -> bool {
@@ -458,6 +480,22 @@ fn is_zero(n: &u32) -> bool {
 /// is never one of a record's targets and settles none of them. Its entries have
 /// attempt 0 (signing counts no attempt).
 pub const SIGNER: &str = "signer";
+
+/// The [`Evidence::target`] of a route's resolution ([`super::Route`]): one `accepted`
+/// entry per relay chosen (its message: the relay, then why), or the resolver's failure.
+/// Like [`SIGNER`], never a target, attempt 0.
+pub const RESOLVER: &str = "resolver";
+
+/// True for the evidence of the helpers that prepare a record ([`SIGNER`],
+/// [`RESOLVER`]), not of a relay.
+pub fn is_helper(target: &str) -> bool {
+    target == SIGNER || target == RESOLVER
+}
+
+/// [`Record::needs`]: a signer, for a draft.
+pub const NEEDS_SIGNER: u8 = 1;
+/// [`Record::needs`]: a resolver, for a route not resolved yet.
+pub const NEEDS_RESOLVER: u8 = 2;
 
 impl Record {
     /// Its place in its group, when it is a member of one (a stored size, and an id
@@ -474,6 +512,14 @@ impl Record {
         self.event.id.is_empty()
     }
 
+    /// What it needs before it can be published: [`NEEDS_SIGNER`] (a draft) and
+    /// [`NEEDS_RESOLVER`] (a route not resolved yet), or 0. A record that needs any is
+    /// in stage `draft` while it waits.
+    pub fn needs(&self) -> u8 {
+        let route = !self.route.is_empty() && self.routed.is_none();
+        u8::from(self.is_draft()) | u8::from(route) << 1
+    }
+
     /// What names its event: the event id, or for a draft (which has none yet) the
     /// record id. [`Record::superseded_by`] of what a draft supersedes, and the
     /// tie-break between versions of one slot with one `created_at`.
@@ -485,13 +531,14 @@ impl Record {
         }
     }
 
-    /// How many times in a row the signer last failed to answer (unreachable or timed
-    /// out): the retry schedule's attempt number for the next signing.
+    /// How many times in a row the signer or the resolver last failed to answer
+    /// (unreachable or timed out): the retry schedule's attempt number for the next try.
     pub fn signer_tries(&self) -> u32 {
         self.evidence
             .iter()
             .rev()
-            .take_while(|e| e.target == SIGNER)
+            .take_while(|e| is_helper(&e.target))
+            .filter(|e| !e.outcome.is_accepted())
             .map(|e| e.tries)
             .sum()
     }
@@ -567,6 +614,10 @@ impl Record {
     /// compares it with [`Record::satisfaction`] to tell a new verdict (reported once)
     /// from one already reported.
     pub fn evaluate_before(&self, attempt: u32) -> Satisfaction {
+        // A route not resolved yet (or resolved to nothing): no verdict over no relay.
+        if self.targets.is_empty() {
+            return Satisfaction::Pending;
+        }
         self.policy.evaluate(self.targets.iter().map(|t| {
             let latest = self
                 .evidence

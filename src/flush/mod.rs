@@ -438,7 +438,7 @@ pub async fn tick<S: Store, T: Transport>(
         hurry: None,
         hold: None,
         nudge: None,
-        drafts: false,
+        prepare: 0,
     };
     let summary = run(store, transport, config, clock, random, observer, &bounds).await?;
     Ok(summary.stats)
@@ -533,10 +533,7 @@ fn finish_attempts(
 /// run (a short backoff while every relay is down) wait for the next run instead of
 /// keeping this one going until its tick limit.
 pub async fn due_since<S: Store>(store: &S, started_ms: u64) -> Result<bool, StoreError> {
-    Ok(store
-        .next_due(false)
-        .await?
-        .is_some_and(|d| d <= started_ms))
+    Ok(store.next_due(0).await?.is_some_and(|d| d <= started_ms))
 }
 
 /// Runs a whole flush with [`run`], without an outside stop: until a claim finds
@@ -560,7 +557,7 @@ pub async fn flush_until_idle<S: Store, T: Transport>(
         hurry: None,
         hold: None,
         nudge: None,
-        drafts: false,
+        prepare: 0,
     };
     run(store, transport, config, clock, random, observer, &bounds).await
 }
@@ -605,9 +602,10 @@ pub struct RunBounds<'a> {
     /// at once (and resets it) instead of at its next step, which behind a held
     /// backlog may be milliseconds away. `None`: at the next step.
     pub nudge: Option<&'a Signal>,
-    /// This context signs drafts ([`sign::sign_drafts`] runs before it): the run's
-    /// [`FlushSummary::next_due_ms`] counts the drafts' due times too.
-    pub drafts: bool,
+    /// What this context prepares ([`crate::core::ClaimRequest::prepare`];
+    /// [`sign::sign_drafts`] runs before it): the run's [`FlushSummary::next_due_ms`]
+    /// counts the due times of those records too. 0: none.
+    pub prepare: u8,
 }
 
 /// A whole flush as a pipeline: claims, publishes and recordings overlap instead of
@@ -738,7 +736,7 @@ pub async fn run<S: Store, T: Transport>(
         stats,
         ticks: pipeline.ticks(),
         next_due_ms: store
-            .next_due(bounds.drafts)
+            .next_due(bounds.prepare)
             .await?
             .map(|due| coalesce_due(due, started_ms, clock())),
         ok_to_commit: pipeline.latency(),

@@ -460,7 +460,7 @@ impl<'a> Pipeline<'a> {
             lease_ms: self.config.lease_ms,
             lanes: self.config.lanes.clone(),
             relays: self.config.relays.clone(),
-            drafts: false,
+            prepare: 0,
             lapsed_only: self.config.lapsed_only,
         }
     }

@@ -1,10 +1,13 @@
-//! Signing drafts: the step of a flush, before publishing, in a context that has the
-//! app's signer ([`sign_drafts`]). It claims due drafts
-//! ([`crate::core::ClaimRequest::drafts`]) under a lease that covers the signer's
-//! time, asks the signer for each in turn (a person may have to approve each), checks
-//! what comes back against the template (`nostr::template::Template::check`) and
-//! records it ([`Store::record_signing`]): a signed draft is a `pending` record,
-//! published by the same flush. Signed once: two contexts cannot hold one draft's
+//! Preparing records: the step of a flush, before publishing, in a context that has the
+//! app's signer or resolver ([`sign_drafts`]). It claims the due records it can
+//! prepare ([`crate::core::ClaimRequest::prepare`]: drafts to sign, routes to resolve)
+//! under a lease that covers the helpers' time; for each in turn it resolves the route
+//! ([`Signer::resolve`], which bounds its own time; the relays it
+//! names are normalized here, an invalid one is left out), then asks the signer (a
+//! person may have to approve each), checks what comes back against the template
+//! (`nostr::template::Template::check`) and records both
+//! ([`Store::record_signing`]): a prepared record is `pending`, published by the same
+//! flush. Signed once: two contexts cannot hold one draft's
 //! lease; a crash between the signer's answer and its commit leaves the draft to be
 //! signed again, and only the stored event is ever published.
 //!
@@ -13,13 +16,18 @@
 //! is not connected, a closed prompt) bring the draft back with a backoff and count
 //! no attempt; the drafts after it in the claim are not asked in this run and wait as
 //! long (they are tried together). A refusal ([`is_refusal`]) and an answer that is
-//! not the draft signed are terminal.
+//! not the draft signed are terminal. The resolver's failures likewise (it is not asked
+//! again in this run once it failed); a `dm` recipient it finds without DM relays is
+//! terminal (`recipientNotReady`), and the signer is not asked then.
 
 use futures_util::future::{select, Either, LocalBoxFuture};
 
 use super::{lease_id, report_end, FlushConfig, FlushEvent, TickStats};
-use crate::core::{ClaimRequest, Outcome, Record, Signed, Signing, Stage, StopReason};
+use crate::core::{
+    ClaimRequest, Outcome, Record, Route, Signed, Signing, Stage, StopReason, NEEDS_RESOLVER,
+};
 use crate::nostr::template::Template;
+use crate::nostr::RelayUrl;
 use crate::store::{Store, StoreError};
 use crate::transport::Signer;
 
@@ -33,6 +41,7 @@ pub fn lease_ms(config: &FlushConfig, sign: SignConfig) -> u64 {
         .max(
             sign.timeout_ms
                 .saturating_add(sign.pow_ms)
+                .saturating_add(RESOLVE_MS.saturating_mul(3))
                 .saturating_mul(2),
         )
         .min(crate::core::machine::MAX_LEASE_MS)
@@ -52,6 +61,10 @@ pub struct SignConfig {
     /// draft whose work is not found in that time ends exhausted (`powUnfinished`).
     pub pow_ms: u64,
 }
+
+/// How long the app's resolver may take for one intent of one record (`glue.js`'s
+/// `resolveRoute` bounds it): the prepare lease covers three intents.
+pub const RESOLVE_MS: u64 = 15_000;
 
 impl Default for SignConfig {
     fn default() -> SignConfig {
@@ -85,15 +98,16 @@ pub fn is_refusal(message: &str) -> bool {
     .any(|w| m.as_bytes().windows(w.len()).any(|x| x == w.as_bytes()))
 }
 
-/// Signs the drafts due now: one claim of up to [`FlushConfig::batch_size`] (more wait
-/// for the next flush, due at once), after taking over the drafts leased by flushers
+/// Prepares the records due now that `signer` can ([`Signer::can`]: drafts to sign,
+/// routes to resolve): one claim of up to [`FlushConfig::batch_size`] (more wait
+/// for the next flush, due at once), after taking over the records leased by flushers
 /// that are gone when `take_over` (the caller holds the Web Lock, as
-/// [`super::RunBounds::take_over`]); asked in claim order until the signer is
-/// unavailable; nothing when `keep_going` says stop. `sleep(ms)` times the signer out and lets
+/// [`super::RunBounds::take_over`]); asked in claim order until the signer (or the
+/// resolver) is unavailable; nothing when `keep_going` says stop. `sleep(ms)` times the signer out and lets
 /// NIP-13 mining yield. Reports `Signed`, `Retrying` and `Exhausted` to `observer`;
 /// answers the counts: `claimed`, `signed`, `retrying` (the signer unavailable),
 /// `exhausted` (refused, a bad answer, past the deadline), `lost_claims`. The next
-/// draft's due time is the flush's ([`super::RunBounds::drafts`]).
+/// draft's due time is the flush's ([`super::RunBounds::prepare`]).
 #[allow(clippy::too_many_arguments)]
 pub async fn sign_drafts<S: Store>(
     store: &S,
@@ -119,10 +133,12 @@ pub async fn sign_drafts<S: Store>(
         lease_ms: lease_ms(config, sign),
         lanes: config.lanes.clone(),
         relays: config.relays.clone(),
-        drafts: true,
+        prepare: signer.can(),
         lapsed_only: config.lapsed_only,
     };
+    // The first failure of the signer, and of the resolver, in this run.
     let mut unavailable: Option<(Outcome, String)> = None;
+    let mut unresolved: Option<(Outcome, String)> = None;
     // Holding the Web Lock, the drafts leased by a flusher that is gone (a tab closed
     // while its signer was asked) are taken over at once, not after their lease.
     let mut claimed = if take_over {
@@ -137,28 +153,50 @@ pub async fn sign_drafts<S: Store>(
             report_end(&record, &mut stats, observer);
             continue;
         }
-        let signing = match &unavailable {
-            // Not asked: it waits as long as the one the signer failed.
-            Some((outcome, message)) => Signing::Unavailable {
-                outcome: *outcome,
-                message: message.clone(),
-            },
-            None => ask(&record, signer, sign, clock, sleep).await,
+        // Not asked after a failure: it waits as long as the one that failed.
+        let again = |failed: &(Outcome, String)| Signing::Unavailable {
+            outcome: failed.0,
+            message: failed.1.clone(),
         };
-        if let Signing::Unavailable { outcome, message } = &signing {
-            unavailable.get_or_insert((*outcome, message.clone()));
+        let mut routes = None;
+        let mut signing = Signing::NotNeeded;
+        if record.needs() & NEEDS_RESOLVER != 0 {
+            match &unresolved {
+                Some(failed) => signing = again(failed),
+                None => match resolve(&record, signer).await {
+                    Ok(r) => routes = Some(r),
+                    Err(s) => signing = s,
+                },
+            }
+            if let Signing::Unavailable { outcome, message } = &signing {
+                unresolved.get_or_insert((*outcome, message.clone()));
+            }
+        }
+        if record.is_draft() && matches!(signing, Signing::NotNeeded) {
+            signing = match &unavailable {
+                Some(failed) => again(failed),
+                None => ask(&record, signer, sign, clock, sleep).await,
+            };
+            if let Signing::Unavailable { outcome, message } = &signing {
+                unavailable.get_or_insert((*outcome, message.clone()));
+            }
         }
         let signed = Signed {
             id: record.id.clone(),
             lease_id: request.lease_id.clone(),
             revision: record.revision,
             signing,
+            routes,
             jitter,
         };
         match store.record_signing(&signed, &config.retry, clock()).await {
-            Ok(next) if next.stage == Stage::Pending => {
+            // A draft signed tells `signed`; a route resolved, only that it changed.
+            Ok(next) if next.stage == Stage::Pending && record.is_draft() => {
                 stats.signed += 1;
                 observer(FlushEvent::Signed { record: &next });
+            }
+            Ok(next) if next.stage == Stage::Pending => {
+                observer(FlushEvent::Released { record: &next });
             }
             Ok(next) if next.stage == Stage::Draft => {
                 stats.retrying += 1;
@@ -173,6 +211,42 @@ pub async fn sign_drafts<S: Store>(
         }
     }
     Ok(stats)
+}
+
+/// Resolves each intent of `record`'s route (an error of the resolver, a timeout
+/// included, is `unreachable`): the relays chosen (normalized; an invalid URL is left out), each with its intent and reason; or
+/// why not, as the record's [`Signing`] (unavailable: asked again later; a `dm`
+/// recipient without DM relays: `recipientNotReady`).
+async fn resolve(record: &Record, signer: &dyn Signer) -> Result<Vec<Route>, Signing> {
+    let mut routes = Vec::new();
+    for intent in &record.route {
+        let text = signer
+            .resolve(intent, &record.event.raw)
+            .await
+            .map_err(|message| Signing::Unavailable {
+                outcome: Outcome::Unreachable,
+                message,
+            })?;
+        let mut lines = text.split('\n');
+        let not_ready = lines.next().unwrap_or_default();
+        if !not_ready.is_empty() {
+            return Err(Signing::Failed {
+                reason: StopReason::RecipientNotReady,
+                message: format!("{not_ready} has no DM relays (kind 10050)"),
+            });
+        }
+        // At most as many as a record has targets: a resolver's answer cannot bloat it.
+        for line in lines.take(crate::core::plan::MAX_TARGETS) {
+            let (relay, reason) = line.split_once('\t').unwrap_or((line, ""));
+            if let Ok(url) = RelayUrl::parse(relay) {
+                routes.push(Route {
+                    relay: url.as_str().to_owned(),
+                    reason: format!("{intent}: {reason}"),
+                });
+            }
+        }
+    }
+    Ok(routes)
 }
 
 /// Asks the signer to sign the draft `record` (mining its proof of work first), within

@@ -85,6 +85,44 @@ export function signerFunction(signer) {
   return undefined;
 }
 
+// Routing intents (`route` on enqueue): asks the app's resolver about one intent of one
+// event or draft (`text`, its JSON) and answers as lines: first a `dm` recipient the
+// resolver found no relay for (or "no recipient (no p tag)"; NIP-17 forbids sending it
+// elsewhere), else an empty line; then one line per relay chosen, `<relay>\t<reason>`
+// (tabs and line breaks in them made spaces). `outbox` asks about the author, `inbox`
+// about the pubkeys its `p` tags name (at most 64), `dm` about each of those in turn.
+// Relays may be given as strings; the flusher normalizes them and leaves out the invalid.
+// A call that takes more than 15 s fails (the record is asked about again after a backoff).
+export async function resolveRoute(resolver, intent, text) {
+  const event = JSON.parse(text);
+  const hex = /^[0-9a-f]{64}$/;
+  const tags = Array.isArray(event.tags) ? event.tags : [];
+  const tagged = [...new Set(tags.filter((t) => t[0] === "p" && hex.test(t[1])).map((t) => t[1]))].slice(0, 64);
+  const flat = (v) => String(v ?? "").replace(/[\t\r\n]/g, " ");
+  const lines = [""];
+  const ask = async (pubkeys) => {
+    let timer;
+    const late = new Promise((_, no) => (timer = setTimeout(() => no(new Error("no answer within 15 s")), 15_000)));
+    const got = await Promise.race([resolver({ intent, pubkeys, event }), late]).finally(() => clearTimeout(timer));
+    if (!Array.isArray(got)) throw new Error("the resolver must resolve with an array of { relay, reason }");
+    for (const r of got) lines.push(typeof r === "string" ? flat(r) : `${flat(r?.relay)}\t${flat(r?.reason)}`);
+    return got.length;
+  };
+  if (intent === "outbox") await ask([event.pubkey]);
+  else if (intent === "inbox") {
+    if (tagged.length) await ask(tagged);
+  } else if (tagged.length === 0) lines[0] = "no recipient (no p tag)";
+  else {
+    for (const pubkey of tagged) {
+      if ((await ask([pubkey])) === 0) {
+        lines[0] = pubkey;
+        break;
+      }
+    }
+  }
+  return lines.join("\n");
+}
+
 // NIP-70 at enqueue: the index of the first of `authors` (the pubkeys of protected
 // events; "" for the others) that is not the signer's key, else -1. The key is asked of
 // the signer: NIP-07's, nostr-tools' BunkerSigner's and applesauce's `getPublicKey()`,

@@ -213,6 +213,7 @@ shape! {
         not_before: Uint = "notBefore",
         sign: bool = "sign",
         pow: Uint = "pow",
+        route: Raw = "route",
     }
 }
 
@@ -224,7 +225,7 @@ shape! {
 }
 
 /// The keys of `enqueue` options.
-pub(crate) const ENQUEUE_KEYS: [&str; 10] = [
+pub(crate) const ENQUEUE_KEYS: [&str; 11] = [
     "policy",
     "id",
     "deadline",
@@ -235,6 +236,7 @@ pub(crate) const ENQUEUE_KEYS: [&str; 10] = [
     "notBefore",
     "sign",
     "pow",
+    "route",
 ];
 
 /// One `enqueueMany` item: the event, the relays and the keys of [`PlanOptions`] (read
@@ -261,7 +263,7 @@ impl Shape for ItemInput {
 }
 
 /// The keys of an `enqueueMany` item.
-pub(crate) const ITEM_KEYS: [&str; 12] = [
+pub(crate) const ITEM_KEYS: [&str; 13] = [
     "event",
     "relays",
     "policy",
@@ -274,6 +276,7 @@ pub(crate) const ITEM_KEYS: [&str; 12] = [
     "notBefore",
     "sign",
     "pow",
+    "route",
 ];
 
 impl ItemInput {
@@ -617,7 +620,7 @@ fn describe_bad_policy(v: &JsValue) -> String {
 }
 
 /// An array whose elements are all strings.
-fn string_array(v: &JsValue) -> Option<Vec<String>> {
+pub(crate) fn string_array(v: &JsValue) -> Option<Vec<String>> {
     if !Array::is_array(v) {
         return None;
     }

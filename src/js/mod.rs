@@ -43,6 +43,14 @@ pub fn version() -> String {
     crate::VERSION.to_string()
 }
 
+/// True when `event` (an event's JSON text) is a valid signed NIP-01 event: its fields,
+/// its id (sha256 of its serialization) and its BIP-340 signature checked. The
+/// relay-list resolver (`nostr-outbox/routes`) checks what index relays send with it.
+#[wasm_bindgen(js_name = verifyEvent)]
+pub fn verify_event(event: &str) -> bool {
+    crate::nostr::verify_event_json(event)
+}
+
 /// The relay URL as the outbox stores it (a record's `targets[].relay`, its evidence):
 /// surrounding whitespace trimmed, scheme and host lowercased, an IPv6 literal in its
 /// compressed form, the default port and a path of exactly `/` dropped, the rest of the

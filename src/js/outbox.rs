@@ -46,7 +46,7 @@ const DEFAULT_LIST_LIMIT: u32 = 100;
 const IMPORT_BATCH: usize = 50;
 
 /// The keys of `Outbox.open` options.
-const OPEN_KEYS: [&str; 25] = [
+const OPEN_KEYS: [&str; 26] = [
     "name",
     "storage",
     "durability",
@@ -68,14 +68,15 @@ const OPEN_KEYS: [&str; 25] = [
     "newerKinds",
     "signer",
     "signTimeoutMs",
+    "resolver",
     "requestPersistence",
     "autoFlush",
     "broadcast",
     "transport",
 ];
 /// The keys of `handleSync` options: those of `Outbox.open`, and `tag`.
-const SYNC_KEYS: [&str; 26] = {
-    let mut keys = [""; 26];
+const SYNC_KEYS: [&str; 27] = {
+    let mut keys = [""; 27];
     let mut i = 0;
     while i < OPEN_KEYS.len() {
         keys[i] = OPEN_KEYS[i];
@@ -109,6 +110,7 @@ shape! {
         newer_kinds: Raw = "newerKinds",
         signer: Raw = "signer",
         sign_timeout_ms: Uint = "signTimeoutMs",
+        resolver: Raw = "resolver",
         request_persistence: bool = "requestPersistence",
         auto_flush: bool = "autoFlush",
         broadcast: bool = "broadcast",
@@ -158,6 +160,8 @@ pub(crate) struct OpenConfig {
     signer: Option<js_sys::Function>,
     /// The signer as given (its `getPublicKey()` is asked about protected events).
     signer_object: Option<JsValue>,
+    /// The app's resolver of routing intents.
+    resolver: Option<js_sys::Function>,
     sign: SignConfig,
     request_persistence: bool,
     auto_flush: bool,
@@ -302,6 +306,15 @@ impl OpenConfig {
             }
             sign.timeout_ms = ms;
         }
+        let resolver = match r.value(o.resolver) {
+            None => None,
+            Some(f) => Some(f.dyn_into::<js_sys::Function>().map_err(|_| {
+                ApiError::options(
+                    "resolver",
+                    "must be a function ({ intent, pubkeys, event }) => relays",
+                )
+            })?),
+        };
         let transport = match r.value(o.transport) {
             None => None,
             Some(t) => Some(JsTransport::new(t).ok_or_else(|| {
@@ -349,6 +362,7 @@ impl OpenConfig {
             ws,
             signer,
             signer_object,
+            resolver,
             sign,
             request_persistence,
             auto_flush,
@@ -546,7 +560,7 @@ impl Outbox {
                 AnyTransport::Ws(ws)
             }
         });
-        let signer = config.signer.map(JsSigner::new);
+        let signer = JsSigner::helpers(config.signer, config.resolver);
         let channel = format!("nostr-outbox:{}", config.name);
         let events = Rc::new(
             Events::new(&channel, config.broadcast && !local).map_err(|e| {
@@ -748,6 +762,11 @@ impl Inner {
         );
         if let Some(p) = r.choice("priority", o.priority, &["high", "normal", "low"])? {
             plan = plan.with_priority(Priority::parse("priority", p)?);
+        }
+        if let Some(v) = r.value(o.route) {
+            plan.route = input::string_array(&v).ok_or_else(|| {
+                ApiError::argument("route", "must be an array of intents: outbox, inbox, dm")
+            })?;
         }
         Ok((
             plan.with_deadline_ms(r.uint("deadline", o.deadline)?)

@@ -93,10 +93,10 @@ pub(crate) struct RuntimeConfig {
     /// ([`crate::core::heartbeat`]).
     #[cfg(feature = "adapter")]
     pub shared: bool,
-    /// The app's signer, for drafts ([`crate::flush::sign`]); `None`: drafts are left
-    /// for a context that has one.
+    /// The app's signer and resolver, which prepare drafts and routes
+    /// ([`crate::flush::sign`]); `None`: those are left for a context that has them.
     pub signer: Option<JsSigner>,
-    /// How drafts are signed.
+    /// How drafts are signed and routes resolved.
     pub sign: SignConfig,
 }
 
@@ -695,7 +695,11 @@ impl<S: Store + 'static, T: Transport + 'static> Shared<S, T> {
             // Without a timer the held run's look again would come at once: no hold.
             hold: Some(&|| self.writing.get() > 0 && sound()),
             nudge: Some(&self.nudge),
-            drafts: self.config.signer.is_some(),
+            prepare: self
+                .config
+                .signer
+                .as_ref()
+                .map_or(0, crate::transport::Signer::can),
         };
         let filtered;
         let config = if *filter == Filter::default() && !lapsed_only {

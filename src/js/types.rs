@@ -153,7 +153,11 @@ export type StopReason =
   | "powUnfinished"
   | "vanished"
   /** A target relay holds a newer version (published elsewhere); `supersededBy` is its id. */
-  | "remoteNewer";
+  | "remoteNewer"
+  /** NIP-17: the recipient of its `dm` route has no kind 10050 list (never sent elsewhere instead). */
+  | "recipientNotReady"
+  /** Its route resolved to no relay, and it has no relay of its own. */
+  | "noRelays";
 
 /** A target's state from its latest evidence. */
 export type TargetState = "open" | "accepted" | "rejected";
@@ -329,6 +333,14 @@ export interface OutboxOptions {
    * may have to approve it). No answer by then: asked again after a backoff.
    */
   signTimeoutMs?: number;
+  /**
+   * Resolves routing intents (`route` on `enqueue`) into relays when a record is due:
+   * your own function, `relayListResolver(...)` (reads kinds 10002/10050 from index
+   * relays, cached), or a library's router (`ndkResolver`, `applesauceResolver`,
+   * `welshmanResolver`). Without one, records with a route wait for a context that has
+   * one.
+   */
+  resolver?: Resolver;
   /** Call `navigator.storage.persist()` at open; the answer is `outbox.persisted`. */
   requestPersistence?: boolean;
   /** Start auto-flush at once (same as calling `startAutoFlush()`). Default false. */
@@ -384,7 +396,46 @@ export interface EnqueueOptions {
    * is mined before signing, for at most 30 s (then `powUnfinished`).
    */
   pow?: number;
+  /**
+   * Where to send it, decided when it is due (by the outbox's `resolver`), besides the
+   * `relays` given (which may then be `[]`): `"outbox"` the author's NIP-65 write
+   * relays, `"inbox"` the NIP-65 read relays of the pubkeys it tags, `"dm"` the NIP-17
+   * DM relays (kind 10050) of each pubkey it tags. A `dm` recipient without DM relays
+   * ends the record `exhausted` / `recipientNotReady`: it is never sent elsewhere.
+   * The relays chosen, and why, are in its `evidence` (relay `"resolver"`) and
+   * `routed`. Part of the plan.
+   */
+  route?: RouteIntent[];
 }
+
+/** A routing intent (`route`). */
+export type RouteIntent = "outbox" | "inbox" | "dm";
+
+/** What the resolver is asked: one intent of one record. */
+export interface RouteRequest {
+  intent: RouteIntent;
+  /**
+   * `outbox`: the author; `inbox`: the pubkeys the event tags (`p`, at most 64); `dm`:
+   * one of those (one call per recipient).
+   */
+  pubkeys: string[];
+  /** The event (or the draft's template). */
+  event: { pubkey: string; kind: number; tags: string[][]; content: string; created_at?: number; id?: string };
+}
+
+/** One relay chosen for a route, and why. */
+export interface Route {
+  relay: string;
+  reason?: string;
+}
+
+/**
+ * Resolves one routing intent: the relays, each with a reason (a bare URL string is
+ * taken too). `[]` for a `dm` means the recipient has no DM relays (`recipientNotReady`);
+ * throw or reject when you cannot tell now (asked again after a backoff, like a relay
+ * that is down); no answer within 15 s counts as such. URLs are normalized; invalid ones are left out.
+ */
+export type Resolver = (request: RouteRequest) => Promise<Array<Route | string>>;
 
 /**
  * Claim order among due records: `"high"` first, then `"normal"`, then `"low"`; within
@@ -522,6 +573,13 @@ export interface OutboxRecord {
   draft: boolean;
   /** Its place in a group (`enqueueGroup`): member `index` of `size`, item id `<id>:<index>`; else null. */
   group: GroupRef | null;
+  /** Its routing intents (`enqueue`'s `route`); `[]` when none. */
+  route: RouteIntent[];
+  /**
+   * Once its route is resolved: the relays that added to `targets` (why each: the
+   * `evidence` of relay `"resolver"`); `null` before (stage `draft` while it waits).
+   */
+  routed: string[] | null;
 }
 
 /** A record's place in its group. */

@@ -151,6 +151,10 @@ struct RecordTail<'a> {
     draft: bool,
     /// Its place in a group (`{ id, index, size }`), or `null`.
     group: Option<GroupRef<'a>>,
+    /// Its routing intents (`[]`: none).
+    route: &'a [String],
+    /// Once its route is resolved, the relays that added; `null` before.
+    routed: Option<&'a [String]>,
 }
 
 impl<'a> RecordTail<'a> {
@@ -201,6 +205,8 @@ impl<'a> RecordTail<'a> {
             takeovers: r.takeovers,
             draft: r.is_draft(),
             group: r.group(),
+            route: &r.route,
+            routed: r.routed.as_deref(),
         }
     }
 }

@@ -693,6 +693,12 @@ mod doc_props {
                     .unwrap_or_default(),
                 stop_when_satisfied: revision % 5 == 0,
                 group_size: (revision % 7 == 0).then_some(3),
+                route: if revision % 5 == 0 {
+                    vec!["dm".into()]
+                } else {
+                    Vec::new()
+                },
+                routed: (revision % 10 == 0).then(|| vec!["wss://a.example/".into()]),
             },
         )
     }

@@ -252,8 +252,9 @@ pub trait Store {
         out
     }
 
-    /// Records the signer's answer for a leased draft and releases it
-    /// ([`crate::core::record_signing`]). A lost claim changes nothing.
+    /// Records what preparing a leased record produced (its route's resolution, the
+    /// signer's answer) and releases it ([`crate::core::record_signing`]). A lost
+    /// claim changes nothing.
     async fn record_signing(
         &self,
         signed: &Signed,
@@ -302,11 +303,11 @@ pub trait Store {
         Ok(Vec::new())
     }
 
-    /// The smallest `due_ms` of any non-terminal signed record, and with `drafts` of
-    /// any draft too ([`crate::core::ClaimRequest::drafts`]): when the next claim can
-    /// succeed (a leased record is due when its lease expires) in a context that
-    /// publishes, or that also signs.
-    async fn next_due(&self, drafts: bool) -> Result<Option<u64>, StoreError>;
+    /// The smallest `due_ms` of any non-terminal record ready to publish, and of those
+    /// this context can prepare ([`crate::core::ClaimRequest::prepare`]: 0 none): when
+    /// the next claim can succeed (a leased record is due when its lease expires) in a
+    /// context that publishes, or that also signs or resolves.
+    async fn next_due(&self, prepare: u8) -> Result<Option<u64>, StoreError>;
 
     /// How many signed records are due at `now_ms` (`due_ms <= now_ms`; a leased
     /// record whose lease expired included): what a flush starting then has ahead of

@@ -16,8 +16,27 @@ pub use scripted::ScriptedTransport;
 
 /// The app's signer (the NIP-07 `signEvent` shape): it signs NIP-42 AUTH events for the
 /// transport and drafts for the flusher (`crate::flush::sign`). The app's key, never
-/// the outbox's.
+/// the outbox's. It may also hold the app's resolver of routing intents
+/// ([`Signer::resolve`]): the helpers that prepare a record before it is published.
 pub trait Signer {
+    /// What it prepares: [`crate::core::NEEDS_SIGNER`] (it signs; the default) and
+    /// [`crate::core::NEEDS_RESOLVER`] (it resolves routes).
+    fn can(&self) -> u8 {
+        crate::core::NEEDS_SIGNER
+    }
+
+    /// Resolves the routing intent `intent` (`outbox`, `inbox`, `dm`) of the event
+    /// or draft `event` (its JSON text), as lines: first a `dm` recipient without DM
+    /// relays, or an empty line; then one line per relay chosen, `<relay>\t<reason>`.
+    /// An error is the resolver's message: it could not tell (asked again later).
+    fn resolve(
+        &self,
+        _intent: &str,
+        _event: &str,
+    ) -> LocalBoxFuture<'static, Result<String, String>> {
+        Box::pin(async { Err("no resolver".into()) })
+    }
+
     /// Signs an unsigned template, JSON text (`kind`, `created_at`, `tags`, `content`,
     /// and for a draft `pubkey`), and returns the signed event as JSON text (with `id`,
     /// `pubkey`, `sig`). An error is the signer's message (a throw or a rejection).

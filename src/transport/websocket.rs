@@ -54,6 +54,8 @@ mod notify;
 extern "C" {
     #[wasm_bindgen(js_name = storedEvents)]
     fn stored_events(url: &str, req: &str, timeout_ms: u32) -> js_sys::Promise;
+    #[wasm_bindgen(js_name = resolveRoute)]
+    fn resolve_route(resolver: &js_sys::Function, intent: &str, event: &str) -> js_sys::Promise;
 }
 
 #[wasm_bindgen(module = "/src/js/relay_info.js")]
@@ -184,25 +186,45 @@ impl WsTransportConfig {
     }
 }
 
-/// An [`Signer`] backed by a JavaScript function `(template) => signedEvent` or
-/// `async (template) => signedEvent`, e.g. `t => window.nostr.signEvent(t)` (NIP-07).
-/// A throw or a rejection is reported as the error.
+/// A [`Signer`] backed by a JavaScript function `(template) => signedEvent` or
+/// `async (template) => signedEvent`, e.g. `t => window.nostr.signEvent(t)` (NIP-07),
+/// and, for the flusher, the app's resolver of routing intents (`glue.js`'s
+/// `resolveRoute` calls it). A throw or a rejection is reported as the error.
 #[derive(Debug, Clone)]
 pub struct JsSigner {
-    function: js_sys::Function,
+    function: Option<js_sys::Function>,
+    resolver: Option<js_sys::Function>,
 }
 
 impl JsSigner {
     /// Wraps the JavaScript signer function.
     pub fn new(function: js_sys::Function) -> JsSigner {
-        JsSigner { function }
+        JsSigner {
+            function: Some(function),
+            resolver: None,
+        }
+    }
+
+    /// The helpers that prepare records ([`Signer::can`]): the signer function and
+    /// the resolver function, either optional; `None` when neither is given.
+    pub fn helpers(
+        function: Option<js_sys::Function>,
+        resolver: Option<js_sys::Function>,
+    ) -> Option<JsSigner> {
+        (function.is_some() || resolver.is_some()).then_some(JsSigner { function, resolver })
     }
 }
 
 impl Signer for JsSigner {
+    fn can(&self) -> u8 {
+        (u8::from(self.function.is_some()) * crate::core::NEEDS_SIGNER)
+            | (u8::from(self.resolver.is_some()) * crate::core::NEEDS_RESOLVER)
+    }
+
     fn sign(&self, template: String) -> LocalBoxFuture<'static, Result<String, String>> {
         let function = self.function.clone();
         Box::pin(async move {
+            let function = function.ok_or("no signer")?;
             let arg = js_sys::JSON::parse(&template)
                 .map_err(|e| format!("cannot build the template: {}", describe(&e)))?;
             let returned = function
@@ -219,6 +241,24 @@ impl Signer for JsSigner {
                 .map_err(|e| format!("signer returned a value that is not JSON: {}", describe(&e)))?
                 .as_string()
                 .ok_or_else(|| "signer returned a value that is not an event: undefined".into())
+        })
+    }
+
+    fn resolve(
+        &self,
+        intent: &str,
+        event: &str,
+    ) -> LocalBoxFuture<'static, Result<String, String>> {
+        let asked = self
+            .resolver
+            .as_ref()
+            .map(|r| resolve_route(r, intent, event));
+        Box::pin(async move {
+            JsFuture::from(asked.ok_or("no resolver")?)
+                .await
+                .map_err(|e| format!("resolver failed: {}", describe(&e)))?
+                .as_string()
+                .ok_or_else(|| "resolver failed".into())
         })
     }
 

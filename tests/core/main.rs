@@ -11,4 +11,6 @@ mod api_lists;
 mod group_props;
 mod machine;
 mod props;
+#[cfg(not(target_arch = "wasm32"))]
+mod route_props;
 mod semantics_props;

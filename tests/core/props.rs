@@ -673,7 +673,7 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
                     prop_assert_eq!(r.revision, prev.revision);
                 }
             }
-            let next_due = store.next_due(false).await.expect("next_due");
+            let next_due = store.next_due(0).await.expect("next_due");
             prop_assert_eq!(next_due, after.values().filter_map(|r| r.due_ms).min());
         }
         Ok(())

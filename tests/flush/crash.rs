@@ -218,7 +218,7 @@ async fn run_once(store: &MemoryStore, t: &ScriptedTransport, take_over: bool) -
         hurry: None,
         hold: None,
         nudge: None,
-        drafts: false,
+        prepare: 0,
     };
     let summary = nostr_outbox::flush::run(
         store,

@@ -283,9 +283,9 @@ fn a_draft_is_signed_when_due_then_published_once() {
 fn a_context_without_a_signer_neither_claims_nor_wakes_for_drafts() {
     block_on(async {
         let store = with_draft(5_000).await;
-        assert_eq!(store.next_due(false).await.unwrap(), None);
+        assert_eq!(store.next_due(0).await.unwrap(), None);
         assert_eq!(store.count_due(u64::MAX).await.unwrap(), 0);
-        assert_eq!(store.next_due(true).await.unwrap(), Some(5_000));
+        assert_eq!(store.next_due(1).await.unwrap(), Some(5_000));
         let mut request = nostr_outbox::core::ClaimRequest {
             owner: "sw".into(),
             lease_id: "l1".into(),
@@ -293,11 +293,11 @@ fn a_context_without_a_signer_neither_claims_nor_wakes_for_drafts() {
             lease_ms: 1_000,
             lanes: Vec::new(),
             relays: Vec::new(),
-            drafts: false,
+            prepare: 0,
             lapsed_only: false,
         };
         assert!(store.claim(&request, 10_000).await.unwrap().is_empty());
-        request.drafts = true;
+        request.prepare = 1;
         let claimed = store.claim(&request, 10_000).await.unwrap();
         assert_eq!(claimed.len(), 1);
         assert_eq!(claimed[0].stage, Stage::Leased);
@@ -328,7 +328,7 @@ fn an_unavailable_signer_backs_off_without_spending_attempts_and_asks_once_per_r
         // The first draft asked; the others wait as long, not asked.
         assert_eq!(signer.asked.get(), 1);
         assert_eq!(pass.retrying, 3);
-        assert_eq!(store.next_due(true).await.unwrap(), Some(2_000 + 1_000));
+        assert_eq!(store.next_due(1).await.unwrap(), Some(2_000 + 1_000));
         for n in 0..3 {
             let r = get(&store, &format!("d{n}")).await;
             assert_eq!(r.stage, Stage::Draft);
@@ -349,8 +349,8 @@ fn an_unavailable_signer_backs_off_without_spending_attempts_and_asks_once_per_r
         let pass = sign_at(&store, &signer, &config, 5_000, &mut log).await;
         assert_eq!(pass.signed, 3);
         // No draft waits; the signed records are due at once.
-        assert_eq!(store.next_due(true).await.unwrap(), Some(5_000));
-        assert_eq!(store.next_due(false).await.unwrap(), Some(5_000));
+        assert_eq!(store.next_due(1).await.unwrap(), Some(5_000));
+        assert_eq!(store.next_due(0).await.unwrap(), Some(5_000));
         for n in 0..3 {
             let r = get(&store, &format!("d{n}")).await;
             assert_eq!(r.stage, Stage::Pending);
@@ -392,7 +392,7 @@ fn a_draft_leased_by_a_flusher_that_is_gone_is_taken_over_by_the_lock_holder() {
             lease_ms: 180_000,
             lanes: Vec::new(),
             relays: Vec::new(),
-            drafts: true,
+            prepare: 1,
             lapsed_only: false,
         };
         assert_eq!(store.claim(&dead, 1_000).await.unwrap().len(), 1);

@@ -161,8 +161,8 @@ impl Store for Slow {
     async fn status(&self) -> Result<StageCounts, StoreError> {
         self.inner.status().await
     }
-    async fn next_due(&self, drafts: bool) -> Result<Option<u64>, StoreError> {
-        self.inner.next_due(drafts).await
+    async fn next_due(&self, prepare: u8) -> Result<Option<u64>, StoreError> {
+        self.inner.next_due(prepare).await
     }
     async fn count_due(&self, now_ms: u64) -> Result<u32, StoreError> {
         self.inner.count_due(now_ms).await
@@ -440,7 +440,7 @@ fn keep_going_stops_claiming_but_finishes_what_was_claimed() {
             hurry: None,
             hold: None,
             nudge: None,
-            drafts: false,
+            prepare: 0,
         };
         let summary = run(
             &store,
@@ -730,7 +730,7 @@ fn group_commit_writes_at_the_bound_or_at_batch_size() {
                 hurry: None,
                 hold: None,
                 nudge: None,
-                drafts: false,
+                prepare: 0,
             };
             let summary = run(
                 &store,
@@ -797,7 +797,7 @@ fn hurried_bounds<'a>(take: &'a dyn Fn() -> u32, nudge: Option<&'a Signal>) -> R
         hurry: Some(take),
         hold: None,
         nudge,
-        drafts: false,
+        prepare: 0,
     }
 }
 
@@ -1103,7 +1103,7 @@ async fn run_holding(t: &Holding<'_>) -> FlushSummary {
         hurry: None,
         hold: Some(&hold),
         nudge: None,
-        drafts: false,
+        prepare: 0,
     };
     let cfg = config(8, 4);
     run(

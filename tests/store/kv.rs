@@ -871,7 +871,7 @@ mod same_as_reference {
             };
             out.push(format!("{op:?} → {answer}"));
             out.push(format!("status {}", show(s.status().await)));
-            out.push(format!("next due {}", show(s.next_due(false).await)));
+            out.push(format!("next due {}", show(s.next_due(0).await)));
         }
         out
     }
@@ -1016,10 +1016,7 @@ fn a_layout_1_store_is_migrated_in_place_and_keeps_every_record() {
     // until t0 + 100 + 60 000) comes back after its lease.
     let ids: Vec<String> = (1..=8u32).map(|n| format!("{n:064x}")).collect();
     let t0 = 1_700_000_000_000u64;
-    assert_eq!(
-        block_on(store.next_due(false)).expect("next_due"),
-        Some(t0 + 6)
-    );
+    assert_eq!(block_on(store.next_due(0)).expect("next_due"), Some(t0 + 6));
     let claimed =
         block_on(store.claim(&fixture_claim("o", "l", 10, 1_000), t0 + 70_000_000)).expect("claim");
     let got: Vec<&str> = claimed.iter().map(|r| r.id.as_str()).collect();
@@ -1066,10 +1063,7 @@ fn a_layout_2_store_is_migrated_in_place_and_keeps_every_record() {
     let t0 = 1_700_000_000_000u64;
     let id = |n: u32| format!("{n:064x}");
     let long = format!("long.{}", "x".repeat(120));
-    assert_eq!(
-        block_on(store.next_due(false)).expect("next_due"),
-        Some(t0 + 6)
-    );
+    assert_eq!(block_on(store.next_due(0)).expect("next_due"), Some(t0 + 6));
     let claimed =
         block_on(store.claim(&fixture_claim("o", "l", 10, 1_000), t0 + 70_000_000)).expect("claim");
     let got: Vec<String> = claimed.iter().map(|r| r.id.clone()).collect();

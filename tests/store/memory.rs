@@ -180,8 +180,8 @@ impl Store for Broken {
     async fn status(&self) -> Result<StageCounts, StoreError> {
         self.inner.status().await
     }
-    async fn next_due(&self, drafts: bool) -> Result<Option<u64>, StoreError> {
-        self.inner.next_due(drafts).await
+    async fn next_due(&self, prepare: u8) -> Result<Option<u64>, StoreError> {
+        self.inner.next_due(prepare).await
     }
     async fn count_due(&self, now_ms: u64) -> Result<u32, StoreError> {
         self.inner.count_due(now_ms).await

@@ -297,16 +297,16 @@ impl Store for ReferenceStore {
         let records = self.records.borrow();
         let due = records
             .values()
-            .filter(|r| !r.is_draft() && r.due_ms.is_some_and(|d| d <= now_ms));
+            .filter(|r| r.needs() == 0 && r.due_ms.is_some_and(|d| d <= now_ms));
         Ok(due.count() as u32)
     }
 
-    async fn next_due(&self, drafts: bool) -> Result<Option<u64>, StoreError> {
+    async fn next_due(&self, prepare: u8) -> Result<Option<u64>, StoreError> {
         Ok(self
             .records
             .borrow()
             .values()
-            .filter(|r| drafts || !r.is_draft())
+            .filter(|r| r.needs() == 0 || (prepare != 0 && r.needs() & !prepare == 0))
             .filter_map(|r| r.due_ms)
             .min())
     }

@@ -60,6 +60,8 @@ fn base(id: &str, targets: &[&str], policy: Policy) -> Record {
         priority: nostr_outbox::core::Priority::Normal,
         stop_when_satisfied: false,
         group_size: None,
+        route: Vec::new(),
+        routed: None,
     }
 }
 

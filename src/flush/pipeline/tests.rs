@@ -29,7 +29,7 @@ fn leased(n: u32, relays: &[&str], priority: Priority, now: u64) -> (Record, Vec
         lease_ms: LEASE_MS,
         lanes: Vec::new(),
         relays: Vec::new(),
-        drafts: false,
+        prepare: 0,
         lapsed_only: false,
     };
     let record = claim(&record, &request, now).unwrap().into_record();

@@ -191,7 +191,7 @@ pub async fn lease_expiry_allows_reclaim<S: Store>(s: &S) {
     );
     check_eq!(
         C,
-        ok(C, "next_due", s.next_due(false).await),
+        ok(C, "next_due", s.next_due(0).await),
         Some(10_100),
         "due at lease expiry"
     );
@@ -652,7 +652,7 @@ pub async fn claim_priority_order<S: Store>(s: &S) {
     );
     check_eq!(
         C,
-        ok(C, "next_due", s.next_due(false).await),
+        ok(C, "next_due", s.next_due(0).await),
         Some(5),
         "next due is low5's"
     );

@@ -1082,7 +1082,7 @@ pub async fn next_due<S: Store>(s: &S) {
     const C: &str = "next_due";
     check_eq!(
         C,
-        ok(C, "next_due", s.next_due(false).await),
+        ok(C, "next_due", s.next_due(0).await),
         None,
         "empty store"
     );
@@ -1100,7 +1100,7 @@ pub async fn next_due<S: Store>(s: &S) {
     );
     check_eq!(
         C,
-        ok(C, "next_due", s.next_due(false).await),
+        ok(C, "next_due", s.next_due(0).await),
         Some(50),
         "earliest pending"
     );
@@ -1121,21 +1121,21 @@ pub async fn next_due<S: Store>(s: &S) {
     // `a` is leased until 10_060; `b` (due at 70) was not ready at 60.
     check_eq!(
         C,
-        ok(C, "next_due", s.next_due(false).await),
+        ok(C, "next_due", s.next_due(0).await),
         Some(70),
         "b is next"
     );
     ok(C, "cancel", s.cancel("b", 61).await);
     check_eq!(
         C,
-        ok(C, "next_due", s.next_due(false).await),
+        ok(C, "next_due", s.next_due(0).await),
         r.due_ms,
         "the lease expiry"
     );
     ok(C, "cancel", s.cancel("a", 62).await);
     check_eq!(
         C,
-        ok(C, "next_due", s.next_due(false).await),
+        ok(C, "next_due", s.next_due(0).await),
         None,
         "only terminal records"
     );

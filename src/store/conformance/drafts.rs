@@ -26,7 +26,7 @@ fn draft_plan(id: &str) -> Plan {
 
 fn drafts_claim(lease: &str) -> ClaimRequest {
     ClaimRequest {
-        drafts: true,
+        prepare: 1,
         ..fixture_claim("signer-tab", lease, 64, 60_000)
     }
 }
@@ -37,12 +37,13 @@ fn signed(id: &str, lease: &str, revision: u64, signing: Signing) -> Signed {
         lease_id: lease.into(),
         revision,
         signing,
+        routes: None,
         jitter: 0,
     }
 }
 
 /// Drafts wait for a claim for drafts; a publishing claim, `count_due` and
-/// `next_due(false)` ignore them; the signer's answers are recorded under the lease (a
+/// `next_due(0)` ignore them; the signer's answers are recorded under the lease (a
 /// stale one changes nothing); signed, a draft is claimed for publishing at once;
 /// unavailable, it waits for its backoff; refused, it ends and `retry` makes it a draft
 /// again; `cancel` undoes one.
@@ -63,12 +64,7 @@ pub async fn drafts_are_claimed_only_to_be_signed<S: Store>(s: &S) {
         1,
         "only s1 counts"
     );
-    check_eq!(
-        C,
-        ok(C, "next_due", s.next_due(false).await),
-        Some(1_000),
-        "s1"
-    );
+    check_eq!(C, ok(C, "next_due", s.next_due(0).await), Some(1_000), "s1");
     check_eq!(C, ok(C, "status", s.status().await).draft, 4, "four drafts");
 
     // A publishing claim takes the signed record only.
@@ -80,13 +76,13 @@ pub async fn drafts_are_claimed_only_to_be_signed<S: Store>(s: &S) {
     check_eq!(C, ids_of(&claimed), ["s1"], "never a draft");
     check_eq!(
         C,
-        ok(C, "next_due", s.next_due(false).await),
+        ok(C, "next_due", s.next_due(0).await),
         Some(62_000),
         "s1's lease"
     );
     check_eq!(
         C,
-        ok(C, "next_due", s.next_due(true).await),
+        ok(C, "next_due", s.next_due(1).await),
         Some(1_000),
         "the drafts"
     );

@@ -102,6 +102,7 @@ mod groups;
 mod import;
 mod nostr;
 mod records;
+mod routes;
 mod schedule;
 
 pub use claims::*;
@@ -113,6 +114,7 @@ pub use groups::*;
 pub use import::*;
 pub use nostr::*;
 pub use records::*;
+pub use routes::*;
 pub use schedule::*;
 
 macro_rules! cases {
@@ -177,6 +179,7 @@ macro_rules! conformance_cases {
             import_brings_records_as_they_are,
             scheduled_records_wait_for_their_time,
             drafts_are_claimed_only_to_be_signed,
+            routes_wait_for_a_resolver,
         );
     };
 }

@@ -30,10 +30,11 @@
 //! `<part>` is the row's `slotPart` (`1` may still be sent, `0` satisfied or
 //! superseded, `2` cancelled); `<inverted createdAt>` is `u64::MAX − created_at`, so the
 //! newest version comes first and, at equal `created_at`, the lower event id (NIP-01).
-//! `<rank>` is the priority's one-digit rank (0 high, 1 normal, 2 low), plus
-//! [`DRAFT_RANKS`] for a draft (3, 4, 5): a claim reads one range per rank, high first,
-//! of signed records or of drafts ([`crate::core::ClaimRequest::drafts`]), so a context
-//! that cannot sign never reads a draft, nor wakes up for one.
+//! `<rank>` is the priority's rank (0 high, 1 normal, 2 low), plus [`DRAFT_RANKS`] for a
+//! draft (3, 4, 5), twice that for a route to resolve (6, 7, 8) and three times for both
+//! (9, 10, 11): a claim reads one range per rank, high first, of records ready to
+//! publish or of those it can prepare ([`crate::core::ClaimRequest::prepare`]), so a
+//! context that cannot sign never reads a draft, nor wakes up for one.
 //! Index keys are derived from the row on every write and written in the same commit.
 //!
 //! Layouts 1 and 2 wrote lowercase prefixes (`r/`, `p/`, `d/`, `l/`, `t/`, `e/`, `s/`,
@@ -125,19 +126,24 @@ pub fn due_key(rank: u8, due_ms: u64, created_ms: u64, id: &str) -> String {
     )
 }
 
-/// What a draft's claim rank adds to its priority's ([`claim_rank`]).
+/// What each of a record's needs adds to its priority's claim rank ([`claim_rank`]).
 pub const DRAFT_RANKS: u8 = 3;
 
 /// The `<rank>` of `record`'s claim-order key: its priority's rank, plus
-/// [`DRAFT_RANKS`] for a draft.
+/// [`DRAFT_RANKS`] times its needs ([`Record::needs`]: 1 a draft, 2 a route to
+/// resolve, 3 both), so a context reads only the records it can take.
 pub fn claim_rank(record: &Record) -> u8 {
-    record.priority.rank() + if record.is_draft() { DRAFT_RANKS } else { 0 }
+    record.priority.rank() + DRAFT_RANKS * record.needs()
 }
 
-/// The claim ranks a claim reads, in order: of drafts, or of signed records.
-pub fn claim_ranks(drafts: bool) -> impl Iterator<Item = u8> {
-    let base = if drafts { DRAFT_RANKS } else { 0 };
-    Priority::ALL.into_iter().map(move |p| p.rank() + base)
+/// The claim ranks a claim reads, in order (by needs, then high priority first): of
+/// records ready to publish (`prepare` 0), or of those whose needs are all in
+/// `prepare` ([`crate::core::ClaimRequest::prepare`]).
+pub fn claim_ranks(prepare: u8) -> impl Iterator<Item = u8> {
+    (0..4 * DRAFT_RANKS).filter(move |rank| {
+        let needs = rank / DRAFT_RANKS;
+        (needs == 0) == (prepare == 0) && needs & !prepare == 0
+    })
 }
 
 /// The prefix of the claim-order keys of priority rank `rank`.

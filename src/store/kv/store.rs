@@ -941,7 +941,7 @@ impl<B: KvBackend> Store for KvStore<B> {
             let mut claimed: Vec<Record> = Vec::new();
             // One range per priority, high first: `p/<rank>/` up to the keys due at
             // `now_ms`. The filters are applied to the records read.
-            'ranks: for rank in keys::claim_ranks(request.drafts) {
+            'ranks: for rank in keys::claim_ranks(request.prepare) {
                 let prefix = keys::rank_prefix(rank);
                 let end = keys::due_end(rank, now_ms);
                 let ready = self
@@ -1288,7 +1288,7 @@ impl<B: KvBackend> Store for KvStore<B> {
         // The claim order's keys up to `now_ms`, one range per priority, counted (no
         // value read).
         let mut count = 0usize;
-        for rank in keys::claim_ranks(false) {
+        for rank in keys::claim_ranks(0) {
             count += self
                 .backend
                 .count(&keys::rank_prefix(rank), &keys::due_end(rank, now_ms))
@@ -1297,14 +1297,11 @@ impl<B: KvBackend> Store for KvStore<B> {
         Ok(u32::try_from(count).unwrap_or(u32::MAX))
     }
 
-    async fn next_due(&self, drafts: bool) -> Result<Option<u64>, StoreError> {
+    async fn next_due(&self, prepare: u8) -> Result<Option<u64>, StoreError> {
         let mut due: Option<u64> = None;
-        // Signed records' ranks, then the drafts'.
-        for rank in 0..if drafts {
-            2 * keys::DRAFT_RANKS
-        } else {
-            keys::DRAFT_RANKS
-        } {
+        // Ready records' ranks, then those of the records this context can prepare.
+        let prepared = keys::claim_ranks(prepare).filter(|_| prepare != 0);
+        for rank in keys::claim_ranks(0).chain(prepared) {
             let first = self.scan_prefix(&keys::rank_prefix(rank), Some(1)).await?;
             if let Some(d) = first.first().and_then(|e| keys::due_of(&e.key)) {
                 due = Some(due.map_or(d, |m| m.min(d)));
