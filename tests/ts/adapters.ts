@@ -11,6 +11,8 @@ import { createOutboxStore, type OutboxSnapshot, type OutboxStore } from "nostr-
 import { useOutbox, useOutboxStore } from "nostr-outbox/react";
 import { outboxStore, type OutboxReadable } from "nostr-outbox/svelte";
 import { OutboxInspector, STAGES } from "nostr-outbox/inspector";
+import { relayListResolver, type RelayListResolver } from "nostr-outbox/relay-lists";
+import { ndkResolver, applesauceResolver, welshmanResolver } from "nostr-outbox/routers";
 
 declare const outbox: Outbox;
 declare const signed: SignedEvent;
@@ -24,6 +26,16 @@ export async function adapters(): Promise<void> {
   // esbuild's recipe: the .wasm's URL (--loader:.wasm=file) given to init.
   const url: string = wasmUrl;
   await init({ module_or_path: url });
+
+  // Resolvers of routing intents: the built-in one and the libraries' routers.
+  const lists: RelayListResolver = relayListResolver({ indexRelays: ["wss://purplepag.es"], ttlMs: 60_000, cache: new Map() });
+  lists.announce = outbox;
+  await lists.observe(signed);
+  const found: Map<string, object | null> = await lists.lists(10050, [signed.pubkey]);
+  const fromStore = applesauceResolver({ eventStore: { getReplaceable: () => undefined } }, { maxPerPubkey: 2 });
+  console.log(found.size, (await fromStore({ intent: "dm", pubkeys: [signed.pubkey], event: signed })).length, typeof ndkResolver, typeof welshmanResolver);
+  // @ts-expect-error index relays are required
+  relayListResolver({});
 
   // nostr-tools: a pool whose publish goes through the outbox, the rest stays the pool's.
   const p = outboxPool(outbox, pool);

@@ -30,6 +30,8 @@ import init, {
   type PublishOptions,
   type SignedEvent,
   type DraftTemplate,
+  type Resolver,
+  type RouteIntent,
   type Stage,
   type StopReason,
   type Satisfaction,
@@ -167,6 +169,19 @@ export async function main(): Promise<void> {
   outbox.addEventListener("group", (e) => console.log(e.detail.id, e.detail.delivered, e.detail.state));
   // @ts-expect-error a member's id is derived from the group's
   await outbox.enqueueGroup([{ event: signed, relays, id: "mine" }]);
+
+  // Routing intents: relays decided when due, by the resolver.
+  const resolver: Resolver = async ({ intent, pubkeys, event }) =>
+    intent === "dm" ? [] : pubkeys.map((p) => ({ relay: "wss://r.example", reason: `${event.kind} ${p}` }));
+  const routed = await Outbox.open({ resolver });
+  const intents: RouteIntent[] = ["outbox", "inbox"];
+  const r = await routed.enqueue(signed, [], { route: intents });
+  const chosen: string[] | null = r.record.routed;
+  const notReady: StopReason = "recipientNotReady";
+  console.log(r.record.route, chosen, notReady);
+  await routed.enqueueGroup([{ event: signed, relays: [], route: ["dm"] }]);
+  // @ts-expect-error an intent is one of outbox, inbox, dm
+  await routed.enqueue(signed, [], { route: ["everywhere"] });
 
   const stats: FlushResult = await outbox.flush();
   if (!stats.ran && stats.skipped === "locked") console.log("another tab is flushing");
