@@ -89,7 +89,8 @@ export interface StorageAdapter {
  * `stopWhenSatisfied`). Delivery over, a satisfied record ends `satisfied` and one that
  * can no longer be satisfied `exhausted` (reason `rejected`).
  * `draft`: an unsigned template (`enqueue(template, relays, { sign: true })`) waiting
- * for the outbox's `signer`; once signed and checked it is `pending`.
+ * for the outbox's `signer`, or a `route` waiting for its `resolver`; once signed and
+ * checked, and resolved, it is `pending`.
  */
 export type Stage =
   | "draft"
