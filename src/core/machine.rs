@@ -1086,6 +1086,10 @@ pub fn retry(record: &Record, now_ms: u64) -> Result<Record, CoreError> {
     }
     let mut next = record.clone();
     bump(&mut next, now_ms);
+    // A route that resolved to no relay is resolved again (it added none).
+    if next.reason == Some(StopReason::NoRelays) {
+        next.routed = None;
+    }
     next.rearmed_after_attempt = next.attempts;
     next.attempt_limit = next.attempts.saturating_add(next.max_attempts);
     next.satisfaction = next.evaluate();

@@ -272,6 +272,13 @@ pub async fn routes_wait_for_a_resolver<S: Store>(s: &S) {
         (Stage::Exhausted, Some(StopReason::NoRelays)),
         "no relay"
     );
+    let dm1 = ok(C, "retry", s.retry("dm1", 2_750).await);
+    check_eq!(
+        C,
+        (dm1.stage, dm1.routed.clone(), dm1.targets.len()),
+        (Stage::Draft, None, 0),
+        "resolved again, never published to no relay"
+    );
 
     // A draft with a route needs both helpers; resolved and signed in one answer.
     let claimed = ok(
@@ -280,7 +287,13 @@ pub async fn routes_wait_for_a_resolver<S: Store>(s: &S) {
         s.claim(&claim_for(NEEDS_SIGNER | NEEDS_RESOLVER, "l5"), 2_800)
             .await,
     );
-    check_eq!(C, ids_of(&claimed), ["both"], "the draft with a route");
+    check_eq!(
+        C,
+        ids_of(&claimed),
+        ["dm1", "both"],
+        "dm1 to resolve again, then the draft with a route"
+    );
+    let claimed = &claimed[1..];
     let before = must_get(C, s, "both").await;
     err_code(
         C,
