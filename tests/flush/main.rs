@@ -15,4 +15,5 @@ mod newer;
 mod pipeline;
 mod props;
 mod readback;
+mod routes;
 mod tick;
