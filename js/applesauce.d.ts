@@ -46,3 +46,6 @@ export function outboxRelayPool(
   outbox: Outbox,
   options?: ApplesauceOutboxOptions,
 ): { publish(relays: string[], event: SignedEvent, opts?: { timeout?: number | boolean }): Promise<PublishResponse[]> };
+
+/** Routing intents: this library's relay lists as the outbox's `resolver` (see routers.d.ts). */
+export { applesauceResolver } from "./routers.js";

@@ -52,3 +52,6 @@ export function outboxPublishMethod(outbox, { relays: fallback, maxWait } = {}) 
     throw error;
   };
 }
+
+// Routing intents: this library's relay lists as the outbox's `resolver` (js/routers.js).
+export { applesauceResolver } from "./routers.js";

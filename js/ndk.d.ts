@@ -39,3 +39,6 @@ export function outboxPublish(
 
 /** Makes `NDKEvent.prototype.publish` go through the outbox; returns a function that undoes it. */
 export function installOutbox(outbox: Outbox): () => void;
+
+/** Routing intents: this library's relay lists as the outbox's `resolver` (see routers.d.ts). */
+export { ndkResolver } from "./routers.js";

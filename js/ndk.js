@@ -82,3 +82,6 @@ export function installOutbox(outbox) {
     NDKEvent.prototype.publish = original;
   };
 }
+
+// Routing intents: this library's relay lists as the outbox's `resolver` (js/routers.js).
+export { ndkResolver } from "./routers.js";

@@ -32,3 +32,6 @@ export interface PublishOptions {
 
 /** A drop-in for @welshman/net's `publish(options)` that delivers through the outbox. */
 export function outboxPublish(outbox: Outbox): (options: PublishOptions) => Promise<Record<string, PublishResult>>;
+
+/** Routing intents: this library's relay lists as the outbox's `resolver` (see routers.d.ts). */
+export { welshmanResolver } from "./routers.js";

@@ -50,3 +50,6 @@ export function outboxPublish(outbox) {
     return Object.fromEntries(results);
   };
 }
+
+// Routing intents: this library's relay lists as the outbox's `resolver` (js/routers.js).
+export { welshmanResolver } from "./routers.js";

@@ -91,6 +91,10 @@ done
 printf '%-10s %d bytes gzipped\n' "transfer:" "$(gzip -9 -c pkg/transfer.js | wc -c)"
 # Groups' cancelGroup, retryGroup and `group` event (index.js imports it too).
 printf '%-10s %d bytes gzipped\n' "groups:" "$(gzip -9 -c pkg/groups.js | wc -c)"
+# Routing intents' resolvers: the built-in one (nostr-outbox/relay-lists) and the libraries'
+# routers (nostr-outbox/routers), each loaded only by an app that imports it.
+printf '%-10s %d bytes gzipped\n' "relay-lists:" "$(gzip -9 -c pkg/relay-lists.js | wc -c)"
+printf '%-10s %d bytes gzipped\n' "routers:" "$(gzip -9 -c pkg/routers.js | wc -c)"
 # Size by crate, from the names kept above; the table is markdown for docs/BENCHMARKS.md.
 # It never fails the build: a problem is one line. NOSTR_OUTBOX_SIZE_BY_CRATE=0 skips it.
 if [ "${NOSTR_OUTBOX_SIZE_BY_CRATE:-1}" != 0 ] && [ -f "$named" ]; then

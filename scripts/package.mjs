@@ -155,7 +155,15 @@ if (hasEdge) {
   if (!edgeSnippet) fail("edge/snippets/**/src/js/error.js not found");
   const edgeErrorPath = "./" + relative(edgeDir, edgeSnippet).split("\\").join("/");
   const edgeInfoPath = edgeErrorPath.replace(/error\.js$/, "relay_info.js");
+  // And what they import from beside them that does not import the generated module
+  // (routers.js, re-exported by the library adapters), so edge/ resolves every import.
+  const besides = new Set(wasmBound);
   for (const a of wasmBound) {
+    for (const [, dep] of readFileSync(join(jsDir, `${a}.js`), "utf8").matchAll(/from "\.\/([a-z-]+)\.js"/g)) {
+      if (dep !== base && jsFiles.includes(`${dep}.js`)) besides.add(dep);
+    }
+  }
+  for (const a of besides) {
     copyFileSync(join(jsDir, `${a}.js`), join(edgeDir, `${a}.js`));
     copyFileSync(join(jsDir, `${a}.d.ts`), join(edgeDir, `${a}.d.ts`));
   }
