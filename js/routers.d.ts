@@ -1,38 +1,15 @@
 // nostr-outbox/routers: resolvers for routing intents over NDK, applesauce and welshman.
 // Structural types only: nothing here imports a library.
 
-/** Why an event is routed: its author's outbox, its recipients' inboxes, or a NIP-17 DM. */
-export type RouteIntent = "outbox" | "inbox" | "dm";
-
-/** What the outbox asks a resolver. */
-export interface RouteRequest {
-  intent: RouteIntent;
-  /**
-   * 64-char lowercase hex. `outbox`: the event's author; `inbox`: the pubkeys the event tags;
-   * `dm`: exactly one recipient.
-   */
-  pubkeys: string[];
-  event: { pubkey: string; kind: number; tags: string[][]; content: string; created_at?: number; id?: string };
-}
-
-/** One relay to deliver to, and why it was chosen. */
-export interface Route {
-  relay: string;
-  /** e.g. `"write relay of 1a2b3c4d (kind 10002)"`, `"DM relay of 1a2b3c4d (kind 10050)"`. */
-  reason?: string;
-}
-
-/**
- * Resolves a request to relays:
- * - `outbox`: the NIP-65 (kind 10002) write relays of `pubkeys` (`r` tags, no marker or "write");
- * - `inbox`: their NIP-65 read relays (`r` tags, no marker or "read");
- * - `dm`: their NIP-17 (kind 10050) `relay`s; `[]` for a pubkey without a kind 10050 (never
- *   its NIP-65 relays), so the outbox marks that recipient `recipient_not_ready`.
- * `[]` when the lists were looked for and not found; rejects when the library could not look
- * (no relay answered, the loader failed): the outbox retries later. Each relay once per
- * call; at most `maxPerPubkey` per pubkey.
- */
-export type Resolver = (request: RouteRequest) => Promise<Route[]>;
+// The contract (`RouteIntent`, `RouteRequest`, `Route`, `Resolver`) is the outbox's own: each
+// resolver here answers `outbox` with the NIP-65 (kind 10002) write relays of `pubkeys`,
+// `inbox` with their read relays, `dm` with their NIP-17 (kind 10050) `relay`s and `[]` for a
+// pubkey without one (never its NIP-65 relays: the outbox marks it `recipientNotReady`);
+// `[]` when the lists were looked for and not found; it rejects when the library could not
+// look (no relay answered, the loader failed), and the outbox retries later. Each relay once
+// per call; at most `maxPerPubkey` per pubkey.
+import type { Resolver, Route, RouteIntent, RouteRequest } from "./nostr_outbox.js";
+export type { Resolver, Route, RouteIntent, RouteRequest };
 
 /** Options every resolver takes. */
 export interface ResolverOptions {

@@ -174,10 +174,11 @@ fn draft_plan_with(id: &str, template: Value, pow: Option<u8>, now_ms: u64) -> P
     .with_id(id)
 }
 
-/// One signing pass at `now` (a timeout fires at once), its events logged.
+/// One signing pass at `now` (a timeout fires at once), its events logged (a record
+/// made ready by its route alone is `ready`).
 pub async fn sign_at(
     store: &MemoryStore,
-    signer: &TestSigner,
+    signer: &dyn Signer,
     config: &FlushConfig,
     now: u64,
     log: &mut Vec<String>,
@@ -199,6 +200,7 @@ pub async fn sign_at(
                 FlushEvent::Retrying { record } => format!("retrying {}", record.id),
                 FlushEvent::Exhausted { record } => format!("exhausted {}", record.id),
                 FlushEvent::LostClaim { id } => format!("lost {id}"),
+                FlushEvent::Released { record } => format!("ready {}", record.id),
                 _ => "other".into(),
             })
         },

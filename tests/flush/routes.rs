@@ -15,13 +15,13 @@ use futures_util::future::LocalBoxFuture;
 use proptest::prelude::*;
 
 use nostr_outbox::core::{Outcome, Policy, Record, Stage, StopReason, NEEDS_RESOLVER, RESOLVER};
-use nostr_outbox::flush::sign::{sign_drafts, SignConfig};
-use nostr_outbox::flush::{FlushConfig, FlushEvent, TickStats};
+use nostr_outbox::flush::FlushConfig;
 use nostr_outbox::nostr::RelayUrl;
 use nostr_outbox::store::conformance::fixture_plan;
 use nostr_outbox::store::{MemoryStore, Store};
 use nostr_outbox::transport::{ScriptedTransport, Signer};
 
+use crate::drafts::sign_at;
 use crate::support::{config, counter};
 
 /// Answers each `resolve` with the next scripted answer (the last one again when the
@@ -71,38 +71,6 @@ impl Signer for ScriptedResolver {
     }
 }
 
-async fn prepare_at(
-    store: &MemoryStore,
-    resolver: &ScriptedResolver,
-    config: &FlushConfig,
-    now: u64,
-    log: &mut Vec<String>,
-) -> TickStats {
-    let sleep = |_ms: u64| -> LocalBoxFuture<'static, ()> { Box::pin(async {}) };
-    sign_drafts(
-        store,
-        resolver,
-        config,
-        SignConfig::default(),
-        true,
-        &|| now,
-        &mut counter(),
-        &sleep,
-        &|| true,
-        &mut |e| {
-            log.push(match e {
-                FlushEvent::Retrying { record } => format!("retrying {}", record.id),
-                FlushEvent::Exhausted { record } => format!("exhausted {}", record.id),
-                FlushEvent::Released { record } => format!("ready {}", record.id),
-                FlushEvent::Signed { record } => format!("signed {}", record.id),
-                _ => "other".into(),
-            })
-        },
-    )
-    .await
-    .expect("the pass runs")
-}
-
 async fn routed(store: &MemoryStore, id: &str, route: &[&str], now: u64) -> Record {
     let mut plan = fixture_plan(1, &[], Policy::Any).with_id(id);
     plan.route = route.iter().map(|r| r.to_string()).collect();
@@ -137,7 +105,7 @@ fn a_resolver_that_fails_then_answers_decides_where_the_record_goes() {
             Ok("\nwss://a.example\twrite relay\nnot a url\twhat\nWSS://A.EXAMPLE/\tagain\nwss://b.example"),
         ]);
         let mut log = Vec::new();
-        prepare_at(&store, &resolver, &config, 1_000_000, &mut log).await;
+        sign_at(&store, &resolver, &config, 1_000_000, &mut log).await;
         assert_eq!(log, ["retrying r1"]);
         let r = store.get("r1").await.unwrap().unwrap();
         assert_eq!(
@@ -148,10 +116,10 @@ fn a_resolver_that_fails_then_answers_decides_where_the_record_goes() {
         publish_all(&store, &t, &config, 1_000_500).await;
         assert!(t.sent().is_empty());
         // Before its backoff, it is not asked again.
-        prepare_at(&store, &resolver, &config, 1_000_500, &mut log).await;
+        sign_at(&store, &resolver, &config, 1_000_500, &mut log).await;
         assert_eq!(resolver.asked.borrow().len(), 1);
 
-        prepare_at(&store, &resolver, &config, 1_001_000, &mut log).await;
+        sign_at(&store, &resolver, &config, 1_001_000, &mut log).await;
         assert_eq!(log, ["retrying r1", "ready r1"]);
         let r = store.get("r1").await.unwrap().unwrap();
         assert_eq!(r.stage, Stage::Pending);
@@ -204,7 +172,7 @@ fn a_dm_recipient_not_ready_ends_the_record_and_it_is_sent_nowhere() {
         let resolver =
             ScriptedResolver::new(vec![Ok("ab12\nwss://a.example\tdm relay of someone else")]);
         let mut log = Vec::new();
-        prepare_at(&store, &resolver, &config, 2_000, &mut log).await;
+        sign_at(&store, &resolver, &config, 2_000, &mut log).await;
         assert_eq!(log, ["exhausted dm"]);
         let r = store.get("dm").await.unwrap().unwrap();
         assert_eq!(
@@ -243,7 +211,7 @@ proptest! {
             routed(&store, "r", &["inbox"], 1_000).await;
             let text = std::iter::once(first.clone()).chain(lines.iter().cloned()).collect::<Vec<_>>().join("\n");
             let resolver = ScriptedResolver::new(vec![Ok(text.as_str())]);
-            prepare_at(&store, &resolver, &config, 2_000, &mut Vec::new()).await;
+            sign_at(&store, &resolver, &config, 2_000, &mut Vec::new()).await;
             let r = store.get("r").await.unwrap().unwrap();
             prop_assert!(r.targets.len() <= 64);
             for t in &r.targets {
