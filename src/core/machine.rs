@@ -138,11 +138,17 @@ impl ClaimRequest {
     /// (or there are none) and it waits for one of [`ClaimRequest::relays`] (or there
     /// are none). Readiness is apart ([`Record::is_ready`]).
     pub fn admits(&self, record: &Record) -> bool {
-        let needs = record.needs();
-        (needs == 0) == (self.prepare == 0)
-            && needs & !self.prepare == 0
+        ClaimRequest::takes(self.prepare, record.needs())
             && (self.lanes.is_empty() || self.lanes.contains(&record.lane))
             && (self.relays.is_empty() || self.relays.iter().any(|r| record.waits_for(r)))
+    }
+
+    /// True when a claim that prepares `prepare` ([`ClaimRequest::prepare`]) takes a
+    /// record that needs `needs` ([`Record::needs`]): one ready to publish exactly when
+    /// it prepares nothing, else one whose every need it can meet. The store's claim
+    /// ranks are chosen by it too.
+    pub fn takes(prepare: u8, needs: u8) -> bool {
+        (needs == 0) == (prepare == 0) && needs & !prepare == 0
     }
 
     /// Checks every field.

@@ -517,7 +517,7 @@ impl Record {
     /// in stage `draft` while it waits.
     pub fn needs(&self) -> u8 {
         let route = !self.route.is_empty() && self.routed.is_none();
-        u8::from(self.is_draft()) | u8::from(route) << 1
+        (u8::from(self.is_draft()) * NEEDS_SIGNER) | (u8::from(route) * NEEDS_RESOLVER)
     }
 
     /// What names its event: the event id, or for a draft (which has none yet) the

@@ -168,18 +168,14 @@ pub async fn sign_drafts<S: Store>(
                     Err(s) => signing = s,
                 },
             }
-            if let Signing::Unavailable { outcome, message } = &signing {
-                unresolved.get_or_insert((*outcome, message.clone()));
-            }
+            remember(&mut unresolved, &signing);
         }
         if record.is_draft() && matches!(signing, Signing::NotNeeded) {
             signing = match &unavailable {
                 Some(failed) => again(failed),
                 None => ask(&record, signer, sign, clock, sleep).await,
             };
-            if let Signing::Unavailable { outcome, message } = &signing {
-                unavailable.get_or_insert((*outcome, message.clone()));
-            }
+            remember(&mut unavailable, &signing);
         }
         let signed = Signed {
             id: record.id.clone(),
@@ -211,6 +207,14 @@ pub async fn sign_drafts<S: Store>(
         }
     }
     Ok(stats)
+}
+
+/// Keeps a helper's first failure in this run (`signing` unavailable): the records
+/// after it are not asked and wait as long.
+fn remember(failed: &mut Option<(Outcome, String)>, signing: &Signing) {
+    if let Signing::Unavailable { outcome, message } = signing {
+        failed.get_or_insert_with(|| (*outcome, message.clone()));
+    }
 }
 
 /// Resolves each intent of `record`'s route (an error of the resolver, a timeout

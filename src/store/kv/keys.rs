@@ -43,7 +43,7 @@
 //! ([`OLD_RANGES`]): by [`super::KvStore::migrate`] on the storage adapters, by
 //! `store::idb::legacy` in IndexedDB.
 
-use crate::core::{Priority, Record, Stage};
+use crate::core::{ClaimRequest, Priority, Record, Stage};
 use crate::store::codec::RowIndex;
 
 /// The prefix of row keys.
@@ -140,10 +140,7 @@ pub fn claim_rank(record: &Record) -> u8 {
 /// records ready to publish (`prepare` 0), or of those whose needs are all in
 /// `prepare` ([`crate::core::ClaimRequest::prepare`]).
 pub fn claim_ranks(prepare: u8) -> impl Iterator<Item = u8> {
-    (0..4 * DRAFT_RANKS).filter(move |rank| {
-        let needs = rank / DRAFT_RANKS;
-        (needs == 0) == (prepare == 0) && needs & !prepare == 0
-    })
+    (0..4 * DRAFT_RANKS).filter(move |rank| ClaimRequest::takes(prepare, rank / DRAFT_RANKS))
 }
 
 /// The prefix of the claim-order keys of priority rank `rank`.
