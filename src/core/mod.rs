@@ -26,7 +26,7 @@ pub mod signal;
 
 pub use envelope::{EventEnvelope, EventMeta};
 pub use error::{CoreError, ErrorCode};
-pub use group::{group_plans, GroupRef, GroupState, GroupStatus};
+pub use group::{group_plans, GroupRef};
 pub use heartbeat::Heartbeat;
 pub use lane::{Priority, DEFAULT_LANE};
 pub use machine::{

@@ -22,8 +22,7 @@ use super::{sys, transfer, view};
 use crate::core::plan::MAX_ATTEMPTS_LIMIT;
 use crate::core::semantics;
 use crate::core::{
-    group_plans, Enqueued, ErrorCode, GroupStatus, ListQuery, Plan, Policy, Priority, Record,
-    RetryConfig, Stage,
+    group_plans, Enqueued, ErrorCode, ListQuery, Plan, Policy, Priority, Record, RetryConfig, Stage,
 };
 use crate::flush::sign::SignConfig;
 use crate::flush::{FlushConfig, FlushEvent};
@@ -34,7 +33,7 @@ use crate::platform::{self, storage as persistence};
 #[cfg(feature = "indexeddb")]
 use crate::store::idb::{IdbKv, IdbOptions};
 use crate::store::kv::{KvStore, MemoryKv};
-use crate::store::{group, Durability, Progress, Store};
+use crate::store::{Durability, Progress, Store};
 use crate::transport::websocket::{JsSigner, WsTransport, WsTransportConfig};
 
 /// The default database name.
@@ -413,13 +412,6 @@ fn group_id(options: &JsValue) -> Result<String, ApiError> {
     }
 }
 
-/// `enqueueGroup`'s answer, from its members' enqueue `results` and `answers`.
-fn group_enqueued(id: &str, results: Array, answers: Vec<Enqueued>) -> JsValue {
-    let members = answers.into_iter().map(|a| Some(a.record)).collect();
-    let status = GroupStatus::of(id, members).map_or(JsValue::NULL, |g| view::group(&g));
-    view::group_enqueued(id, results, status)
-}
-
 /// `e` with the index of the `enqueueMany` item it is about.
 fn with_index(e: ApiError, index: usize) -> ApiError {
     e.add_details(Details::index(index))
@@ -663,7 +655,7 @@ impl Outbox {
                 .emit_local("progress", &view::progress("enqueueMany", total, total));
             Ok(match group {
                 None => out.into(),
-                Some(id) => group_enqueued(&id, out, answers),
+                Some(id) => view::group_enqueued(&id, out),
             })
         })
     }
@@ -951,25 +943,6 @@ impl Outbox {
     #[wasm_bindgen(js_name = enqueueGroup, skip_typescript)]
     pub fn enqueue_group(&self, items: JsValue, options: JsValue) -> Promise {
         self.enqueue_items(items, Some(options))
-    }
-
-    /// A group's status and members, or `null` when no member of it is stored (with
-    /// `required`, which `js/groups.js` passes: `not_found`).
-    #[wasm_bindgen(skip_typescript)]
-    pub fn group(&self, id: JsValue, required: JsValue) -> Promise {
-        let inner = self.live();
-        promise(async move {
-            let inner = inner?;
-            let id = item_id(&id)?;
-            match group::status(&*inner.store, &id).await? {
-                Some(g) => Ok(view::group(&g)),
-                None if required.is_truthy() => Err(ApiError::new(
-                    ErrorCode::NotFound,
-                    format!("no member of group `{id}` is stored"),
-                )),
-                None => Ok(JsValue::NULL),
-            }
-        })
     }
 
     /// A page of the export (`js/transfer.js` streams them): `{ lines, next }`, the

@@ -12,8 +12,8 @@ use serde::Serialize;
 use wasm_bindgen::prelude::*;
 
 use crate::core::{
-    EnqueueOutcome, Evidence, GroupRef, GroupStatus, Outcome, Policy, Record, Satisfaction, Stage,
-    StageCounts, TargetState,
+    EnqueueOutcome, Evidence, GroupRef, Outcome, Policy, Record, Satisfaction, Stage, StageCounts,
+    TargetState,
 };
 use crate::flush::{FlushSummary, Latency};
 
@@ -291,41 +291,6 @@ pub(crate) fn records(rs: &[Record]) -> JsValue {
     parse_records(b"", &rs, true)
 }
 
-/// A group's status (`OutboxGroup`) up to its members.
-#[derive(Serialize)]
-struct GroupHead<'a> {
-    id: &'a str,
-    size: u32,
-    state: &'static str,
-    delivered: u32,
-    failed: u32,
-    open: u32,
-    missing: u32,
-}
-
-/// A group's status as a JavaScript `OutboxGroup`: its counts, then `members` (each an
-/// `OutboxRecord`, or `null` when purged).
-pub(crate) fn group(g: &GroupStatus) -> JsValue {
-    let c = g.counts;
-    let head = GroupHead {
-        id: &g.id,
-        size: g.size,
-        state: g.state().as_str(),
-        delivered: c.delivered,
-        failed: c.failed,
-        open: c.open,
-        missing: c.missing,
-    };
-    // Serializing this borrowed view cannot fail (no maps, no non-string keys).
-    let Ok(mut head) = serde_json::to_vec(&head) else {
-        return JsValue::NULL;
-    };
-    head.pop(); // its `}`
-    head.extend_from_slice(b",\"members\":");
-    let rs: Vec<Option<&Record>> = g.members.iter().map(Option::as_ref).collect();
-    parse_records(&head, &rs, true)
-}
-
 /// Counts per stage: `OutboxStatus`.
 #[derive(Serialize)]
 struct StatusView {
@@ -425,31 +390,27 @@ pub(crate) fn enqueue_result(id: &str, outcome: EnqueueOutcome, record: &JsValue
         EnqueueOutcome::Replay => "replay",
         EnqueueOutcome::Superseded => "superseded",
     };
-    object([
+    object(&[
         ("id", JsValue::from_str(id)),
         ("disposition", JsValue::from_str(disposition)),
         ("record", record.clone()),
     ])
 }
 
-/// A plain object of these three properties.
-fn object(entries: [(&str, JsValue); 3]) -> JsValue {
+/// A plain object of these properties.
+fn object(entries: &[(&str, JsValue)]) -> JsValue {
     let out = js_sys::Object::new();
     for (key, value) in entries {
         // Setting a property of a fresh plain object does not fail.
-        let _ = js_sys::Reflect::set(&out, &JsValue::from_str(key), &value);
+        let _ = js_sys::Reflect::set(&out, &JsValue::from_str(key), value);
     }
     out.into()
 }
 
-/// `enqueueGroup`'s answer: `{ id, results, group }`, `results` one `EnqueueResult`
-/// per member, `group` the group's status (the `group` event's detail).
-pub(crate) fn group_enqueued(id: &str, results: js_sys::Array, group: JsValue) -> JsValue {
-    object([
-        ("id", JsValue::from_str(id)),
-        ("results", results.into()),
-        ("group", group),
-    ])
+/// `enqueueGroup`'s answer from the `.wasm`: `{ id, results }`, `results` one
+/// `EnqueueResult` per member (`js/groups.js` adds the group's status, `group`).
+pub(crate) fn group_enqueued(id: &str, results: js_sys::Array) -> JsValue {
+    object(&[("id", JsValue::from_str(id)), ("results", results.into())])
 }
 
 /// What a flush did, as a JavaScript `FlushResult`.

@@ -17,7 +17,6 @@ use crate::core::{
 pub mod codec;
 #[cfg(any(test, feature = "testing"))]
 pub mod conformance;
-pub mod group;
 #[cfg(all(target_arch = "wasm32", feature = "indexeddb"))]
 pub mod idb;
 pub mod kv;

@@ -215,7 +215,7 @@ fn the_suite_catches_broken_stores() {
     // The groups case (it purges too) runs first and catches it.
     let msg = suite_fails_on(Defect::PurgeEverything);
     assert!(
-        msg.contains("groups_enqueue_whole_status_cancel_retry") && msg.contains("purged"),
+        msg.contains("groups_enqueue_whole_each_member_stored") && msg.contains("purged"),
         "{msg}"
     );
     let msg = suite_fails_on(Defect::NoNostrRules);

@@ -13,6 +13,7 @@ import { outboxStore, type OutboxReadable } from "nostr-outbox/svelte";
 import { OutboxInspector, STAGES } from "nostr-outbox/inspector";
 import { relayListResolver, type RelayListResolver } from "nostr-outbox/relay-lists";
 import { ndkResolver, applesauceResolver, welshmanResolver } from "nostr-outbox/routers";
+import { groupOf } from "nostr-outbox/groups";
 
 declare const outbox: Outbox;
 declare const signed: SignedEvent;
@@ -36,6 +37,13 @@ export async function adapters(): Promise<void> {
   console.log(found.size, (await fromStore({ intent: "dm", pubkeys: [signed.pubkey], event: signed })).length, typeof ndkResolver, typeof welshmanResolver);
   // @ts-expect-error index relays are required
   relayListResolver({});
+
+  // A group summed up from records the app already holds.
+  const held = await outbox.list({ limit: 2 });
+  const summed = groupOf("dm-1", [held[0] ?? null, null]);
+  console.log(summed?.state, summed?.missing);
+  // @ts-expect-error records, not ids
+  groupOf("dm-1", ["dm-1:0"]);
 
   // nostr-tools: a pool whose publish goes through the outbox, the rest stays the pool's.
   const p = outboxPool(outbox, pool);

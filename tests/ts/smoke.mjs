@@ -125,6 +125,10 @@ for (const [m, storage] of [[mod, "memory"], [edge, memoryStorage()]]) {
   assert.deepEqual(told.map((t) => [t.id, t.state, t.open]), [["g", "sending", 2]]);
   assert.deepEqual(made.results.map((r) => r.id), ["g:0", "g:1"]);
   assert.deepEqual(made.results[1].record.group, { id: "g", index: 1, size: 2 });
+  assert.deepEqual([made.group.id, made.group.size, made.group.state, made.group.open], ["g", 2, "sending", 2]);
+  assert.deepEqual(made.group.members.map((r) => r.id), ["g:0", "g:1"]);
+  await assert.rejects(o.group(7), (e) => e instanceof m.OutboxError && e.code === "invalid_argument");
+  await assert.rejects(o.group("bad id"), (e) => e instanceof m.OutboxError && e.code === "invalid_item_id");
   await o.flush();
   const g = await o.group("g");
   assert.deepEqual([g.state, g.delivered, g.failed, g.open], ["partial", 1, 1, 0]);
@@ -134,6 +138,23 @@ for (const [m, storage] of [[mod, "memory"], [edge, memoryStorage()]]) {
   // What changed within one task makes one event: the flush, the retry and the cancel.
   assert.deepEqual(told.map((t) => t.state), ["sending", "partial"]);
   assert.equal(told[1].members[1].stage, "cancelled");
+  // A purged member is missing; the group is found from the others until all are gone.
+  await o.purge({ before: Date.now() + 1 }); // both terminal now
+  assert.equal(await o.group("g"), null);
   await o.close();
 }
+
+// How a group is summed up (js/groups.js `groupOf`): delivered = satisfied; failed =
+// terminal or exhausted; missing = nothing stored, or a record that is not that member.
+const { groupOf } = await import(new URL("groups.js", pkgDir));
+const member = (i, size, stage, satisfaction = "pending", id = "dm") => ({ id: `${id}:${i}`, stage, satisfaction, group: { id, index: i, size } });
+const sum = (g) => g && [g.state, g.delivered, g.failed, g.open, g.missing];
+assert.deepEqual(sum(groupOf("dm", [member(0, 2, "satisfied", "satisfied"), member(1, 2, "delivering", "satisfied")])), ["delivered", 2, 0, 0, 0]);
+assert.deepEqual(sum(groupOf("dm", [member(0, 2, "cancelled"), member(1, 2, "retryable", "exhausted")])), ["failed", 0, 2, 0, 0]);
+assert.deepEqual(sum(groupOf("dm", [member(0, 3, "satisfied", "satisfied"), null, member(2, 3, "exhausted", "exhausted")])), ["partial", 1, 1, 0, 1]);
+assert.deepEqual(sum(groupOf("dm", [member(0, 2, "pending"), member(1, 2, "exhausted", "exhausted")])), ["sending", 0, 1, 1, 0]);
+// Records under the member ids that are another group's, or of another size, or out of place.
+assert.equal(groupOf("dm", [member(0, 2, "pending", "pending", "dx"), member(0, 2, "pending")]), null);
+assert.deepEqual(sum(groupOf("dm", [member(0, 2, "pending"), member(1, 3, "pending")])), ["sending", 0, 0, 1, 1]);
+assert.equal(groupOf("dm", [null, null]), null);
 console.log("package smoke: ok");

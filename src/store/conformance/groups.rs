@@ -1,19 +1,32 @@
-//! Groups ([`crate::core::group`], [`crate::store::group`]): enqueued whole or not at
-//! all, found from the group id, summed up, cancelled and retried per group.
+//! Groups ([`crate::core::group`]): enqueued whole or not at all, each member found
+//! under its member id with its place, and delivered, refused, cancelled, retried and
+//! purged as a record of its own. (The group's status, `cancelGroup` and `retryGroup`
+//! are the package's JavaScript over `get`, `cancel` and `retry`: `js/groups.js`,
+//! tested in `tests/ts/smoke.mjs` and the e2e tier.)
 
 use super::*;
-use crate::core::group::{group_plans, GroupCounts, GroupState};
-use crate::store::group;
+use crate::core::group::group_plans;
 
-/// A group's counts as `[delivered, failed, open, missing]`.
-fn counts(c: GroupCounts) -> [u32; 4] {
-    [c.delivered, c.failed, c.open, c.missing]
+/// What is stored under the member ids `dm:0`, `dm:1`, `dm:2`: each member's stage and
+/// satisfaction, `None` where nothing is; a record there must be that member.
+async fn members<S: Store>(s: &S, c: &str) -> Vec<Option<(Stage, Satisfaction)>> {
+    let mut out = Vec::new();
+    for i in 0..3u32 {
+        let id = format!("dm:{i}");
+        let r = ok(c, "get", s.get(&id).await);
+        if let Some(r) = &r {
+            let place = r.group().map(|g| (g.id.to_owned(), g.index, g.size));
+            check_eq!(c, place, Some(("dm".to_owned(), i, 3)), "{id}'s place");
+        }
+        out.push(r.map(|r| (r.stage, r.satisfaction)));
+    }
+    out
 }
 
-/// A group is enqueued whole or not at all, replays whole, and is found and summed up
-/// from its id as its members are delivered, refused, cancelled, retried and purged.
-pub async fn groups_enqueue_whole_status_cancel_retry<S: Store>(s: &S) {
-    const C: &str = "groups_enqueue_whole_status_cancel_retry";
+/// A group is enqueued whole or not at all, replays whole, and each member is found
+/// from the group id as it is delivered, refused, cancelled, retried and purged.
+pub async fn groups_enqueue_whole_each_member_stored<S: Store>(s: &S) {
+    const C: &str = "groups_enqueue_whole_each_member_stored";
     let one = [RELAYS[0]];
     let plans = |first: u32| -> Vec<Plan> {
         (first..first + 3)
@@ -56,18 +69,9 @@ pub async fn groups_enqueue_whole_status_cancel_retry<S: Store>(s: &S) {
         1,
         "only the seed"
     );
-    // `g:1` is no member of a group `g`: no such group.
-    check!(
-        C,
-        ok(C, "group g", group::status(s, "g").await).is_none(),
-        "no group g"
-    );
-    err_code(
-        C,
-        "bad group id",
-        group::status(s, "bad id").await,
-        "invalid_item_id",
-    );
+    // `g:1` is no member of a group `g`.
+    let seed = must_get(C, s, "g:1").await;
+    check!(C, seed.group().is_none(), "g:1 has no place in a group");
 
     // Enqueued whole; the same group again is a replay.
     for now in [30, 40] {
@@ -84,18 +88,16 @@ pub async fn groups_enqueue_whole_status_cancel_retry<S: Store>(s: &S) {
             "{want:?} at {now}"
         );
     }
-    let st = ok(C, "group dm", group::status(s, "dm").await).expect("group dm");
+    let pending = Some((Stage::Pending, Satisfaction::Pending));
     check_eq!(
         C,
-        (st.size, st.state()),
-        (3, GroupState::Sending),
+        members(s, C).await,
+        vec![pending; 3],
         "3 members sending"
     );
-    check_eq!(C, counts(st.counts), [0, 0, 3, 0], "all open");
-    for (i, m) in st.members.iter().enumerate() {
-        let m = m.as_ref().expect("member stored");
-        check_eq!(C, m.id, format!("dm:{i}"), "member id");
-        check_eq!(C, m.event.id, id_of(i as u32 + 1), "member {i}'s own event");
+    for i in 0..3u32 {
+        let m = must_get(C, s, &format!("dm:{i}")).await;
+        check_eq!(C, m.event.id, id_of(i + 1), "member {i}'s own event");
     }
     // The same members under another group id, or a group of other size: conflicts.
     let moved = ok(C, "plans", group_plans("dm", plans(1)[..2].to_vec()));
@@ -126,25 +128,32 @@ pub async fn groups_enqueue_whole_status_cancel_retry<S: Store>(s: &S) {
     }
     let r2 = leased("dm:2");
     ok(C, "release", s.release("dm:2", "l", r2.revision, 70).await);
-    let st = ok(C, "group dm", group::status(s, "dm").await).expect("group dm");
+    let delivered = Some((Stage::Satisfied, Satisfaction::Satisfied));
+    let refused = Some((Stage::Exhausted, Satisfaction::Exhausted));
     check_eq!(
         C,
-        counts(st.counts),
-        [1, 1, 1, 0],
+        members(s, C).await,
+        vec![delivered, refused, pending],
         "1 delivered, 1 failed, 1 open"
     );
-    check_eq!(C, st.state(), GroupState::Sending, "still sending");
 
     // Cancel and retry of members show in the group's status.
     let r2 = must_get(C, s, "dm:2").await;
     ok(C, "cancel", s.cancel(&r2.id, 80).await);
-    let st = ok(C, "group dm", group::status(s, "dm").await).expect("group dm");
-    check_eq!(C, counts(st.counts), [1, 2, 0, 0], "1 delivered, 2 failed");
-    check_eq!(C, st.state(), GroupState::Partial, "partial");
+    let cancelled = Some((Stage::Cancelled, Satisfaction::Pending));
+    check_eq!(
+        C,
+        members(s, C).await,
+        vec![delivered, refused, cancelled],
+        "1 delivered, 2 failed"
+    );
     ok(C, "retry", s.retry("dm:1", 90).await);
-    let st = ok(C, "group dm", group::status(s, "dm").await).expect("group dm");
-    check_eq!(C, counts(st.counts), [1, 1, 1, 0], "dm:1 open again");
-    check_eq!(C, st.state(), GroupState::Sending, "sending again");
+    check_eq!(
+        C,
+        members(s, C).await[1],
+        Some((Stage::Retryable, Satisfaction::Pending)),
+        "dm:1 open again"
+    );
 
     // A purged member is missing; the group is found from the others until all are gone.
     let r1 = must_get(C, s, "dm:1").await;
@@ -155,28 +164,12 @@ pub async fn groups_enqueue_whole_status_cancel_retry<S: Store>(s: &S) {
         2,
         "dm:0 and dm:2 purged"
     );
-    let st = ok(C, "group dm", group::status(s, "dm").await).expect("group dm");
-    check_eq!(C, counts(st.counts), [0, 1, 0, 2], "2 missing, 1 failed");
-    check!(
-        C,
-        st.members[0].is_none() && st.members[1].is_some(),
-        "found from member 1"
-    );
     check_eq!(
         C,
-        st.state(),
-        GroupState::Partial,
-        "what the purged were is not known"
+        members(s, C).await,
+        vec![None, Some((Stage::Cancelled, Satisfaction::Pending)), None],
+        "2 missing, 1 failed: the group is found from member 1"
     );
     ok(C, "purge", s.purge(1_000).await);
-    check!(
-        C,
-        ok(C, "group dm", group::status(s, "dm").await).is_none(),
-        "all purged: gone"
-    );
-    check!(
-        C,
-        ok(C, "no such group", group::status(s, "nope").await).is_none(),
-        "none"
-    );
+    check_eq!(C, members(s, C).await, vec![None; 3], "all purged: gone");
 }

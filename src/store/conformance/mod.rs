@@ -146,7 +146,7 @@ macro_rules! conformance_cases {
             enqueue_many_all_or_nothing,
             enqueue_many_checked_writes_nothing_when_the_check_fails,
             enqueue_many_reports_progress,
-            groups_enqueue_whole_status_cancel_retry,
+            groups_enqueue_whole_each_member_stored,
             get_list_status,
             claim_order_and_bound,
             claim_readiness_and_exclusivity,
