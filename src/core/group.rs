@@ -46,16 +46,22 @@ impl<'a> GroupRef<'a> {
         };
         // The last `:` (an ASCII byte: the split is on a character boundary).
         let colon = item_id.bytes().rposition(|b| b == b':').ok_or_else(bad)?;
-        let (id, digits) = (&item_id[..colon], &item_id[colon + 1..]);
-        let index: u32 = digits.parse().map_err(|_| bad())?;
+        let (id, digits) = (&item_id[..colon], &item_id.as_bytes()[colon + 1..]);
+        // Decimal, no sign, no leading zero (one id per place), at most 3 digits (below
+        // 256): read by hand, not formatted back to compare.
+        let decimal = matches!(digits.len(), 1..=3)
+            && digits.iter().all(u8::is_ascii_digit)
+            && (digits[0] != b'0' || digits.len() == 1);
+        if !decimal {
+            return Err(bad());
+        }
+        let index = digits
+            .iter()
+            .fold(0u32, |n, d| n * 10 + u32::from(d - b'0'));
         if id.is_empty() || size == 0 || size > MAX_GROUP_SIZE || index >= size {
             return Err(bad());
         }
-        let place = GroupRef { id, index, size };
-        if member_id(id, index) != item_id {
-            return Err(bad()); // a sign or leading zeros
-        }
-        Ok(place)
+        Ok(GroupRef { id, index, size })
     }
 }
 

@@ -3,7 +3,7 @@
 //! invalid; each member created keeps its own plan's event and targets and its place.
 
 use nostr_outbox::core::{
-    decide_enqueues, group_plans, new_record, EnqueueOutcome, Plan, Policy, Record,
+    decide_enqueues, group_plans, new_record, EnqueueOutcome, GroupRef, Plan, Policy, Record,
 };
 use nostr_outbox::store::conformance::{fixture_plan, RELAYS};
 use proptest::prelude::*;
@@ -78,6 +78,34 @@ proptest! {
                     "every member open"
                 );
             }
+        }
+    }
+
+    /// A member's place is read back from exactly the id `group_plans` gives it, and from
+    /// no other spelling (signs, leading zeros, spaces, other digits): one id per place.
+    #[test]
+    fn a_place_is_read_only_from_its_member_id(
+        id in "[a-z:]{0,6}",
+        index in 0u32..300,
+        size in 0u32..300,
+        tail in "[0-9+ -]{0,5}",
+    ) {
+        let member = format!("{id}:{index}");
+        let fits = !id.is_empty() && (1..=256).contains(&size) && index < size;
+        match GroupRef::of(&member, size) {
+            Ok(g) => {
+                prop_assert!(fits, "{member} of {size}");
+                prop_assert_eq!((g.id, g.index, g.size), (id.as_str(), index, size));
+            }
+            Err(e) => {
+                prop_assert!(!fits, "{member} of {size}: {e}");
+                prop_assert_eq!(e.code(), "invalid_argument");
+            }
+        }
+        // Any other text after the last `:` is read only if it spells the same number.
+        let other = format!("{id}:{tail}");
+        if let Ok(g) = GroupRef::of(&other, size) {
+            prop_assert_eq!(format!("{}:{}", g.id, g.index), other);
         }
     }
 }
