@@ -850,7 +850,7 @@ pub enum Signing {
 pub struct Route {
     /// The relay URL, normalized by the Nostr layer.
     pub relay: String,
-    /// Why: the intent and the resolver's reason.
+    /// Why: the intent and the resolver's reason (`<intent>: <reason>`, or the intent).
     pub reason: String,
 }
 

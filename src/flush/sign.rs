@@ -236,16 +236,16 @@ async fn resolve(record: &Record, signer: &dyn Signer) -> Result<Vec<Route>, Sig
         if !not_ready.is_empty() {
             return Err(Signing::Failed {
                 reason: StopReason::RecipientNotReady,
-                message: format!("{not_ready} has no DM relays (kind 10050)"),
+                message: not_ready.to_owned(),
             });
         }
         // At most as many as a record has targets: a resolver's answer cannot bloat it.
         for line in lines.take(crate::core::plan::MAX_TARGETS) {
-            let (relay, reason) = line.split_once('\t').unwrap_or((line, ""));
+            let (relay, why) = line.split_once('\t').unwrap_or((line, intent));
             if let Ok(url) = RelayUrl::parse(relay) {
                 routes.push(Route {
                     relay: url.as_str().to_owned(),
-                    reason: format!("{intent}: {reason}"),
+                    reason: why.to_owned(),
                 });
             }
         }

@@ -86,10 +86,12 @@ export function signerFunction(signer) {
 }
 
 // Routing intents (`route` on enqueue): asks the app's resolver about one intent of one
-// event or draft (`text`, its JSON) and answers as lines: first a `dm` recipient the
-// resolver found no relay for (or "no recipient (no p tag)"; NIP-17 forbids sending it
-// elsewhere), else an empty line; then one line per relay chosen, `<relay>\t<reason>`
-// (tabs and line breaks in them made spaces). `outbox` asks about the author, `inbox`
+// event or draft (`text`, its JSON) and answers as lines: first why it cannot be sent,
+// "<pubkey> has no DM relays (kind 10050)" for a `dm` recipient the resolver found no
+// relay for (NIP-17 forbids sending it elsewhere) or "no recipient (no p tag)", else an
+// empty line; then one line per relay chosen, `<relay>\t<intent>: <reason>` (or the
+// intent alone, without a reason; tabs and line breaks in them made spaces): the
+// evidence's words, written here so the .wasm formats nothing. `outbox` asks about the author, `inbox`
 // about the pubkeys its `p` tags name (at most 64), `dm` about each of those in turn.
 // Relays may be given as strings; the flusher normalizes them and leaves out the invalid.
 // A call that takes more than 15 s fails (the record is asked about again after a backoff).
@@ -105,7 +107,10 @@ export async function resolveRoute(resolver, intent, text) {
     const late = new Promise((_, no) => (timer = setTimeout(() => no(new Error("no answer within 15 s")), 15_000)));
     const got = await Promise.race([resolver({ intent, pubkeys, event }), late]).finally(() => clearTimeout(timer));
     if (!Array.isArray(got)) throw new Error("the resolver must resolve with an array of { relay, reason }");
-    for (const r of got) lines.push(typeof r === "string" ? flat(r) : `${flat(r?.relay)}\t${flat(r?.reason)}`);
+    for (const r of got) {
+      const [relay, reason] = typeof r === "string" ? [r, ""] : [r?.relay, flat(r?.reason)];
+      lines.push(`${flat(relay)}\t${intent}${reason && ": "}${reason}`);
+    }
     return got.length;
   };
   if (intent === "outbox") await ask([event.pubkey]);
@@ -115,7 +120,7 @@ export async function resolveRoute(resolver, intent, text) {
   else {
     for (const pubkey of tagged) {
       if ((await ask([pubkey])) === 0) {
-        lines[0] = pubkey;
+        lines[0] = `${pubkey} has no DM relays (kind 10050)`;
         break;
       }
     }

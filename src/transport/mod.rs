@@ -26,8 +26,10 @@ pub trait Signer {
     }
 
     /// Resolves the routing intent `intent` (`outbox`, `inbox`, `dm`) of the event
-    /// or draft `event` (its JSON text), as lines: first a `dm` recipient without DM
-    /// relays, or an empty line; then one line per relay chosen, `<relay>\t<reason>`.
+    /// or draft `event` (its JSON text), as lines: first why it cannot be sent (a `dm`
+    /// recipient without DM relays: the record's `last_error`, as it is), or an empty
+    /// line; then one line per relay chosen, `<relay>\t<why>` (the evidence's words:
+    /// the intent and the resolver's reason; the intent alone without a tab).
     /// An error is the resolver's message: it could not tell (asked again later).
     fn resolve(
         &self,

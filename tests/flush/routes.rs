@@ -102,7 +102,7 @@ fn a_resolver_that_fails_then_answers_decides_where_the_record_goes() {
         assert_eq!((r.stage, r.targets.len()), (Stage::Draft, 0));
         let resolver = ScriptedResolver::new(vec![
             Err("no index relay answered"),
-            Ok("\nwss://a.example\twrite relay\nnot a url\twhat\nWSS://A.EXAMPLE/\tagain\nwss://b.example"),
+            Ok("\nwss://a.example\toutbox: write relay\nnot a url\twhat\nWSS://A.EXAMPLE/\toutbox: again\nwss://b.example"),
         ]);
         let mut log = Vec::new();
         sign_at(&store, &resolver, &config, 1_000_000, &mut log).await;
@@ -140,7 +140,7 @@ fn a_resolver_that_fails_then_answers_decides_where_the_record_goes() {
                 (Outcome::Unreachable, "no index relay answered"),
                 (Outcome::Accepted, "wss://a.example outbox: write relay"),
                 (Outcome::Accepted, "wss://a.example outbox: again"),
-                (Outcome::Accepted, "wss://b.example outbox: "),
+                (Outcome::Accepted, "wss://b.example outbox"),
             ]
         );
         publish_all(&store, &t, &config, 1_001_000).await;
@@ -169,8 +169,9 @@ fn a_dm_recipient_not_ready_ends_the_record_and_it_is_sent_nowhere() {
         t.default_answer(Outcome::Accepted, "");
         let config = config(8, 4);
         routed(&store, "dm", &["dm"], 1_000).await;
-        let resolver =
-            ScriptedResolver::new(vec![Ok("ab12\nwss://a.example\tdm relay of someone else")]);
+        let resolver = ScriptedResolver::new(vec![Ok(
+            "ab12 has no DM relays (kind 10050)\nwss://a.example\tdm: a relay of someone else",
+        )]);
         let mut log = Vec::new();
         sign_at(&store, &resolver, &config, 2_000, &mut log).await;
         assert_eq!(log, ["exhausted dm"]);
