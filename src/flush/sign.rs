@@ -217,37 +217,35 @@ fn remember(failed: &mut Option<(Outcome, String)>, signing: &Signing) {
     }
 }
 
-/// Resolves each intent of `record`'s route (an error of the resolver, a timeout
+/// Resolves `record`'s route, its intents in one call (an error of the resolver, a timeout
 /// included, is `unreachable`): the relays chosen (normalized; an invalid URL is left out), each with its intent and reason; or
 /// why not, as the record's [`Signing`] (unavailable: asked again later; a `dm`
 /// recipient without DM relays: `recipientNotReady`).
 async fn resolve(record: &Record, signer: &dyn Signer) -> Result<Vec<Route>, Signing> {
+    let text = signer
+        .resolve(&record.route, &record.event.raw)
+        .await
+        .map_err(|message| Signing::Unavailable {
+            outcome: Outcome::Unreachable,
+            message,
+        })?;
+    let mut lines = text.split('\n');
+    let not_ready = lines.next().unwrap_or_default();
+    if !not_ready.is_empty() {
+        return Err(Signing::Failed {
+            reason: StopReason::RecipientNotReady,
+            message: not_ready.to_owned(),
+        });
+    }
+    // At most as many as a record has targets: a resolver's answer cannot bloat it.
     let mut routes = Vec::new();
-    for intent in &record.route {
-        let text = signer
-            .resolve(intent, &record.event.raw)
-            .await
-            .map_err(|message| Signing::Unavailable {
-                outcome: Outcome::Unreachable,
-                message,
-            })?;
-        let mut lines = text.split('\n');
-        let not_ready = lines.next().unwrap_or_default();
-        if !not_ready.is_empty() {
-            return Err(Signing::Failed {
-                reason: StopReason::RecipientNotReady,
-                message: not_ready.to_owned(),
+    for line in lines.take(crate::core::plan::MAX_TARGETS) {
+        let (relay, why) = line.split_once('\t').unwrap_or((line, ""));
+        if let Ok(url) = RelayUrl::parse(relay) {
+            routes.push(Route {
+                relay: url.as_str().to_owned(),
+                reason: why.to_owned(),
             });
-        }
-        // At most as many as a record has targets: a resolver's answer cannot bloat it.
-        for line in lines.take(crate::core::plan::MAX_TARGETS) {
-            let (relay, why) = line.split_once('\t').unwrap_or((line, intent));
-            if let Ok(url) = RelayUrl::parse(relay) {
-                routes.push(Route {
-                    relay: url.as_str().to_owned(),
-                    reason: why.to_owned(),
-                });
-            }
         }
     }
     Ok(routes)

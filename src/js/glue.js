@@ -85,24 +85,25 @@ export function signerFunction(signer) {
   return undefined;
 }
 
-// Routing intents (`route` on enqueue): asks the app's resolver about one intent of one
-// event or draft (`text`, its JSON) and answers as lines: first why it cannot be sent,
-// "<pubkey> has no DM relays (kind 10050)" for a `dm` recipient the resolver found no
-// relay for (NIP-17 forbids sending it elsewhere) or "no recipient (no p tag)", else an
-// empty line; then one line per relay chosen, `<relay>\t<intent>: <reason>` (or the
-// intent alone, without a reason; tabs and line breaks in them made spaces): the
-// evidence's words, written here so the .wasm formats nothing. `outbox` asks about the author, `inbox`
-// about the pubkeys its `p` tags name (at most 64), `dm` about each of those in turn.
-// Relays may be given as strings; the flusher normalizes them and leaves out the invalid.
-// A call that takes more than 15 s fails (the record is asked about again after a backoff).
-export async function resolveRoute(resolver, intent, text) {
+// Routing intents (`route` on enqueue): asks the app's resolver about each intent of
+// `route` in turn for one event or draft (`text`, its JSON) and answers as lines: first
+// why it cannot be sent, "<pubkey> has no DM relays (kind 10050)" for a `dm` recipient
+// the resolver found no relay for (NIP-17 forbids sending it elsewhere; the intents
+// after it are not asked) or "no recipient (no p tag)", else an empty line; then one
+// line per relay chosen, `<relay>\t<intent>: <reason>` (or the intent alone, without a
+// reason; tabs and line breaks in them made spaces): the evidence's words, written here
+// so the .wasm formats nothing. `outbox` asks about the author, `inbox` about the
+// pubkeys its `p` tags name (at most 64), `dm` about each of those in turn. Relays may
+// be given as strings; the flusher normalizes them and leaves out the invalid. A call
+// that takes more than 15 s fails (the record is asked about again after a backoff).
+export async function resolveRoute(resolver, route, text) {
   const event = JSON.parse(text);
   const hex = /^[0-9a-f]{64}$/;
   const tags = Array.isArray(event.tags) ? event.tags : [];
   const tagged = [...new Set(tags.filter((t) => t[0] === "p" && hex.test(t[1])).map((t) => t[1]))].slice(0, 64);
   const flat = (v) => String(v ?? "").replace(/[\t\r\n]/g, " ");
   const lines = [""];
-  const ask = async (pubkeys) => {
+  const ask = async (intent, pubkeys) => {
     let timer;
     const late = new Promise((_, no) => (timer = setTimeout(() => no(new Error("no answer within 15 s")), 15_000)));
     const got = await Promise.race([resolver({ intent, pubkeys, event }), late]).finally(() => clearTimeout(timer));
@@ -113,17 +114,20 @@ export async function resolveRoute(resolver, intent, text) {
     }
     return got.length;
   };
-  if (intent === "outbox") await ask([event.pubkey]);
-  else if (intent === "inbox") {
-    if (tagged.length) await ask(tagged);
-  } else if (tagged.length === 0) lines[0] = "no recipient (no p tag)";
-  else {
-    for (const pubkey of tagged) {
-      if ((await ask([pubkey])) === 0) {
-        lines[0] = `${pubkey} has no DM relays (kind 10050)`;
-        break;
+  for (const intent of route) {
+    if (intent === "outbox") await ask(intent, [event.pubkey]);
+    else if (intent === "inbox") {
+      if (tagged.length) await ask(intent, tagged);
+    } else if (tagged.length === 0) lines[0] = "no recipient (no p tag)";
+    else {
+      for (const pubkey of tagged) {
+        if ((await ask(intent, [pubkey])) === 0) {
+          lines[0] = `${pubkey} has no DM relays (kind 10050)`;
+          break;
+        }
       }
     }
+    if (lines[0]) break;
   }
   return lines.join("\n");
 }

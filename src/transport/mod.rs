@@ -25,15 +25,16 @@ pub trait Signer {
         crate::core::NEEDS_SIGNER
     }
 
-    /// Resolves the routing intent `intent` (`outbox`, `inbox`, `dm`) of the event
-    /// or draft `event` (its JSON text), as lines: first why it cannot be sent (a `dm`
-    /// recipient without DM relays: the record's `last_error`, as it is), or an empty
-    /// line; then one line per relay chosen, `<relay>\t<why>` (the evidence's words:
-    /// the intent and the resolver's reason; the intent alone without a tab).
-    /// An error is the resolver's message: it could not tell (asked again later).
+    /// Resolves the routing intents `route` (`outbox`, `inbox`, `dm`, in order) of the
+    /// event or draft `event` (its JSON text), as lines: first why it cannot be sent (a
+    /// `dm` recipient without DM relays: the record's `last_error`, as it is; the
+    /// intents after it are not asked), or an empty line; then one line per relay
+    /// chosen, `<relay>\t<why>` (the evidence's words: the intent and the resolver's
+    /// reason). An error is the resolver's message: it could not tell (asked again
+    /// later).
     fn resolve(
         &self,
-        _intent: &str,
+        _route: &[String],
         _event: &str,
     ) -> LocalBoxFuture<'static, Result<String, String>> {
         Box::pin(async { Err("no resolver".into()) })

@@ -55,7 +55,11 @@ extern "C" {
     #[wasm_bindgen(js_name = storedEvents)]
     fn stored_events(url: &str, req: &str, timeout_ms: u32) -> js_sys::Promise;
     #[wasm_bindgen(js_name = resolveRoute)]
-    fn resolve_route(resolver: &js_sys::Function, intent: &str, event: &str) -> js_sys::Promise;
+    fn resolve_route(
+        resolver: &js_sys::Function,
+        route: &js_sys::Array,
+        event: &str,
+    ) -> js_sys::Promise;
 }
 
 #[wasm_bindgen(module = "/src/js/relay_info.js")]
@@ -246,13 +250,13 @@ impl Signer for JsSigner {
 
     fn resolve(
         &self,
-        intent: &str,
+        route: &[String],
         event: &str,
     ) -> LocalBoxFuture<'static, Result<String, String>> {
-        let asked = self
-            .resolver
-            .as_ref()
-            .map(|r| resolve_route(r, intent, event));
+        let asked = self.resolver.as_ref().map(|r| {
+            let intents: js_sys::Array = route.iter().map(|i| JsValue::from_str(i)).collect();
+            resolve_route(r, &intents, event)
+        });
         Box::pin(async move {
             JsFuture::from(asked.ok_or("no resolver")?)
                 .await

@@ -56,10 +56,10 @@ impl Signer for ScriptedResolver {
 
     fn resolve(
         &self,
-        intent: &str,
+        route: &[String],
         _event: &str,
     ) -> LocalBoxFuture<'static, Result<String, String>> {
-        self.asked.borrow_mut().push(intent.to_string());
+        self.asked.borrow_mut().push(route.join(","));
         let mut answers = self.answers.borrow_mut();
         let answer = if answers.len() > 1 {
             answers.pop_front()
@@ -102,7 +102,7 @@ fn a_resolver_that_fails_then_answers_decides_where_the_record_goes() {
         assert_eq!((r.stage, r.targets.len()), (Stage::Draft, 0));
         let resolver = ScriptedResolver::new(vec![
             Err("no index relay answered"),
-            Ok("\nwss://a.example\toutbox: write relay\nnot a url\twhat\nWSS://A.EXAMPLE/\toutbox: again\nwss://b.example"),
+            Ok("\nwss://a.example\toutbox: write relay\nnot a url\twhat\nWSS://A.EXAMPLE/\toutbox: again\nwss://b.example\toutbox"),
         ]);
         let mut log = Vec::new();
         sign_at(&store, &resolver, &config, 1_000_000, &mut log).await;
