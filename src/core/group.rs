@@ -44,20 +44,20 @@ impl<'a> GroupRef<'a> {
                 "a member of a group (1..=256) has the id `<group>:<index>`, its index below the size",
             )
         };
-        // The last `:` (an ASCII byte: the split is on a character boundary).
-        let colon = item_id.bytes().rposition(|b| b == b':').ok_or_else(bad)?;
-        let (id, digits) = (&item_id[..colon], &item_id.as_bytes()[colon + 1..]);
+        // The last `:` (an ASCII byte: the split is on a character boundary); none
+        // leaves an empty group id, refused below.
+        let colon = item_id.bytes().rposition(|b| b == b':').unwrap_or(0);
+        let (id, digits) = item_id.split_at(colon);
+        let digits = &digits.as_bytes()[digits.len().min(1)..];
         // Decimal, no sign, no leading zero (one id per place), at most 3 digits (below
         // 256): read by hand, not formatted back to compare.
         let decimal = matches!(digits.len(), 1..=3)
             && digits.iter().all(u8::is_ascii_digit)
             && (digits[0] != b'0' || digits.len() == 1);
-        if !decimal {
-            return Err(bad());
-        }
-        let index = digits
-            .iter()
-            .fold(0u32, |n, d| n * 10 + u32::from(d - b'0'));
+        let index = match decimal {
+            true => digits.iter().fold(0, |n, d| n * 10 + u32::from(d - b'0')),
+            false => u32::MAX,
+        };
         if id.is_empty() || size == 0 || size > MAX_GROUP_SIZE || index >= size {
             return Err(bad());
         }

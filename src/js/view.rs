@@ -390,27 +390,31 @@ pub(crate) fn enqueue_result(id: &str, outcome: EnqueueOutcome, record: &JsValue
         EnqueueOutcome::Replay => "replay",
         EnqueueOutcome::Superseded => "superseded",
     };
-    object(&[
+    object([
         ("id", JsValue::from_str(id)),
         ("disposition", JsValue::from_str(disposition)),
         ("record", record.clone()),
     ])
 }
 
-/// A plain object of these properties.
-fn object(entries: &[(&str, JsValue)]) -> JsValue {
+/// A plain object of these three properties.
+fn object(entries: [(&str, JsValue); 3]) -> JsValue {
     let out = js_sys::Object::new();
     for (key, value) in entries {
         // Setting a property of a fresh plain object does not fail.
-        let _ = js_sys::Reflect::set(&out, &JsValue::from_str(key), value);
+        let _ = js_sys::Reflect::set(&out, &JsValue::from_str(key), &value);
     }
     out.into()
 }
 
-/// `enqueueGroup`'s answer from the `.wasm`: `{ id, results }`, `results` one
-/// `EnqueueResult` per member (`js/groups.js` adds the group's status, `group`).
+/// `enqueueGroup`'s answer from the `.wasm`: `{ id, results, group: null }`, `results`
+/// one `EnqueueResult` per member (`js/groups.js` sums them up into `group`).
 pub(crate) fn group_enqueued(id: &str, results: js_sys::Array) -> JsValue {
-    object(&[("id", JsValue::from_str(id)), ("results", results.into())])
+    object([
+        ("id", JsValue::from_str(id)),
+        ("results", results.into()),
+        ("group", JsValue::NULL),
+    ])
 }
 
 /// What a flush did, as a JavaScript `FlushResult`.
