@@ -144,6 +144,41 @@ for (const [m, storage] of [[mod, "memory"], [edge, memoryStorage()]]) {
   await o.close();
 }
 
+// Routing intents through the glue (resolveRoute): the evidence's words and why a record
+// cannot be sent, in both builds.
+const signedEvents = vectors.vectors
+  .filter((v) => v.valid_sig && !v.json.includes("expiration"))
+  .map((v) => JSON.parse(v.json))
+  .filter((e) => e.created_at * 1000 <= Date.now());
+const tagging = signedEvents.find((e) => e.tags.some((t) => t[0] === "p" && /^[0-9a-f]{64}$/.test(t[1])));
+const untagged = signedEvents.find((e) => !e.tags.some((t) => t[0] === "p") && e.id !== tagging.id);
+const recipient = tagging.tags.find((t) => t[0] === "p")[1];
+for (const [m, storage] of [[mod, "memory"], [edge, memoryStorage()]]) {
+  const asked = [];
+  const resolver = async ({ intent, pubkeys }) => {
+    asked.push([intent, pubkeys.length]);
+    return intent === "outbox" ? ["wss://w.example", { relay: "wss://v.example", reason: "write\trelay" }] : [];
+  };
+  const o = await m.Outbox.open({ storage, transport, resolver });
+  await o.enqueue(untagged, [], { route: ["outbox"], id: "out" });
+  await o.enqueue(untagged, [], { route: ["outbox", "dm"], id: "nobody" });
+  await o.enqueue(tagging, [], { route: ["dm", "outbox"], id: "dm" });
+  await o.flush();
+  const out = await o.get("out");
+  assert.equal(out.stage, "satisfied");
+  assert.deepEqual(
+    out.evidence.filter((e) => e.relay === "resolver").map((e) => e.message),
+    ["wss://w.example outbox", "wss://v.example outbox: write relay"], // a URL alone: the intent alone
+  );
+  const nobody = await o.get("nobody");
+  assert.deepEqual([nobody.stage, nobody.reason, nobody.lastError], ["exhausted", "recipientNotReady", "no recipient (no p tag)"]);
+  const dm = await o.get("dm");
+  assert.deepEqual([dm.stage, dm.reason, dm.lastError], ["exhausted", "recipientNotReady", `${recipient} has no DM relays (kind 10050)`]);
+  // The intents after a recipient that is not ready are not asked.
+  assert.deepEqual(asked.filter(([i]) => i === "dm"), [["dm", 1]]);
+  await o.close();
+}
+
 // How a group is summed up (js/groups.js `groupOf`): delivered = satisfied; failed =
 // terminal or exhausted; missing = nothing stored, or a record that is not that member.
 const { groupOf } = await import(new URL("groups.js", pkgDir));
