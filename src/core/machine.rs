@@ -1139,6 +1139,49 @@ pub fn cancel(record: &Record, now_ms: u64) -> Result<Record, CoreError> {
     Ok(next)
 }
 
+/// What the app asks of one record by its id: `retry`, `cancel`, `reschedule`. One type,
+/// so a store applies all three through one path ([`crate::store::Store::change`]) and the
+/// `.wasm` has one copy of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Change {
+    /// [`retry()`], unless a newer version of its event is held
+    /// ([`super::semantics::check_retry`]).
+    Retry,
+    /// [`cancel`].
+    Cancel,
+    /// [`reschedule`] to `at_ms`.
+    Reschedule {
+        /// The new due time, unix ms.
+        at_ms: u64,
+    },
+}
+
+impl Change {
+    /// True when the store must read the record's NIP-01 slot (and watch its lock) for
+    /// it: a retry must not re-arm a version older than one held.
+    pub fn reads_slot(self) -> bool {
+        self == Change::Retry
+    }
+
+    /// The record after the change; `related` are the records of its slot the store read
+    /// (when [`Change::reads_slot`]).
+    pub fn apply(
+        self,
+        record: &Record,
+        related: &[Record],
+        now_ms: u64,
+    ) -> Result<Record, CoreError> {
+        match self {
+            Change::Retry => {
+                super::semantics::check_retry(record, related)?;
+                retry(record, now_ms)
+            }
+            Change::Cancel => cancel(record, now_ms),
+            Change::Reschedule { at_ms } => reschedule(record, at_ms, now_ms),
+        }
+    }
+}
+
 /// [`CoreError::AlreadyTerminal`] for a terminal record (`cancel`, `reschedule`).
 fn not_terminal(record: &Record) -> Result<(), CoreError> {
     if record.is_terminal() {

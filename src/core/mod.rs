@@ -31,7 +31,7 @@ pub use heartbeat::Heartbeat;
 pub use lane::{Priority, DEFAULT_LANE};
 pub use machine::{
     cancel, check_lease, claim, complete_attempt, decide_enqueue, is_purgeable, new_record,
-    orphans, record_signing, relay_back, release, reschedule, retry, supersede, take_over,
+    orphans, record_signing, relay_back, release, reschedule, retry, supersede, take_over, Change,
     ClaimRequest, Claimed, Completion, EnqueueDecision, EnqueueOutcome, Enqueued, ListQuery, Route,
     Signed, Signing, StageCounts, TargetResult,
 };

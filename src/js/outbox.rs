@@ -22,7 +22,8 @@ use super::{sys, transfer, view};
 use crate::core::plan::MAX_ATTEMPTS_LIMIT;
 use crate::core::semantics;
 use crate::core::{
-    group_plans, Enqueued, ErrorCode, ListQuery, Plan, Policy, Priority, Record, RetryConfig, Stage,
+    group_plans, Change, Enqueued, ErrorCode, ListQuery, Plan, Policy, Priority, Record,
+    RetryConfig, Stage,
 };
 use crate::flush::sign::SignConfig;
 use crate::flush::{FlushConfig, FlushEvent};
@@ -660,6 +661,20 @@ impl Outbox {
         })
     }
 
+    /// `retry`, `cancel` and `reschedule`: one path (one copy in the `.wasm`). The record
+    /// as changed (`change` fires); the flusher's timer follows the next due time.
+    fn change(&self, id: JsValue, change: Result<Change, ApiError>) -> Promise {
+        let live = self.live_at();
+        promise(async move {
+            let (inner, now) = live?;
+            let id = item_id(&id)?;
+            let record = inner.store.change(&id, change?, now).await?;
+            let detail = inner.changed(&record);
+            inner.runtime.kick();
+            Ok(detail)
+        })
+    }
+
     fn live(&self) -> Result<Rc<Inner>, ApiError> {
         if self.inner.closed.get() {
             Err(ApiError::closed())
@@ -1113,15 +1128,7 @@ impl Outbox {
     /// Re-arms an exhausted record.
     #[wasm_bindgen(skip_typescript)]
     pub fn retry(&self, id: JsValue) -> Promise {
-        let live = self.live_at();
-        promise(async move {
-            let (inner, now) = live?;
-            let id = item_id(&id)?;
-            let record = inner.store.retry(&id, now).await?;
-            let detail = inner.changed(&record);
-            inner.runtime.kick();
-            Ok(detail)
-        })
+        self.change(id, Ok(Change::Retry))
     }
 
     /// The relays that accepted any of the events named by `refs` (event ids, or
@@ -1146,38 +1153,23 @@ impl Outbox {
     /// Cancels a record that is not terminal yet.
     #[wasm_bindgen(skip_typescript)]
     pub fn cancel(&self, id: JsValue) -> Promise {
-        let live = self.live_at();
-        promise(async move {
-            let (inner, now) = live?;
-            let id = item_id(&id)?;
-            let record = inner.store.cancel(&id, now).await?;
-            let detail = inner.changed(&record);
-            Ok(detail)
-        })
+        self.change(id, Ok(Change::Cancel))
     }
 
     /// Moves a waiting record's next attempt to `at` (unix ms; now when earlier).
     #[wasm_bindgen(skip_typescript)]
     pub fn reschedule(&self, id: JsValue, at: JsValue) -> Promise {
-        let live = self.live_at();
-        promise(async move {
-            let (inner, now) = live?;
-            let id = item_id(&id)?;
-            let Some(Uint(at)) = <Uint as input::FromJs>::from_js(at.clone()) else {
-                return Err(ApiError::argument(
-                    "at",
-                    format!(
-                        "must be a time in unix milliseconds, got {}",
-                        input::type_name(&at)
-                    ),
-                ));
-            };
-            let record = inner.store.reschedule(&id, at, now).await?;
-            let detail = inner.changed(&record);
-            // The flusher's timer follows the next due time.
-            inner.runtime.kick();
-            Ok(detail)
-        })
+        let at = match <Uint as input::FromJs>::from_js(at.clone()) {
+            Some(Uint(at_ms)) => Ok(Change::Reschedule { at_ms }),
+            None => Err(ApiError::argument(
+                "at",
+                format!(
+                    "must be a time in unix milliseconds, got {}",
+                    input::type_name(&at)
+                ),
+            )),
+        };
+        self.change(id, at)
     }
 
     /// Deletes terminal records last changed before `before` (default: now).

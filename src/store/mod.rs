@@ -10,8 +10,8 @@ use std::rc::Rc;
 use thiserror::Error;
 
 use crate::core::{
-    ClaimRequest, Completion, CoreError, Enqueued, Heartbeat, ListQuery, Lookups, Plan, Record,
-    RetryConfig, Signed, Stage, StageCounts,
+    Change, ClaimRequest, Completion, CoreError, Enqueued, Heartbeat, ListQuery, Lookups, Plan,
+    Record, RetryConfig, Signed, Stage, StageCounts,
 };
 
 pub mod codec;
@@ -275,15 +275,26 @@ pub trait Store {
     /// the records it changed, as stored.
     async fn relay_back(&self, relay: &str, now_ms: u64) -> Result<Vec<Record>, StoreError>;
 
+    /// Applies `change` (retry, cancel, reschedule: [`Change::apply`]) to the record
+    /// `id` in one transaction, with the records of its slot when
+    /// [`Change::reads_slot`]; answers the record as stored.
+    async fn change(&self, id: &str, change: Change, now_ms: u64) -> Result<Record, StoreError>;
+
     /// Re-arms an exhausted record ([`crate::core::retry()`]), unless a newer version
     /// of its event is held ([`crate::core::semantics::check_retry`]).
-    async fn retry(&self, id: &str, now_ms: u64) -> Result<Record, StoreError>;
+    async fn retry(&self, id: &str, now_ms: u64) -> Result<Record, StoreError> {
+        self.change(id, Change::Retry, now_ms).await
+    }
 
     /// Cancels a non-terminal record ([`crate::core::cancel`]).
-    async fn cancel(&self, id: &str, now_ms: u64) -> Result<Record, StoreError>;
+    async fn cancel(&self, id: &str, now_ms: u64) -> Result<Record, StoreError> {
+        self.change(id, Change::Cancel, now_ms).await
+    }
 
     /// Moves a waiting record's next attempt to `at_ms` ([`crate::core::reschedule`]).
-    async fn reschedule(&self, id: &str, at_ms: u64, now_ms: u64) -> Result<Record, StoreError>;
+    async fn reschedule(&self, id: &str, at_ms: u64, now_ms: u64) -> Result<Record, StoreError> {
+        self.change(id, Change::Reschedule { at_ms }, now_ms).await
+    }
 
     /// Deletes terminal records last changed before `before_ms`; returns how many.
     async fn purge(&self, before_ms: u64) -> Result<u32, StoreError>;

@@ -5,8 +5,8 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use futures::executor::block_on;
 use nostr_outbox::core::{
-    ClaimRequest, Completion, Enqueued, Heartbeat, ListQuery, Lookups, Plan, Record, RetryConfig,
-    Stage, StageCounts,
+    Change, ClaimRequest, Completion, Enqueued, Heartbeat, ListQuery, Lookups, Plan, Record,
+    RetryConfig, Stage, StageCounts,
 };
 use nostr_outbox::store::{conformance, MemoryStore, Store, StoreError};
 
@@ -151,14 +151,8 @@ impl Store for Broken {
     ) -> Result<Record, StoreError> {
         self.inner.release(id, lease_id, revision, now_ms).await
     }
-    async fn retry(&self, id: &str, now_ms: u64) -> Result<Record, StoreError> {
-        self.inner.retry(id, now_ms).await
-    }
-    async fn cancel(&self, id: &str, now_ms: u64) -> Result<Record, StoreError> {
-        self.inner.cancel(id, now_ms).await
-    }
-    async fn reschedule(&self, id: &str, at_ms: u64, now_ms: u64) -> Result<Record, StoreError> {
-        self.inner.reschedule(id, at_ms, now_ms).await
+    async fn change(&self, id: &str, change: Change, now_ms: u64) -> Result<Record, StoreError> {
+        self.inner.change(id, change, now_ms).await
     }
     async fn relay_back(&self, relay: &str, now_ms: u64) -> Result<Vec<Record>, StoreError> {
         self.inner.relay_back(relay, now_ms).await

@@ -9,8 +9,8 @@ use std::cell::RefCell;
 
 use nostr_outbox::core::semantics::{self, Lookups};
 use nostr_outbox::core::{
-    self, ClaimRequest, Completion, CoreError, Enqueued, Heartbeat, ListQuery, Plan, Record,
-    RetryConfig, Signed, StageCounts,
+    self, Change, ClaimRequest, Completion, CoreError, Enqueued, Heartbeat, ListQuery, Plan,
+    Record, RetryConfig, Signed, StageCounts,
 };
 
 use nostr_outbox::store::{Store, StoreError};
@@ -213,27 +213,27 @@ impl Store for ReferenceStore {
         })
     }
 
-    async fn retry(&self, id: &str, now_ms: u64) -> Result<Record, StoreError> {
-        {
-            let map = self.records.borrow();
-            if let Some(record) = map.get(id) {
-                let wanted = Lookups {
-                    slots: semantics::slot_of(record).into_iter().collect(),
-                    event_ids: Vec::new(),
-                    live: false,
-                };
-                semantics::check_retry(record, &map.related(&wanted))?;
+    async fn change(&self, id: &str, change: Change, now_ms: u64) -> Result<Record, StoreError> {
+        // Written out per kind of change, as the model of each (not through
+        // `Change::apply`, which the KV store uses).
+        match change {
+            Change::Retry => {
+                {
+                    let map = self.records.borrow();
+                    if let Some(record) = map.get(id) {
+                        let wanted = Lookups {
+                            slots: semantics::slot_of(record).into_iter().collect(),
+                            event_ids: Vec::new(),
+                            live: false,
+                        };
+                        semantics::check_retry(record, &map.related(&wanted))?;
+                    }
+                }
+                self.update(id, |r| core::retry(r, now_ms))
             }
+            Change::Cancel => self.update(id, |r| core::cancel(r, now_ms)),
+            Change::Reschedule { at_ms } => self.update(id, |r| core::reschedule(r, at_ms, now_ms)),
         }
-        self.update(id, |r| core::retry(r, now_ms))
-    }
-
-    async fn cancel(&self, id: &str, now_ms: u64) -> Result<Record, StoreError> {
-        self.update(id, |r| core::cancel(r, now_ms))
-    }
-
-    async fn reschedule(&self, id: &str, at_ms: u64, now_ms: u64) -> Result<Record, StoreError> {
-        self.update(id, |r| core::reschedule(r, at_ms, now_ms))
     }
 
     async fn relay_back(&self, relay: &str, now_ms: u64) -> Result<Vec<Record>, StoreError> {

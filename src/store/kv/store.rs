@@ -6,8 +6,8 @@ use super::keys::{self, ROWS};
 use super::{KvBackend, KvCheck, KvCommit, KvCommitted, KvEntry, KvLimits, KvMutation, KvRange};
 use crate::core::semantics::{self, Lookups};
 use crate::core::{
-    self, ClaimRequest, Completion, CoreError, Enqueued, Heartbeat, ListQuery, Plan, Record,
-    RetryConfig, Signed, Stage, StageCounts,
+    self, Change, ClaimRequest, Completion, CoreError, Enqueued, Heartbeat, ListQuery, Plan,
+    Record, RetryConfig, Signed, Stage, StageCounts,
 };
 use crate::store::codec::{self, RowIndex};
 use crate::store::{CorruptRow, Progress, Store, StoreError};
@@ -1144,22 +1144,11 @@ impl<B: KvBackend> Store for KvStore<B> {
         Ok(woken.into_iter().flatten().collect())
     }
 
-    async fn retry(&self, id: &str, now_ms: u64) -> Result<Record, StoreError> {
-        self.update(id, true, &|r, related| {
-            semantics::check_retry(r, related)?;
-            core::retry(r, now_ms)
+    async fn change(&self, id: &str, change: Change, now_ms: u64) -> Result<Record, StoreError> {
+        self.update(id, change.reads_slot(), &|r, related| {
+            change.apply(r, related, now_ms)
         })
         .await
-    }
-
-    async fn cancel(&self, id: &str, now_ms: u64) -> Result<Record, StoreError> {
-        self.update(id, false, &|r, _| core::cancel(r, now_ms))
-            .await
-    }
-
-    async fn reschedule(&self, id: &str, at_ms: u64, now_ms: u64) -> Result<Record, StoreError> {
-        self.update(id, false, &|r, _| core::reschedule(r, at_ms, now_ms))
-            .await
     }
 
     async fn purge(&self, before_ms: u64) -> Result<u32, StoreError> {
