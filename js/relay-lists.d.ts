@@ -26,8 +26,10 @@ export interface RelayListResolverOptions {
 export interface RelayListResolver extends Resolver {
   /** A list the app saw elsewhere (kind 10002 or 10050): kept when its signature checks and it is newer. */
   observe(event: { id: string; pubkey: string; kind: number; created_at: number; tags: string[][]; content: string; sig: string }): Promise<boolean>;
-  /** NIP-65: the outbox that sends the author's kind 10002 along (set it once the outbox is open); `undefined`: off. */
+  /** NIP-65: the outbox that sends the author's kind 10002 along (set it once the outbox is open; it is then followed too); `undefined`: off. */
   announce?: Outbox;
+  /** Observes the kind 10002 and 10050 lists enqueued through `outbox` (in any of its contexts), so a list you publish is used at once. */
+  follow(outbox: Outbox): void;
   /** The kept (or fetched) lists of `kind` of `pubkeys`: pubkey → the list event, or null (none). */
   lists(kind: 10002 | 10050, pubkeys: string[]): Promise<Map<string, object | null>>;
 }

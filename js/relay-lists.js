@@ -18,6 +18,8 @@
 //   open): the author's own kind 10002, when known, is enqueued to the relays a route
 //   sends to for the first time (once per relay, remembered in the cache), so the people
 //   reading there can find the author's other relays.
+// - `follow(outbox)` (done for `announce`'s outbox): the kind 10002 and 10050 lists the
+//   app enqueues through that outbox are observed as it stores them.
 import { verifyEvent, normalizeRelayUrl } from "./nostr_outbox.js";
 
 const DB = "nostr-outbox-relay-lists";
@@ -130,12 +132,19 @@ export function relayListResolver({
   const key = (kind, pubkey) => `${kind}:${pubkey}`;
 
   // Keeps `event` when it is a valid list newer than the one kept; answers the kept entry.
-  async function keep(kind, pubkey, event, checkedAt) {
-    const kept = (await store.get(key(kind, pubkey))) ?? undefined;
-    const better = event && newer(event, kept?.event) ? event : kept?.event ?? null;
-    const entry = { event: better, checkedAt: Math.max(checkedAt, kept?.checkedAt ?? 0) };
-    await store.set(key(kind, pubkey), entry);
-    return entry;
+  // One at a time (a read, then a write of the cache): two at once could both read the
+  // same kept list and the older of theirs be written last.
+  let kept = Promise.resolve();
+  function keep(kind, pubkey, event, checkedAt) {
+    const run = kept.then(async () => {
+      const was = (await store.get(key(kind, pubkey))) ?? undefined;
+      const better = event && newer(event, was?.event) ? event : was?.event ?? null;
+      const entry = { event: better, checkedAt: Math.max(checkedAt, was?.checkedAt ?? 0) };
+      await store.set(key(kind, pubkey), entry);
+      return entry;
+    });
+    kept = run.catch(() => {});
+    return run;
   }
 
   const valid = (e, kind, wanted) =>
@@ -236,6 +245,29 @@ export function relayListResolver({
   };
   /** The kept (or fetched) lists of kind `kind` (10002 or 10050) of `pubkeys`. */
   resolver.lists = (kind, pubkeys) => lists(kind, pubkeys);
+
+  // The lists an outbox is given to send (here, or in another tab or worker: its relayed
+  // `change` events carry the record with its event) are observed, so a list published
+  // through the outbox is used at once, not after the TTL of the one kept before.
+  const followed = new WeakSet();
+  resolver.follow = (outbox) => {
+    if (!outbox || followed.has(outbox)) return;
+    followed.add(outbox);
+    outbox.addEventListener("change", (e) => {
+      const r = e.detail;
+      if (!r?.draft && (r?.event?.kind === 10002 || r?.event?.kind === 10050)) resolver.observe(r.event).catch(() => {});
+    });
+  };
+  // The outbox `announce` sends through is followed too.
+  let announcing;
+  Object.defineProperty(resolver, "announce", {
+    get: () => announcing,
+    set: (outbox) => {
+      announcing = outbox;
+      resolver.follow(outbox);
+    },
+    enumerable: true,
+  });
   resolver.announce = announce;
   return resolver;
 }

@@ -6,7 +6,8 @@
 // kept one is used); `observe` keeps a newer valid list only; `announce` sends the author's
 // kind 10002 along to relays a route uses for the first time, once each. Then an outbox
 // (memory storage, a recording transport) with the resolver: a record routed `inbox`
-// reaches the tagged person's read relays, through the browser entry and the edge entry.
+// reaches the tagged person's read relays, through the browser entry and the edge entry; a
+// list enqueued through an outbox the resolver follows is used at once.
 // Run: cd tests/e2e && node --test relay-lists.test.mjs   (needs pkg/ from `make build`)
 import { test, before } from "node:test";
 import assert from "node:assert/strict";
@@ -161,5 +162,39 @@ for (const entry of ["browser", "edge"]) {
     assert.deepEqual(announced[0].targets.map((t) => t.relay), ["wss://your-read.example"]);
     assert.deepEqual(sent.filter(([, k]) => k === 10002), [["wss://your-read.example", 10002]]);
     await o3.close();
+  });
+}
+
+for (const entry of ["browser", "edge"]) {
+  test(`follow (${entry} entry): a list enqueued through the outbox is used at once, before the kept one's TTL`, async () => {
+    const m = entry === "browser" ? mod : edge;
+    const lists = entry === "browser" ? relayListResolver : edgeLists;
+    const me = generateSecretKey();
+    const pk = getPublicKey(me);
+    const relays = { "wss://index.example": [list(me, 10002, [["r", "wss://old-write.example", "write"]], now() - 600)] };
+    const { FakeSocket, reqs } = scriptedRelays(relays);
+    const resolver = lists({ indexRelays: ["wss://index.example"], cache: new Map(), WebSocket: FakeSocket });
+    const storage = entry === "browser" ? "memory" : (await import(new URL("memory-storage.js", pkgDir))).memoryStorage();
+    const transport = { publish: async () => ({ ok: true, message: "" }) };
+    const outbox = await m.Outbox.open({ storage, transport, resolver, autoFlush: false });
+    const relaysOf = async () => (await resolver({ intent: "outbox", pubkeys: [pk], event: {} })).map((r) => r.relay);
+    assert.deepEqual(await relaysOf(), ["wss://old-write.example"]);
+    // Not followed yet: a list enqueued is not seen.
+    const newer = list(me, 10002, [["r", "wss://new-write.example", "write"]], now() - 60);
+    await outbox.enqueue(newer, ["wss://somewhere.example"]);
+    await new Promise((r) => setTimeout(r, 20));
+    assert.deepEqual(await relaysOf(), ["wss://old-write.example"]);
+    resolver.follow(outbox);
+    resolver.follow(outbox); // once is enough
+    const newest = list(me, 10002, [["r", "wss://newest-write.example", "write"]], now());
+    await outbox.enqueue(newest, ["wss://somewhere.example"]);
+    await new Promise((r) => setTimeout(r, 20));
+    assert.deepEqual(await relaysOf(), ["wss://newest-write.example"]);
+    assert.equal(reqs.length, 1, "from the cache: no index relay asked again");
+    // An older list enqueued later does not replace it.
+    await outbox.enqueue(list(me, 10002, [["r", "wss://stale.example", "write"]], now() - 3600), ["wss://somewhere.example"]).catch(() => {});
+    await new Promise((r) => setTimeout(r, 20));
+    assert.deepEqual(await relaysOf(), ["wss://newest-write.example"]);
+    await outbox.close();
   });
 }

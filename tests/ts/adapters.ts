@@ -31,6 +31,7 @@ export async function adapters(): Promise<void> {
   // Resolvers of routing intents: the built-in one and the libraries' routers.
   const lists: RelayListResolver = relayListResolver({ indexRelays: ["wss://purplepag.es"], ttlMs: 60_000, cache: new Map() });
   lists.announce = outbox;
+  lists.follow(outbox);
   await lists.observe(signed);
   const found: Map<string, object | null> = await lists.lists(10050, [signed.pubkey]);
   const fromStore = applesauceResolver({ eventStore: { getReplaceable: () => undefined } }, { maxPerPubkey: 2 });
