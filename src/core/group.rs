@@ -10,7 +10,7 @@
 //! [`group_plans`] makes the members' plans. A group's status ("delivered to 3 of 4"),
 //! its `cancel` and `retry` are the package's JavaScript (`js/groups.js`), over the
 //! store's `get`, `cancel` and `retry` of each member: in the `.wasm` the status
-//! measured 2 001 B gzipped.
+//! measured 2 002 B gzipped (2 008 B in the edge build).
 
 use serde::Serialize;
 

@@ -243,15 +243,13 @@ fn write_record(out: &mut Vec<u8>, r: &Record, with_event: bool) {
     out.extend_from_slice(&tail[1..]); // without its `{`
 }
 
-/// Parses what [`write_record`] wrote: `head` (an object's JSON without its `}`, or
-/// empty), then the records (`None` as `null`), in an array with `array` (and `head`),
-/// then `}` after a `head`. The event's stored text was checked as JSON when it was
-/// enqueued; a row changed behind the outbox's back could hold text that is not, and
-/// then the record is shown with `event: null`, as before.
-fn parse_records(head: &[u8], rs: &[Option<&Record>], array: bool) -> JsValue {
+/// Parses what [`write_record`] wrote for `rs`: one record, or with `array` an array of
+/// them. The event's stored text was checked as JSON when it was enqueued; a row changed
+/// behind the outbox's back could hold text that is not, and then the record is shown
+/// with `event: null`, as before.
+fn parse_records(rs: &[Record], array: bool) -> JsValue {
     for with_event in [true, false] {
-        let mut out = Vec::with_capacity(rs.len() * 1_024 + head.len() + 2);
-        out.extend_from_slice(head);
+        let mut out = Vec::with_capacity(rs.len() * 1_024 + 2);
         if array {
             out.push(b'[');
         }
@@ -259,16 +257,10 @@ fn parse_records(head: &[u8], rs: &[Option<&Record>], array: bool) -> JsValue {
             if i > 0 {
                 out.push(b',');
             }
-            match r {
-                Some(r) => write_record(&mut out, r, with_event),
-                None => out.extend_from_slice(b"null"),
-            }
+            write_record(&mut out, r, with_event);
         }
         if array {
             out.push(b']');
-        }
-        if !head.is_empty() {
-            out.push(b'}');
         }
         // Every byte written is UTF-8: JSON punctuation, serde_json's output and the
         // stored text of a `String`.
@@ -282,13 +274,12 @@ fn parse_records(head: &[u8], rs: &[Option<&Record>], array: bool) -> JsValue {
 
 /// A record as a JavaScript `OutboxRecord`.
 pub(crate) fn record(r: &Record) -> JsValue {
-    parse_records(b"", &[Some(r)], false)
+    parse_records(std::slice::from_ref(r), false)
 }
 
 /// Records as a JavaScript array of `OutboxRecord`.
 pub(crate) fn records(rs: &[Record]) -> JsValue {
-    let rs: Vec<Option<&Record>> = rs.iter().map(Some).collect();
-    parse_records(b"", &rs, true)
+    parse_records(rs, true)
 }
 
 /// Counts per stage: `OutboxStatus`.
