@@ -4,13 +4,14 @@
 //!
 //! [`Outcome`]'s `Deserialize` (and [`Policy`](super::Policy)'s) is written by hand
 //! rather than derived: the derived adjacently (and internally) tagged enums buffer
-//! their content in serde's private `Content` type; writing both by hand, with
-//! `serde_json::Value` (already in the build) holding what must wait for the tag, saved
-//! 5 226 B of the browser build's gzipped wasm (261 490 → 256 264 B, scripts/build.sh)
-//! and 4 628 B of the edge build's (249 911 → 245 283 B). The hand-written readers
-//! accept exactly the JSON the derives accepted, with the same error messages (line
-//! and column included): `tests` compare the two over every document of up to three
-//! entries built from the relevant keys and values.
+//! their content in serde's private `Content` type; written by hand, with
+//! `serde_json::Value` holding what must wait for the tag, they were 5 226 B smaller in
+//! the browser build's gzipped wasm. The `.wasm` no longer reads records through serde's
+//! `Deserialize` at all (`store::doc` reads them from a `serde_json::Value`, about 15 KB
+//! smaller again); these readers remain the reference [`Record`](super::Record)'s derive
+//! is tested against there, and accept exactly the JSON the derives accepted, with the
+//! same error messages (line and column included): `tests` compare the two over every
+//! document of up to three entries built from the relevant keys and values.
 
 use std::fmt;
 
@@ -210,7 +211,7 @@ impl Visitor<'_> for Variant {
 /// name (`"blocked"`), or in JSON also a map of the name to `null` (`{"blocked": null}`).
 /// One reader for every such enum instead of one derive each: with [`RejectReason`] and
 /// [`Satisfaction`](super::Satisfaction), 490 B less gzipped wasm in the browser build
-/// (256 264 → 255 774 B, scripts/build.sh) and 405 B in the edge build.
+/// and 405 B in the edge build, when the `.wasm` still read records through serde.
 pub(super) struct UnitVariant {
     /// What the derive's visitor expected (`enum RejectReason`).
     pub(super) expecting: &'static str,

@@ -85,7 +85,7 @@ pub(crate) fn plans(lines: &Array, now_ms: u64) -> Result<Vec<(usize, Plan)>, Ap
             if line.trim().is_empty() {
                 return Ok(None);
             }
-            let record: Record = serde_json::from_str(&line)
+            let record = crate::store::doc::read_record(&line)
                 .map_err(|e| refused(n, format!("not a record: {e}")))?;
             // A draft's text is its template (no signature yet), read back as it was
             // filed; a signed event's, the event with its id.

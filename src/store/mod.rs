@@ -17,6 +17,7 @@ use crate::core::{
 pub mod codec;
 #[cfg(any(test, feature = "testing"))]
 pub mod conformance;
+pub mod doc;
 #[cfg(all(target_arch = "wasm32", feature = "indexeddb"))]
 pub mod idb;
 pub mod kv;
