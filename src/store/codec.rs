@@ -315,11 +315,12 @@ fn read_doc(text: &str) -> Result<Record, String> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::core::{self, EventEnvelope, Plan, Policy};
 
-    fn record() -> Record {
+    /// A pending record to one relay (shared with `store::doc`'s tests).
+    pub(in crate::store) fn record() -> Record {
         let envelope = EventEnvelope {
             id: "a".repeat(64),
             raw: "{\"id\":\"x\"}".into(),

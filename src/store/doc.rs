@@ -393,22 +393,10 @@ fn policy(v: &Value) -> Result<Policy, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::{self, Plan};
 
     /// A record with a lease and one answer of each kind, as its document.
     fn doc() -> String {
-        let envelope = EventEnvelope {
-            id: "a".repeat(64),
-            raw: "{}".into(),
-            expiration: None,
-            meta: None,
-        };
-        let plan = Plan::new(envelope, vec!["wss://r.example".into()], Policy::All);
-        let core::EnqueueDecision::Create(mut r) =
-            core::decide_enqueue(None, plan, 1_000).expect("valid plan")
-        else {
-            panic!("not created")
-        };
+        let mut r = crate::store::codec::tests::record();
         r.lease = Some(Lease {
             id: "l".into(),
             owner: "o".into(),
