@@ -11,11 +11,9 @@
 
 use std::fmt;
 
-use serde::de::DeserializeSeed;
 use serde::{Deserialize, Serialize};
 
 use super::error::CoreError;
-use super::outcome::UnitVariant;
 
 /// The lane of a record enqueued without one.
 pub const DEFAULT_LANE: &str = "default";
@@ -26,7 +24,9 @@ pub const MAX_FILTER: usize = 64;
 
 /// The claim priority of a record. Claims take `high` first, then `normal` (the
 /// default), then `low`; within one priority, the earliest due first.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Priority {
     /// Before every other record that is due: what the person is waiting for (a note
@@ -75,19 +75,6 @@ impl Priority {
     /// True for the default (`normal`).
     pub fn is_default(&self) -> bool {
         *self == Priority::Normal
-    }
-}
-
-// Read by the crate's one unit-variant reader, as the derive would.
-impl<'de> Deserialize<'de> for Priority {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Priority, D::Error> {
-        let index = UnitVariant {
-            expecting: "enum Priority",
-            name: "Priority",
-            variants: &["high", "normal", "low"],
-        }
-        .deserialize(d)?;
-        Ok(Priority::ALL[index])
     }
 }
 

@@ -6,8 +6,6 @@
 //! See `docs/CORE.md` for the record model, the transition table and the claim-order
 //! contract that every store must keep.
 
-#[cfg(test)]
-mod derive_check;
 pub mod envelope;
 pub mod error;
 pub mod group;

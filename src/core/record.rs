@@ -5,17 +5,16 @@
 
 use std::fmt;
 
-use serde::de::DeserializeSeed;
 use serde::{Deserialize, Serialize};
 
 use super::envelope::EventEnvelope;
 use super::lane::{default_lane, is_default_lane_str, Priority};
-use super::outcome::{Outcome, UnitVariant};
+use super::outcome::Outcome;
 use super::plan::effective_deadline;
 use super::policy::{Policy, Satisfaction, TargetState};
 
 /// Where a record is in its life.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Stage {
     /// Waiting to be prepared ([`Record::needs`]): a draft ([`Record::is_draft`]), an
@@ -122,7 +121,7 @@ impl fmt::Display for Stage {
 }
 
 /// Why a record stopped without being satisfied.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub enum StopReason {
     /// Terminal rejections made the policy impossible to meet.
@@ -156,56 +155,6 @@ pub enum StopReason {
     RecipientNotReady,
     /// Its route resolved to no relay, and it has no target of its own.
     NoRelays,
-}
-
-// Read by the crate's one unit-variant reader (`outcome::UnitVariant`), as the derive
-// would: the names above, or in JSON also `{"name": null}`.
-impl<'de> Deserialize<'de> for Stage {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Stage, D::Error> {
-        let index = UnitVariant {
-            expecting: "enum Stage",
-            name: "Stage",
-            variants: &[
-                "draft",
-                "pending",
-                "leased",
-                "retryable",
-                "delivering",
-                "satisfied",
-                "exhausted",
-                "cancelled",
-                "superseded",
-            ],
-        }
-        .deserialize(d)?;
-        Ok(Stage::ALL[index])
-    }
-}
-
-impl<'de> Deserialize<'de> for StopReason {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<StopReason, D::Error> {
-        let index = UnitVariant {
-            expecting: "enum StopReason",
-            name: "StopReason",
-            variants: &[
-                "rejected",
-                "maxAttempts",
-                "expired",
-                "cancelled",
-                "superseded",
-                "deleted",
-                "signerRefused",
-                "signatureInvalid",
-                "powUnfinished",
-                "vanished",
-                "remoteNewer",
-                "recipientNotReady",
-                "noRelays",
-            ],
-        }
-        .deserialize(d)?;
-        Ok(StopReason::ALL[index])
-    }
 }
 
 impl StopReason {
