@@ -12,9 +12,9 @@
 //! fields are ignored, an optional field may be absent or `null`, a field with a
 //! default may be absent, a unit enum is its name (or `{"<name>": null}`), an outcome
 //! is `{"kind", "reason"}` or `[kind, reason]`. It differs from the derive only in forms
-//! no writer of the outbox produced: a struct or a policy written as an array of its
-//! fields is refused (the derive read it), and a repeated key is read as its last
-//! value (the derive refused it). `tests` hold it to the derive (kept on [`Record`] as
+//! no writer of the outbox produced: a struct written as an array of its fields is
+//! refused (the derive read it; a policy's array form is read), and a repeated key is
+//! read as its last value (the derive refused it). `tests` hold it to the derive (kept on [`Record`] as
 //! the reference): over random records written and read back, and over each field of
 //! a document removed, set to `null` or to a value of another type, it reads what the
 //! derive reads, to the same record, and refuses what the derive refuses.
