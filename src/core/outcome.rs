@@ -84,6 +84,20 @@ pub enum Outcome {
 }
 
 impl Outcome {
+    /// Every kind of outcome, in declaration order (`rejected` with the reason
+    /// `other`).
+    pub const KINDS: [Outcome; 9] = [
+        Outcome::Accepted,
+        Outcome::Duplicate,
+        Outcome::Rejected(RejectReason::Other),
+        Outcome::RateLimited,
+        Outcome::AuthRequired,
+        Outcome::Error,
+        Outcome::Timeout,
+        Outcome::Unreachable,
+        Outcome::NotAttempted,
+    ];
+
     /// True when the relay has the event (`Accepted` or `Duplicate`).
     pub fn is_accepted(self) -> bool {
         matches!(self, Outcome::Accepted | Outcome::Duplicate)
@@ -127,18 +141,7 @@ mod tests {
 
     #[test]
     fn settled_and_retryable_partition_outcomes() {
-        let all = [
-            Outcome::Accepted,
-            Outcome::Duplicate,
-            Outcome::Rejected(RejectReason::Blocked),
-            Outcome::RateLimited,
-            Outcome::AuthRequired,
-            Outcome::Error,
-            Outcome::Timeout,
-            Outcome::Unreachable,
-            Outcome::NotAttempted,
-        ];
-        for o in all {
+        for o in Outcome::KINDS {
             assert_ne!(o.is_settled(), o.is_retryable(), "{o:?}");
         }
         assert!(Outcome::Duplicate.is_accepted());

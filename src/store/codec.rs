@@ -530,16 +530,12 @@ mod doc_props {
 
     fn outcome() -> impl Strategy<Value = Outcome> {
         prop_oneof![
-            prop::sample::select(vec![
-                Outcome::Accepted,
-                Outcome::Duplicate,
-                Outcome::RateLimited,
-                Outcome::AuthRequired,
-                Outcome::Error,
-                Outcome::Timeout,
-                Outcome::Unreachable,
-                Outcome::NotAttempted,
-            ]),
+            prop::sample::select(
+                Outcome::KINDS
+                    .into_iter()
+                    .filter(|o| !o.is_terminal_rejection())
+                    .collect::<Vec<_>>()
+            ),
             prop::sample::select(RejectReason::ALL.to_vec()).prop_map(Outcome::Rejected),
         ]
     }

@@ -209,19 +209,6 @@ fn satisfaction_name(s: Satisfaction) -> &'static str {
     }
 }
 
-/// Every outcome without a reason, and `rejected` (its reason read apart).
-const OUTCOMES: [Outcome; 9] = [
-    Outcome::Accepted,
-    Outcome::Duplicate,
-    Outcome::Rejected(RejectReason::Other),
-    Outcome::RateLimited,
-    Outcome::AuthRequired,
-    Outcome::Error,
-    Outcome::Timeout,
-    Outcome::Unreachable,
-    Outcome::NotAttempted,
-];
-
 fn record(o: &Obj<'_>) -> Result<Record, String> {
     let stages = names(Stage::ALL, Stage::as_str);
     let reasons = names(StopReason::ALL, StopReason::as_str);
@@ -329,7 +316,7 @@ fn evidence(o: &Obj<'_>) -> Result<Evidence, String> {
 /// (the reason a [`RejectReason`] for `rejected`, absent or `null` for the others) or
 /// `[kind, reason]`.
 fn outcome(v: Option<&Value>) -> Option<Outcome> {
-    let kinds = names(OUTCOMES, Outcome::as_str);
+    let kinds = names(Outcome::KINDS, Outcome::as_str);
     let (kind, reason) = match v? {
         Value::Object(map) => (unit_variant(map.get("kind")?, &kinds)?, map.get("reason")),
         Value::Array(pair) if pair.len() == 2 => {
@@ -339,7 +326,7 @@ fn outcome(v: Option<&Value>) -> Option<Outcome> {
         }
         _ => return None,
     };
-    match OUTCOMES[kind] {
+    match Outcome::KINDS[kind] {
         Outcome::Rejected(_) => {
             let reasons = names(RejectReason::ALL, RejectReason::as_str);
             Some(Outcome::Rejected(
