@@ -538,4 +538,26 @@ mod tests {
             ],
         );
     }
+
+    #[test]
+    fn hostile_documents_are_refused_without_a_panic() {
+        let doc = doc();
+        let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+        let cases = [
+            doc.replacen(r#""targets":["#, &format!(r#""targets":[{deep},"#), 1),
+            doc.replacen(r#""revision":1"#, r#""revision":1e400"#, 1),
+            doc.replacen(r#""revision":1"#, r#""revision":18446744073709551616"#, 1),
+            doc[..doc.len() / 2].to_string(),
+            "\u{0}".to_string(),
+            String::new(),
+        ];
+        for text in cases {
+            let err = read_record(&text).expect_err("refused");
+            assert!(!err.is_empty());
+            assert!(
+                serde_json::from_str::<Record>(&text).is_err(),
+                "the derive too"
+            );
+        }
+    }
 }
