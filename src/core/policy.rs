@@ -41,6 +41,24 @@ pub enum Satisfaction {
     Exhausted,
 }
 
+impl Satisfaction {
+    /// Every verdict, in declaration order.
+    pub const ALL: [Satisfaction; 3] = [
+        Satisfaction::Satisfied,
+        Satisfaction::Pending,
+        Satisfaction::Exhausted,
+    ];
+
+    /// The stable string used in JSON and JavaScript.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Satisfaction::Satisfied => "satisfied",
+            Satisfaction::Pending => "pending",
+            Satisfaction::Exhausted => "exhausted",
+        }
+    }
+}
+
 /// The settled state of one target, derived from its latest evidence.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

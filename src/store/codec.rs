@@ -48,6 +48,7 @@ use serde_json::Value;
 use crate::core::semantics;
 use crate::core::{Record, Stage};
 
+use super::doc::read_record;
 use super::StoreError;
 
 /// The row format this build writes.
@@ -172,7 +173,7 @@ pub fn read_row(id: &str, text: &str) -> Result<(Record, RowIndex), StoreError> 
         message,
     };
     let (record, index) = if text.starts_with(FORMAT_2) {
-        let record = read_doc(text).map_err(|e| corrupt(format!("row: {e}")))?;
+        let record = read_record(text).map_err(|e| corrupt(format!("row: {e}")))?;
         let index = index_of(&record);
         (record, index)
     } else {
@@ -208,7 +209,8 @@ fn read_v1(row: &Value) -> Result<(Record, RowIndex), String> {
         value.ok_or_else(|| format!("row: missing field `{name}`"))
     };
     let id = required("id", text("id")?)?;
-    let record = read_doc(&required("doc", text("doc")?)?).map_err(|e| format!("document: {e}"))?;
+    let record =
+        read_record(&required("doc", text("doc")?)?).map_err(|e| format!("document: {e}"))?;
     if record.id != id {
         return Err(format!("document id `{}` differs from its key", record.id));
     }
@@ -306,12 +308,6 @@ pub fn encode_v1(record: &Record) -> Result<StoredRow, StoreError> {
         lane: record.lane.clone(),
         doc,
     })
-}
-
-/// The record in a document, or what is wrong with it and where
-/// ([`super::doc::read_record`]).
-fn read_doc(text: &str) -> Result<Record, String> {
-    super::doc::read_record(text)
 }
 
 #[cfg(test)]
@@ -502,7 +498,7 @@ pub(super) mod tests {
             ),
         ];
         for (text, want) in cases {
-            let err = read_doc(&text).unwrap_err();
+            let err = read_record(&text).unwrap_err();
             assert!(err.contains(want), "{text}: {err}");
         }
     }
@@ -514,7 +510,7 @@ pub(super) mod tests {
 mod doc_props {
     use proptest::prelude::*;
 
-    use super::{encode_v1, index_of, read_doc, read_row, write_row};
+    use super::{encode_v1, index_of, read_record, read_row, write_row};
     use crate::core::{
         EventEnvelope, EventMeta, Evidence, Lease, Outcome, Policy, Record, RejectReason,
         Satisfaction, Stage, StopReason,
@@ -611,11 +607,7 @@ mod doc_props {
             (any::<u32>(), any::<u32>(), any::<u32>()),
             any::<Option<u64>>(),
             prop::collection::vec(evidence(), 0..4),
-            prop::sample::select(vec![
-                Satisfaction::Satisfied,
-                Satisfaction::Pending,
-                Satisfaction::Exhausted,
-            ]),
+            prop::sample::select(Satisfaction::ALL.to_vec()),
             (any::<Option<u64>>(), any::<Option<u64>>()),
             (any::<u64>(), any::<u64>()),
             (
@@ -795,7 +787,7 @@ mod doc_props {
             }
             // The derive (kept on `Record` for this) is the reference: the same
             // documents read, to the same record; an error names a place.
-            match (read_doc(&text), serde_json::from_str::<Record>(&text)) {
+            match (read_record(&text), serde_json::from_str::<Record>(&text)) {
                 (Ok(hand), Ok(derived)) => prop_assert_eq!(hand, derived),
                 (Err(e), Err(_)) => prop_assert!(!e.is_empty()),
                 (hand, derived) => prop_assert!(

@@ -197,20 +197,6 @@ fn names<T: Copy, const N: usize>(all: [T; N], name: fn(T) -> &'static str) -> [
     all.map(name)
 }
 
-const SATISFACTION: [Satisfaction; 3] = [
-    Satisfaction::Satisfied,
-    Satisfaction::Pending,
-    Satisfaction::Exhausted,
-];
-
-fn satisfaction_name(s: Satisfaction) -> &'static str {
-    match s {
-        Satisfaction::Satisfied => "satisfied",
-        Satisfaction::Pending => "pending",
-        Satisfaction::Exhausted => "exhausted",
-    }
-}
-
 fn record(o: &Obj<'_>) -> Result<Record, String> {
     let stages = names(Stage::ALL, Stage::as_str);
     let reasons = names(StopReason::ALL, StopReason::as_str);
@@ -236,9 +222,12 @@ fn record(o: &Obj<'_>) -> Result<Record, String> {
             .iter()
             .map(|v| self::evidence(&Obj::of(v, "evidence.")?))
             .collect::<Result<_, String>>()?,
-        satisfaction: SATISFACTION[required(
+        satisfaction: Satisfaction::ALL[required(
             "satisfaction",
-            o.variant("satisfaction", &names(SATISFACTION, satisfaction_name))?,
+            o.variant(
+                "satisfaction",
+                &names(Satisfaction::ALL, Satisfaction::as_str),
+            )?,
         )?],
         retry_not_before_ms: o.opt_u64("retryNotBeforeMs")?,
         due_ms: o.opt_u64("dueMs")?,
