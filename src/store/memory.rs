@@ -3,7 +3,8 @@
 //! own: every operation is [`KvStore`]'s, as on IndexedDB and the storage adapters.
 
 use super::codec;
-use super::kv::{keys, KvStore, MemoryKv};
+use super::kv::lease::Leases;
+use super::kv::{keys, KvStore, MemoryKv, LEASES};
 use crate::core::Record;
 
 /// The in-memory store.
@@ -17,13 +18,26 @@ impl KvStore<MemoryKv> {
 
     /// Every record that decodes, in id order (for tests and inspection).
     pub fn snapshot(&self) -> Vec<Record> {
-        let mut records: Vec<Record> = self
-            .backend()
-            .dump()
+        let entries = self.backend().entries();
+        let leases = Leases::read(
+            entries
+                .iter()
+                .filter(|e| e.key.starts_with(LEASES))
+                .cloned()
+                .collect(),
+        );
+        let mut records: Vec<Record> = entries
             .into_iter()
-            .filter(|(key, _)| key.starts_with(keys::ROWS))
-            .filter_map(|(key, value)| {
-                let (record, _) = codec::read_row(&keys::id_of(&key)?, &value).ok()?;
+            .filter(|e| e.key.starts_with(keys::ROWS))
+            .filter_map(|e| {
+                let id = keys::id_of(&e.key)?;
+                let (mut record, _) = codec::read_row(&id, &e.value).ok()?;
+                // As the store reads it: leased by its lease row's entry, if any.
+                if let Some(at) = leases.find(&id) {
+                    if leases.entry(at).version == e.version {
+                        leases.apply(at, &mut record);
+                    }
+                }
                 Some(record)
             })
             .collect();

@@ -57,10 +57,12 @@ enum Defect {
     None,
     /// Commits without checking anything (a backend without compare-and-set).
     IgnoreChecks,
-    /// Drops the checks of rows (`r/…`) only.
+    /// Drops the checks of rows (`R/…`) only.
     IgnoreRowChecks,
-    /// Drops the checks of slot locks (`k/…`) only.
+    /// Drops the checks of slot locks (`K/…`) only.
     IgnoreLockChecks,
+    /// Drops the checks of the lease rows and their lock (`Q/…`) only.
+    IgnoreLeaseChecks,
     /// Lists in reverse key order whatever was asked.
     ReversedLists,
 }
@@ -147,6 +149,7 @@ impl KvBackend for Shared {
             Defect::IgnoreChecks => commit.checks.clear(),
             Defect::IgnoreRowChecks => commit.checks.retain(|c| !c.key.starts_with(kv::ROWS)),
             Defect::IgnoreLockChecks => commit.checks.retain(|c| !c.key.starts_with(kv::LOCK)),
+            Defect::IgnoreLeaseChecks => commit.checks.retain(|c| !c.key.starts_with(kv::LEASES)),
             Defect::None | Defect::ReversedLists => {}
         }
         let done = self.kv.commit(commit).await?;
@@ -212,6 +215,44 @@ async fn claimers_race(defect: Defect) -> Result<(), String> {
         return Err("a's first commit did not conflict".into());
     }
     Ok(())
+}
+
+/// `b` claims the one record between `a`'s read for a reschedule and `a`'s commit:
+/// `a` must see the lease and refuse, and the record stay leased to `b`.
+async fn reschedule_race(defect: Defect) -> Result<(), String> {
+    let (a, b, a_backend) = two_stores(defect);
+    let plan = fixture_plan(1, &RELAYS, Policy::All);
+    a.enqueue(plan.clone(), 1_000)
+        .await
+        .map_err(|e| e.to_string())?;
+    {
+        let b = b.clone();
+        a_backend.before_next_commit(async move {
+            let got = b
+                .claim(&fixture_claim("b", "lease-b", 1, 30_000), 2_000)
+                .await
+                .expect("b claims");
+            assert_eq!(got.len(), 1, "b leases it");
+        });
+    }
+    match a.reschedule(&plan.id, 50_000, 2_000).await {
+        Err(e) if e.code() == "in_flight" => {}
+        other => {
+            return Err(format!(
+                "a's reschedule answered {:?}",
+                other.map(|r| r.stage)
+            ))
+        }
+    }
+    let stored = a
+        .get(&plan.id)
+        .await
+        .map_err(|e| e.to_string())?
+        .ok_or("record gone")?;
+    match stored.lease.as_ref().map(|l| l.owner.as_str()) {
+        Some("b") if stored.stage == Stage::Leased => Ok(()),
+        other => Err(format!("stored {:?} leased to {other:?}", stored.stage)),
+    }
 }
 
 /// Two contexts enqueue versions of one replaceable slot at once: `b` commits one
@@ -312,10 +353,20 @@ fn the_race_tests_catch_a_backend_without_compare_and_set() {
 
 #[test]
 fn each_guard_is_what_wins_its_race() {
-    // Row versions keep two claims of one record apart; slot locks are not involved.
-    let err = block_on(claimers_race(Defect::IgnoreRowChecks)).expect_err("both lease");
+    // A claim leaves the record's row as it is and writes a lease row: the lease rows'
+    // lock keeps two claims of one record apart; row checks and slot locks are not
+    // involved.
+    let err = block_on(claimers_race(Defect::IgnoreLeaseChecks)).expect_err("both lease");
     assert!(err.contains("both leased"), "{err}");
-    block_on(claimers_race(Defect::IgnoreLockChecks)).expect("rows suffice");
+    block_on(claimers_race(Defect::IgnoreRowChecks)).expect("the lease lock suffices");
+    block_on(claimers_race(Defect::IgnoreLockChecks)).expect("the lease lock suffices");
+    // And keeps a claim and another write of the record apart: a reschedule whose read
+    // came before another context's claim, and its commit after, is read again and
+    // refused (`in_flight`), whatever the rows' versions say.
+    block_on(reschedule_race(Defect::None)).expect("refused while leased");
+    block_on(reschedule_race(Defect::IgnoreRowChecks)).expect("the lease lock suffices");
+    let err = block_on(reschedule_race(Defect::IgnoreLeaseChecks)).expect_err("rescheduled");
+    assert!(err.contains("reschedule answered Ok"), "{err}");
     // A new version is a new key no row check sees: the slot's lock keeps two versions
     // apart.
     for b_newer in [false, true] {
@@ -449,13 +500,15 @@ fn an_address_too_long_for_the_storage_is_a_typed_refusal() {
 fn claims_and_purges_over_the_commit_limits_take_what_fits() {
     let limits = KvLimits {
         max_mutations: 20,
+        max_checks: 5,
         ..KvLimits::UNLIMITED
     };
     let store = KvStore::new(MemoryKv::with_limits(limits));
     for chunk in plans(0, 12).chunks(4) {
         block_on(store.enqueue_many(chunk.to_vec(), 1_000)).expect("enqueue");
     }
-    // A claim rewrites the row, the due key and the stage key: 5 mutations each.
+    // A claim checks each record's row and the lease rows' lock (and writes one lease
+    // row and the lock): 4 records fit in 5 checks.
     let got = block_on(store.claim(&fixture_claim("o", "l", 10, 30_000), 2_000)).expect("claim");
     assert_eq!(got.len(), 4, "what fits in one commit");
     assert_eq!(block_on(store.status()).expect("status").leased, 4);
@@ -1212,4 +1265,164 @@ fn an_enqueue_with_progress_has_its_own_commit_told_and_no_other() {
     assert!(matches!(got, Err(StoreError::Backend(_))), "{got:?}");
     assert_eq!(reports, vec![(39, 40)]);
     assert_eq!(block_on(store.status()).expect("status").total(), 0);
+}
+
+/// The versions of the record rows (`R/…`) and the lease rows (`Q/…`, the lock `Q/`
+/// left out) of `kv`.
+/// Keys with a value or version each.
+type Pairs = Vec<(String, String)>;
+
+fn rows_and_leases(kv: &MemoryKv) -> (Pairs, Pairs) {
+    let entries = kv.entries();
+    let of = |prefix: &str| -> Pairs {
+        entries
+            .iter()
+            .filter(|e| e.key.starts_with(prefix) && e.key != kv::LEASES)
+            .map(|e| (e.key.clone(), e.value.clone()))
+            .collect()
+    };
+    let versions = entries
+        .iter()
+        .filter(|e| e.key.starts_with(kv::ROWS))
+        .map(|e| (e.key.clone(), e.version.clone()))
+        .collect();
+    (versions, of(kv::LEASES))
+}
+
+#[test]
+fn a_claim_writes_one_lease_row_and_every_read_sees_the_records_leased() {
+    use nostr_outbox::core::{Completion, ListQuery, Outcome, TargetResult};
+    let store = store();
+    block_on(store.enqueue_many(plans(0, 3), 1_000)).expect("enqueue");
+    let (rows, leases) = rows_and_leases(store.backend());
+    assert!(leases.is_empty());
+    let commits = store.backend().applied_commits();
+    let got = block_on(store.claim(&fixture_claim("o", "l", 10, 30_000), 2_000)).expect("claim");
+    assert_eq!(got.len(), 3);
+    assert_eq!(store.backend().applied_commits() - commits, 1, "one commit");
+    let (rows_now, leases) = rows_and_leases(store.backend());
+    assert_eq!(rows_now, rows, "no record row written");
+    assert_eq!(leases.len(), 1, "one lease row: {leases:?}");
+    // Every read sees them leased, as the claim answered them.
+    for r in &got {
+        let read = block_on(store.get(&r.id)).expect("get").expect("there");
+        assert_eq!(&read, r);
+        assert_eq!(read.stage, Stage::Leased);
+        assert_eq!(read.due_ms, Some(32_000));
+    }
+    let counts = block_on(store.status()).expect("status");
+    assert_eq!((counts.pending, counts.leased), (0, 3));
+    let query = |stage| ListQuery {
+        stage: Some(stage),
+        limit: 100,
+        ..Default::default()
+    };
+    let listed = block_on(store.list(&query(Stage::Leased))).expect("list");
+    assert_eq!(listed, got, "listed leased, in list order");
+    assert!(block_on(store.list(&query(Stage::Pending)))
+        .expect("list")
+        .is_empty());
+    assert_eq!(block_on(store.count_due(10_000)).expect("count"), 0);
+    assert_eq!(block_on(store.next_due(0)).expect("next"), Some(32_000));
+    let again = block_on(store.claim(&fixture_claim("p", "m", 10, 30_000), 3_000)).expect("claim");
+    assert!(again.is_empty(), "not claimed twice");
+    // The answer rewrites its record and drops its entry; the release of the others
+    // drops the lease row.
+    let first = &got[0];
+    let done = block_on(
+        store.complete_attempt(
+            &Completion {
+                id: first.id.clone(),
+                lease_id: "l".into(),
+                revision: first.revision,
+                results: first
+                    .targets
+                    .iter()
+                    .map(|t| TargetResult {
+                        target: t.clone(),
+                        outcome: Outcome::Accepted,
+                        message: String::new(),
+                    })
+                    .collect(),
+                jitter: 0,
+            },
+            &conformance::fixture_retry(),
+            4_000,
+        ),
+    )
+    .expect("complete");
+    assert_eq!(done.stage, Stage::Satisfied);
+    let (rows_now, leases) = rows_and_leases(store.backend());
+    assert_ne!(rows_now, rows, "the answer is written to its row");
+    assert_eq!(leases.len(), 1);
+    assert_eq!(leases[0].1.lines().count(), 3, "a header and two entries");
+    for r in &got[1..] {
+        block_on(store.release(&r.id, "l", r.revision, 5_000)).expect("release");
+    }
+    let (_, leases) = rows_and_leases(store.backend());
+    assert!(leases.is_empty(), "lease row deleted with its last entry");
+    let counts = block_on(store.status()).expect("status");
+    assert_eq!((counts.pending, counts.leased, counts.satisfied), (2, 0, 1));
+    // An expired lease is taken again, by a new lease row.
+    let got = block_on(store.claim(&fixture_claim("o", "l2", 10, 1_000), 6_000)).expect("claim");
+    assert_eq!(got.len(), 2);
+    let got = block_on(store.claim(&fixture_claim("p", "l3", 10, 1_000), 8_000)).expect("claim");
+    assert_eq!(got.len(), 2, "expired leases claimed again");
+    assert!(got
+        .iter()
+        .all(|r| r.lease.as_ref().is_some_and(|l| l.id == "l3")));
+    let (_, leases) = rows_and_leases(store.backend());
+    assert_eq!(
+        leases.len(),
+        1,
+        "the expired lease's row dropped: {leases:?}"
+    );
+}
+
+#[test]
+fn a_lease_row_that_no_longer_applies_or_does_not_parse_leaves_records_as_stored() {
+    let store = store();
+    block_on(store.enqueue_many(plans(0, 2), 1_000)).expect("enqueue");
+    let got = block_on(store.claim(&fixture_claim("o", "l", 10, 30_000), 2_000)).expect("claim");
+    assert_eq!(got.len(), 2);
+    // A writer that knows nothing of lease rows (an older build) rewrites one row as
+    // it read it: that record reads as written; the other stays leased.
+    let kv = store.backend();
+    let key = kv::row_key(&got[0].id);
+    let raw = kv
+        .entries()
+        .into_iter()
+        .find(|e| e.key == key)
+        .expect("row")
+        .value;
+    kv.put_raw(&key, &raw);
+    let first = block_on(store.get(&got[0].id))
+        .expect("get")
+        .expect("there");
+    assert_eq!(first.stage, Stage::Pending);
+    assert!(first.lease.is_none());
+    let second = block_on(store.get(&got[1].id))
+        .expect("get")
+        .expect("there");
+    assert_eq!(second.stage, Stage::Leased);
+    // A write drops its own entry, and a stale one when it reads that record: until
+    // then the stale entry still files its record as leased in the index (claimed
+    // when the lease would have expired, at the latest: late, never lost).
+    block_on(store.release(&got[1].id, "l", got[1].revision, 3_000)).expect("release");
+    let (_, leases) = rows_and_leases(kv);
+    assert_eq!(leases[0].1.lines().count(), 2, "{leases:?}");
+    block_on(store.reschedule(&got[0].id, 50_000, 3_000)).expect("reschedule");
+    let (_, leases) = rows_and_leases(kv);
+    assert!(leases.is_empty(), "{leases:?}");
+    // A lease row that does not parse is ignored: its records read as stored.
+    let got = block_on(store.claim(&fixture_claim("o", "m", 10, 30_000), 60_000)).expect("claim");
+    assert_eq!(got.len(), 2);
+    let (_, leases) = rows_and_leases(kv);
+    kv.put_raw(&leases[0].0, "not\ta lease row");
+    for r in &got {
+        let read = block_on(store.get(&r.id)).expect("get").expect("there");
+        assert_ne!(read.stage, Stage::Leased);
+    }
+    let again = block_on(store.claim(&fixture_claim("p", "n", 10, 30_000), 61_000)).expect("claim");
+    assert_eq!(again.len(), 2, "claimed again: sent again, never lost");
 }

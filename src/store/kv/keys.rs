@@ -60,6 +60,9 @@ pub const EVENT: &str = "E/";
 pub const SLOT: &str = "S/";
 /// The prefix of slot locks.
 pub const LOCK: &str = "K/";
+/// The prefix of lease rows (one per claim: see docs/STORE.md); the key `Q/` itself is
+/// their lock.
+pub const LEASES: &str = "Q/";
 /// The prefix of owners' heartbeats ([`crate::core::heartbeat`]).
 pub const OWNER: &str = "o/";
 
@@ -74,7 +77,7 @@ fn num(n: u64) -> String {
 }
 
 /// Free text as this layout writes it (see the module documentation).
-fn text(s: &str) -> String {
+pub(crate) fn text(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         if c.is_ascii() && !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | ':' | '-')) {
@@ -89,7 +92,7 @@ fn text(s: &str) -> String {
 }
 
 /// The text [`text`] wrote, if `s` is such a text.
-fn untext(s: &str) -> Option<String> {
+pub(crate) fn untext(s: &str) -> Option<String> {
     let mut bytes = Vec::with_capacity(s.len());
     let mut rest = s.as_bytes();
     while let Some((&b, tail)) = rest.split_first() {

@@ -42,10 +42,22 @@ impl MemoryKv {
 
     /// Every key and value, in key order.
     pub fn dump(&self) -> Vec<(String, String)> {
+        self.entries()
+            .into_iter()
+            .map(|e| (e.key, e.value))
+            .collect()
+    }
+
+    /// Every key, in key order, with its value and version.
+    pub fn entries(&self) -> Vec<KvEntry> {
         self.map
             .borrow()
             .iter()
-            .map(|(k, (v, _))| (k.clone(), v.clone()))
+            .map(|(k, (v, n))| KvEntry {
+                key: k.clone(),
+                value: v.clone(),
+                version: n.to_string(),
+            })
             .collect()
     }
 

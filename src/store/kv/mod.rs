@@ -57,6 +57,7 @@
 //!   `COMMIT`. No practical limits.
 
 pub mod keys;
+pub(crate) mod lease;
 mod memory;
 mod store;
 

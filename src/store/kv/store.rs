@@ -2,7 +2,8 @@
 
 use std::cell::RefCell;
 
-use super::keys::{self, ROWS};
+use super::keys::{self, LEASES, ROWS};
+use super::lease::{self, Entry, Head, Leases, Overlay};
 use super::{KvBackend, KvCheck, KvCommit, KvCommitted, KvEntry, KvLimits, KvMutation, KvRange};
 use crate::core::semantics::{self, Lookups};
 use crate::core::{
@@ -56,6 +57,9 @@ struct Seen {
     row: Option<Result<(Record, RowIndex), StoreError>>,
     /// Checked at commit (read and decided on, or written).
     checked: bool,
+    /// The lease row entry of the record (row, entry), and whether it applies (the
+    /// row has the version it names: the record reads as leased) or is stale.
+    lease: Option<((usize, usize), bool)>,
 }
 
 /// What writing one row adds to a commit.
@@ -135,6 +139,12 @@ struct Tx<'a, B> {
     writes: RefCell<Sorted<(NewRow, Cost)>>,
     /// By slot: the lock's version as read, and whether the commit rewrites it.
     locks: RefCell<Sorted<(Option<String>, bool)>>,
+    /// The lease rows ([`super::lease`]), read with the first stored row or index
+    /// range of the run, and the index keys they move.
+    leases: RefCell<Option<(Leases, Overlay)>>,
+    /// The lease this run grants (a claim, a takeover), its entries, and the bytes
+    /// of their lines.
+    grant: RefCell<Option<(Head, Vec<Entry>, usize)>>,
 }
 
 /// Adds to `commit` the move of one entry of key layouts 1 and 2 ([`KvStore::migrate`]):
@@ -208,7 +218,45 @@ impl<'a, B: KvBackend> Tx<'a, B> {
             seen: RefCell::new(Sorted::new()),
             writes: RefCell::new(Sorted::new()),
             locks: RefCell::new(Sorted::new()),
+            leases: RefCell::new(None),
+            grant: RefCell::new(None),
         }
+    }
+
+    /// Reads the lease rows, once per run.
+    async fn read_leases(&self) -> Result<(), StoreError> {
+        if self.leases.borrow().is_some() {
+            return Ok(());
+        }
+        let rows = scan_kv(self.kv, LEASES.to_string(), &keys::prefix_end(LEASES), None).await?;
+        let leases = Leases::read(rows);
+        let overlay = leases.overlay();
+        *self.leases.borrow_mut() = Some((leases, overlay));
+        Ok(())
+    }
+
+    /// The entries of `[start, end)` (at most `limit`) as the lease rows read them:
+    /// the claim order and stage keys of leased records where the claim would have
+    /// moved them.
+    async fn index(
+        &self,
+        start: String,
+        end: &str,
+        limit: Option<usize>,
+    ) -> Result<Vec<KvEntry>, StoreError> {
+        self.read_leases().await?;
+        let gone = self.overlay(|o| o.gone_in(&start, end));
+        let asked = limit.map(|l| l.saturating_add(gone));
+        let page = scan_kv(self.kv, start.clone(), end, asked).await?;
+        let asked = asked.unwrap_or(usize::MAX);
+        let limit = limit.unwrap_or(usize::MAX);
+        Ok(self.overlay(|o| o.merge(page, asked, &start, end, limit)))
+    }
+
+    fn overlay<T>(&self, f: impl FnOnce(&Overlay) -> T) -> T {
+        let leases = self.leases.borrow();
+        let empty = Overlay::default();
+        f(leases.as_ref().map_or(&empty, |(_, o)| o))
     }
 
     /// Reads the rows of `ids` not read yet in this run.
@@ -233,11 +281,25 @@ impl<'a, B: KvBackend> Tx<'a, B> {
                 missing.len()
             )));
         }
+        if values.iter().any(Option::is_some) {
+            self.read_leases().await?;
+        }
+        let leases = self.leases.borrow();
         let mut seen = self.seen.borrow_mut();
         for (id, value) in missing.into_iter().zip(values) {
+            let mut lease = None;
             let (version, row) = match value {
                 Some(v) => {
-                    let row = codec::read_row(&id, &v.value);
+                    let mut row = codec::read_row(&id, &v.value);
+                    if let (Ok((record, _)), Some((l, _))) = (&mut row, leases.as_ref()) {
+                        if let Some(at) = l.find(&id) {
+                            let applies = l.entry(at).version == v.version;
+                            if applies {
+                                l.apply(at, record);
+                            }
+                            lease = Some((at, applies));
+                        }
+                    }
                     (Some(v.version), Some(row))
                 }
                 None => (None, None),
@@ -248,6 +310,7 @@ impl<'a, B: KvBackend> Tx<'a, B> {
                     version,
                     row,
                     checked: false,
+                    lease,
                 },
             );
         }
@@ -331,9 +394,85 @@ impl<'a, B: KvBackend> Tx<'a, B> {
         Ok(())
     }
 
-    /// Forgets the write of `id` (it would not fit).
+    /// Leases `next` (what a claim or takeover made of `before`) by an entry of this
+    /// run's lease row instead of writing its row, when a lease row can say it
+    /// ([`lease::lease_of`]); false when it cannot (write it then).
+    fn lease(&self, before: &Record, next: &Record) -> bool {
+        let found = {
+            let seen = self.seen.borrow();
+            match seen.get(&next.id) {
+                Some(Seen {
+                    version: Some(version),
+                    row: Some(Ok((_, index))),
+                    ..
+                }) => lease::lease_of(before, index, version, next),
+                _ => None,
+            }
+        };
+        let Some((head, entry)) = found else {
+            return false;
+        };
+        if self.leases.borrow().is_none() {
+            return false;
+        }
+        let mut grant = self.grant.borrow_mut();
+        let bytes = lease::encode_entry(&entry).len() + 1;
+        match &mut *grant {
+            Some((h, entries, size)) if *h == head => {
+                entries.push(entry);
+                *size += bytes;
+            }
+            Some(_) => return false,
+            None => *grant = Some((head, vec![entry], bytes)),
+        }
+        self.check(&next.id);
+        true
+    }
+
+    /// True when this run leases `id` by its lease row.
+    fn grants(&self, id: &str) -> bool {
+        self.grant
+            .borrow()
+            .as_ref()
+            .is_some_and(|(_, entries, _)| entries.iter().any(|e| e.id == id))
+    }
+
+    /// Forgets the write or lease of `id` (it would not fit).
     fn unwrite(&self, id: &str) {
         self.writes.borrow_mut().remove(id);
+        if let Some(s) = self.seen.borrow_mut().get_mut(id) {
+            s.checked = false;
+        }
+        if let Some((_, entries, size)) = self.grant.borrow_mut().as_mut() {
+            if let Some(i) = entries.iter().position(|e| e.id == id) {
+                *size -= lease::encode_entry(&entries[i]).len() + 1;
+                entries.remove(i);
+            }
+        }
+    }
+
+    /// The lease rows this run rewrites: each with the entries it drops (of records
+    /// it writes or leases anew, and stale ones when it writes anything).
+    fn lease_changes(&self) -> Vec<(usize, Vec<usize>)> {
+        let seen = self.seen.borrow();
+        let writes = self.writes.borrow();
+        let mut dropped: Vec<(usize, usize)> = seen
+            .iter()
+            .filter_map(|(id, s)| match s.lease {
+                Some((at, false)) => Some(at),
+                Some((at, true)) if writes.contains_key(id) || self.grants(id) => Some(at),
+                _ => None,
+            })
+            .collect();
+        dropped.sort_unstable();
+        let mut out: Vec<(usize, Vec<usize>)> = Vec::new();
+        for (row, entry) in dropped {
+            match out.last_mut() {
+                Some((r, entries)) if *r == row => entries.push(entry),
+                _ => out.push((row, vec![entry])),
+            }
+        }
+        out
     }
 
     /// Reads the lock of `slot` and guards the commit by it; with `bump`, the commit
@@ -353,6 +492,11 @@ impl<'a, B: KvBackend> Tx<'a, B> {
 
     fn has_writes(&self) -> bool {
         !self.writes.borrow().is_empty()
+            || self
+                .grant
+                .borrow()
+                .as_ref()
+                .is_some_and(|(_, entries, _)| !entries.is_empty())
     }
 
     /// Why the commit as it stands would not fit `limits`, if it would not.
@@ -374,6 +518,29 @@ impl<'a, B: KvBackend> Tx<'a, B> {
             .sum();
         let key_bytes = writes.values().map(|w| w.1.key_bytes).sum::<usize>() + lock_bytes;
         let value = writes.values().map(|w| w.1.value_bytes).max().unwrap_or(0);
+        // The lease rows: the lock checked (and rewritten with a new row), each row
+        // rewritten checked and at most as large as it was.
+        let (mut mutations, mut checks, mut bytes, mut key_bytes, mut value) =
+            (mutations, checks, bytes, key_bytes, value);
+        if let Some((leases, _)) = self.leases.borrow().as_ref() {
+            checks += 1;
+            for (row, _) in self.lease_changes() {
+                let len = leases.rows[row].len;
+                mutations += 1;
+                checks += 1;
+                bytes += len + 22;
+                key_bytes += 22;
+                value = value.max(len);
+            }
+        }
+        if let Some((_, _, size)) = self.grant.borrow().as_ref() {
+            // The header line: two free texts of at most 128 bytes, escaped.
+            let len = size + 800;
+            mutations += 2;
+            bytes += len + 44;
+            key_bytes += 44;
+            value = value.max(len);
+        }
         if mutations > limits.max_mutations {
             Some(format!(
                 "{mutations} mutations (at most {} per commit)",
@@ -436,6 +603,49 @@ impl<'a, B: KvBackend> Tx<'a, B> {
                 });
             }
         }
+        if let Some((leases, _)) = self.leases.borrow().as_ref() {
+            commit.checks.push(KvCheck {
+                key: LEASES.to_string(),
+                version: leases.lock.clone(),
+            });
+            for (at, dropped) in self.lease_changes() {
+                let row = &leases.rows[at];
+                commit.checks.push(KvCheck {
+                    key: row.key.clone(),
+                    version: Some(row.version.clone()),
+                });
+                let kept: Vec<&Entry> = row
+                    .entries
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, _)| !dropped.contains(i))
+                    .map(|(_, e)| e)
+                    .collect();
+                commit.mutations.push(if kept.is_empty() {
+                    KvMutation::Delete {
+                        key: row.key.clone(),
+                    }
+                } else {
+                    KvMutation::Put {
+                        key: row.key.clone(),
+                        value: lease::encode(&row.head, kept),
+                    }
+                });
+            }
+            if let Some((head, entries, _)) = self.grant.borrow().as_ref() {
+                if !entries.is_empty() {
+                    let n = leases.last + 1;
+                    commit.mutations.push(KvMutation::Put {
+                        key: lease::row_key(n),
+                        value: lease::encode(head, entries),
+                    });
+                    commit.mutations.push(KvMutation::Put {
+                        key: LEASES.to_string(),
+                        value: n.to_string(),
+                    });
+                }
+            }
+        }
         let mut writes = self.writes.borrow_mut();
         for (id, (row, _)) in writes.0.iter_mut() {
             let old = stored_index_keys(seen.get(id));
@@ -463,6 +673,41 @@ impl<'a, B: KvBackend> Tx<'a, B> {
         }
         Ok(Some(commit))
     }
+}
+
+/// Every entry of `kv` in `[start, end)`, page by page, at most `limit` of them.
+async fn scan_kv<B: KvBackend>(
+    kv: &B,
+    start: String,
+    end: &str,
+    limit: Option<usize>,
+) -> Result<Vec<KvEntry>, StoreError> {
+    let mut out: Vec<KvEntry> = Vec::new();
+    let mut start = start;
+    loop {
+        let left = limit.map_or(usize::MAX, |l| l - out.len());
+        let ask = u32::try_from(left).unwrap_or(u32::MAX).min(PAGE);
+        if ask == 0 {
+            break;
+        }
+        let page = kv
+            .list(&KvRange {
+                start: start.clone(),
+                end: end.to_string(),
+                limit: ask,
+                reverse: false,
+            })
+            .await?;
+        let fetched = page.len();
+        if let Some(last) = page.last() {
+            start = keys::after(&last.key);
+        }
+        out.extend(page);
+        if fetched < ask as usize {
+            break;
+        }
+    }
+    Ok(out)
 }
 
 /// A read-modify-write of one record: the record and the records of its slot (when
@@ -666,33 +911,7 @@ impl<B: KvBackend> KvStore<B> {
         end: &str,
         limit: Option<usize>,
     ) -> Result<Vec<KvEntry>, StoreError> {
-        let mut out: Vec<KvEntry> = Vec::new();
-        let mut start = start;
-        loop {
-            let left = limit.map_or(usize::MAX, |l| l - out.len());
-            let ask = u32::try_from(left).unwrap_or(u32::MAX).min(PAGE);
-            if ask == 0 {
-                break;
-            }
-            let page = self
-                .backend
-                .list(&KvRange {
-                    start: start.clone(),
-                    end: end.to_string(),
-                    limit: ask,
-                    reverse: false,
-                })
-                .await?;
-            let fetched = page.len();
-            if let Some(last) = page.last() {
-                start = keys::after(&last.key);
-            }
-            out.extend(page);
-            if fetched < ask as usize {
-                break;
-            }
-        }
-        Ok(out)
+        scan_kv(&self.backend, start, end, limit).await
     }
 
     /// Up to `want` records of the index range `[start, end)` that `keep` admits, in key
@@ -710,7 +929,7 @@ impl<B: KvBackend> KvStore<B> {
         let mut out = Vec::new();
         while out.len() < want {
             let ask = want - out.len();
-            let page = self.scan(start.clone(), end, Some(ask)).await?;
+            let page = tx.index(start.clone(), end, Some(ask)).await?;
             let fetched = page.len();
             if let Some(last) = page.last() {
                 start = keys::after(&last.key);
@@ -951,7 +1170,9 @@ impl<B: KvBackend> Store for KvStore<B> {
                     .await?;
                 for record in ready {
                     let next = core::claim(&record, request, now_ms)?.into_record();
-                    tx.put(&next)?;
+                    if !tx.lease(&record, &next) {
+                        tx.put(&next)?;
+                    }
                     if tx.over(&limits).is_some() {
                         tx.unwrite(&record.id);
                         break 'ranks;
@@ -975,7 +1196,10 @@ impl<B: KvBackend> Store for KvStore<B> {
         request.validate()?;
         let limits = self.backend.limits();
         self.atomic(async |tx| {
-            let leased = self.ids_in_stage(Stage::Leased).await?;
+            let prefix = keys::stage_prefix(Stage::Leased);
+            let leased = ids(&tx
+                .index(prefix.clone(), &keys::prefix_end(&prefix), None)
+                .await?);
             tx.load(&leased).await?;
             let decoded: Vec<Record> = leased
                 .iter()
@@ -993,7 +1217,9 @@ impl<B: KvBackend> Store for KvStore<B> {
             let mut taken = Vec::with_capacity(orphans.len());
             for record in orphans {
                 let next = core::take_over(record, request, now_ms)?.into_record();
-                tx.put(&next)?;
+                if !tx.lease(record, &next) {
+                    tx.put(&next)?;
+                }
                 if tx.over(&limits).is_some() {
                     tx.unwrite(&next.id);
                     break;
@@ -1240,12 +1466,13 @@ impl<B: KvBackend> Store for KvStore<B> {
             }
         };
         let mut counts = StageCounts::default();
+        let tx = Tx::new(&self.backend);
+        tx.read_leases().await?;
         for stage in Stage::ALL {
             let prefix = keys::stage_prefix(stage);
-            let n = self
-                .backend
-                .count(&prefix, &keys::prefix_end(&prefix))
-                .await?;
+            let end = keys::prefix_end(&prefix);
+            let n = self.backend.count(&prefix, &end).await?;
+            let n = tx.overlay(|o| o.count(n, &prefix, &end));
             let filed = corrupt.iter().flatten().filter(|k| k.starts_with(&prefix));
             *counts.get_mut(stage) =
                 u32::try_from(n.saturating_sub(filed.count())).unwrap_or(u32::MAX);
@@ -1277,21 +1504,26 @@ impl<B: KvBackend> Store for KvStore<B> {
         // The claim order's keys up to `now_ms`, one range per priority, counted (no
         // value read).
         let mut count = 0usize;
+        let tx = Tx::new(&self.backend);
+        tx.read_leases().await?;
         for rank in keys::claim_ranks(0) {
-            count += self
-                .backend
-                .count(&keys::rank_prefix(rank), &keys::due_end(rank, now_ms))
-                .await?;
+            let (start, end) = (keys::rank_prefix(rank), keys::due_end(rank, now_ms));
+            let n = self.backend.count(&start, &end).await?;
+            count += tx.overlay(|o| o.count(n, &start, &end));
         }
         Ok(u32::try_from(count).unwrap_or(u32::MAX))
     }
 
     async fn next_due(&self, prepare: u8) -> Result<Option<u64>, StoreError> {
         let mut due: Option<u64> = None;
+        let tx = Tx::new(&self.backend);
         // Ready records' ranks, then those of the records this context can prepare.
         let prepared = keys::claim_ranks(prepare).filter(|_| prepare != 0);
         for rank in keys::claim_ranks(0).chain(prepared) {
-            let first = self.scan_prefix(&keys::rank_prefix(rank), Some(1)).await?;
+            let prefix = keys::rank_prefix(rank);
+            let first = tx
+                .index(prefix.clone(), &keys::prefix_end(&prefix), Some(1))
+                .await?;
             if let Some(d) = first.first().and_then(|e| keys::due_of(&e.key)) {
                 due = Some(due.map_or(d, |m| m.min(d)));
             }
