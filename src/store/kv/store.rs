@@ -60,6 +60,8 @@ struct Seen {
     /// The lease row entry of the record (row, entry), and whether it applies (the
     /// row has the version it names: the record reads as leased) or is stale.
     lease: Option<((usize, usize), bool)>,
+    /// Leased anew by this run's lease row.
+    granted: bool,
 }
 
 /// What writing one row adds to a commit.
@@ -140,8 +142,9 @@ struct Tx<'a, B> {
     /// By slot: the lock's version as read, and whether the commit rewrites it.
     locks: RefCell<Sorted<(Option<String>, bool)>>,
     /// The lease rows ([`super::lease`]), read with the first stored row or index
-    /// range of the run, and the index keys they move.
-    leases: RefCell<Option<(Leases, Overlay)>>,
+    /// range of the run, and the index keys they move (made when an index range is
+    /// first read: a run that reads rows only, an answer's, does not need them).
+    leases: RefCell<Option<(Leases, Option<Overlay>)>>,
     /// The lease this run grants (a claim, a takeover), its entries, and the bytes
     /// of their lines.
     grant: RefCell<Option<(Head, Vec<Entry>, usize)>>,
@@ -229,9 +232,7 @@ impl<'a, B: KvBackend> Tx<'a, B> {
             return Ok(());
         }
         let rows = scan_kv(self.kv, LEASES.to_string(), &keys::prefix_end(LEASES), None).await?;
-        let leases = Leases::read(rows);
-        let overlay = leases.overlay();
-        *self.leases.borrow_mut() = Some((leases, overlay));
+        *self.leases.borrow_mut() = Some((Leases::read(rows), None));
         Ok(())
     }
 
@@ -254,13 +255,17 @@ impl<'a, B: KvBackend> Tx<'a, B> {
     }
 
     fn overlay<T>(&self, f: impl FnOnce(&Overlay) -> T) -> T {
-        let leases = self.leases.borrow();
-        let empty = Overlay::default();
-        f(leases.as_ref().map_or(&empty, |(_, o)| o))
+        let mut leases = self.leases.borrow_mut();
+        match leases.as_mut() {
+            Some((l, overlay)) => f(overlay.get_or_insert_with(|| l.overlay())),
+            None => f(&Overlay::default()),
+        }
     }
 
-    /// Reads the rows of `ids` not read yet in this run.
-    async fn load(&self, ids: &[String]) -> Result<(), StoreError> {
+    /// Reads the rows of `ids` not read yet in this run; with `leased`, the lease rows
+    /// at the same time (one round trip instead of two, for rows that are leased: an
+    /// answer's).
+    async fn load(&self, ids: &[String], leased: bool) -> Result<(), StoreError> {
         let mut missing: Vec<String> = {
             let seen = self.seen.borrow();
             ids.iter()
@@ -273,7 +278,18 @@ impl<'a, B: KvBackend> Tx<'a, B> {
             return Ok(());
         }
         let row_keys: Vec<String> = missing.iter().map(|id| keys::row_key(id)).collect();
-        let values = self.kv.get_many(&row_keys).await?;
+        let values = if leased && self.leases.borrow().is_none() {
+            let end = keys::prefix_end(LEASES);
+            let (values, rows) = futures_util::future::join(
+                self.kv.get_many(&row_keys),
+                scan_kv(self.kv, LEASES.to_string(), &end, None),
+            )
+            .await;
+            *self.leases.borrow_mut() = Some((Leases::read(rows?), None));
+            values?
+        } else {
+            self.kv.get_many(&row_keys).await?
+        };
         if values.len() != missing.len() {
             return Err(StoreError::Backend(format!(
                 "get_many answered {} values for {} keys",
@@ -311,6 +327,7 @@ impl<'a, B: KvBackend> Tx<'a, B> {
                     row,
                     checked: false,
                     lease,
+                    granted: false,
                 },
             );
         }
@@ -333,7 +350,8 @@ impl<'a, B: KvBackend> Tx<'a, B> {
 
     /// Reads `id` and answers its record (see [`Tx::record`]).
     async fn get(&self, id: &str) -> Result<Option<Record>, StoreError> {
-        self.load(std::slice::from_ref(&id.to_string())).await?;
+        self.load(std::slice::from_ref(&id.to_string()), false)
+            .await?;
         self.record(id)
     }
 
@@ -425,16 +443,11 @@ impl<'a, B: KvBackend> Tx<'a, B> {
             Some(_) => return false,
             None => *grant = Some((head, vec![entry], bytes)),
         }
-        self.check(&next.id);
+        if let Some(s) = self.seen.borrow_mut().get_mut(&next.id) {
+            s.checked = true;
+            s.granted = true;
+        }
         true
-    }
-
-    /// True when this run leases `id` by its lease row.
-    fn grants(&self, id: &str) -> bool {
-        self.grant
-            .borrow()
-            .as_ref()
-            .is_some_and(|(_, entries, _)| entries.iter().any(|e| e.id == id))
     }
 
     /// Forgets the write or lease of `id` (it would not fit).
@@ -442,6 +455,7 @@ impl<'a, B: KvBackend> Tx<'a, B> {
         self.writes.borrow_mut().remove(id);
         if let Some(s) = self.seen.borrow_mut().get_mut(id) {
             s.checked = false;
+            s.granted = false;
         }
         if let Some((_, entries, size)) = self.grant.borrow_mut().as_mut() {
             if let Some(i) = entries.iter().position(|e| e.id == id) {
@@ -460,7 +474,7 @@ impl<'a, B: KvBackend> Tx<'a, B> {
             .iter()
             .filter_map(|(id, s)| match s.lease {
                 Some((at, false)) => Some(at),
-                Some((at, true)) if writes.contains_key(id) || self.grants(id) => Some(at),
+                Some((at, true)) if writes.contains_key(id) || s.granted => Some(at),
                 _ => None,
             })
             .collect();
@@ -754,7 +768,7 @@ impl<B: KvBackend> KvStore<B> {
         }
         self.atomic(async |tx| {
             let ids: Vec<String> = plans.iter().map(|p| p.id.clone()).collect();
-            tx.load(&ids).await?;
+            tx.load(&ids, false).await?;
             let mut stored = Vec::with_capacity(plans.len());
             for plan in &plans {
                 let current = tx.record(&plan.id)?;
@@ -935,7 +949,7 @@ impl<B: KvBackend> KvStore<B> {
                 start = keys::after(&last.key);
             }
             let page_ids = ids(&page);
-            tx.load(&page_ids).await?;
+            tx.load(&page_ids, false).await?;
             out.extend(
                 page_ids
                     .iter()
@@ -1020,7 +1034,7 @@ impl<B: KvBackend> KvStore<B> {
         }
         let mut unique = found.clone();
         core::order::sort_dedup(&mut unique);
-        tx.load(&unique).await?;
+        tx.load(&unique, false).await?;
         let mut out = Vec::new();
         for (i, id) in found.iter().enumerate() {
             if found[..i].contains(id) {
@@ -1079,7 +1093,7 @@ impl<B: KvBackend> KvStore<B> {
                     let mut answers = Vec::new();
                     let mut used = 0;
                     let chunk = &ids[pos..ids.len().min(pos + PAGE as usize)];
-                    tx.load(chunk).await?;
+                    tx.load(chunk, false).await?;
                     for id in chunk {
                         let Ok(Some(record)) = tx.record(id) else {
                             used += 1;
@@ -1200,7 +1214,7 @@ impl<B: KvBackend> Store for KvStore<B> {
             let leased = ids(&tx
                 .index(prefix.clone(), &keys::prefix_end(&prefix), None)
                 .await?);
-            tx.load(&leased).await?;
+            tx.load(&leased, false).await?;
             let decoded: Vec<Record> = leased
                 .iter()
                 .filter_map(|id| tx.record(id).ok().flatten())
@@ -1295,7 +1309,7 @@ impl<B: KvBackend> Store for KvStore<B> {
                 .atomic(async |tx| {
                     let chunk = &completions[pos..completions.len().min(pos + PAGE as usize)];
                     let ids: Vec<String> = chunk.iter().map(|c| c.id.clone()).collect();
-                    tx.load(&ids).await?;
+                    tx.load(&ids, true).await?;
                     let mut answers = Vec::with_capacity(chunk.len());
                     for c in chunk {
                         let next = match tx.record(&c.id) {
@@ -1396,7 +1410,7 @@ impl<B: KvBackend> Store for KvStore<B> {
         let cursor = match &query.after {
             None => None,
             Some(id) => {
-                tx.load(std::slice::from_ref(id)).await?;
+                tx.load(std::slice::from_ref(id), false).await?;
                 let created_ms = match tx.seen.borrow().get(id).and_then(|s| s.row.as_ref()) {
                     None => return Err(CoreError::NotFound { id: id.clone() }.into()),
                     Some(Err(e)) => return Err(e.clone()),
