@@ -168,6 +168,23 @@ fn two_stores(defect: Defect) -> (KvStore<Shared>, Rc<KvStore<Shared>>, Shared) 
     (KvStore::new(a.clone()), Rc::new(KvStore::new(b)), a)
 }
 
+/// Makes `b` claim (up to one record, lease `lease-b`, at 2 000) just before `a`'s next
+/// commit: what it got.
+fn b_claims_before_next_commit(
+    a_backend: &Shared,
+    b: &Rc<KvStore<Shared>>,
+) -> Rc<RefCell<Vec<nostr_outbox::core::Record>>> {
+    let b_got = Rc::new(RefCell::new(Vec::new()));
+    let (b, got) = (b.clone(), b_got.clone());
+    a_backend.before_next_commit(async move {
+        *got.borrow_mut() = b
+            .claim(&fixture_claim("b", "lease-b", 1, 30_000), 2_000)
+            .await
+            .expect("b claims");
+    });
+    b_got
+}
+
 /// Two contexts claim the one record at once: `b` commits its claim between `a`'s
 /// read and `a`'s commit. Exactly one of them must hold the lease.
 async fn claimers_race(defect: Defect) -> Result<(), String> {
@@ -175,18 +192,7 @@ async fn claimers_race(defect: Defect) -> Result<(), String> {
     a.enqueue(fixture_plan(1, &RELAYS, Policy::All), 1_000)
         .await
         .map_err(|e| e.to_string())?;
-    let b_got = Rc::new(RefCell::new(Vec::new()));
-    {
-        let b = b.clone();
-        let b_got = b_got.clone();
-        a_backend.before_next_commit(async move {
-            let got = b
-                .claim(&fixture_claim("b", "lease-b", 1, 30_000), 2_000)
-                .await
-                .expect("b claims");
-            *b_got.borrow_mut() = got;
-        });
-    }
+    let b_got = b_claims_before_next_commit(&a_backend, &b);
     let a_got = a
         .claim(&fixture_claim("a", "lease-a", 1, 30_000), 2_000)
         .await
@@ -225,16 +231,7 @@ async fn reschedule_race(defect: Defect) -> Result<(), String> {
     a.enqueue(plan.clone(), 1_000)
         .await
         .map_err(|e| e.to_string())?;
-    {
-        let b = b.clone();
-        a_backend.before_next_commit(async move {
-            let got = b
-                .claim(&fixture_claim("b", "lease-b", 1, 30_000), 2_000)
-                .await
-                .expect("b claims");
-            assert_eq!(got.len(), 1, "b leases it");
-        });
-    }
+    let b_got = b_claims_before_next_commit(&a_backend, &b);
     match a.reschedule(&plan.id, 50_000, 2_000).await {
         Err(e) if e.code() == "in_flight" => {}
         other => {
@@ -249,6 +246,9 @@ async fn reschedule_race(defect: Defect) -> Result<(), String> {
         .await
         .map_err(|e| e.to_string())?
         .ok_or("record gone")?;
+    if b_got.borrow().len() != 1 {
+        return Err("b did not lease it".into());
+    }
     match stored.lease.as_ref().map(|l| l.owner.as_str()) {
         Some("b") if stored.stage == Stage::Leased => Ok(()),
         other => Err(format!("stored {:?} leased to {other:?}", stored.stage)),
