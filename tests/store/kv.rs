@@ -74,6 +74,8 @@ struct Shared {
     defect: Defect,
     /// Runs (once) before the next commit reaches the backend.
     hook: Rc<RefCell<Option<Hook>>>,
+    /// Runs (once) before the next count reaches the backend.
+    count_hook: Rc<RefCell<Option<Hook>>>,
     /// Answer every commit with a conflict.
     always_conflict: bool,
     commits: Rc<Cell<u32>>,
@@ -88,6 +90,7 @@ impl Shared {
             kv,
             defect: Defect::None,
             hook: Rc::new(RefCell::new(None)),
+            count_hook: Rc::new(RefCell::new(None)),
             always_conflict: false,
             commits: Rc::new(Cell::new(0)),
             conflicts: Rc::new(Cell::new(0)),
@@ -117,6 +120,10 @@ impl KvBackend for Shared {
     }
 
     async fn count(&self, start: &str, end: &str) -> Result<usize, StoreError> {
+        let hook = self.count_hook.borrow_mut().take();
+        if let Some(hook) = hook {
+            hook.await;
+        }
         self.kv.count(start, end).await
     }
 
@@ -1425,4 +1432,53 @@ fn a_lease_row_that_no_longer_applies_or_does_not_parse_leaves_records_as_stored
     }
     let again = block_on(store.claim(&fixture_claim("p", "n", 10, 30_000), 61_000)).expect("claim");
     assert_eq!(again.len(), 2, "claimed again: sent again, never lost");
+}
+
+#[test]
+fn status_never_counts_an_answered_record_twice() {
+    use nostr_outbox::core::{Completion, Outcome, TargetResult};
+    // An answer committed by another context between the lease rows' read and the
+    // counts of `status`: the record's old lease entry would count it as leased and its
+    // new key as satisfied. The counts are taken again when the lease rows changed.
+    let kv = Rc::new(MemoryKv::new());
+    let a = Shared::new(kv.clone());
+    let store = KvStore::new(a.clone());
+    let other = Rc::new(KvStore::new(Shared::new(kv)));
+    block_on(store.enqueue_many(plans(0, 2), 1_000)).expect("enqueue");
+    let got = block_on(store.claim(&fixture_claim("o", "l", 10, 30_000), 2_000)).expect("claim");
+    let first = got[0].clone();
+    {
+        let other = other.clone();
+        *a.count_hook.borrow_mut() = Some(Box::pin(async move {
+            let results = first
+                .targets
+                .iter()
+                .map(|t| TargetResult {
+                    target: t.clone(),
+                    outcome: Outcome::Accepted,
+                    message: String::new(),
+                })
+                .collect();
+            other
+                .complete_attempt(
+                    &Completion {
+                        id: first.id.clone(),
+                        lease_id: "l".into(),
+                        revision: first.revision,
+                        results,
+                        jitter: 0,
+                    },
+                    &conformance::fixture_retry(),
+                    3_000,
+                )
+                .await
+                .expect("answered");
+        }));
+    }
+    let counts = block_on(store.status()).expect("status");
+    assert_eq!(
+        (counts.leased, counts.satisfied, counts.total()),
+        (1, 1, 2),
+        "{counts:?}"
+    );
 }

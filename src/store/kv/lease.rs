@@ -220,6 +220,17 @@ impl Leases {
         out
     }
 
+    /// True when `other` read the same lease rows at the same versions.
+    pub fn same_as(&self, other: &Leases) -> bool {
+        self.lock == other.lock
+            && self.rows.len() == other.rows.len()
+            && self
+                .rows
+                .iter()
+                .zip(&other.rows)
+                .all(|(a, b)| a.key == b.key && a.version == b.version)
+    }
+
     /// Where the entry of record `id` is: (row, entry).
     pub fn find(&self, id: &str) -> Option<(usize, usize)> {
         self.search(id).ok().map(|i| self.by_id[i].1)
@@ -289,9 +300,9 @@ pub fn apply(head: &Head, entry: &Entry, record: &mut Record) {
 
 /// The lease and entry that turn `before` (whose row is `index` at `version`) into
 /// `next`, the record a claim or takeover leased: `None` when a lease row cannot say
-/// it (the claim then writes the record's row, as any other change does): when keys
-/// other than its claim-order and stage keys would move. `next` must differ from
-/// `before` in the fields [`apply`] sets only (checked in test builds).
+/// it (the claim then writes the record's row, as any other change does): when `next`
+/// has no lease or its row no due time. `next` must differ from `before` in the fields
+/// [`apply`] sets only (checked in test builds).
 pub fn lease_of(
     before: &Record,
     index: &RowIndex,
@@ -305,16 +316,15 @@ pub fn lease_of(
         acquired_ms: lease.acquired_ms,
         expires_ms: lease.expires_ms,
     };
-    let new_index = codec::index_of(next);
-    let rank = |i: &RowIndex| i.rank.unwrap_or(Priority::Normal.rank()).min(9);
     let entry = Entry {
         id: next.id.clone(),
         version: version.to_string(),
         created_ms: index.created_ms,
         pre_stage: index.stage.clone(),
         pre_due: index.due_ms?,
-        pre_rank: rank(index),
-        rank: rank(&new_index),
+        pre_rank: index.rank.unwrap_or(Priority::Normal.rank()).min(9),
+        // As `codec::index_of` ranks the leased record.
+        rank: keys::claim_rank(next).min(9),
         revision: next.revision,
         updated_ms: next.updated_ms,
         takeovers: next.takeovers,
@@ -332,15 +342,17 @@ pub fn lease_of(
             probe == *next,
             "a claim changed a field a lease row does not hold"
         );
+        // The keys the overlay gives the leased record are those it would be written with.
+        let written = keys::index_keys(&codec::index_of(next));
+        let due = keys::due_key(entry.rank, head.expires_ms, entry.created_ms, &entry.id);
+        let stage = keys::stage_key(Stage::Leased.as_str(), entry.created_ms, &entry.id);
+        assert!(written.contains(&due) && written.contains(&stage));
     }
-    // The keys other than the stage and claim-order keys (list order, event id, slot)
-    // are made of these fields: they must not move. The stage and claim-order keys
-    // are made of the entry's fields as `keys::index_keys` makes them.
-    let same_keys = new_index.created_ms == index.created_ms
-        && new_index.event_id == index.event_id
-        && new_index.slot == index.slot
-        && new_index.id == index.id;
-    same_keys.then_some((head, entry))
+    // The stage and claim-order keys the row has are made of the entry's `pre_` fields
+    // as `keys::index_keys` makes them, and those of the leased record of the others;
+    // the row's other keys stay until the record is next written (with every key it
+    // then has, the old ones deleted).
+    Some((head, entry))
 }
 
 /// The index keys lease rows move ([`Leases::overlay`]), each list sorted.
