@@ -33,11 +33,7 @@ impl KvStore<MemoryKv> {
                 let id = keys::id_of(&e.key)?;
                 let (mut record, _) = codec::read_row(&id, &e.value).ok()?;
                 // As the store reads it: leased by its lease row's entry, if any.
-                if let Some(at) = leases.find(&id) {
-                    if leases.entry(at).version == e.version {
-                        leases.apply(at, &mut record);
-                    }
-                }
+                leases.apply_to(&e.version, &mut record);
                 Some(record)
             })
             .collect();

@@ -12,7 +12,7 @@ use std::pin::Pin;
 use std::rc::Rc;
 
 use futures::executor::block_on;
-use nostr_outbox::core::{EnqueueOutcome, Plan, Policy, Stage};
+use nostr_outbox::core::{Completion, EnqueueOutcome, Outcome, Plan, Policy, Stage, TargetResult};
 use nostr_outbox::store::conformance::{
     self, fixture_claim, fixture_plan, nostr_event, nostr_plan, ALICE, RELAYS,
 };
@@ -1296,9 +1296,28 @@ fn rows_and_leases(kv: &MemoryKv) -> (Pairs, Pairs) {
     (versions, of(kv::LEASES))
 }
 
+/// The answer to the attempt of `record`, leased as `lease`: every target accepted.
+fn accepted_by_all(record: &nostr_outbox::core::Record, lease: &str) -> Completion {
+    Completion {
+        id: record.id.clone(),
+        lease_id: lease.into(),
+        revision: record.revision,
+        results: record
+            .targets
+            .iter()
+            .map(|t| TargetResult {
+                target: t.clone(),
+                outcome: Outcome::Accepted,
+                message: String::new(),
+            })
+            .collect(),
+        jitter: 0,
+    }
+}
+
 #[test]
 fn a_claim_writes_one_lease_row_and_every_read_sees_the_records_leased() {
-    use nostr_outbox::core::{Completion, ListQuery, Outcome, TargetResult};
+    use nostr_outbox::core::ListQuery;
     let store = store();
     block_on(store.enqueue_many(plans(0, 3), 1_000)).expect("enqueue");
     let (rows, leases) = rows_and_leases(store.backend());
@@ -1336,27 +1355,11 @@ fn a_claim_writes_one_lease_row_and_every_read_sees_the_records_leased() {
     // The answer rewrites its record and drops its entry; the release of the others
     // drops the lease row.
     let first = &got[0];
-    let done = block_on(
-        store.complete_attempt(
-            &Completion {
-                id: first.id.clone(),
-                lease_id: "l".into(),
-                revision: first.revision,
-                results: first
-                    .targets
-                    .iter()
-                    .map(|t| TargetResult {
-                        target: t.clone(),
-                        outcome: Outcome::Accepted,
-                        message: String::new(),
-                    })
-                    .collect(),
-                jitter: 0,
-            },
-            &conformance::fixture_retry(),
-            4_000,
-        ),
-    )
+    let done = block_on(store.complete_attempt(
+        &accepted_by_all(first, "l"),
+        &conformance::fixture_retry(),
+        4_000,
+    ))
     .expect("complete");
     assert_eq!(done.stage, Stage::Satisfied);
     let (rows_now, leases) = rows_and_leases(store.backend());
@@ -1436,7 +1439,6 @@ fn a_lease_row_that_no_longer_applies_or_does_not_parse_leaves_records_as_stored
 
 #[test]
 fn status_never_counts_an_answered_record_twice() {
-    use nostr_outbox::core::{Completion, Outcome, TargetResult};
     // An answer committed by another context between the lease rows' read and the
     // counts of `status`: the record's old lease entry would count it as leased and its
     // new key as satisfied. The counts are taken again when the lease rows changed.
@@ -1450,24 +1452,9 @@ fn status_never_counts_an_answered_record_twice() {
     {
         let other = other.clone();
         *a.count_hook.borrow_mut() = Some(Box::pin(async move {
-            let results = first
-                .targets
-                .iter()
-                .map(|t| TargetResult {
-                    target: t.clone(),
-                    outcome: Outcome::Accepted,
-                    message: String::new(),
-                })
-                .collect();
             other
                 .complete_attempt(
-                    &Completion {
-                        id: first.id.clone(),
-                        lease_id: "l".into(),
-                        revision: first.revision,
-                        results,
-                        jitter: 0,
-                    },
+                    &accepted_by_all(&first, "l"),
                     &conformance::fixture_retry(),
                     3_000,
                 )

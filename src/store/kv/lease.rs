@@ -240,15 +240,18 @@ impl Leases {
         self.by_id.binary_search_by(|(k, _)| k.as_str().cmp(id))
     }
 
-    /// The entry at `at`.
-    pub fn entry(&self, at: (usize, usize)) -> &Entry {
-        &self.rows[at.0].entries[at.1]
-    }
-
-    /// `record` (its row as stored) as leased by the entry at `at`.
-    pub fn apply(&self, at: (usize, usize), record: &mut Record) {
+    /// Applies to `record` (the row of its id as stored, at `version`) its entry, if it
+    /// has one and the entry names that version: where the entry is, and whether it
+    /// applied (else it is stale).
+    pub fn apply_to(&self, version: &str, record: &mut Record) -> Option<((usize, usize), bool)> {
+        let at = self.find(&record.id)?;
         let row = &self.rows[at.0];
-        apply(&row.head, &row.entries[at.1], record);
+        let entry = &row.entries[at.1];
+        let applies = entry.version == version;
+        if applies {
+            apply(&row.head, entry, record);
+        }
+        Some((at, applies))
     }
 
     /// The index keys the lease rows move: the keys each leased record's row has in

@@ -254,12 +254,12 @@ impl<'a, B: KvBackend> Tx<'a, B> {
         Ok(self.overlay(|o| o.merge(page, asked, &start, end, limit)))
     }
 
-    /// True when the lease rows read are `other` (the same rows at the same versions).
-    fn leases_are(&self, other: &Leases) -> bool {
-        self.leases
-            .borrow()
-            .as_ref()
-            .is_some_and(|(l, _)| l.same_as(other))
+    /// True when `other` read the same lease rows as this run, at the same versions.
+    fn same_leases(&self, other: &Tx<'_, B>) -> bool {
+        match (&*self.leases.borrow(), &*other.leases.borrow()) {
+            (Some((a, _)), Some((b, _))) => a.same_as(b),
+            _ => false,
+        }
     }
 
     fn overlay<T>(&self, f: impl FnOnce(&Overlay) -> T) -> T {
@@ -311,13 +311,7 @@ impl<'a, B: KvBackend> Tx<'a, B> {
                 Some(v) => {
                     let mut row = codec::read_row(&id, &v.value);
                     if let (Ok((record, _)), Some((l, _))) = (&mut row, leases.as_ref()) {
-                        if let Some(at) = l.find(&id) {
-                            let applies = l.entry(at).version == v.version;
-                            if applies {
-                                l.apply(at, record);
-                            }
-                            lease = Some((at, applies));
-                        }
+                        lease = l.apply_to(&v.version, record);
                     }
                     (Some(v.version), Some(row))
                 }
@@ -521,9 +515,9 @@ impl<'a, B: KvBackend> Tx<'a, B> {
         let writes = self.writes.borrow();
         let locks = self.locks.borrow();
         let bumped = locks.values().filter(|l| l.1).count();
-        let mutations = writes.values().map(|w| w.1.mutations).sum::<usize>() + bumped;
-        let checks = self.seen.borrow().values().filter(|s| s.checked).count() + locks.len();
-        let bytes: usize = writes.values().map(|w| w.1.bytes).sum::<usize>()
+        let mut mutations = writes.values().map(|w| w.1.mutations).sum::<usize>() + bumped;
+        let mut checks = self.seen.borrow().values().filter(|s| s.checked).count() + locks.len();
+        let mut bytes: usize = writes.values().map(|w| w.1.bytes).sum::<usize>()
             + locks
                 .iter()
                 .map(|(s, _)| keys::lock_key(s).len())
@@ -533,12 +527,10 @@ impl<'a, B: KvBackend> Tx<'a, B> {
             .filter(|l| l.1 .1)
             .map(|(s, _)| keys::lock_key(s).len())
             .sum();
-        let key_bytes = writes.values().map(|w| w.1.key_bytes).sum::<usize>() + lock_bytes;
-        let value = writes.values().map(|w| w.1.value_bytes).max().unwrap_or(0);
+        let mut key_bytes = writes.values().map(|w| w.1.key_bytes).sum::<usize>() + lock_bytes;
+        let mut value = writes.values().map(|w| w.1.value_bytes).max().unwrap_or(0);
         // The lease rows: the lock checked (and rewritten with a new row), each row
         // rewritten checked and at most as large as it was.
-        let (mut mutations, mut checks, mut bytes, mut key_bytes, mut value) =
-            (mutations, checks, bytes, key_bytes, value);
         if let Some((leases, _)) = self.leases.borrow().as_ref() {
             checks += 1;
             for (row, _) in self.lease_changes() {
@@ -1134,7 +1126,6 @@ impl<B: KvBackend> KvStore<B> {
     /// both as leased (by its old lease row) and under its new stage (up to
     /// [`MAX_COMMIT_TRIES`] times; then the last counts).
     async fn count_ranges(&self, ranges: &[(String, String)]) -> Result<Vec<usize>, StoreError> {
-        let end = keys::prefix_end(LEASES);
         let mut out = Vec::new();
         for _ in 0..MAX_COMMIT_TRIES {
             let tx = Tx::new(&self.backend);
@@ -1144,8 +1135,9 @@ impl<B: KvBackend> KvStore<B> {
                 let n = self.backend.count(start, end).await?;
                 out.push(tx.overlay(|o| o.count(n, start, end)));
             }
-            let again = Leases::read(scan_kv(&self.backend, LEASES.to_string(), &end, None).await?);
-            if tx.leases_are(&again) {
+            let again = Tx::new(&self.backend);
+            again.read_leases().await?;
+            if tx.same_leases(&again) {
                 break;
             }
         }
