@@ -11,6 +11,7 @@ use nostr_outbox::store::conformance::{
 };
 use nostr_outbox::store::idb::{Durability, IdbOptions, IdbStore, SCHEMA_VERSION};
 use nostr_outbox::store::kv::keys as kv_keys;
+use nostr_outbox::store::kv::{KvBackend, KvCheck, KvCommit, KvCommitted, KvMutation};
 use nostr_outbox::store::Store;
 use std::collections::BTreeMap;
 use wasm_bindgen::prelude::*;
@@ -183,6 +184,125 @@ async fn conformance_suite_passes_with_relaxed_durability() {
         IdbStore::open(options).await.expect("open relaxed store")
     })
     .await;
+}
+
+/// Two commits issued at once into one transaction, each checking a row that its
+/// operation read in an earlier transaction, both writing it: the second sees the
+/// first's write and conflicts (both passed once: each read the row before the other's
+/// write was issued) and the two never write one version number.
+#[wasm_bindgen_test]
+async fn two_commits_at_once_in_one_transaction_never_both_pass_a_check_of_one_row() {
+    let store = open(&random_name("two-commits")).await;
+    let kv = store.backend();
+    let key = "x/k".to_string();
+    let put = |value: &str| KvMutation::Put {
+        key: key.clone(),
+        value: value.into(),
+    };
+    let first = KvCommit {
+        checks: Vec::new(),
+        mutations: vec![put("0")],
+    };
+    assert_eq!(
+        kv.commit(first).await.expect("commit"),
+        KvCommitted::Applied
+    );
+    let read = kv.get_many(std::slice::from_ref(&key)).await.expect("read");
+    let v0 = read[0].clone().expect("written").version;
+    // That transaction ends; a new one, current and active, has not met the row.
+    JsFuture::from(sleep(50)).await.expect("sleep");
+    kv.get_many(&["x/other".to_string()]).await.expect("read");
+    let commit = |value: &str| KvCommit {
+        checks: vec![KvCheck {
+            key: key.clone(),
+            version: Some(v0.clone()),
+        }],
+        mutations: vec![
+            put(value),
+            KvMutation::Put {
+                key: format!("x/{value}"),
+                value: String::new(),
+            },
+        ],
+    };
+    let (a, b) = join(kv.commit(commit("a")), kv.commit(commit("b"))).await;
+    let answers = [a.expect("commit a"), b.expect("commit b")];
+    assert_eq!(
+        answers,
+        [KvCommitted::Applied, KvCommitted::Conflict],
+        "the second commit checks the row as the first left it"
+    );
+    let now = kv
+        .get_many(&[key.clone(), "x/a".to_string()])
+        .await
+        .expect("read");
+    let (row, marker) = (
+        now[0].clone().expect("row"),
+        now[1].clone().expect("a's key"),
+    );
+    assert_eq!(row.value, "a");
+    assert_ne!(row.version, v0);
+    assert_eq!(row.version, marker.version, "one commit, one version");
+    let next = KvCommit {
+        checks: vec![KvCheck {
+            key: key.clone(),
+            version: Some(row.version.clone()),
+        }],
+        mutations: vec![put("c")],
+    };
+    assert_eq!(kv.commit(next).await.expect("commit"), KvCommitted::Applied);
+    let after = kv.get_many(std::slice::from_ref(&key)).await.expect("read");
+    assert_ne!(
+        after[0].clone().expect("row").version,
+        row.version,
+        "a new version"
+    );
+}
+
+/// A read issued into a transaction before another commit's writes there, answered
+/// after them, reads the row from before: a commit issued later in that transaction,
+/// checking the version that read gave, conflicts instead of overwriting the write.
+#[wasm_bindgen_test]
+async fn a_read_answered_after_a_commit_in_its_transaction_does_not_hide_the_write() {
+    let store = open(&random_name("stale-read")).await;
+    let kv = store.backend();
+    let key = "x/k".to_string();
+    let put = |value: &str| KvMutation::Put {
+        key: key.clone(),
+        value: value.into(),
+    };
+    let first = KvCommit {
+        checks: Vec::new(),
+        mutations: vec![put("0")],
+    };
+    assert_eq!(
+        kv.commit(first).await.expect("commit"),
+        KvCommitted::Applied
+    );
+    let read = kv.get_many(std::slice::from_ref(&key)).await.expect("read");
+    let v0 = read[0].clone().expect("written").version;
+    JsFuture::from(sleep(50)).await.expect("sleep");
+    kv.get_many(&["x/other".to_string()]).await.expect("read");
+    let commit = |value: &str| KvCommit {
+        checks: vec![KvCheck {
+            key: key.clone(),
+            version: Some(v0.clone()),
+        }],
+        mutations: vec![put(value)],
+    };
+    // Issued in one turn: `a`'s commit, then a read of the row; once the read answers
+    // (before the transaction ends), `b`'s commit, checking the version it read.
+    let read_then_commit = async {
+        let read = kv.get_many(std::slice::from_ref(&key)).await.expect("read");
+        let version = read[0].clone().expect("row").version;
+        (version, kv.commit(commit("b")).await.expect("commit b"))
+    };
+    let (a, (seen, b)) = join(kv.commit(commit("a")), read_then_commit).await;
+    assert_eq!(a.expect("commit a"), KvCommitted::Applied);
+    assert_eq!(seen, v0, "the read was answered from before a's write");
+    assert_eq!(b, KvCommitted::Conflict, "b checks the row as a left it");
+    let now = kv.get_many(std::slice::from_ref(&key)).await.expect("read");
+    assert_eq!(now[0].clone().expect("row").value, "a");
 }
 
 #[wasm_bindgen_test]
