@@ -262,6 +262,48 @@ async fn reschedule_race(defect: Defect) -> Result<(), String> {
     }
 }
 
+/// `a` records an answer within its lease (1 s from 500), and `b`, whose clock says the
+/// lease has run out (at 2 000), claims the record between `a`'s read and `a`'s
+/// commit: `a` must lose its claim, and the record stay leased to `b`.
+async fn late_answer_race(defect: Defect) -> Result<(), String> {
+    let (a, b, a_backend) = two_stores(defect);
+    let plan = fixture_plan(1, &RELAYS, Policy::All);
+    a.enqueue(plan.clone(), 100)
+        .await
+        .map_err(|e| e.to_string())?;
+    let got = a
+        .claim(&fixture_claim("a", "lease-a", 1, 1_000), 500)
+        .await
+        .map_err(|e| e.to_string())?;
+    let mine = got.first().ok_or("a claimed nothing")?;
+    let b_got = b_claims_before_next_commit(&a_backend, &b);
+    let answer = accepted_by_all(mine, "lease-a");
+    let done = a
+        .complete_attempts(&[answer], &conformance::fixture_retry(), 1_400)
+        .await;
+    match done.first() {
+        Some(Err(e)) if e.is_item_error() => {}
+        other => {
+            return Err(format!(
+                "a's late answer was {:?}",
+                other.map(|r| r.as_ref().map(|r| r.stage))
+            ))
+        }
+    }
+    if b_got.borrow().len() != 1 {
+        return Err("b did not lease it".into());
+    }
+    let stored = a
+        .get(&plan.id)
+        .await
+        .map_err(|e| e.to_string())?
+        .ok_or("record gone")?;
+    match stored.lease.as_ref().map(|l| l.owner.as_str()) {
+        Some("b") if stored.stage == Stage::Leased => Ok(()),
+        other => Err(format!("stored {:?} leased to {other:?}", stored.stage)),
+    }
+}
+
 /// Two contexts enqueue versions of one replaceable slot at once: `b` commits one
 /// version between `a`'s read of the slot and `a`'s commit of the other (`a` has the
 /// newer one unless `b_newer`). `a` must see `b`'s version on its retry: exactly the
@@ -374,6 +416,13 @@ fn each_guard_is_what_wins_its_race() {
     block_on(reschedule_race(Defect::IgnoreRowChecks)).expect("the lease lock suffices");
     let err = block_on(reschedule_race(Defect::IgnoreLeaseChecks)).expect_err("rescheduled");
     assert!(err.contains("reschedule answered Ok"), "{err}");
+    // A late answer and a claim of its record after the lease ran out: the claim's
+    // new lease entry drops the first lease's, so the answer's commit, which drops it
+    // too, meets a changed lease row (and the rows' lock) and reads again.
+    block_on(late_answer_race(Defect::None)).expect("the late answer loses");
+    block_on(late_answer_race(Defect::IgnoreRowChecks)).expect("the lease rows suffice");
+    let err = block_on(late_answer_race(Defect::IgnoreLeaseChecks)).expect_err("answer wins");
+    assert!(err.contains("late answer was Some(Ok"), "{err}");
     // A new version is a new key no row check sees: the slot's lock keeps two versions
     // apart.
     for b_newer in [false, true] {
