@@ -9,7 +9,7 @@ use nostr_outbox::core::{Completion, EnqueueOutcome, ListQuery, Policy, Stage};
 use nostr_outbox::store::conformance::{
     self, fixture_claim, fixture_plan, fixture_retry, nostr_event, nostr_plan, ALICE,
 };
-use nostr_outbox::store::idb::{Durability, IdbOptions, IdbStore, SCHEMA_VERSION};
+use nostr_outbox::store::idb::{Durability, IdbKv, IdbOptions, IdbStore, SCHEMA_VERSION};
 use nostr_outbox::store::kv::keys as kv_keys;
 use nostr_outbox::store::kv::{KvBackend, KvCheck, KvCommit, KvCommitted, KvMutation};
 use nostr_outbox::store::Store;
@@ -186,6 +186,42 @@ async fn conformance_suite_passes_with_relaxed_durability() {
     .await;
 }
 
+fn put(key: &str, value: &str) -> KvMutation {
+    KvMutation::Put {
+        key: key.into(),
+        value: value.into(),
+    }
+}
+
+/// A commit of `mutations` that checks `key` still has `version`.
+fn checked(key: &str, version: &str, mutations: Vec<KvMutation>) -> KvCommit {
+    KvCommit {
+        checks: vec![KvCheck {
+            key: key.into(),
+            version: Some(version.into()),
+        }],
+        mutations,
+    }
+}
+
+/// Writes `key` and reads its version, lets that transaction end, then makes a new
+/// one current (and active when this returns) that has not met `key`: the version.
+async fn written_in_an_earlier_transaction(kv: &IdbKv, key: &str) -> String {
+    let first = KvCommit {
+        checks: Vec::new(),
+        mutations: vec![put(key, "0")],
+    };
+    assert_eq!(
+        kv.commit(first).await.expect("commit"),
+        KvCommitted::Applied
+    );
+    let read = kv.get_many(&[key.to_string()]).await.expect("read");
+    let version = read[0].clone().expect("written").version;
+    JsFuture::from(sleep(50)).await.expect("sleep");
+    kv.get_many(&["x/other".to_string()]).await.expect("read");
+    version
+}
+
 /// Two commits issued at once into one transaction, each checking a row that its
 /// operation read in an earlier transaction, both writing it: the second sees the
 /// first's write and conflicts (both passed once: each read the row before the other's
@@ -194,36 +230,11 @@ async fn conformance_suite_passes_with_relaxed_durability() {
 async fn two_commits_at_once_in_one_transaction_never_both_pass_a_check_of_one_row() {
     let store = open(&random_name("two-commits")).await;
     let kv = store.backend();
-    let key = "x/k".to_string();
-    let put = |value: &str| KvMutation::Put {
-        key: key.clone(),
-        value: value.into(),
-    };
-    let first = KvCommit {
-        checks: Vec::new(),
-        mutations: vec![put("0")],
-    };
-    assert_eq!(
-        kv.commit(first).await.expect("commit"),
-        KvCommitted::Applied
-    );
-    let read = kv.get_many(std::slice::from_ref(&key)).await.expect("read");
-    let v0 = read[0].clone().expect("written").version;
-    // That transaction ends; a new one, current and active, has not met the row.
-    JsFuture::from(sleep(50)).await.expect("sleep");
-    kv.get_many(&["x/other".to_string()]).await.expect("read");
-    let commit = |value: &str| KvCommit {
-        checks: vec![KvCheck {
-            key: key.clone(),
-            version: Some(v0.clone()),
-        }],
-        mutations: vec![
-            put(value),
-            KvMutation::Put {
-                key: format!("x/{value}"),
-                value: String::new(),
-            },
-        ],
+    let key = "x/k";
+    let v0 = written_in_an_earlier_transaction(kv, key).await;
+    let commit = |value: &str| {
+        let marker = put(&format!("x/{value}"), "");
+        checked(key, &v0, vec![put(key, value), marker])
     };
     let (a, b) = join(kv.commit(commit("a")), kv.commit(commit("b"))).await;
     let answers = [a.expect("commit a"), b.expect("commit b")];
@@ -233,7 +244,7 @@ async fn two_commits_at_once_in_one_transaction_never_both_pass_a_check_of_one_r
         "the second commit checks the row as the first left it"
     );
     let now = kv
-        .get_many(&[key.clone(), "x/a".to_string()])
+        .get_many(&[key.to_string(), "x/a".to_string()])
         .await
         .expect("read");
     let (row, marker) = (
@@ -243,15 +254,9 @@ async fn two_commits_at_once_in_one_transaction_never_both_pass_a_check_of_one_r
     assert_eq!(row.value, "a");
     assert_ne!(row.version, v0);
     assert_eq!(row.version, marker.version, "one commit, one version");
-    let next = KvCommit {
-        checks: vec![KvCheck {
-            key: key.clone(),
-            version: Some(row.version.clone()),
-        }],
-        mutations: vec![put("c")],
-    };
+    let next = checked(key, &row.version, vec![put(key, "c")]);
     assert_eq!(kv.commit(next).await.expect("commit"), KvCommitted::Applied);
-    let after = kv.get_many(std::slice::from_ref(&key)).await.expect("read");
+    let after = kv.get_many(&[key.to_string()]).await.expect("read");
     assert_ne!(
         after[0].clone().expect("row").version,
         row.version,
@@ -266,34 +271,13 @@ async fn two_commits_at_once_in_one_transaction_never_both_pass_a_check_of_one_r
 async fn a_read_answered_after_a_commit_in_its_transaction_does_not_hide_the_write() {
     let store = open(&random_name("stale-read")).await;
     let kv = store.backend();
-    let key = "x/k".to_string();
-    let put = |value: &str| KvMutation::Put {
-        key: key.clone(),
-        value: value.into(),
-    };
-    let first = KvCommit {
-        checks: Vec::new(),
-        mutations: vec![put("0")],
-    };
-    assert_eq!(
-        kv.commit(first).await.expect("commit"),
-        KvCommitted::Applied
-    );
-    let read = kv.get_many(std::slice::from_ref(&key)).await.expect("read");
-    let v0 = read[0].clone().expect("written").version;
-    JsFuture::from(sleep(50)).await.expect("sleep");
-    kv.get_many(&["x/other".to_string()]).await.expect("read");
-    let commit = |value: &str| KvCommit {
-        checks: vec![KvCheck {
-            key: key.clone(),
-            version: Some(v0.clone()),
-        }],
-        mutations: vec![put(value)],
-    };
+    let key = "x/k";
+    let v0 = written_in_an_earlier_transaction(kv, key).await;
+    let commit = |value: &str| checked(key, &v0, vec![put(key, value)]);
     // Issued in one turn: `a`'s commit, then a read of the row; once the read answers
     // (before the transaction ends), `b`'s commit, checking the version it read.
     let read_then_commit = async {
-        let read = kv.get_many(std::slice::from_ref(&key)).await.expect("read");
+        let read = kv.get_many(&[key.to_string()]).await.expect("read");
         let version = read[0].clone().expect("row").version;
         (version, kv.commit(commit("b")).await.expect("commit b"))
     };
@@ -301,7 +285,7 @@ async fn a_read_answered_after_a_commit_in_its_transaction_does_not_hide_the_wri
     assert_eq!(a.expect("commit a"), KvCommitted::Applied);
     assert_eq!(seen, v0, "the read was answered from before a's write");
     assert_eq!(b, KvCommitted::Conflict, "b checks the row as a left it");
-    let now = kv.get_many(std::slice::from_ref(&key)).await.expect("read");
+    let now = kv.get_many(&[key.to_string()]).await.expect("read");
     assert_eq!(now[0].clone().expect("row").value, "a");
 }
 
