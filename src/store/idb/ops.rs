@@ -18,7 +18,7 @@
 //! are answered, so a read (or a check) issued before another commit's writes in the
 //! same transaction is answered from before them: the version noted for a key is the
 //! last write's, and each commit's number is past every number written before it in
-//! the transaction (`tests/store_idb.rs` holds both cases: two commits at once once
+//! the transaction (`tests/store_idb.rs` holds both cases: before, two commits at once
 //! both passed a check of one row and wrote one number).
 //!
 //! Measured in a flush of 1 000 to one relay in Chromium: 28 of a run's 69–70 commit
