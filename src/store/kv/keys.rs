@@ -250,6 +250,13 @@ pub fn due_of(key: &str) -> Option<u64> {
     key.strip_prefix(DUE)?.get(2..22)?.parse().ok()
 }
 
+/// The rank a row's claim-order key is filed under: its `rank` as one digit (as
+/// [`due_of`] reads the key); a format-1 row written before priorities has no rank: it
+/// was normal.
+pub fn filed_rank(rank: Option<u8>) -> u8 {
+    rank.unwrap_or(Priority::Normal.rank()).min(9)
+}
+
 /// Every index key of a row with the index fields `row` (the row key aside).
 pub fn index_keys(row: &RowIndex) -> Vec<String> {
     let created = row.created_ms;
@@ -259,9 +266,7 @@ pub fn index_keys(row: &RowIndex) -> Vec<String> {
         event_key(&row.event_id, &row.id),
     ];
     if let Some(due) = row.due_ms {
-        // A format-1 row written before priorities has no rank: it was normal.
-        let rank = row.rank.unwrap_or(Priority::Normal.rank());
-        keys.push(due_key(rank.min(9), due, created, &row.id));
+        keys.push(due_key(filed_rank(row.rank), due, created, &row.id));
     }
     if let Some((slot, part, created_at)) = &row.slot {
         keys.push(slot_key(

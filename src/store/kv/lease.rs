@@ -26,7 +26,7 @@
 
 use super::keys::{self, untext, LEASES};
 use super::KvEntry;
-use crate::core::{Lease, Priority, Record, Stage};
+use crate::core::{Lease, Record, Stage};
 use crate::store::codec::{self, RowIndex};
 
 /// The lease a claim grants: the same for every record of its row.
@@ -325,9 +325,9 @@ pub fn lease_of(
         created_ms: index.created_ms,
         pre_stage: index.stage.clone(),
         pre_due: index.due_ms?,
-        pre_rank: index.rank.unwrap_or(Priority::Normal.rank()).min(9),
+        pre_rank: keys::filed_rank(index.rank),
         // As `codec::index_of` ranks the leased record.
-        rank: keys::claim_rank(next).min(9),
+        rank: keys::filed_rank(Some(keys::claim_rank(next))),
         revision: next.revision,
         updated_ms: next.updated_ms,
         takeovers: next.takeovers,
