@@ -1127,19 +1127,21 @@ impl<B: KvBackend> KvStore<B> {
     /// [`MAX_COMMIT_TRIES`] times; then the last counts).
     async fn count_ranges(&self, ranges: &[(String, String)]) -> Result<Vec<usize>, StoreError> {
         let mut out = Vec::new();
+        let mut tx = Tx::new(&self.backend);
+        tx.read_leases().await?;
         for _ in 0..MAX_COMMIT_TRIES {
-            let tx = Tx::new(&self.backend);
-            tx.read_leases().await?;
             out.clear();
             for (start, end) in ranges {
                 let n = self.backend.count(start, end).await?;
                 out.push(tx.overlay(|o| o.count(n, start, end)));
             }
+            // The lease rows read after the counts are those the next counts use.
             let again = Tx::new(&self.backend);
             again.read_leases().await?;
             if tx.same_leases(&again) {
                 break;
             }
+            tx = again;
         }
         Ok(out)
     }
