@@ -61,22 +61,26 @@ function versionOf(row) {
 // and a commit in it checks them without reading the rows again. Several operations
 // share a transaction, so a read may be answered after a later commit's writes were
 // issued: its answer is from before them, and the version noted for such a key stays
-// the write's (`wrote`: the key's last write, by the count of writing commits `writes`
-// when it was issued). `counter` is the last commit number written in it.
+// the write's. `counter` is the last commit number written in the transaction (they
+// grow), `wrote` the number of each key's last write in it.
 const known = new WeakMap();
 function note(tx) {
   let state = known.get(tx);
-  if (!state) known.set(tx, (state = { seen: new Map(), wrote: new Map(), writes: 0, counter: 0 }));
+  if (!state) known.set(tx, (state = { seen: new Map(), wrote: new Map(), counter: 0 }));
   return state;
 }
-// Notes `version` for `key` as read by a request issued when `writes` commits had written.
-function noteRead(state, key, version, writes) {
-  if ((state.wrote.get(key) ?? -1) < writes) state.seen.set(key, version);
+// True when no commit of the transaction wrote `key` since its counter was `since`.
+function unwritten(state, key, since) {
+  return (state.wrote.get(key) ?? 0) <= since;
+}
+// Notes `version` for `key` as read by a request issued when the counter was `since`.
+function noteRead(state, key, version, since) {
+  if (unwritten(state, key, since)) state.seen.set(key, version);
 }
 export function getMany(tx, keys) {
   const kv = tx.objectStore("kv");
   const state = note(tx);
-  const at = state.writes;
+  const at = state.counter;
   const requests = keys.map((key) => kv.get(key));
   return new Promise((resolve, reject) => {
     if (requests.length === 0) return resolve([]);
@@ -90,7 +94,7 @@ export function getMany(tx, keys) {
 export function list(tx, start, end, limit) {
   const kv = tx.objectStore("kv");
   const state = note(tx);
-  const at = state.writes;
+  const at = state.counter;
   const range = IDBKeyRange.bound(start, end, false, true);
   const keys = kv.getAllKeys(range, limit);
   const values = kv.getAll(range, limit);
@@ -118,7 +122,7 @@ export function commit(tx, checks, versions, puts, deletes, onWritten, units) {
   const meta = tx.objectStore("meta");
   const state = note(tx);
   const { seen, wrote } = state;
-  const at = state.writes;
+  const at = state.counter;
   // Only the checked keys not read or written in this transaction are read again.
   const read = checks.map((key) => (seen.has(key) ? null : kv.get(key)));
   const last = meta.get("commit");
@@ -129,7 +133,7 @@ export function commit(tx, checks, versions, puts, deletes, onWritten, units) {
       for (let i = 0; i < checks.length; i++) {
         // A commit in this transaction that wrote the key after the read was issued
         // left its version in `seen`.
-        const fresh = read[i] && (wrote.get(checks[i]) ?? -1) < at;
+        const fresh = read[i] && unwritten(state, checks[i], at);
         const version = fresh ? versionOf(read[i].result) : seen.get(checks[i]);
         if (version !== versions[i]) return resolve(false);
       }
@@ -138,7 +142,6 @@ export function commit(tx, checks, versions, puts, deletes, onWritten, units) {
       // `last` may have been read before another commit of this transaction wrote.
       const version = Math.max(typeof last.result === "number" ? last.result : 0, state.counter) + 1;
       state.counter = version;
-      const writing = ++state.writes;
       const writes = puts.length / 2 + deletes.length;
       const step = Math.ceil(writes / 100);
       let n = 0;
@@ -156,12 +159,12 @@ export function commit(tx, checks, versions, puts, deletes, onWritten, units) {
         for (let i = 0; i < puts.length; i += 2) {
           tell(kv.put([puts[i + 1], version], puts[i]));
           seen.set(puts[i], String(version));
-          wrote.set(puts[i], writing);
+          wrote.set(puts[i], version);
         }
         for (const key of deletes) {
           tell(kv.delete(key));
           seen.set(key, null);
-          wrote.set(key, writing);
+          wrote.set(key, version);
         }
         meta.put(version, "commit");
       } catch (error) {
