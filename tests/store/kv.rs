@@ -1518,3 +1518,81 @@ fn status_never_counts_an_answered_record_twice() {
         "{counts:?}"
     );
 }
+
+/// Earlier builds filed the claim-order key of a draft with a route at normal or low
+/// priority (ranks 10 and 11) under rank 9, one digit. Such a key is still claimed
+/// (and `next_due` sees it), hidden while its record is leased, and deleted by the
+/// record's next write: no key of it stays behind to wake a flusher for nothing.
+#[test]
+fn claim_order_keys_filed_under_one_digit_are_claimed_and_then_deleted() {
+    use nostr_outbox::core::{ClaimRequest, NEEDS_RESOLVER, NEEDS_SIGNER};
+    use nostr_outbox::store::kv::KvMutation;
+    block_on(async {
+        let store = store();
+        let mut plan = Plan::new(
+            conformance::draft_event(ALICE, 1, 1),
+            Vec::new(),
+            Policy::All,
+        )
+        .with_id("dr");
+        plan.route = vec!["outbox".into()];
+        store
+            .enqueue_many(vec![plan], 1_000)
+            .await
+            .expect("enqueued");
+        let kv = store.backend();
+        let due_keys = || -> Vec<String> {
+            kv.dump()
+                .into_iter()
+                .map(|(k, _)| k)
+                .filter(|k| k.starts_with("P/"))
+                .collect()
+        };
+        let filed = due_keys();
+        assert_eq!(filed.len(), 1, "{filed:?}");
+        assert!(
+            filed[0].starts_with("P/10/"),
+            "normal, a draft with a route: {filed:?}"
+        );
+        // As an earlier build filed it.
+        let old = filed[0].replacen("P/10/", "P/9/", 1);
+        kv.commit(KvCommit {
+            checks: Vec::new(),
+            mutations: vec![
+                KvMutation::Delete {
+                    key: filed[0].clone(),
+                },
+                KvMutation::Put {
+                    key: old.clone(),
+                    value: String::new(),
+                },
+            ],
+        })
+        .await
+        .expect("moved");
+        let prepare = NEEDS_SIGNER | NEEDS_RESOLVER;
+        assert_eq!(
+            store.next_due(prepare).await.expect("next_due"),
+            Some(1_000)
+        );
+        let request = ClaimRequest {
+            prepare,
+            ..fixture_claim("o", "l1", 64, 60_000)
+        };
+        let claimed = store.claim(&request, 2_000).await.expect("claim");
+        assert_eq!(claimed.len(), 1, "claimed through the old key");
+        assert_eq!(
+            store.next_due(prepare).await.expect("next_due"),
+            Some(62_000),
+            "leased: the old key is hidden"
+        );
+        assert_eq!(
+            due_keys(),
+            [old],
+            "a claim writes a lease row, not the keys"
+        );
+        store.cancel("dr", 3_000).await.expect("cancel");
+        assert_eq!(due_keys(), Vec::<String>::new(), "the old key is deleted");
+        assert_eq!(store.next_due(prepare).await.expect("next_due"), None);
+    });
+}

@@ -180,6 +180,7 @@ macro_rules! conformance_cases {
             scheduled_records_wait_for_their_time,
             drafts_are_claimed_only_to_be_signed,
             routes_wait_for_a_resolver,
+            prepared_claims_keep_priority_order,
         );
     };
 }

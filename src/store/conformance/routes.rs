@@ -344,3 +344,57 @@ pub async fn routes_wait_for_a_resolver<S: Store>(s: &S) {
         "ready"
     );
 }
+
+/// Records that need the same helpers are claimed high priority first, then by due
+/// time, whatever the helpers: three drafts with a route, enqueued low, then normal,
+/// then high, are claimed high, normal, low by a context that signs and resolves, and
+/// `next_due` of that context sees each.
+pub async fn prepared_claims_keep_priority_order<S: Store>(s: &S) {
+    const C: &str = "prepared_claims_keep_priority_order";
+    let both = |id: &str, priority: Priority| {
+        let mut plan = Plan::new(super::draft_event(ALICE, 1, 1), Vec::new(), Policy::All)
+            .with_id(id)
+            .with_priority(priority);
+        plan.route = vec!["outbox".into()];
+        plan
+    };
+    let prepare = NEEDS_SIGNER | NEEDS_RESOLVER;
+    ok(
+        C,
+        "enqueue low",
+        s.enqueue_many(vec![both("low", Priority::Low)], 1_000)
+            .await,
+    );
+    check_eq!(
+        C,
+        ok(C, "next_due", s.next_due(prepare).await),
+        Some(1_000),
+        "low"
+    );
+    ok(
+        C,
+        "enqueue normal",
+        s.enqueue_many(vec![both("normal", Priority::Normal)], 2_000)
+            .await,
+    );
+    ok(
+        C,
+        "enqueue high",
+        s.enqueue_many(vec![both("high", Priority::High)], 3_000)
+            .await,
+    );
+    check_eq!(
+        C,
+        ok(C, "next_due", s.next_due(0).await),
+        None,
+        "nothing to publish"
+    );
+    let claimed = ok(C, "claim", s.claim(&claim_for(prepare, "l1"), 4_000).await);
+    check_eq!(C, ids_of(&claimed), ["high", "normal", "low"], "high first");
+    check_eq!(
+        C,
+        ok(C, "next_due", s.next_due(prepare).await),
+        Some(64_000),
+        "the leases"
+    );
+}

@@ -247,14 +247,41 @@ pub fn old_row_id(key: &str) -> Option<String> {
 
 /// The `dueMs` of a claim-order key.
 pub fn due_of(key: &str) -> Option<u64> {
-    key.strip_prefix(DUE)?.get(2..22)?.parse().ok()
+    let (_rank, rest) = key.strip_prefix(DUE)?.split_once('/')?;
+    rest.get(..20)?.parse().ok()
 }
 
-/// The rank a row's claim-order key is filed under: its `rank` as one digit (as
-/// [`due_of`] reads the key); a format-1 row written before priorities has no rank: it
-/// was normal.
+/// The highest claim rank ([`claim_ranks`] reads `0..=MAX_RANK`).
+pub const MAX_RANK: u8 = 4 * DRAFT_RANKS - 1;
+
+/// The rank a row's claim-order key is filed under: its `rank`, at most [`MAX_RANK`]
+/// (a rank no claim reads would never be claimed); a format-1 row written before
+/// priorities has no rank: it was normal.
 pub fn filed_rank(rank: Option<u8>) -> u8 {
-    rank.unwrap_or(Priority::Normal.rank()).min(9)
+    rank.unwrap_or(Priority::Normal.rank()).min(MAX_RANK)
+}
+
+/// Where earlier builds filed a claim-order key of rank 10 or 11 (a draft with a
+/// route, normal or low): under rank 9, beside the high ones (one digit). Such a key is
+/// still claimed (a claim reads rank 9, and takes what the row says is ready) and is
+/// deleted by the record's next write, with its other old keys
+/// ([`stored_index_keys`]); lease rows hide it as they hide the key the row has now.
+#[inline(never)]
+pub fn one_digit_due_key(rank: u8, due_ms: u64, created_ms: u64, id: &str) -> Option<String> {
+    (rank > 9).then(|| due_key(9, due_ms, created_ms, id))
+}
+
+/// The index keys a stored row may have: those it has now ([`index_keys`]) and the
+/// claim-order key an older build filed it under ([`one_digit_due_key`]).
+pub fn stored_index_keys(row: &RowIndex) -> Vec<String> {
+    let mut keys = index_keys(row);
+    if let Some(key) = row
+        .due_ms
+        .and_then(|due| one_digit_due_key(filed_rank(row.rank), due, row.created_ms, &row.id))
+    {
+        keys.push(key);
+    }
+    keys
 }
 
 /// Every index key of a row with the index fields `row` (the row key aside).

@@ -266,6 +266,11 @@ impl Leases {
                 overlay
                     .gone
                     .push(keys::due_key(e.pre_rank, e.pre_due, e.created_ms, &e.id));
+                if let Some(key) =
+                    keys::one_digit_due_key(e.pre_rank, e.pre_due, e.created_ms, &e.id)
+                {
+                    overlay.gone.push(key);
+                }
                 overlay
                     .added
                     .push(keys::stage_key(Stage::Leased.as_str(), e.created_ms, &e.id));

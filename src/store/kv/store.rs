@@ -209,7 +209,7 @@ fn decode_value(id: &str, value: &str) -> Result<Record, StoreError> {
 /// store never rewrites or deletes such a row).
 fn stored_index_keys(seen: Option<&Seen>) -> Vec<String> {
     match seen.and_then(|s| s.row.as_ref()) {
-        Some(Ok((_, index))) => keys::index_keys(index),
+        Some(Ok((_, index))) => keys::stored_index_keys(index),
         _ => Vec::new(),
     }
 }
