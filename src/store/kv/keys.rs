@@ -266,7 +266,6 @@ pub fn filed_rank(rank: Option<u8>) -> u8 {
 /// still claimed (a claim reads rank 9, and takes what the row says is ready) and is
 /// deleted by the record's next write, with its other old keys
 /// ([`stored_index_keys`]); lease rows hide it as they hide the key the row has now.
-#[inline(never)]
 pub fn one_digit_due_key(rank: u8, due_ms: u64, created_ms: u64, id: &str) -> Option<String> {
     (rank > 9).then(|| due_key(9, due_ms, created_ms, id))
 }
