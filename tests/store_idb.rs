@@ -74,28 +74,30 @@ export function rawClose(db) { db.close(); }
 function rowKey(id) {
   return "R/" + id;
 }
-// Reads the row of item `id` (`[json, version]` in `kv`), sets the fields of `patch`
-// (JSON; the string "__delete__" deletes a field) in its JSON and writes it back.
+// Reads the row of item `id` (`{v: json, n: version, k: index keys}` in `kv`), sets the
+// fields of `patch` (JSON; the string "__delete__" deletes a field) in its JSON and
+// writes it back.
 export function rawPatchRow(db, id, patch) {
   return new Promise((resolve, reject) => {
     const tx = db.transaction("kv", "readwrite");
     const store = tx.objectStore("kv");
     const req = store.get(rowKey(id));
     req.onsuccess = () => {
-      const [json, version] = req.result;
-      const row = JSON.parse(json);
+      const stored = req.result;
+      const row = JSON.parse(stored.v);
       for (const [k, v] of Object.entries(JSON.parse(patch))) {
         if (v === "__delete__") delete row[k];
         else row[k] = v;
       }
-      store.put([JSON.stringify(row), version], rowKey(id));
+      store.put({ ...stored, v: JSON.stringify(row) }, rowKey(id));
     };
     tx.oncomplete = () => resolve();
     tx.onerror = () => reject(tx.error);
   });
 }
-// Every row of `kv` described as JSON: whether it is a `[string, number]` pair, and for
-// a record's row (`R/…`) its JSON's own keys in order and each value's type.
+// Every row of `kv` described as JSON: whether it is a `[string, number]` pair or a
+// record's `{v: string, n: number, k: [string]}`, and for a record's row (`R/…`) its
+// index keys, its JSON's own keys in order and each value's type.
 export function rawRowShapes(db) {
   return new Promise((resolve, reject) => {
     const tx = db.transaction("kv");
@@ -105,9 +107,12 @@ export function rawRowShapes(db) {
       const shape = {
         key: keys.result[i],
         pair: Array.isArray(pair) && pair.length === 2 && typeof pair[0] === "string" && typeof pair[1] === "number",
+        record: !Array.isArray(pair) && Object.keys(pair).join() === "v,n,k" && typeof pair.v === "string"
+          && typeof pair.n === "number" && pair.k.every((k) => typeof k === "string"),
       };
       if (keys.result[i].startsWith("R/")) {
-        const row = JSON.parse(pair[0]);
+        const row = JSON.parse(pair.v);
+        shape.index = pair.k;
         shape.keys = Object.keys(row);
         shape.types = Object.keys(row).map((k) => typeof row[k]);
         shape.stage = row.stage;
@@ -289,6 +294,53 @@ async fn a_read_answered_after_a_commit_in_its_transaction_does_not_hide_the_wri
     assert_eq!(now[0].clone().expect("row").value, "a");
 }
 
+/// Schema v6 holds a record's index keys in its row: a commit that writes an index key
+/// without its row, or deletes one (a commit made for keys of their own, which would
+/// leave the row's unchanged keys out), is refused whole (the store never sends one),
+/// and nothing is written.
+#[wasm_bindgen_test]
+async fn an_index_key_written_without_its_row_is_refused_and_nothing_is_written() {
+    let store = open(&random_name("stray")).await;
+    let kv = store.backend();
+    let index = "T/pending/00000000000000000001/x";
+    for mutations in [
+        vec![put("x/marker", "1"), put(index, "")],
+        vec![
+            put("x/marker", "1"),
+            KvMutation::Delete { key: index.into() },
+        ],
+        vec![
+            put("x/marker", "1"),
+            put("R/x", "{}"),
+            KvMutation::Delete { key: index.into() },
+        ],
+    ] {
+        let commit = KvCommit {
+            checks: Vec::new(),
+            mutations,
+        };
+        let err = kv.commit(commit).await.expect_err("refused");
+        assert!(err.to_string().contains("index key"), "{err}");
+        let read = kv
+            .get_many(&["x/marker".to_string(), "R/x".to_string(), index.to_string()])
+            .await
+            .expect("read");
+        assert_eq!(read, vec![None, None, None], "nothing written");
+    }
+    // With its row, the key is held by the row: listed, counted, read as a key.
+    let commit = KvCommit {
+        checks: Vec::new(),
+        mutations: vec![put(index, ""), put("R/x", "{}")],
+    };
+    assert_eq!(
+        kv.commit(commit).await.expect("commit"),
+        KvCommitted::Applied
+    );
+    let read = kv.get_many(&[index.to_string()]).await.expect("read");
+    assert_eq!(read[0].as_ref().map(|v| v.value.as_str()), Some(""));
+    assert_eq!(kv.count("T/", "T0").await.expect("count"), 1);
+}
+
 #[wasm_bindgen_test]
 async fn records_survive_close_and_reopen() {
     let name = random_name("reopen");
@@ -318,7 +370,7 @@ async fn records_survive_close_and_reopen() {
 }
 
 #[wasm_bindgen_test]
-async fn rows_are_value_version_pairs_holding_json_of_the_documented_shape() {
+async fn rows_hold_json_of_the_documented_shape_and_their_index_keys() {
     let name = random_name("shape");
     let store = open(&name).await;
     let plans: Vec<_> = (0..2)
@@ -336,13 +388,31 @@ async fn rows_are_value_version_pairs_holding_json_of_the_documented_shape() {
     raw_close(&db);
     let shapes: serde_json::Value =
         serde_json::from_str(&shapes.as_string().expect("json")).expect("parse");
+    let again = open(&name).await;
     let mut seen = Vec::new();
     for shape in shapes.as_array().expect("array") {
-        assert_eq!(shape["pair"], true, "{shape}");
+        let key = shape["key"].as_str().expect("key");
         let Some(stage) = shape["stage"].as_str() else {
-            continue; // an index key or the slot lock: no JSON of its own
+            // Schema v6: no index key is a row of its own; the slot lock is a pair.
+            assert!(!key.starts_with(['P', 'L', 'T', 'E', 'S']), "{shape}");
+            assert_eq!(shape["pair"], true, "{shape}");
+            continue;
         };
+        assert_eq!(shape["record"], true, "{shape}");
         let stage = stage.to_string();
+        // Its index keys, held in the row: the record's keys.rs keys, nothing else.
+        let id = key.strip_prefix("R/").expect("row key");
+        let record = again.get(id).await.expect("get").expect("kept");
+        let mut want = kv_keys::index_keys(&nostr_outbox::store::codec::index_of(&record));
+        want.sort();
+        let mut index: Vec<String> = shape["index"]
+            .as_array()
+            .expect("index keys")
+            .iter()
+            .filter_map(|k| k.as_str().map(str::to_string))
+            .collect();
+        index.sort();
+        assert_eq!(index, want, "{shape}");
         // Row format 2: the format number first, then the record document itself (no
         // index fields kept beside it, no document as text inside the row).
         let keys: Vec<&str> = shape["keys"]
@@ -766,14 +836,27 @@ async fn corrupt_rows_are_reported_skipped_and_kept() {
         slot: None,
         rank: Some(1),
     };
-    let pair = |value: &str| js_sys::Array::of2(&value.into(), &JsValue::from_f64(1e9)).into();
-    let mut puts = vec![(kv_keys::row_key("broken"), pair(&bad.to_string()))];
-    puts.extend(kv_keys::index_keys(&row).into_iter().map(|k| (k, pair(""))));
-    for (key, value) in puts {
-        JsFuture::from(raw_put(&db, "kv", &value, Some(&key)))
-            .await
-            .expect("put corrupt row");
+    // As schema v6 keeps a row: `{v, n, k}`, its index keys in `k`.
+    let value = js_sys::Object::new();
+    let index: js_sys::Array = kv_keys::index_keys(&row)
+        .iter()
+        .map(|k| JsValue::from_str(k))
+        .collect();
+    for (field, v) in [
+        ("v", JsValue::from_str(&bad.to_string())),
+        ("n", JsValue::from_f64(1e9)),
+        ("k", index.into()),
+    ] {
+        js_sys::Reflect::set(&value, &field.into(), &v).expect("set");
     }
+    JsFuture::from(raw_put(
+        &db,
+        "kv",
+        &value,
+        Some(&kv_keys::row_key("broken")),
+    ))
+    .await
+    .expect("put corrupt row");
     raw_close(&db);
     let store = open(&name).await;
 

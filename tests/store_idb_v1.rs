@@ -65,7 +65,7 @@ async fn v1_fixture_database_opens_and_reads() {
             r
         })
         .collect();
-    assert_eq!(SCHEMA_VERSION, 5);
+    assert_eq!(SCHEMA_VERSION, 6);
     assert!(want.iter().all(|r| r.event.meta.is_some()));
     for record in &want {
         let got = store.get(&record.id).await.expect("get");

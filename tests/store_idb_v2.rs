@@ -26,17 +26,16 @@ export function dumpRows(name) {
     const req = indexedDB.open(name);
     req.onsuccess = () => {
       const db = req.result;
-      // Schema v5: the rows under `R/` in `kv`, the claim order under `P/`.
+      // Schema v6: the rows under `R/` in `kv` (`{v, n, k}`), the claim order (`P/`)
+      // among their index keys `k`.
       const tx = db.transaction("kv");
       const keys = tx.objectStore("kv").getAllKeys();
       const all = tx.objectStore("kv").getAll();
       tx.oncomplete = () => {
         db.close();
-        const rows = keys.result
-          .map((k, i) => [k, all.result[i][0]])
-          .filter(([k]) => k.startsWith("R/"))
-          .map(([, v]) => JSON.parse(v));
-        const due = keys.result.filter((k) => k.startsWith("P/"));
+        const stored = keys.result.map((k, i) => [k, all.result[i]]).filter(([k]) => k.startsWith("R/"));
+        const rows = stored.map(([, row]) => JSON.parse(row.v));
+        const due = stored.flatMap(([, row]) => row.k).filter((k) => k.startsWith("P/")).sort();
         resolve(JSON.stringify({ rows: rows.map(r => [r.id.slice(-2), r.v, r.priority ?? null, r.lane ?? null]), due }));
       };
     };
@@ -107,7 +106,7 @@ async fn v2_fixture_database_is_migrated_to_v3_in_place() {
     let store = IdbStore::open(IdbOptions::new(name.as_str()))
         .await
         .expect("open the v2 database");
-    assert_eq!(SCHEMA_VERSION, 5);
+    assert_eq!(SCHEMA_VERSION, 6);
     let want = fixture_records();
     for record in &want {
         assert_eq!(record.lane, DEFAULT_LANE);

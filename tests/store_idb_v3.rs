@@ -109,8 +109,10 @@ export function dumpV5(name) {
           version: db.version,
           schema: schema.result,
           legacyRows: counts.reduce((n, c) => n + c.result, 0),
-          rows: keys.result.map((k, i) => [k, values.result[i][0]]).filter(([k]) => k.startsWith("R/")),
+          rows: keys.result.map((k, i) => [k, values.result[i].v]).filter(([k]) => k.startsWith("R/")),
           keys: keys.result.length,
+          index: values.result.reduce((n, row) => n + (row.k ? row.k.length : 0), 0),
+          held: keys.result.filter((k) => /^[PLTES]\//.test(k)).length,
         }));
       };
     };
@@ -168,7 +170,7 @@ async fn fixture_database_is_migrated_to_v5_in_place(version: u32) {
     let store = IdbStore::open(IdbOptions::new(name.as_str()))
         .await
         .expect("open the legacy database");
-    assert_eq!(SCHEMA_VERSION, 5);
+    assert_eq!(SCHEMA_VERSION, 6);
 
     let want = fixture_records();
     for record in &want {
@@ -207,8 +209,8 @@ async fn fixture_database_is_migrated_to_v5_in_place(version: u32) {
     let dump = JsFuture::from(dump_v5(&name)).await.expect("dump");
     let dump: serde_json::Value =
         serde_json::from_str(&dump.as_string().expect("json")).expect("parse");
-    assert_eq!(dump["version"], 5);
-    assert_eq!(dump["schema"]["version"], 5);
+    assert_eq!(dump["version"], 6);
+    assert_eq!(dump["schema"]["version"], 6);
     assert_eq!(dump["legacyRows"], 0, "every legacy row moved");
     let stored: Vec<serde_json::Value> = serde_json::from_str(ROWS).expect("fixture");
     let rows = dump["rows"].as_array().expect("rows");
@@ -236,9 +238,10 @@ async fn fixture_database_is_migrated_to_v5_in_place(version: u32) {
         "the unreadable row is moved untouched"
     );
     assert!(
-        dump["keys"].as_u64().expect("keys") > 13 * 3,
-        "index keys written"
+        dump["index"].as_u64().expect("index keys") > 12 * 3,
+        "index keys written in the rows"
     );
+    assert_eq!(dump["held"], 0, "no index key is a row of its own");
 
     // Claims find the migrated records in priority order, with their events.
     let now = 1_700_000_400_000;
@@ -433,4 +436,226 @@ async fn a_large_key_layout_2_database_is_moved_in_batches() {
     let counts = store.status().await.expect("status");
     assert_eq!((counts.pending, counts.corrupt), (450, 1), "{counts:?}");
     store.close();
+}
+
+#[wasm_bindgen(inline_js = r#"
+// A schema-v5 database as the build before v6 left it: `kv` and `meta`, every entry
+// `[value, version]` (`entries`: [key, value, version]) under its key (index keys as
+// entries of their own), the schema row
+// at 5 and the commit counter.
+export function createV5(name, entriesJson) {
+  const entries = JSON.parse(entriesJson);
+  return new Promise((resolve, reject) => {
+    const req = indexedDB.open(name, 5);
+    req.onupgradeneeded = () => {
+      const db = req.result;
+      const kv = db.createObjectStore("kv");
+      const meta = db.createObjectStore("meta");
+      meta.put({ version: 5, library: "0.2.0" }, "schema");
+      meta.put(Math.max(...entries.map((e) => e[2])), "commit");
+      for (const [key, value, version] of entries) kv.put([value, version], key);
+    };
+    req.onsuccess = () => { req.result.close(); resolve(entries.length); };
+    req.onerror = () => reject(req.error);
+  });
+}
+// An upgrade to v6 that dies half-way: it creates the new store and its index, copies
+// an entry, deletes the claim-order keys, then its transaction aborts (as a crash or a
+// closed tab would end it).
+export function crashedUpgrade(name) {
+  return new Promise((resolve) => {
+    const req = indexedDB.open(name, 6);
+    req.onupgradeneeded = () => {
+      const kv = req.transaction.objectStore("kv");
+      const next = req.result.createObjectStore("kv-v6");
+      next.createIndex("k", "k", { multiEntry: true });
+      next.put({ v: "{}", n: 1, k: ["P/1/x"] }, "R/x");
+      kv.delete(IDBKeyRange.bound("P/", "P0", false, true)).onsuccess = () => req.transaction.abort();
+    };
+    req.onsuccess = () => { req.result.close(); resolve("opened"); };
+    req.onerror = () => resolve(req.error && req.error.name);
+  });
+}
+// The database's version, its `kv` keys, and each record row's held index keys.
+export function dumpV6(name) {
+  return new Promise((resolve, reject) => {
+    const req = indexedDB.open(name);
+    req.onsuccess = () => {
+      const db = req.result;
+      const tx = db.transaction("kv");
+      const keys = tx.objectStore("kv").getAllKeys();
+      const values = tx.objectStore("kv").getAll();
+      tx.oncomplete = () => {
+        db.close();
+        const held = {};
+        keys.result.forEach((k, i) => { if (k.startsWith("R/")) held[k] = values.result[i].k; });
+        resolve(JSON.stringify({ version: db.version, stores: [...db.objectStoreNames], keys: keys.result, held }));
+      };
+    };
+    req.onerror = () => reject(req.error);
+  });
+}
+"#)]
+extern "C" {
+    #[wasm_bindgen(js_name = createV5)]
+    fn create_v5(name: &str, entries_json: &str) -> js_sys::Promise;
+    #[wasm_bindgen(js_name = crashedUpgrade)]
+    fn crashed_upgrade(name: &str) -> js_sys::Promise;
+    #[wasm_bindgen(js_name = dumpV6)]
+    fn dump_v6(name: &str) -> js_sys::Promise;
+}
+
+/// A schema-v5 database (what the build before v6 wrote: the same store over `kv`, a
+/// record's index keys as entries of their own) opens and is moved to v6 in place, after
+/// an upgrade that died half-way: every index key goes into its row, and every record,
+/// list, count, claim and lease reads as it did.
+#[wasm_bindgen_test]
+async fn a_v5_database_is_moved_to_v6_in_place_after_a_crashed_upgrade() {
+    use nostr_outbox::core::Policy;
+    use nostr_outbox::store::conformance::{fixture_plan, RELAYS};
+    use nostr_outbox::store::kv::{KvStore, MemoryKv};
+    // What v5 wrote is what the store writes over any backend: made here on memory.
+    let t0 = 1_700_000_000_000u64;
+    let v5 = KvStore::new(MemoryKv::new());
+    let mut plans: Vec<_> = (1..=30)
+        .map(|n| {
+            let p = fixture_plan(n, &RELAYS, Policy::All);
+            match n % 3 {
+                0 => p.with_priority(Priority::High),
+                1 => p.with_priority(Priority::Low),
+                _ => p,
+            }
+        })
+        .collect();
+    plans.push(nostr_plan(nostr_event(
+        100,
+        ALICE,
+        0,
+        1_700_000_000,
+        "",
+        &[],
+    )));
+    plans.push(nostr_plan(nostr_event(
+        101,
+        ALICE,
+        30_023,
+        1_700_000_000,
+        "post/1",
+        &[],
+    )));
+    v5.enqueue_many(plans, t0).await.expect("enqueue");
+    let leased = v5
+        .claim(&fixture_claim("v5", "v5-lease", 4, 600_000), t0 + 1)
+        .await
+        .expect("claim");
+    assert_eq!(leased.len(), 4);
+    v5.cancel(&leased[3].id, t0 + 2).await.expect("cancel");
+    let mut entries: Vec<(String, String, u64)> = v5
+        .backend()
+        .entries()
+        .into_iter()
+        .map(|e| (e.key, e.value, e.version.parse().expect("a number")))
+        .collect();
+    // A row no build can read, filed as pending: counted apart, never as pending.
+    let broken = r#"{"id":"zz-broken","v":2,"stage":"pending","createdMs":5,"event":7}"#;
+    entries.push(("R/zz-broken".into(), broken.into(), 1_000));
+    let stage_key = "T/pending/00000000000000000005/zz-broken";
+    entries.push((stage_key.into(), String::new(), 1_000));
+    let name = format!("v5-{}", js_sys::Math::random());
+    JsFuture::from(create_v5(
+        &name,
+        &serde_json::to_string(&entries).expect("json"),
+    ))
+    .await
+    .expect("create the v5 database");
+
+    let crashed = JsFuture::from(crashed_upgrade(&name)).await.expect("crash");
+    assert_eq!(crashed.as_string().as_deref(), Some("AbortError"));
+    let dump = JsFuture::from(dump_v6(&name)).await.expect("dump");
+    let dump: serde_json::Value =
+        serde_json::from_str(&dump.as_string().expect("json")).expect("parse");
+    assert_eq!(dump["version"], 5, "the crashed upgrade left v5 as it was");
+    assert_eq!(dump["keys"].as_array().map(Vec::len), Some(entries.len()));
+
+    let store = IdbStore::open(IdbOptions::new(name.as_str()))
+        .await
+        .expect("open the v5 database");
+    let all = ListQuery {
+        limit: 1000,
+        ..Default::default()
+    };
+    let want = v5.list(&all).await.expect("list");
+    assert_eq!(want.len(), 32);
+    assert_eq!(store.list(&all).await.expect("list"), want);
+    for record in &want {
+        let got = store.get(&record.id).await.expect("get");
+        assert_eq!(got.as_ref(), Some(record), "{}", record.id);
+    }
+    let mut counts = v5.status().await.expect("status");
+    counts.corrupt = 1;
+    assert_eq!(store.status().await.expect("status"), counts);
+    assert_eq!((counts.leased, counts.cancelled), (3, 1), "{counts:?}");
+    assert_eq!(
+        store.next_due(0).await.expect("due"),
+        v5.next_due(0).await.expect("due")
+    );
+    // Claims come in the same order (priority, then due), the leased ones not among them
+    // until their lease ends.
+    let claim = fixture_claim("v6", "v6-lease", 5, 60_000);
+    let got = store.claim(&claim, t0 + 3).await.expect("claim");
+    let mut expected = v5.claim(&claim, t0 + 3).await.expect("claim");
+    assert_eq!(got, std::mem::take(&mut expected));
+    assert!(got.iter().all(|r| !leased.iter().any(|l| l.id == r.id)));
+    // The slot index moved: a newer profile supersedes the old one.
+    let newer = nostr_plan(nostr_event(102, ALICE, 0, 1_800_000_000, "", &[]));
+    let answer = store.enqueue(newer, t0 + 4).await.expect("newer profile");
+    assert_eq!(answer.withdrawn.len(), 1, "{answer:?}");
+    assert_eq!(
+        answer.withdrawn[0].event.meta.as_ref().map(|m| m.kind),
+        Some(0)
+    );
+    store.close();
+
+    // On disk: v6, no index key of its own, each row holding the index keys v5 filed it
+    // under (those it has now for the records written since).
+    let dump = JsFuture::from(dump_v6(&name)).await.expect("dump");
+    let dump: serde_json::Value =
+        serde_json::from_str(&dump.as_string().expect("json")).expect("parse");
+    assert_eq!(dump["version"], 6);
+    assert_eq!(dump["stores"], serde_json::json!(["kv", "meta"]));
+    let stored: Vec<&str> = dump["keys"]
+        .as_array()
+        .expect("keys")
+        .iter()
+        .filter_map(|k| k.as_str())
+        .collect();
+    assert!(
+        stored
+            .iter()
+            .all(|k| !k.starts_with(['P', 'L', 'T', 'E', 'S'])),
+        "{stored:?}"
+    );
+    let held = &dump["held"][keys::row_key("zz-broken")];
+    assert_eq!(
+        held,
+        &serde_json::json!([stage_key]),
+        "the corrupt row keeps its stage key"
+    );
+    // A record nothing wrote since: the keys v5 filed it under, now in its row.
+    let untouched = want
+        .iter()
+        .find(|r| r.priority == Priority::Low && !got.iter().chain(&leased).any(|g| g.id == r.id))
+        .expect("a low record");
+    let mut filed: Vec<String> = entries
+        .iter()
+        .map(|(k, _, _)| k.clone())
+        .filter(|k| k.ends_with(&format!("/{}", untouched.id)) && !k.starts_with("R/"))
+        .collect();
+    filed.sort();
+    let mut held: Vec<String> =
+        serde_json::from_value(dump["held"][keys::row_key(&untouched.id)].clone())
+            .expect("held keys");
+    held.sort();
+    assert_eq!(filed.len(), 4, "{filed:?}");
+    assert_eq!(held, filed);
 }

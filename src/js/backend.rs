@@ -104,6 +104,15 @@ impl KvBackend for AnyKv {
     async fn count(&self, start: &str, end: &str) -> Result<usize, StoreError> {
         delegate!(self, s => s.count(start, end))
     }
+    fn holds_index_keys(&self) -> bool {
+        match self {
+            AnyKv::Memory(s) => s.holds_index_keys(),
+            #[cfg(feature = "indexeddb")]
+            AnyKv::Idb(s) => s.holds_index_keys(),
+            #[cfg(feature = "adapter")]
+            AnyKv::Js(s) => s.holds_index_keys(),
+        }
+    }
 }
 
 /// A transport supplied by the application: `{ publish(relay, eventJson) }` resolving

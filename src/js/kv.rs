@@ -190,6 +190,11 @@ impl KvBackend for JsKv {
         self.limits
     }
 
+    /// An adapter keeps every key as a key of its own.
+    fn holds_index_keys(&self) -> bool {
+        false
+    }
+
     async fn get_many(&self, keys: &[String]) -> Result<Vec<Option<KvValue>>, StoreError> {
         let array: Array = keys.iter().map(|k| JsValue::from_str(k)).collect();
         let answer = call("getMany", self.adapter.get_many(array)).await?;

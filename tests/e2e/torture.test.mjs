@@ -21,30 +21,32 @@ import { badInputCases, runBadInput } from "./torture/bad-input.mjs";
 import { runTorture, formatTable } from "./torture.mjs";
 
 /** The IndexedDB schema version this build writes (src/store/idb/schema.rs, MAX_VERSION). */
-const SCHEMA = 5;
-// The IndexedDB layout of schema 5 (docs/STORE.md, key layout 3), evaluated in a page:
-// the `kv` store holds `[value, version]` under ordered keys; a record's row JSON under
-// `R/<id>`, its index keys (empty values) under `P/` (claim order), `L/` (list order) and
-// `T/` (per stage); numbers are 20 decimal digits, and an ASCII character of free text outside
+const SCHEMA = 6;
+// The IndexedDB layout of schema 6 (docs/STORE.md, key layout 3), evaluated in a page:
+// the `kv` store holds rows under ordered keys; a record's row under `R/<id>` as
+// `{v: JSON, n: version, k: index keys}`, its index keys `P/` (claim order), `L/` (list
+// order) and `T/` (per stage) held in `k` (the multiEntry index `k`); numbers are 20 decimal digits, and an ASCII character of free text outside
 // [A-Za-z0-9._:-] is written %XX.
 const KV_LAYOUT = `(() => {
   const text = (s) => Array.from(s, (c) => (c.charCodeAt(0) < 128 && !/[A-Za-z0-9._:-]/.test(c) ? "%" + c.charCodeAt(0).toString(16).toUpperCase().padStart(2, "0") : c)).join("");
   const num = (n) => String(n).padStart(20, "0");
-  // Puts the row as a stored row would be, with the index keys its fields give.
+  // Puts the row as a stored row would be (schema 6: {v, n, k}), holding the index
+  // keys its fields give.
   const putRow = (store, row) => {
     const id = text(row.id);
-    store.put([JSON.stringify(row), 1], "R/" + id);
+    const k = [];
     if (Number.isInteger(row.createdMs)) {
-      store.put(["", 1], "L/" + num(row.createdMs) + "/" + id);
-      if (typeof row.stage === "string") store.put(["", 1], "T/" + row.stage + "/" + num(row.createdMs) + "/" + id);
-      if (Number.isInteger(row.dueMs)) store.put(["", 1], "P/1/" + num(row.dueMs) + "/" + num(row.createdMs) + "/" + id);
+      k.push("L/" + num(row.createdMs) + "/" + id);
+      if (typeof row.stage === "string") k.push("T/" + row.stage + "/" + num(row.createdMs) + "/" + id);
+      if (Number.isInteger(row.dueMs)) k.push("P/1/" + num(row.dueMs) + "/" + num(row.createdMs) + "/" + id);
     }
+    store.put({ v: JSON.stringify(row), n: 1, k }, "R/" + id);
   };
   // Every row's item id and its JSON, from the keys and values of kv.
   const rows = (keys, values) => keys
     .map((k, i) => [k, values[i]])
     .filter(([k]) => k.startsWith("R/"))
-    .map(([k, v]) => ({ id: decodeURIComponent(k.slice(2)), row: JSON.parse(v[0]) }));
+    .map(([k, v]) => ({ id: decodeURIComponent(k.slice(2)), row: JSON.parse(v.v) }));
   return { putRow, rows };
 })()`;
 

@@ -112,6 +112,9 @@ impl KvBackend for Shared {
     fn limits(&self) -> KvLimits {
         self.kv.limits()
     }
+    fn holds_index_keys(&self) -> bool {
+        self.kv.holds_index_keys()
+    }
 
     async fn get_many(&self, keys: &[String]) -> Result<Vec<Option<KvValue>>, StoreError> {
         let rows = keys.iter().filter(|k| k.starts_with(kv::ROWS)).count();
@@ -1233,6 +1236,9 @@ struct Reporting {
 impl KvBackend for Reporting {
     fn limits(&self) -> KvLimits {
         self.kv.limits()
+    }
+    fn holds_index_keys(&self) -> bool {
+        self.kv.holds_index_keys()
     }
     async fn get_many(&self, keys: &[String]) -> Result<Vec<Option<KvValue>>, StoreError> {
         self.kv.get_many(keys).await

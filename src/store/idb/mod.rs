@@ -91,7 +91,7 @@ impl std::fmt::Debug for IdbKv {
     }
 }
 
-/// A stored `[value, version]` row as a [`KvValue`]; anything else (written by other
+/// A stored `[value, version]` row (`ops.rs` answers v6's record rows so) as a [`KvValue`]; anything else (written by other
 /// software) reads as an empty value, which the store reports as a corrupt row.
 fn stored(row: &JsValue) -> Option<KvValue> {
     if row.is_undefined() {
@@ -292,6 +292,11 @@ impl KvBackend for IdbKv {
 
     fn tell_next_commit(&self, progress: Progress, units: usize) {
         *self.next_progress.borrow_mut() = Some((progress, units));
+    }
+
+    /// Schema v6 keeps a record's index keys in its row (`ops.rs`).
+    fn holds_index_keys(&self) -> bool {
+        true
     }
 
     /// Tells the listener of [`KvBackend::tell_next_commit`] as the browser answers the

@@ -52,9 +52,75 @@ function failed(tx, reject) {
     reject(error && error.name === "AbortError" && tx.error ? tx.error : error);
   };
 }
+// Schema v6: a record's index keys (keys.rs: `P/`, `L/`, `T/`, `E/`, `S/`, each ending in
+// `/<item id>`) are not rows of `kv` but held in their record's row, `{v, n, k}` (value,
+// version, the index keys), and found through the multiEntry index `k`: a record written
+// is one put, whose index entries IndexedDB writes with it. Every other key is a row
+// `[value, version]`.
+function held(key) {
+  return key.length > 1 && key[1] === "/" && "PLTES".includes(key[0]);
+}
+// Whether [start, end) holds only index keys (of one prefix).
+function heldRange(start, end) {
+  return held(start) && end <= start[0] + "0";
+}
+function rowOf(key) {
+  return "R/" + key.slice(key.lastIndexOf("/") + 1);
+}
+// What an index key reads as: no value, and a version nothing checks.
+const INDEX_ROW = ["", 0];
+// A stored row as `[value, version]` (a row of v6 is `{v, n, k}`); anything else as it is.
+function pair(row) {
+  return row !== null && typeof row === "object" && !Array.isArray(row) && Array.isArray(row.k) ? [row.v, row.n] : row;
+}
 // The version of a stored row as the store compares it ("" for a row it cannot read).
 function versionOf(row) {
+  row = pair(row);
   return row === undefined ? null : Array.isArray(row) && typeof row[1] === "number" ? String(row[1]) : "";
+}
+// The upgrade to schema v6, in its versionchange transaction: `kv` with the index `k`;
+// a v5 `kv` is copied into a new object store with the index, each index key into its
+// row (an index key whose row is missing, or is not a row this store wrote, is dropped),
+// 500 entries per request, then deleted, and the new store renamed `kv`. Why not an
+// index added to the old store: in WebKit (2.50), once an upgrade that created an index
+// on an existing object store was aborted, no index can be created in that database
+// again (every later upgrade aborts); an aborted upgrade that created a store with its
+// index leaves no such trace (schema.rs). The transaction is atomic: a
+// crash leaves v5 as it was, and the next open runs the upgrade again.
+export function toV6(tx) {
+  const db = tx.db;
+  const index = (store) => store.createIndex("k", "k", { multiEntry: true });
+  if (!db.objectStoreNames.contains("kv")) return void index(db.createObjectStore("kv"));
+  const old = tx.objectStore("kv");
+  if (old.indexNames.contains("k")) return;
+  const next = db.createObjectStore("kv-v6");
+  index(next);
+  const reads = [..."ELPST"].map((p) => old.getAllKeys(IDBKeyRange.bound(p + "/", p + "0", false, true)));
+  reads[reads.length - 1].onsuccess = () => {
+    const keysOf = new Map();
+    for (const read of reads) for (const key of read.result) {
+      const row = rowOf(key);
+      if (!keysOf.has(row)) keysOf.set(row, []);
+      keysOf.get(row).push(key);
+    }
+    const page = (after) => {
+      const range = after === undefined ? null : IDBKeyRange.lowerBound(after, true);
+      const keys = old.getAllKeys(range, 500);
+      const values = old.getAll(range, 500);
+      values.onsuccess = () => {
+        keys.result.forEach((key, i) => {
+          if (held(key)) return;
+          const row = values.result[i];
+          const record = key.startsWith("R/") && Array.isArray(row) && typeof row[1] === "number";
+          next.put(record ? { v: row[0], n: row[1], k: keysOf.get(key) ?? [] } : row, key);
+        });
+        if (keys.result.length === 500) return page(keys.result[499]);
+        db.deleteObjectStore("kv");
+        next.name = "kv";
+      };
+    };
+    page(undefined);
+  };
 }
 // Per read-write transaction, the version of every key read or written in it so far: no
 // other transaction can write while it is active, so they are the keys' versions now,
@@ -81,12 +147,17 @@ export function getMany(tx, keys) {
   const kv = tx.objectStore("kv");
   const state = note(tx);
   const at = state.counter;
-  const requests = keys.map((key) => kv.get(key));
+  const index = kv.index("k");
+  const requests = keys.map((key) => (held(key) ? index.getKey(key) : kv.get(key)));
   return new Promise((resolve, reject) => {
     if (requests.length === 0) return resolve([]);
     for (const r of requests) r.onerror = failed(tx, reject);
     requests[requests.length - 1].onsuccess = () => {
-      const rows = requests.map((r, i) => (noteRead(state, keys[i], versionOf(r.result), at), r.result));
+      const rows = requests.map((r, i) => {
+        if (held(keys[i])) return r.result === undefined ? undefined : INDEX_ROW;
+        noteRead(state, keys[i], versionOf(r.result), at);
+        return pair(r.result);
+      });
       resolve(rows);
     };
   });
@@ -96,19 +167,41 @@ export function list(tx, start, end, limit) {
   const state = note(tx);
   const at = state.counter;
   const range = IDBKeyRange.bound(start, end, false, true);
+  if (heldRange(start, end)) {
+    // Index keys, in key order: the rows the index finds there, once per key in the
+    // range (in key order, so a row's n-th time there is its n-th key in the range).
+    const rows = kv.index("k").getAll(range, limit);
+    return new Promise((resolve, reject) => {
+      rows.onerror = failed(tx, reject);
+      rows.onsuccess = () => {
+        const keys = [];
+        const met = new Map();
+        for (const row of rows.result) {
+          const mine = row.k.filter((k) => k >= start && k < end).sort();
+          const n = met.get(mine[0]) ?? 0;
+          met.set(mine[0], n + 1);
+          keys.push(mine[n]);
+        }
+        resolve([keys, keys.map(() => INDEX_ROW)]);
+      };
+    });
+  }
+  if ([..."PLTES"].some((p) => start < p + "0" && end > p + "/")) return Promise.reject(new Error(`a range over index keys and rows: [${start}, ${end})`));
   const keys = kv.getAllKeys(range, limit);
   const values = kv.getAll(range, limit);
   return new Promise((resolve, reject) => {
     keys.onerror = values.onerror = failed(tx, reject);
     values.onsuccess = () => {
       keys.result.forEach((key, i) => noteRead(state, key, versionOf(values.result[i]), at));
-      resolve([keys.result, values.result]);
+      resolve([keys.result, values.result.map(pair)]);
     };
   });
 }
 // How many keys are in [start, end) (no value is read).
 export function count(tx, start, end) {
-  const request = tx.objectStore("kv").count(IDBKeyRange.bound(start, end, false, true));
+  const kv = tx.objectStore("kv");
+  const range = IDBKeyRange.bound(start, end, false, true);
+  const request = heldRange(start, end) ? kv.index("k").count(range) : kv.count(range);
   return new Promise((resolve, reject) => {
     request.onerror = failed(tx, reject);
     request.onsuccess = () => resolve(request.result);
@@ -123,6 +216,25 @@ export function commit(tx, checks, versions, puts, deletes, onWritten, units) {
   const state = note(tx);
   const { seen, wrote } = state;
   const at = state.counter;
+  // Each record's index keys go into its row: the store puts all of them with the row
+  // (`KvBackend::holds_index_keys`), and a deleted row takes its index entries along.
+  const indexed = new Map();
+  const rows = [];
+  for (let i = 0; i < puts.length; i += 2) {
+    if (!held(puts[i])) {
+      rows.push(i);
+      continue;
+    }
+    const row = rowOf(puts[i]);
+    if (!indexed.has(row)) indexed.set(row, []);
+    indexed.get(row).push(puts[i]);
+  }
+  // A commit that deletes an index key was made for keys of their own (the changed keys
+  // only, the row's others left out): refused, as one that writes an index key alone.
+  const dropped = deletes.filter((key) => !held(key));
+  const written = new Set(rows.map((i) => puts[i]));
+  const stray = deletes.find(held) ?? [...indexed.keys()].find((row) => !written.has(row));
+  if (stray !== undefined) return Promise.reject(new Error(`index key ${stray}: written without its row, or deleted`));
   // Only the checked keys not read or written in this transaction are read again.
   const read = checks.map((key) => (seen.has(key) ? null : kv.get(key)));
   const last = meta.get("commit");
@@ -142,7 +254,7 @@ export function commit(tx, checks, versions, puts, deletes, onWritten, units) {
       // `last` may have been read before another commit of this transaction wrote.
       const version = Math.max(typeof last.result === "number" ? last.result : 0, state.counter) + 1;
       state.counter = version;
-      const writes = puts.length / 2 + deletes.length;
+      const writes = rows.length + dropped.length;
       const step = Math.ceil(writes / 100);
       let n = 0;
       let told = 0;
@@ -156,12 +268,14 @@ export function commit(tx, checks, versions, puts, deletes, onWritten, units) {
         }
       };
       try {
-        for (let i = 0; i < puts.length; i += 2) {
-          tell(kv.put([puts[i + 1], version], puts[i]));
-          seen.set(puts[i], String(version));
-          wrote.set(puts[i], version);
+        for (const i of rows) {
+          const key = puts[i];
+          const row = key.startsWith("R/") ? { v: puts[i + 1], n: version, k: indexed.get(key) || [] } : [puts[i + 1], version];
+          tell(kv.put(row, key));
+          seen.set(key, String(version));
+          wrote.set(key, version);
         }
-        for (const key of deletes) {
+        for (const key of dropped) {
           tell(kv.delete(key));
           seen.set(key, null);
           wrote.set(key, version);
@@ -243,6 +357,8 @@ extern "C" {
         kv_keys: &JsValue,
         puts: Array,
     ) -> Result<Promise, JsValue>;
+    #[wasm_bindgen(js_name = toV6, catch)]
+    pub(super) fn to_v6(tx: &JsValue) -> Result<(), JsValue>;
     #[wasm_bindgen(js_name = getMany, catch)]
     pub(super) fn get_many(tx: &JsValue, keys: Array) -> Result<Promise, JsValue>;
     #[wasm_bindgen(catch)]

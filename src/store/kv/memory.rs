@@ -91,6 +91,10 @@ impl KvBackend for MemoryKv {
         self.limits
     }
 
+    fn holds_index_keys(&self) -> bool {
+        false
+    }
+
     async fn get_many(&self, keys: &[String]) -> Result<Vec<Option<KvValue>>, StoreError> {
         let map = self.map.borrow();
         Ok(keys

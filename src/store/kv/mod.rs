@@ -298,6 +298,17 @@ pub trait KvBackend {
         let _ = (progress, units);
     }
 
+    /// True when the backend keeps a record's index keys ([`keys::index_keys`]) in the
+    /// record's row rather than as keys of their own (IndexedDB, schema v6: one put per
+    /// record written, its index entries written by the database). The store then puts
+    /// every index key of a row it writes, in the same commit as the row (not only the
+    /// keys that changed), and never deletes one: a row's puts are its index keys, and
+    /// a deleted row takes them along. Lists and counts of index ranges, and gets of index
+    /// keys, still answer as if they were keys (empty values; versions nothing checks).
+    /// No default: a backend that wraps another must answer as the one it wraps (a
+    /// wrapper that said `false` over IndexedDB lost a written row's unchanged keys).
+    fn holds_index_keys(&self) -> bool;
+
     /// How many keys are in `[start, end)`. The default lists them page by page; a
     /// backend that can count without reading values (IndexedDB's `count()`) does.
     async fn count(&self, start: &str, end: &str) -> Result<usize, StoreError> {

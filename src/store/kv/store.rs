@@ -656,8 +656,12 @@ impl<'a, B: KvBackend> Tx<'a, B> {
             }
         }
         let mut writes = self.writes.borrow_mut();
+        let held = self.kv.holds_index_keys();
         for (id, (row, _)) in writes.0.iter_mut() {
-            let old = stored_index_keys(seen.get(id));
+            let old = match held {
+                false => stored_index_keys(seen.get(id)),
+                true => Vec::new(),
+            };
             let key = keys::row_key(id);
             match row.take() {
                 Some((value, new)) => {

@@ -96,7 +96,8 @@ function openRawDb(name) {
     lookup.createIndex("created", ["createdMs", "id"]);
     lookup.createIndex("event", "eventId");
     db.createObjectStore("meta");
-    db.createObjectStore("kv"); // schema 5: rows and index keys under ordered keys
+    // schema 6: rows under ordered keys, a record's index keys in its row (index `k`)
+    db.createObjectStore("kv").createIndex("k", "k", { multiEntry: true });
   };
   return request(r);
 }
@@ -124,9 +125,9 @@ async function deleteDb(name) {
 }
 
 /**
- * Every record's rows in an existing database (the outbox's own): in schema 5, one
- * `{ id, kv }` per record, `kv` the `[key, value]` entries of `kv` it wrote (its row and
- * its index keys, which end in its hex id); before, the rows of `records`.
+ * Every record's rows in an existing database (the outbox's own): in schema 6, one
+ * `{ id, kv }` per record, `kv` the `[key, value]` entries of `kv` it wrote (its row,
+ * which holds its index keys); before, the rows of `records`.
  */
 async function readRows(name) {
   const db = await request(indexedDB.open(name));
@@ -142,7 +143,7 @@ async function readRows(name) {
   const byId = new Map();
   keys.forEach((key, i) => {
     const id = key.slice(key.lastIndexOf("/") + 1);
-    if (key.startsWith("k/")) return; // slot locks belong to no record
+    if (key.startsWith("K/")) return; // slot locks belong to no record
     if (!byId.has(id)) byId.set(id, { id, kv: [] });
     byId.get(id).kv.push([key, values[i]]);
   });
