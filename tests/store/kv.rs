@@ -1,5 +1,6 @@
 //! Runs the store conformance suite against the key-value store over the in-memory
-//! backend (one test per case) and once more under Deno KV's commit limits, then what
+//! backend (one test per case), once more under Deno KV's commit limits and once on a
+//! backend that holds a record's index keys in its row (as IndexedDB does), then what
 //! is its own: conflicting writers, a backend that always conflicts, the key encodings'
 //! order, commit limits, corrupt rows; and shows that these tests catch broken backends.
 //! Native only (as `store::kv` for now).
@@ -17,8 +18,8 @@ use nostr_outbox::store::conformance::{
     self, fixture_claim, fixture_plan, nostr_event, nostr_plan, ALICE, RELAYS,
 };
 use nostr_outbox::store::kv::{
-    self, KvBackend, KvCommit, KvCommitted, KvEntry, KvLimits, KvRange, KvStore, KvValue, MemoryKv,
-    MAX_COMMIT_TRIES,
+    self, KvBackend, KvCommit, KvCommitted, KvEntry, KvLimits, KvMutation, KvRange, KvStore,
+    KvValue, MemoryKv, MAX_COMMIT_TRIES,
 };
 use nostr_outbox::store::{Progress, Store, StoreError};
 
@@ -44,6 +45,163 @@ fn kv_store_passes_the_whole_suite_under_deno_kv_limits() {
     block_on(conformance::run_all(|| async {
         KvStore::new(MemoryKv::with_limits(KvLimits::DENO_KV))
     }));
+}
+
+// ---------------------------------------------------------------------------------
+// A backend that holds a record's index keys in its row, as IndexedDB's schema 6 does
+// (`KvBackend::holds_index_keys`): natively, the store's side of that contract under the
+// whole suite. It keeps the keys as keys of a memory backend, but owns them: a row's put
+// replaces every index key the row had with the ones put beside it (so a key the store
+// left out is gone), a row's delete takes them along, and a commit that writes an index
+// key without its row, or deletes one, is refused, as `src/store/idb/ops.rs` refuses it.
+
+#[derive(Default)]
+struct Holding {
+    kv: MemoryKv,
+    /// Per row key, the index keys it holds.
+    held: RefCell<std::collections::BTreeMap<String, Vec<String>>>,
+}
+
+fn is_index_key(key: &str) -> bool {
+    ["P/", "L/", "T/", "E/", "S/"]
+        .iter()
+        .any(|p| key.starts_with(p))
+}
+
+fn row_of(key: &str) -> String {
+    format!(
+        "{}{}",
+        kv::ROWS,
+        &key[key.rfind('/').map_or(0, |i| i + 1)..]
+    )
+}
+
+impl KvBackend for Holding {
+    fn limits(&self) -> KvLimits {
+        self.kv.limits()
+    }
+    fn holds_index_keys(&self) -> bool {
+        true
+    }
+    async fn get_many(&self, keys: &[String]) -> Result<Vec<Option<KvValue>>, StoreError> {
+        self.kv.get_many(keys).await
+    }
+    async fn list(&self, range: &KvRange) -> Result<Vec<KvEntry>, StoreError> {
+        self.kv.list(range).await
+    }
+    async fn count(&self, start: &str, end: &str) -> Result<usize, StoreError> {
+        self.kv.count(start, end).await
+    }
+    async fn commit(&self, commit: KvCommit) -> Result<KvCommitted, StoreError> {
+        let mut rows: std::collections::BTreeMap<String, Option<Vec<String>>> = Default::default();
+        let mut index = Vec::new();
+        for m in &commit.mutations {
+            match m {
+                KvMutation::Put { key, .. } if is_index_key(key) => index.push(key.clone()),
+                KvMutation::Put { key, .. } if key.starts_with(kv::ROWS) => {
+                    rows.insert(key.clone(), Some(Vec::new()));
+                }
+                KvMutation::Delete { key } if is_index_key(key) => {
+                    return Err(StoreError::Backend(format!("index key {key} deleted")));
+                }
+                KvMutation::Delete { key } if key.starts_with(kv::ROWS) => {
+                    rows.insert(key.clone(), None);
+                }
+                _ => {}
+            }
+        }
+        for key in index {
+            match rows.get_mut(&row_of(&key)) {
+                Some(Some(keys)) => keys.push(key),
+                _ => {
+                    return Err(StoreError::Backend(format!(
+                        "index key {key} without its row"
+                    )))
+                }
+            }
+        }
+        let mut inner = KvCommit {
+            checks: commit.checks,
+            mutations: Vec::new(),
+        };
+        {
+            let held = self.held.borrow();
+            for row in rows.keys() {
+                for old in held.get(row).into_iter().flatten() {
+                    inner
+                        .mutations
+                        .push(KvMutation::Delete { key: old.clone() });
+                }
+            }
+        }
+        inner.mutations.extend(commit.mutations);
+        let answer = self.kv.commit(inner).await?;
+        if answer == KvCommitted::Applied {
+            let mut held = self.held.borrow_mut();
+            for (row, keys) in rows {
+                match keys {
+                    Some(keys) => held.insert(row, keys),
+                    None => held.remove(&row),
+                };
+            }
+        }
+        Ok(answer)
+    }
+}
+
+#[test]
+fn kv_store_passes_the_whole_suite_on_a_backend_holding_index_keys_in_rows() {
+    block_on(conformance::run_all(|| async {
+        KvStore::new(Holding::default())
+    }));
+}
+
+/// The held backend is strict enough to matter: a store that sent only the keys that
+/// changed (as to an adapter) loses a row's other keys on it.
+#[test]
+fn a_row_written_with_only_its_changed_keys_loses_the_others_on_a_holding_backend() {
+    let store = KvStore::new(Holding::default());
+    let plan = fixture_plan(1, &RELAYS, Policy::All);
+    block_on(store.enqueue(plan, 1_000)).expect("enqueue");
+    let row = kv::row_key(&format!("{:064x}", 1));
+    let keys = |store: &KvStore<Holding>| -> Vec<String> {
+        store
+            .backend()
+            .kv
+            .dump()
+            .into_iter()
+            .map(|(k, _)| k)
+            .filter(|k| is_index_key(k))
+            .collect()
+    };
+    assert_eq!(keys(&store).len(), 4, "{:?}", keys(&store));
+    let value = store
+        .backend()
+        .kv
+        .dump()
+        .into_iter()
+        .find(|(k, _)| *k == row)
+        .expect("row")
+        .1;
+    let only_changed = KvCommit {
+        checks: Vec::new(),
+        mutations: vec![KvMutation::Put {
+            key: row.clone(),
+            value,
+        }],
+    };
+    assert_eq!(
+        block_on(store.backend().commit(only_changed)).expect("commit"),
+        KvCommitted::Applied
+    );
+    assert_eq!(keys(&store), Vec::<String>::new());
+    let deleted = KvCommit {
+        checks: Vec::new(),
+        mutations: vec![KvMutation::Delete {
+            key: "T/pending/1/x".into(),
+        }],
+    };
+    assert!(block_on(store.backend().commit(deleted)).is_err());
 }
 
 // ---------------------------------------------------------------------------------
