@@ -915,6 +915,51 @@ async fn corrupt_rows_are_reported_skipped_and_kept() {
     );
 }
 
+/// A row whose index keys are a string, not an array (no build writes one; other software
+/// could): the index holds the string as one key, and a list over it skips the row as
+/// corrupt instead of hanging on it.
+#[wasm_bindgen_test]
+async fn a_row_whose_index_keys_are_a_string_is_skipped_as_corrupt_not_a_hang() {
+    let name = random_name("string-k");
+    let store = open(&name).await;
+    store
+        .enqueue_many(vec![fixture_plan(1, &RELAYS, Policy::All)], 1_000)
+        .await
+        .expect("enqueue");
+    store.close();
+    let db = JsFuture::from(raw_open(&name, SCHEMA_VERSION))
+        .await
+        .expect("raw open");
+    let value = js_sys::Object::new();
+    for (field, v) in [
+        ("v", JsValue::from_str("{not json")),
+        ("n", JsValue::from_f64(1e9)),
+        (
+            "k",
+            JsValue::from_str("T/pending/00000000000000000500/broken"),
+        ),
+    ] {
+        js_sys::Reflect::set(&value, &field.into(), &v).expect("set");
+    }
+    JsFuture::from(raw_put(&db, "kv", &value, Some("R/broken")))
+        .await
+        .expect("put");
+    raw_close(&db);
+    let store = open(&name).await;
+    let query = ListQuery {
+        stage: Some(Stage::Pending),
+        limit: 100,
+        ..ListQuery::default()
+    };
+    let listed = within(10_000, store.list(&query))
+        .await
+        .expect("the list answers")
+        .expect("list");
+    assert_eq!(listed.len(), 1, "the healthy record only");
+    let corrupt = store.corrupt_rows().await.expect("corrupt rows");
+    assert!(corrupt.iter().any(|c| c.id == "broken"), "{corrupt:?}");
+}
+
 #[wasm_bindgen_test]
 async fn storage_estimate_and_persistence_are_readable() {
     use nostr_outbox::platform::storage as persistence;

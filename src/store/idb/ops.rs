@@ -177,7 +177,9 @@ export function list(tx, start, end, limit) {
         const keys = [];
         const met = new Map();
         for (const row of rows.result) {
-          const mine = row.k.filter((k) => k >= start && k < end).sort();
+          // `k` is an array in every row this store writes; a string (other software's
+          // row) is indexed as one key.
+          const mine = [].concat(row.k).filter((k) => k >= start && k < end).sort();
           const n = met.get(mine[0]) ?? 0;
           met.set(mine[0], n + 1);
           keys.push(mine[n]);
