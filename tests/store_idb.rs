@@ -802,6 +802,21 @@ async fn a_closed_store_refuses_calls_and_does_not_reopen() {
     );
 }
 
+/// A record's row as schema 6 stores it, written behind the store's back: `{v, n, k}`
+/// with `value` as its JSON, a version past any the tests' stores reach, and `k` as its
+/// index keys.
+fn v6_row(value: &str, k: JsValue) -> JsValue {
+    let row = js_sys::Object::new();
+    for (field, v) in [
+        ("v", JsValue::from_str(value)),
+        ("n", JsValue::from_f64(1e9)),
+        ("k", k),
+    ] {
+        js_sys::Reflect::set(&row, &field.into(), &v).expect("set");
+    }
+    row.into()
+}
+
 #[wasm_bindgen_test]
 async fn corrupt_rows_are_reported_skipped_and_kept() {
     let name = random_name("corrupt");
@@ -837,18 +852,11 @@ async fn corrupt_rows_are_reported_skipped_and_kept() {
         rank: Some(1),
     };
     // As schema v6 keeps a row: `{v, n, k}`, its index keys in `k`.
-    let value = js_sys::Object::new();
     let index: js_sys::Array = kv_keys::index_keys(&row)
         .iter()
         .map(|k| JsValue::from_str(k))
         .collect();
-    for (field, v) in [
-        ("v", JsValue::from_str(&bad.to_string())),
-        ("n", JsValue::from_f64(1e9)),
-        ("k", index.into()),
-    ] {
-        js_sys::Reflect::set(&value, &field.into(), &v).expect("set");
-    }
+    let value = v6_row(&bad.to_string(), index.into());
     JsFuture::from(raw_put(
         &db,
         "kv",
@@ -930,17 +938,10 @@ async fn a_row_whose_index_keys_are_a_string_is_skipped_as_corrupt_not_a_hang() 
     let db = JsFuture::from(raw_open(&name, SCHEMA_VERSION))
         .await
         .expect("raw open");
-    let value = js_sys::Object::new();
-    for (field, v) in [
-        ("v", JsValue::from_str("{not json")),
-        ("n", JsValue::from_f64(1e9)),
-        (
-            "k",
-            JsValue::from_str("T/pending/00000000000000000500/broken"),
-        ),
-    ] {
-        js_sys::Reflect::set(&value, &field.into(), &v).expect("set");
-    }
+    let value = v6_row(
+        "{not json",
+        JsValue::from_str("T/pending/00000000000000000500/broken"),
+    );
     JsFuture::from(raw_put(&db, "kv", &value, Some("R/broken")))
         .await
         .expect("put");

@@ -63,7 +63,7 @@ struct Holding {
 }
 
 fn is_index_key(key: &str) -> bool {
-    ["P/", "L/", "T/", "E/", "S/"]
+    [kv::DUE, kv::CREATED, kv::STAGE, kv::EVENT, kv::SLOT]
         .iter()
         .any(|p| key.starts_with(p))
 }

@@ -57,8 +57,11 @@ function failed(tx, reject) {
 // version, the index keys), and found through the multiEntry index `k`: a record written
 // is one put, whose index entries IndexedDB writes with it. Every other key is a row
 // `[value, version]`.
+// The index keys' prefixes, each `<letter>/` (keys.rs: EVENT, CREATED, DUE, SLOT, STAGE);
+// every key of prefix `p` is in [p/, p0).
+const HELD = [..."ELPST"];
 function held(key) {
-  return key.length > 1 && key[1] === "/" && "PLTES".includes(key[0]);
+  return key[1] === "/" && HELD.includes(key[0]);
 }
 // Whether [start, end) holds only index keys (of one prefix).
 function heldRange(start, end) {
@@ -95,7 +98,7 @@ export function toV6(tx) {
   if (old.indexNames.contains("k")) return;
   const next = db.createObjectStore("kv-v6");
   index(next);
-  const reads = [..."ELPST"].map((p) => old.getAllKeys(IDBKeyRange.bound(p + "/", p + "0", false, true)));
+  const reads = HELD.map((p) => old.getAllKeys(IDBKeyRange.bound(p + "/", p + "0", false, true)));
   reads[reads.length - 1].onsuccess = () => {
     const keysOf = new Map();
     for (const read of reads) for (const key of read.result) {
@@ -188,7 +191,7 @@ export function list(tx, start, end, limit) {
       };
     });
   }
-  if ([..."PLTES"].some((p) => start < p + "0" && end > p + "/")) return Promise.reject(new Error(`a range over index keys and rows: [${start}, ${end})`));
+  if (HELD.some((p) => start < p + "0" && end > p + "/")) return Promise.reject(new Error(`a range over index keys and rows: [${start}, ${end})`));
   const keys = kv.getAllKeys(range, limit);
   const values = kv.getAll(range, limit);
   return new Promise((resolve, reject) => {
