@@ -21,8 +21,8 @@
 //!   past half a lease, and a record none of whose publishes started is handed back
 //!   (`Pipeline::close`);
 //! - group commit (`Pipeline::record_bulk`): one bulk recording at a time, written at
-//!   `batch_size` completions, when nothing publishes, at the tail, or by its group's
-//!   bound; `high` records are recorded apart, at once (`Pipeline::close`,
+//!   `batch_size` completions, when nothing publishes, or by its group's bound (the
+//!   tail of a run too); `high` records are recorded apart, at once (`Pipeline::close`,
 //!   [`Pipeline::turn`]).
 
 use std::collections::VecDeque;
@@ -623,14 +623,14 @@ impl<'a> Pipeline<'a> {
         if self.recording_bulk || self.bulk.completions.is_empty() {
             return None;
         }
-        let tail = self.queued == 0
-            && !self.claiming
-            && !self.hurried_claim_in_flight
-            && (!self.more || self.ticks >= self.max_ticks);
+        // No shortcut at the tail of a run (nothing queued, nothing left to claim): its
+        // answers gather like the others until the last publish in flight answers. Recorded
+        // at once, each answer of a full window's tail was a transaction of its own
+        // wherever a commit is quicker than the gap between two answers (bun:sqlite: 251
+        // commits of one record in a flush of 1 000).
         if !hold.bulk
             && (self.bulk.completions.len() >= self.config.batch_size as usize
                 || self.publishes_in_flight == 0
-                || tail
                 || now >= self.bulk.record_by)
         {
             self.start_recording(false, out);

@@ -442,21 +442,41 @@ fn group_commit_writes_at_batch_size_or_at_its_bound() {
     assert_eq!(next.timer_ms, None, "recording");
 }
 
-/// At the tail (nothing waits to publish, nothing left to claim) an answer is
-/// recorded at once; before it, it waits for its group.
+/// At the tail (nothing waits to publish, nothing left to claim) answers still gather
+/// while publishes are in flight: written when the last one answers, at `batch_size`, or
+/// by the group's bound, never one transaction per answer (with a storage that commits
+/// faster than answers arrive, the tail of a full window was 256 commits of one record).
 #[test]
-fn the_tail_is_recorded_without_waiting() {
+fn the_tail_gathers_its_answers_until_nothing_publishes() {
     let cfg = config(8, 8);
     let mut h = Harness::new(&cfg, true);
-    let actions = start(&mut h, batch(1, 2, Priority::Normal), true);
+    let actions = start(&mut h, batch(1, 3, Priority::Normal), false);
     let mut sent = publishes(actions);
+    assert_eq!(sent.len(), 3);
     h.accept(sent.remove(0), 5);
-    assert!(recordings(&h.turn(5).0).is_empty(), "a claim is in flight");
+    let (actions, next) = h.turn(5);
+    assert!(recordings(&actions).is_empty(), "two publishes in flight");
+    assert_eq!(
+        next.timer_ms,
+        Some(GROUP_WAIT_MS),
+        "bounded by the group's wait"
+    );
+    h.accept(sent.remove(0), 6);
+    assert!(recordings(&h.turn(6).0).is_empty(), "one publish in flight");
+    h.accept(sent.remove(0), 7);
+    assert_eq!(
+        recordings(&h.turn(7).0),
+        vec![(false, 3)],
+        "nothing publishes: one group"
+    );
+    // A slow last answer: the group is written at its bound.
     let mut h = Harness::new(&cfg, true);
     let actions = start(&mut h, batch(1, 2, Priority::Normal), false);
     let mut sent = publishes(actions);
     h.accept(sent.remove(0), 5);
-    assert_eq!(recordings(&h.turn(5).0), vec![(false, 1)]);
+    assert!(recordings(&h.turn(5).0).is_empty());
+    h.p.timer_fired();
+    assert_eq!(recordings(&h.turn(5 + GROUP_WAIT_MS).0), vec![(false, 1)]);
 }
 
 /// Nothing starts past half a lease: a late publish is skipped (and not counted), a
