@@ -29,7 +29,9 @@
 //                                            in flight in fan-out): longer
 //   flush and fan-out print the CPU time each kind of process (renderer, browser,
 //   network, relays...) spent per side, and how busy the machine was (Linux /proc;
-//   --no-cpu to skip). Their sides: the outbox, nostr-tools, and the floor
+//   --no-cpu to skip; NOSTR_OUTBOX_BENCH_THREADS=1 also splits the browser's and the
+//   renderer's time by thread, e.g. the page's main thread apart from IndexedDB's backend
+//   in the browser process). Their sides: the outbox, nostr-tools, and the floor
 //   (bench/floor.mjs: the fastest durable design, written directly on IndexedDB and raw
 //   WebSockets), with "outbox ÷ floor" and "outbox ÷ nostr-tools" printed by time and CPU
 //
@@ -44,7 +46,7 @@ import { ROOT, startServer, launch, relay, queryRelay } from "./harness.mjs";
 import { benchEvents } from "./bench/events.mjs";
 import { sizes } from "./bench/sizes.mjs";
 import { topSelfTimes, categories, INSTRUMENT, UNINSTRUMENT } from "./bench/profile.mjs";
-import { cpuSnapshot, cpuDelta, addCpu, cpuLine } from "./bench/cpu.mjs";
+import { cpuSnapshot, cpuDelta, addCpu, cpuLine, threadLine } from "./bench/cpu.mjs";
 
 // ---------- arguments ----------
 const argv = process.argv.slice(2);
@@ -534,7 +536,11 @@ async function benchFlush(page, { label, n, relayCount, policy, comparePage = nu
     const a = details.floorAnswer;
     line(`   floor, a state-row write per answer               ${ms(m.floorAnswer)} (${rate(pubs, m.floorAnswer)} publishes)   runs ${list(t.floorAnswer)}; ${a[0].recordTxs} recording transactions, ${a[0].puts} puts; OK-to-commit median ${median(a.map((d) => d.okToCommit.medianMs)).toFixed(1)} ms, p99 ${median(a.map((d) => d.okToCommit.p99Ms)).toFixed(1)} ms`);
   }
-  for (const [key, acc] of Object.entries(cpu)) line(`   ${key.padEnd(8)} ${cpuLine(acc, pubs * RUNS)}`);
+  for (const [key, acc] of Object.entries(cpu)) {
+    line(`   ${key.padEnd(8)} ${cpuLine(acc, pubs * RUNS)}`);
+    const threads = threadLine(acc, pubs * RUNS);
+    if (threads) line(`   ${"".padEnd(8)} ${threads}`);
+  }
   for (const [key, rounds] of Object.entries(idbWork)) line(`   ${key.padEnd(8)} ${idbLine(rounds, pubs)}`);
   // The better nostr-tools width among those that got every OK in every round.
   const complete = peerWidths.filter((w) => details.peer.filter((p) => p.width === String(w)).every((p) => p.ok === pubs));

@@ -7,6 +7,10 @@
 import { readFileSync, readdirSync } from "node:fs";
 
 const TICK_MS = 10; // USER_HZ is 100 on Linux
+// NOSTR_OUTBOX_BENCH_THREADS=1: the browser's and the renderer's CPU also split by thread
+// name (/proc/<pid>/task/<tid>/comm), printed apart by `threadLine` (a diagnosis: which
+// thread of Chromium does the work).
+const THREADS = process.env.NOSTR_OUTBOX_BENCH_THREADS === "1";
 
 /** The kind of a process from its command line, or null for processes not ours. */
 function kindOf(pid, cmd) {
@@ -26,6 +30,7 @@ function kindOf(pid, cmd) {
 /** CPU ticks by kind of process, and the machine's busy and total ticks. */
 export function cpuSnapshot() {
   const byKind = {};
+  const byThread = {};
   for (const name of readdirSync("/proc")) {
     if (!/^\d+$/.test(name)) continue;
     const pid = Number(name);
@@ -38,6 +43,18 @@ export function cpuSnapshot() {
       const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
       const ticks = Number(f[11]) + Number(f[12]); // utime + stime (fields 14, 15)
       (byKind[kind] ||= new Map()).set(pid, ticks);
+      if (THREADS && (kind === "browser" || kind === "renderer")) {
+        for (const tid of readdirSync(`/proc/${name}/task`)) {
+          try {
+            const comm = readFileSync(`/proc/${name}/task/${tid}/comm`, "latin1").trim().replace(/\d+$/, "N");
+            const t = readFileSync(`/proc/${name}/task/${tid}/stat`, "latin1");
+            const g = t.slice(t.lastIndexOf(")") + 2).split(" ");
+            (byThread[`${kind}/${comm}`] ||= new Map()).set(`${pid}/${tid}`, Number(g[11]) + Number(g[12]));
+          } catch {
+            // the thread ended while we read it
+          }
+        }
+      }
     } catch {
       // the process ended while we read it
     }
@@ -45,7 +62,7 @@ export function cpuSnapshot() {
   const cpu = readFileSync("/proc/stat", "latin1").split("\n")[0].trim().split(/\s+/).slice(1).map(Number);
   const idle = cpu[3] + cpu[4];
   const total = cpu.slice(0, 8).reduce((a, b) => a + b, 0);
-  return { byKind, busy: total - idle, total, at: Date.now() };
+  return { byKind, byThread, busy: total - idle, total, at: Date.now() };
 }
 
 /**
@@ -62,7 +79,13 @@ export function cpuDelta(a, b) {
     ms[kind] = sum * TICK_MS;
   }
   const busyShare = (b.busy - a.busy) / Math.max(1, b.total - a.total);
-  return { ms, wallMs: b.at - a.at, busyShare };
+  const threads = {};
+  for (const [name, tids] of Object.entries(b.byThread ?? {})) {
+    let sum = 0;
+    for (const [tid, ticks] of tids) sum += ticks - (a.byThread?.[name]?.get(tid) ?? 0);
+    if (sum > 0) threads[name] = sum * TICK_MS;
+  }
+  return { ms, threads, wallMs: b.at - a.at, busyShare };
 }
 
 /** Adds CPU deltas kind by kind (wall time and busy time too). */
@@ -71,6 +94,8 @@ export function addCpu(into, d) {
   into.busyWallMs = (into.busyWallMs || 0) + d.busyShare * d.wallMs;
   into.ms ||= {};
   for (const [k, v] of Object.entries(d.ms)) into.ms[k] = (into.ms[k] || 0) + v;
+  into.threads ||= {};
+  for (const [k, v] of Object.entries(d.threads ?? {})) into.threads[k] = (into.threads[k] || 0) + v;
   return into;
 }
 
@@ -83,4 +108,11 @@ export function cpuLine(acc, publishes) {
   const total = kinds.reduce((s, [, v]) => s + v, 0);
   const busy = ((acc.busyWallMs / Math.max(1, acc.wallMs)) * 100).toFixed(0);
   return `CPU ms per 1000 publishes: ${kinds.map(([k, v]) => `${k} ${per(v)}`).join(", ")}; ours ${per(total)}; wall ${per(acc.wallMs)}; machine busy ${busy} %`;
+}
+
+/** With NOSTR_OUTBOX_BENCH_THREADS=1: the browser's and renderer's busiest threads, CPU ms per 1000 publishes; else null. */
+export function threadLine(acc, publishes) {
+  const rows = Object.entries(acc.threads ?? {}).sort((x, y) => y[1] - x[1]).slice(0, 12);
+  if (!rows.length) return null;
+  return `threads, CPU ms per 1000 publishes: ${rows.map(([k, v]) => `${k} ${((v / publishes) * 1000).toFixed(0)}`).join(", ")}`;
 }
