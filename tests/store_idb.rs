@@ -294,6 +294,87 @@ async fn a_read_answered_after_a_commit_in_its_transaction_does_not_hide_the_wri
     assert_eq!(now[0].clone().expect("row").value, "a");
 }
 
+/// Commit numbers are unique across connections: each takes a block of numbers at a
+/// time, reserved in `meta` (`ops.rs`), and draws from it without reading `meta` again.
+/// Two connections writing one key by turns never give it a version it had before, a
+/// check of the version the other connection has since replaced conflicts, and a
+/// connection opened later gives numbers past every one given before.
+#[wasm_bindgen_test]
+async fn connections_never_give_one_version_twice_and_stale_checks_conflict() {
+    let name = random_name("blocks");
+    let (a, b) = (open(&name).await, open(&name).await);
+    let key = "x/k";
+    let commit = |version: &Option<String>, value: &str| KvCommit {
+        checks: vec![KvCheck {
+            key: key.into(),
+            version: version.clone(),
+        }],
+        mutations: vec![put(key, value), put(&format!("x/{value}"), "")],
+    };
+    let mut given: Vec<String> = Vec::new();
+    let mut version: Option<String> = None;
+    for round in 0..6 {
+        let (writer, other) = match round % 2 {
+            0 => (a.backend(), b.backend()),
+            _ => (b.backend(), a.backend()),
+        };
+        let value = round.to_string();
+        assert_eq!(
+            writer
+                .commit(commit(&version, &value))
+                .await
+                .expect("commit"),
+            KvCommitted::Applied,
+            "round {round}"
+        );
+        let read = writer.get_many(&[key.to_string()]).await.expect("read");
+        let now = read[0].clone().expect("written").version;
+        assert!(!given.contains(&now), "{now} given twice: {given:?}");
+        given.push(now.clone());
+        assert_eq!(
+            other
+                .commit(commit(&version, "stale"))
+                .await
+                .expect("commit"),
+            KvCommitted::Conflict,
+            "round {round}: checks the version before the other connection's write"
+        );
+        version = Some(now);
+    }
+    a.backend().close();
+    b.backend().close();
+    let c = open(&name).await;
+    assert_eq!(
+        c.backend()
+            .commit(commit(&version, "later"))
+            .await
+            .expect("commit"),
+        KvCommitted::Applied
+    );
+    let read = c
+        .backend()
+        .get_many(&[key.to_string()])
+        .await
+        .expect("read");
+    let later: u64 = read[0]
+        .clone()
+        .expect("row")
+        .version
+        .parse()
+        .expect("a number");
+    let before = given.iter().map(|v| v.parse::<u64>().expect("a number"));
+    assert!(before.clone().all(|v| v < later), "{later} after {given:?}");
+    let stored = c
+        .backend()
+        .get_many(&["x/0".to_string(), "x/stale".to_string()])
+        .await
+        .expect("read");
+    assert!(
+        stored[0].is_some() && stored[1].is_none(),
+        "no stale write landed"
+    );
+}
+
 /// Schema v6 holds a record's index keys in its row: a commit that writes an index key
 /// without its row, or deletes one (a commit made for keys of their own, which would
 /// leave the row's unchanged keys out), is refused whole (the store never sends one),

@@ -212,12 +212,36 @@ export function count(tx, start, end) {
     request.onsuccess = () => resolve(request.result);
   });
 }
+// Commit numbers (a row's version) are unique in the database: each connection takes a
+// block of BLOCK numbers at a time, reserved by moving `meta` "commit" past it in the
+// transaction of the commit that needs it (the reservation commits with that commit or
+// not at all). A commit whose checked keys its transaction has all met, drawing from its
+// connection's block, issues its writes at once, without waiting for a read of `meta`:
+// one round trip fewer. Numbers drawn by one connection increase, so a transaction's
+// commits stay ordered (`unwritten`). Builds that take one number per commit (the same
+// schema in another tab) read `meta` and write past every reserved block.
+const BLOCK = 65536;
+const blocks = new WeakMap(); // connection → { next, end }
+function draw(tx, last) {
+  const block = blocks.get(tx.db);
+  if (block && block.next <= block.end) return block.next++;
+  // `last` may have been read before a reservation of this transaction: the block's end
+  // is past it.
+  const base = Math.max(typeof last?.result === "number" ? last.result : 0, note(tx).counter, block ? block.end : 0);
+  const mine = { next: base + 2, end: base + BLOCK };
+  blocks.set(tx.db, mine);
+  tx.objectStore("meta").put(mine.end, "commit");
+  // Rolled back with the transaction: never drawn from again.
+  tx.addEventListener("abort", () => {
+    if (blocks.get(tx.db) === mine) blocks.delete(tx.db);
+  });
+  return base + 1;
+}
 // `onWritten` (a function, or undefined) is told, about every hundredth write answered,
 // the `units` done, spread evenly over the writes: increasing, and never all of them
 // (the commit's end is its promise's answer).
 export function commit(tx, checks, versions, puts, deletes, onWritten, units) {
   const kv = tx.objectStore("kv");
-  const meta = tx.objectStore("meta");
   const state = note(tx);
   const { seen, wrote } = state;
   const at = state.counter;
@@ -240,13 +264,15 @@ export function commit(tx, checks, versions, puts, deletes, onWritten, units) {
   const written = new Set(rows.map((i) => puts[i]));
   const stray = deletes.find(held) ?? [...indexed.keys()].find((row) => !written.has(row));
   if (stray !== undefined) return Promise.reject(new Error(`index key ${stray}: written without its row, or deleted`));
-  // Only the checked keys not read or written in this transaction are read again.
+  // Only the checked keys not read or written in this transaction are read again; `meta`
+  // too when the connection has no block left, or while reads are awaited anyway.
   const read = checks.map((key) => (seen.has(key) ? null : kv.get(key)));
-  const last = meta.get("commit");
+  const block = blocks.get(tx.db);
+  const waits = read.filter((r) => r);
+  const last = waits.length || !block || block.next > block.end ? tx.objectStore("meta").get("commit") : null;
+  if (last) waits.push(last);
   return new Promise((resolve, reject) => {
-    for (const r of read) if (r) r.onerror = failed(tx, reject);
-    last.onerror = failed(tx, reject);
-    last.onsuccess = () => {
+    const write = () => {
       for (let i = 0; i < checks.length; i++) {
         // A commit in this transaction that wrote the key after the read was issued
         // left its version in `seen`.
@@ -256,9 +282,6 @@ export function commit(tx, checks, versions, puts, deletes, onWritten, units) {
       }
       tx.addEventListener("complete", () => resolve(true));
       tx.addEventListener("abort", () => reject(tx.error || new DOMException("the transaction was aborted", "AbortError")));
-      // `last` may have been read before another commit of this transaction wrote.
-      const version = Math.max(typeof last.result === "number" ? last.result : 0, state.counter) + 1;
-      state.counter = version;
       const writes = rows.length + dropped.length;
       const step = Math.ceil(writes / 100);
       let n = 0;
@@ -273,6 +296,8 @@ export function commit(tx, checks, versions, puts, deletes, onWritten, units) {
         }
       };
       try {
+        const version = draw(tx, last);
+        state.counter = version;
         for (const i of rows) {
           const key = puts[i];
           const row = key.startsWith("R/") ? { v: puts[i + 1], n: version, k: indexed.get(key) || [] } : [puts[i + 1], version];
@@ -285,7 +310,6 @@ export function commit(tx, checks, versions, puts, deletes, onWritten, units) {
           seen.set(key, null);
           wrote.set(key, version);
         }
-        meta.put(version, "commit");
       } catch (error) {
         // A write that throws (Firefox's connection refuses writes after a full quota
         // with InvalidStateError) must not leave the writes before it to be committed.
@@ -293,6 +317,9 @@ export function commit(tx, checks, versions, puts, deletes, onWritten, units) {
         reject(error);
       }
     };
+    if (waits.length === 0) return write();
+    for (const r of waits) r.onerror = failed(tx, reject);
+    waits[waits.length - 1].onsuccess = write;
   });
 }
 // What older builds wrote (legacy.rs), read in a new read-write transaction over every

@@ -10,7 +10,10 @@
 //!   `[value, version]`. The key layout is [`crate::store::kv::keys`]'s, the same as on
 //!   every storage adapter, where index keys are keys of their own.
 //! - `meta` (out-of-line keys): `"schema"` → `{ version, library }`, and `"commit"` →
-//!   the number of the last commit (a commit's version: one more).
+//!   the last commit number given out: each connection reserves a block of numbers past
+//!   it in the transaction of the commit that needs one (`ops.rs`), so commit numbers are
+//!   unique across connections, and a commit reads `meta` only when its connection's
+//!   block is used up.
 //!
 //! Why the index keys are in the row: a record written is then one put, whose index
 //! entries the browser writes with it, instead of a put of the row and a put (or delete)
