@@ -214,24 +214,33 @@ export function count(tx, start, end) {
 }
 // Commit numbers (a row's version) are unique in the database: each connection takes a
 // block of BLOCK numbers at a time, reserved by moving `meta` "commit" past it in the
-// transaction of the commit that needs it (the reservation commits with that commit or
-// not at all). A commit whose checked keys its transaction has all met, drawing from its
-// connection's block, issues its writes at once, without waiting for a read of `meta`:
-// one round trip fewer. Numbers drawn by one connection increase, so a transaction's
-// commits stay ordered (`unwritten`). Builds that take one number per commit (the same
-// schema in another tab) read `meta` and write past every reserved block.
+// transaction of the commit that needs it. A block is drawn from by that transaction,
+// and by others once it has committed (a reservation rolled back is never drawn from:
+// another connection may reserve those numbers). A commit whose checked keys its
+// transaction has all met, drawing from a block it may use, issues its writes at once,
+// without waiting for a read of `meta`: one round trip fewer. Numbers drawn by one
+// connection increase, so a transaction's commits stay ordered (`unwritten`). Builds
+// that take one number per commit (the same schema in another tab) read `meta` and write
+// past every block reserved.
 const BLOCK = 65536;
-const blocks = new WeakMap(); // connection → { next, end }
-function draw(tx, last) {
+const blocks = new WeakMap(); // connection → { next, end, tx: the reserving one until it commits }
+function usable(tx) {
   const block = blocks.get(tx.db);
-  if (block && block.next <= block.end) return block.next++;
-  // `last` may have been read before a reservation of this transaction: the block's end
+  return block && (block.tx === null || block.tx === tx) && block.next <= block.end ? block : null;
+}
+// The next commit number for a commit in `tx`; `last`, the request that read `meta`
+// "commit" in `tx`, is needed when no block may be drawn from.
+function draw(tx, last) {
+  const block = usable(tx);
+  if (block) return block.next++;
+  // `last` may have been read before a reservation of this connection: the block's end
   // is past it.
-  const base = Math.max(typeof last?.result === "number" ? last.result : 0, note(tx).counter, block ? block.end : 0);
-  const mine = { next: base + 2, end: base + BLOCK };
+  const previous = blocks.get(tx.db);
+  const base = Math.max(typeof last?.result === "number" ? last.result : 0, note(tx).counter, previous ? previous.end : 0);
+  const mine = { next: base + 2, end: base + BLOCK, tx };
   blocks.set(tx.db, mine);
   tx.objectStore("meta").put(mine.end, "commit");
-  // Rolled back with the transaction: never drawn from again.
+  tx.addEventListener("complete", () => (mine.tx = null));
   tx.addEventListener("abort", () => {
     if (blocks.get(tx.db) === mine) blocks.delete(tx.db);
   });
@@ -267,9 +276,8 @@ export function commit(tx, checks, versions, puts, deletes, onWritten, units) {
   // Only the checked keys not read or written in this transaction are read again; `meta`
   // too when the connection has no block left, or while reads are awaited anyway.
   const read = checks.map((key) => (seen.has(key) ? null : kv.get(key)));
-  const block = blocks.get(tx.db);
   const waits = read.filter((r) => r);
-  const last = waits.length || !block || block.next > block.end ? tx.objectStore("meta").get("commit") : null;
+  const last = waits.length || !usable(tx) ? tx.objectStore("meta").get("commit") : null;
   if (last) waits.push(last);
   return new Promise((resolve, reject) => {
     const write = () => {
