@@ -40,6 +40,14 @@ async fn open(name: &str) -> IdbStore {
         .expect("open IndexedDB store")
 }
 
+/// The database `name` opened raw at the current schema, to read or damage its rows
+/// behind the store's back.
+async fn raw_db(name: &str) -> JsValue {
+    JsFuture::from(raw_open(name, SCHEMA_VERSION))
+        .await
+        .expect("raw open at the current version")
+}
+
 #[wasm_bindgen(inline_js = r#"
 export function rawOpen(name, version) {
   return new Promise((resolve, reject) => {
@@ -362,8 +370,8 @@ async fn connections_never_give_one_version_twice_and_stale_checks_conflict() {
         .version
         .parse()
         .expect("a number");
-    let before = given.iter().map(|v| v.parse::<u64>().expect("a number"));
-    assert!(before.clone().all(|v| v < later), "{later} after {given:?}");
+    let mut before = given.iter().map(|v| v.parse::<u64>().expect("a number"));
+    assert!(before.all(|v| v < later), "{later} after {given:?}");
     let stored = c
         .backend()
         .get_many(&["x/0".to_string(), "x/stale".to_string()])
@@ -462,9 +470,7 @@ async fn rows_hold_json_of_the_documented_shape_and_their_index_keys() {
     store.cancel(&ids[1], 2_000).await.expect("cancel");
     store.close();
     drop(store);
-    let db = JsFuture::from(raw_open(&name, SCHEMA_VERSION))
-        .await
-        .expect("raw open");
+    let db = raw_db(&name).await;
     let shapes = JsFuture::from(raw_row_shapes(&db)).await.expect("rows");
     raw_close(&db);
     let shapes: serde_json::Value =
@@ -531,9 +537,7 @@ async fn rows_are_read_leniently_where_the_format_allows_and_refused_precisely_o
     store.enqueue_many(plans, 1_000).await.expect("enqueue");
     store.close();
     drop(store);
-    let db = JsFuture::from(raw_open(&name, SCHEMA_VERSION))
-        .await
-        .expect("raw open");
+    let db = raw_db(&name).await;
     let patches = [
         // Accepted: `dueMs` null or absent, `v` as a float that is an integer (JSON
         // writes it `2`), extra fields.
@@ -916,9 +920,7 @@ async fn corrupt_rows_are_reported_skipped_and_kept() {
 
     // Damage one row behind the store's back: a due row whose document is garbage,
     // filed in the claim order, the list order and the stage index as a row would be.
-    let db = JsFuture::from(raw_open(&name, SCHEMA_VERSION))
-        .await
-        .expect("raw open");
+    let db = raw_db(&name).await;
     let bad = serde_json::json!({
         "id": "broken", "v": 1, "stage": "pending", "dueMs": 500, "createdMs": 500,
         "eventId": "00", "rank": 1, "doc": "{not json",
@@ -1016,9 +1018,7 @@ async fn a_row_whose_index_keys_are_a_string_is_skipped_as_corrupt_not_a_hang() 
         .await
         .expect("enqueue");
     store.close();
-    let db = JsFuture::from(raw_open(&name, SCHEMA_VERSION))
-        .await
-        .expect("raw open");
+    let db = raw_db(&name).await;
     let value = v6_row(
         "{not json",
         JsValue::from_str("T/pending/00000000000000000500/broken"),
@@ -1070,9 +1070,7 @@ async fn a_blocked_upgrade_is_a_typed_error_not_a_hang() {
     let name = random_name("blocked");
     open(&name).await.close();
     // A connection that ignores `versionchange` (as an old tab of another library would).
-    let stubborn = JsFuture::from(raw_open(&name, SCHEMA_VERSION))
-        .await
-        .expect("raw open at the current version");
+    let stubborn = raw_db(&name).await;
     let err = IdbStore::open_at_version_for_tests(IdbOptions::new(&name), SCHEMA_VERSION + 1)
         .await
         .expect_err("the upgrade is blocked");

@@ -12,6 +12,24 @@ const TICK_MS = 10; // USER_HZ is 100 on Linux
 // thread of Chromium does the work).
 const THREADS = process.env.NOSTR_OUTBOX_BENCH_THREADS === "1";
 
+/** utime + stime of a /proc `stat` text (fields 14 and 15; the command, field 2, may hold spaces). */
+function ticksOf(stat) {
+  const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return Number(f[11]) + Number(f[12]);
+}
+
+/** CPU ms between two snapshots of one kind's ticks (`id` → ticks); an id new in `b` counts from 0. */
+function deltaMs(a, b) {
+  let sum = 0;
+  for (const [id, ticks] of b) sum += ticks - (a?.get(id) ?? 0);
+  return sum * TICK_MS;
+}
+
+/** Adds each named figure of `from` into `into`. */
+function addEach(into, from) {
+  for (const [k, v] of Object.entries(from)) into[k] = (into[k] || 0) + v;
+}
+
 /** The kind of a process from its command line, or null for processes not ours. */
 function kindOf(pid, cmd) {
   if (/nostr-rs-relay/.test(cmd)) return "relay";
@@ -38,18 +56,13 @@ export function cpuSnapshot() {
       const cmd = readFileSync(`/proc/${name}/cmdline`, "latin1").replace(/\0/g, " ");
       const kind = kindOf(pid, cmd);
       if (!kind) continue;
-      const stat = readFileSync(`/proc/${name}/stat`, "latin1");
-      // Fields after the command (which may hold spaces) start at state, field 3.
-      const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      const ticks = Number(f[11]) + Number(f[12]); // utime + stime (fields 14, 15)
-      (byKind[kind] ||= new Map()).set(pid, ticks);
+      (byKind[kind] ||= new Map()).set(pid, ticksOf(readFileSync(`/proc/${name}/stat`, "latin1")));
       if (THREADS && (kind === "browser" || kind === "renderer")) {
         for (const tid of readdirSync(`/proc/${name}/task`)) {
           try {
             const comm = readFileSync(`/proc/${name}/task/${tid}/comm`, "latin1").trim().replace(/\d+$/, "N");
-            const t = readFileSync(`/proc/${name}/task/${tid}/stat`, "latin1");
-            const g = t.slice(t.lastIndexOf(")") + 2).split(" ");
-            (byThread[`${kind}/${comm}`] ||= new Map()).set(`${pid}/${tid}`, Number(g[11]) + Number(g[12]));
+            const ticks = ticksOf(readFileSync(`/proc/${name}/task/${tid}/stat`, "latin1"));
+            (byThread[`${kind}/${comm}`] ||= new Map()).set(`${pid}/${tid}`, ticks);
           } catch {
             // the thread ended while we read it
           }
@@ -73,17 +86,12 @@ export function cpuSnapshot() {
  */
 export function cpuDelta(a, b) {
   const ms = {};
-  for (const [kind, pids] of Object.entries(b.byKind)) {
-    let sum = 0;
-    for (const [pid, ticks] of pids) sum += ticks - (a.byKind[kind]?.get(pid) ?? 0);
-    ms[kind] = sum * TICK_MS;
-  }
+  for (const [kind, pids] of Object.entries(b.byKind)) ms[kind] = deltaMs(a.byKind[kind], pids);
   const busyShare = (b.busy - a.busy) / Math.max(1, b.total - a.total);
   const threads = {};
-  for (const [name, tids] of Object.entries(b.byThread ?? {})) {
-    let sum = 0;
-    for (const [tid, ticks] of tids) sum += ticks - (a.byThread?.[name]?.get(tid) ?? 0);
-    if (sum > 0) threads[name] = sum * TICK_MS;
+  for (const [name, tids] of Object.entries(b.byThread)) {
+    const spent = deltaMs(a.byThread[name], tids);
+    if (spent > 0) threads[name] = spent;
   }
   return { ms, threads, wallMs: b.at - a.at, busyShare };
 }
@@ -93,9 +101,8 @@ export function addCpu(into, d) {
   into.wallMs = (into.wallMs || 0) + d.wallMs;
   into.busyWallMs = (into.busyWallMs || 0) + d.busyShare * d.wallMs;
   into.ms ||= {};
-  for (const [k, v] of Object.entries(d.ms)) into.ms[k] = (into.ms[k] || 0) + v;
-  into.threads ||= {};
-  for (const [k, v] of Object.entries(d.threads ?? {})) into.threads[k] = (into.threads[k] || 0) + v;
+  addEach(into.ms, d.ms);
+  addEach((into.threads ||= {}), d.threads);
   return into;
 }
 
