@@ -302,6 +302,121 @@ async fn a_read_answered_after_a_commit_in_its_transaction_does_not_hide_the_wri
     assert_eq!(now[0].clone().expect("row").value, "a");
 }
 
+/// A new row written alone, checked absent and not read in its transaction (an
+/// enqueue of a new id), is written with `add`, no read first. Where the row is there,
+/// that commit conflicts and writes nothing, and the other commits of its transaction
+/// stand (the refused `add` does not abort it); where it is not, it is written.
+#[wasm_bindgen_test]
+async fn a_new_row_is_added_without_a_read_and_a_row_that_is_there_conflicts_alone() {
+    let store = open(&random_name("add")).await;
+    let kv = store.backend();
+    let key = "x/k";
+    let v0 = written_in_an_earlier_transaction(kv, key).await;
+    let absent = |key: &str, value: &str| KvCommit {
+        checks: vec![KvCheck {
+            key: key.into(),
+            version: None,
+        }],
+        mutations: vec![put(key, value)],
+    };
+    let gets = count_gets();
+    let (there, other, new) = futures_util::future::join3(
+        kv.commit(absent(key, "a")),
+        kv.commit(KvCommit {
+            checks: Vec::new(),
+            mutations: vec![put("x/other", "b")],
+        }),
+        kv.commit(absent("x/new", "c")),
+    )
+    .await;
+    let reads = gets_counted(&gets);
+    assert_eq!(
+        [
+            there.expect("commit a"),
+            other.expect("commit b"),
+            new.expect("commit c")
+        ],
+        [
+            KvCommitted::Conflict,
+            KvCommitted::Applied,
+            KvCommitted::Applied
+        ]
+    );
+    assert_eq!(reads, 0, "no row read before the adds");
+    let now = kv
+        .get_many(&[key.into(), "x/other".into(), "x/new".into()])
+        .await
+        .expect("read");
+    let row = now[0].clone().expect("row");
+    assert_eq!((row.value.as_str(), row.version), ("0", v0), "untouched");
+    assert_eq!(now[1].clone().expect("other").value, "b");
+    assert_eq!(now[2].clone().expect("new").value, "c");
+    // Through the store: a new id is one add; the same id again conflicts, is read and
+    // replays, beside a new one enqueued at once.
+    let gets = count_gets();
+    let first = store
+        .enqueue(fixture_plan(1, &RELAYS, Policy::All), 1_000)
+        .await
+        .expect("enqueue");
+    assert_eq!(first.outcome, EnqueueOutcome::Created);
+    assert_eq!(gets_counted(&gets), 0, "a new id is not read");
+    let (again, second) = join(
+        store.enqueue(fixture_plan(1, &RELAYS, Policy::All), 2_000),
+        store.enqueue(fixture_plan(2, &RELAYS, Policy::All), 2_000),
+    )
+    .await;
+    let (again, second) = (again.expect("again"), second.expect("second"));
+    assert_eq!(
+        (again.outcome, second.outcome),
+        (EnqueueOutcome::Replay, EnqueueOutcome::Created)
+    );
+    assert_eq!(again.record, first.record);
+    assert_eq!(store.status().await.expect("status").pending, 2);
+    // Several new ids are read first (while their signatures would be checked): a
+    // commit of several rows would read them anyway.
+    let gets = count_gets();
+    let plans = vec![
+        fixture_plan(3, &RELAYS, Policy::All),
+        fixture_plan(4, &RELAYS, Policy::All),
+    ];
+    let many = store
+        .enqueue_many(plans, 3_000)
+        .await
+        .expect("enqueue many");
+    assert!(many.iter().all(|e| e.outcome == EnqueueOutcome::Created));
+    assert_eq!(gets_counted(&gets), 2, "each row read once");
+}
+
+/// Counts the `get`s of every object store from now on (until the next call).
+fn count_gets() -> JsValue {
+    count_gets_js()
+}
+
+/// How many `get`s were counted since `count_gets`.
+fn gets_counted(counter: &JsValue) -> u32 {
+    js_sys::Reflect::get(counter, &"gets".into())
+        .ok()
+        .and_then(|v| v.as_f64())
+        .unwrap_or(-1.0) as u32
+}
+
+#[wasm_bindgen(inline_js = r#"
+let original;
+export function countGetsJs() {
+  original ??= IDBObjectStore.prototype.get;
+  const counter = { gets: 0 };
+  IDBObjectStore.prototype.get = function (...args) {
+    counter.gets++;
+    return original.apply(this, args);
+  };
+  return counter;
+}
+"#)]
+extern "C" {
+    #[wasm_bindgen(js_name = countGetsJs)]
+    fn count_gets_js() -> JsValue;
+}
+
 /// Commit numbers are unique across connections: each takes a block of numbers at a
 /// time, reserved in `meta` (`ops.rs`), and draws from it without reading `meta` again.
 /// Two connections writing one key by turns never give it a version it had before, a

@@ -104,6 +104,21 @@ impl KvBackend for AnyKv {
     async fn count(&self, start: &str, end: &str) -> Result<usize, StoreError> {
         delegate!(self, s => s.count(start, end))
     }
+    fn checks_new_rows(&self, rows: usize) -> bool {
+        #[cfg(feature = "indexeddb")]
+        if let AnyKv::Idb(s) = self {
+            return s.checks_new_rows(rows);
+        }
+        let _ = rows;
+        true
+    }
+    fn one_run_at_a_time(&self) -> bool {
+        #[cfg(feature = "adapter")]
+        if let AnyKv::Js(s) = self {
+            return s.one_run_at_a_time();
+        }
+        false
+    }
     fn holds_index_keys(&self) -> bool {
         match self {
             AnyKv::Memory(s) => s.holds_index_keys(),

@@ -195,6 +195,11 @@ impl KvBackend for JsKv {
         false
     }
 
+    /// Each call of an adapter is its own transaction.
+    fn one_run_at_a_time(&self) -> bool {
+        true
+    }
+
     async fn get_many(&self, keys: &[String]) -> Result<Vec<Option<KvValue>>, StoreError> {
         let array: Array = keys.iter().map(|k| JsValue::from_str(k)).collect();
         let answer = call("getMany", self.adapter.get_many(array)).await?;

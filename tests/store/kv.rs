@@ -1354,6 +1354,154 @@ fn a_layout_2_store_is_migrated_in_place_and_keeps_every_record() {
 }
 
 #[test]
+fn an_enqueue_of_new_ids_reads_no_row_and_a_replay_reads_after_one_conflict() {
+    // New ids (what an app enqueues almost always) are checked absent by the commit
+    // itself: no read before it (on Deno KV, one `getMany` of 10 keys fewer per 10
+    // plans). An id that is there makes that commit conflict; the next run reads it.
+    let shared = Shared::new(Rc::new(MemoryKv::new()));
+    let store = KvStore::new(shared.clone());
+    let first = block_on(store.enqueue_many(plans(0, 30), 1_000)).expect("enqueue");
+    assert!(first.iter().all(|e| e.outcome == EnqueueOutcome::Created));
+    assert_eq!(shared.rows_read.get(), 0, "no row read for new ids");
+    assert_eq!((shared.commits.get(), shared.conflicts.get()), (1, 0));
+    let before = shared.kv.entries();
+    // 10 of them again, beside 5 new: one conflict, then a run that reads the rows.
+    let again = block_on(store.enqueue_many(plans(20, 15), 2_000)).expect("again");
+    let outcomes: Vec<EnqueueOutcome> = again.iter().map(|e| e.outcome).collect();
+    let mut expected = vec![EnqueueOutcome::Replay; 10];
+    expected.extend([EnqueueOutcome::Created; 5]);
+    assert_eq!(outcomes, expected);
+    assert_eq!((shared.commits.get(), shared.conflicts.get()), (3, 1));
+    assert_eq!(shared.rows_read.get(), 15);
+    for (e, a) in again.iter().take(10).zip(&first[20..]) {
+        assert_eq!(e.record, a.record, "a replay answers the record as stored");
+    }
+    let after = shared.kv.entries();
+    for entry in &before {
+        assert!(after.contains(entry), "{} rewritten", entry.key);
+    }
+    let rows = after.iter().filter(|e| e.key.starts_with(kv::ROWS)).count();
+    assert_eq!(rows, 35);
+    // A plan that conflicts with what is stored (same id, another event) is refused as
+    // before, with nothing written.
+    let mut other = fixture_plan(1, &RELAYS, Policy::All);
+    other.id = first[0].record.id.clone();
+    let err = block_on(store.enqueue(other, 3_000)).expect_err("another event under a used id");
+    assert_eq!(err.code(), "plan_conflict", "{err}");
+    assert_eq!(shared.kv.entries(), after);
+    // A refusal that only the guess makes is decided again with the row read: an event
+    // that has expired since it was enqueued replays (a new one would be refused).
+    let mut expiring = fixture_plan(50, &RELAYS, Policy::All);
+    expiring.event.expiration = Some(10);
+    block_on(store.enqueue(expiring.clone(), 5_000)).expect("before it expires");
+    let replay = block_on(store.enqueue(expiring, 20_000)).expect("after it expired");
+    assert_eq!(replay.outcome, EnqueueOutcome::Replay);
+}
+
+/// A backend whose every call first yields once (as a storage adapter's promise
+/// does), so operations under way at once interleave; `turns` is what it answers to
+/// [`KvBackend::one_run_at_a_time`].
+struct Yielding {
+    shared: Shared,
+    turns: bool,
+}
+
+/// Ready after being polled once more.
+async fn yield_once() {
+    let mut yielded = false;
+    std::future::poll_fn(|cx| {
+        if std::mem::replace(&mut yielded, true) {
+            return std::task::Poll::Ready(());
+        }
+        cx.waker().wake_by_ref();
+        std::task::Poll::Pending
+    })
+    .await
+}
+
+impl KvBackend for Yielding {
+    fn limits(&self) -> KvLimits {
+        self.shared.limits()
+    }
+    fn holds_index_keys(&self) -> bool {
+        self.shared.holds_index_keys()
+    }
+    fn one_run_at_a_time(&self) -> bool {
+        self.turns
+    }
+    async fn get_many(&self, keys: &[String]) -> Result<Vec<Option<KvValue>>, StoreError> {
+        yield_once().await;
+        self.shared.get_many(keys).await
+    }
+    async fn list(&self, range: &KvRange) -> Result<Vec<KvEntry>, StoreError> {
+        yield_once().await;
+        self.shared.list(range).await
+    }
+    async fn commit(&self, commit: KvCommit) -> Result<KvCommitted, StoreError> {
+        yield_once().await;
+        self.shared.commit(commit).await
+    }
+}
+
+/// A flusher's claims and its recordings under way at once on one store: how many
+/// commits conflicted, and the stages the records ended in.
+fn claims_beside_recordings(turns: bool) -> (u32, Vec<Stage>) {
+    let shared = Shared::new(Rc::new(MemoryKv::new()));
+    let store = KvStore::new(Yielding {
+        shared: shared.clone(),
+        turns,
+    });
+    block_on(store.enqueue_many(plans(0, 40), 1_000)).expect("enqueue");
+    let first = block_on(store.claim(&fixture_claim("o", "l1", 20, 60_000), 2_000)).expect("claim");
+    let answers: Vec<Completion> = first.iter().map(|r| accepted_by_all(r, "l1")).collect();
+    let retry = conformance::fixture_retry();
+    // The recording starts a little after the claim: it reads before the claim
+    // commits, and commits after.
+    let (done, more) = block_on(futures::future::join(
+        async {
+            for _ in 0..3 {
+                yield_once().await;
+            }
+            store.complete_attempts(&answers, &retry, 2_100).await
+        },
+        store.claim(&fixture_claim("o", "l2", 20, 60_000), 2_100),
+    ));
+    assert!(done.iter().all(Result::is_ok), "{done:?}");
+    assert_eq!(more.expect("second claim").len(), 20);
+    let stages = block_on(store.list(&nostr_outbox::core::ListQuery {
+        limit: 100,
+        ..Default::default()
+    }))
+    .expect("list")
+    .iter()
+    .map(|r| r.stage)
+    .collect();
+    (shared.conflicts.get(), stages)
+}
+
+#[test]
+fn operations_under_way_at_once_over_an_adapter_take_turns_and_never_conflict() {
+    // Over a storage adapter every call is its own transaction: a claim that commits
+    // between a recording's reads and its commit makes the recording conflict (it
+    // checks the lease rows' lock), and each conflict reads and decides again (8 in a
+    // row fail with `storage_blocked`). The store runs such a backend's operations one
+    // at a time.
+    let (conflicts, stages) = claims_beside_recordings(true);
+    assert_eq!(conflicts, 0, "operations taking turns never conflict");
+    let satisfied = stages.iter().filter(|s| **s == Stage::Satisfied).count();
+    let leased = stages.iter().filter(|s| **s == Stage::Leased).count();
+    assert_eq!((satisfied, leased), (20, 20));
+    // Without turns, the same operations interleave and the recording conflicts: what
+    // the turns are for (the answers are the same, after more work).
+    let (conflicts, stages_without) = claims_beside_recordings(false);
+    assert!(
+        conflicts > 0,
+        "the interleaving this test needs did not happen"
+    );
+    assert_eq!(stages_without, stages);
+}
+
+#[test]
 fn status_reads_every_row_once_then_counts_by_index() {
     // The UI stores call status() after every change: past the first call (which finds
     // the rows that cannot be decoded), it reads no row, whatever the queue's size.
@@ -1407,18 +1555,26 @@ impl KvBackend for Reporting {
     fn tell_next_commit(&self, progress: Progress, units: usize) {
         *self.next.borrow_mut() = Some((progress, units));
     }
+    /// Tells as IndexedDB does: once the checks hold, as the writes are taken (a
+    /// commit that conflicts writes and tells nothing).
     async fn commit(&self, commit: KvCommit) -> Result<KvCommitted, StoreError> {
-        match self.next.take() {
+        let next = self.next.take();
+        let tell = |next: Option<(Progress, usize)>| match next {
             Some((progress, units)) => {
                 progress(units - 1, units);
                 self.told.set(self.told.get() + 1);
             }
             None => self.untold.set(self.untold.get() + 1),
-        }
+        };
         if self.fail_first.replace(false) {
+            tell(next);
             return Err(StoreError::Backend("disk on fire".into()));
         }
-        self.kv.commit(commit).await
+        let done = self.kv.commit(commit).await?;
+        if done == KvCommitted::Applied {
+            tell(next);
+        }
+        Ok(done)
     }
 }
 
@@ -1464,7 +1620,8 @@ fn an_enqueue_with_progress_has_its_own_commit_told_and_no_other() {
         (store.backend().told.get(), store.backend().untold.get()),
         (1, 0)
     );
-    // A batch of replays writes nothing: no commit, and none left to tell later.
+    // A batch of replays writes nothing: its one commit (the ids taken as new)
+    // conflicts and tells nothing, and none is left to tell later.
     let (got, reports) = enqueue_reporting(&store, plans(0, 40));
     assert_eq!(got, Ok(Some(40)));
     assert!(reports.is_empty(), "{reports:?}");

@@ -299,6 +299,12 @@ impl KvBackend for IdbKv {
         true
     }
 
+    /// One new row is written with `add` (`ops.rs`); more are read first, while the
+    /// signatures are checked.
+    fn checks_new_rows(&self, rows: usize) -> bool {
+        rows == 1
+    }
+
     /// Tells the listener of [`KvBackend::tell_next_commit`] as the browser answers the
     /// writes (about every hundredth of them; `ops.rs` spreads the units over them).
     async fn commit(&self, commit: KvCommit) -> Result<KvCommitted, StoreError> {

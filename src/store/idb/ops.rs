@@ -273,15 +273,24 @@ export function commit(tx, checks, versions, puts, deletes, onWritten, units) {
   const written = new Set(rows.map((i) => puts[i]));
   const stray = deletes.find(held) ?? [...indexed.keys()].find((row) => !written.has(row));
   if (stray !== undefined) return Promise.reject(new Error(`index key ${stray}: written without its row, or deleted`));
-  // Only the checked keys not read or written in this transaction are read again; `meta`
-  // too when the connection has no block left, or while reads are awaited anyway.
-  const read = checks.map((key) => (seen.has(key) ? null : kv.get(key)));
+  // A new row written alone, checked absent and not read in this transaction (an
+  // enqueue of a new id: the store took it as new without reading it) is written with
+  // `add`, which checks that absence itself: one round trip fewer than a read, then
+  // the put. Refused (`ConstraintError`: the row is there), the commit has written
+  // nothing and conflicts, and the transaction goes on (its other commits stand).
+  const unseen = checks.findIndex((key) => !seen.has(key));
+  const added = unseen >= 0 && versions[unseen] === null && checks.slice(unseen + 1).every((key) => seen.has(key))
+    && rows.length === 1 && puts[rows[0]] === checks[unseen] && dropped.length === 0 && usable(tx) ? checks[unseen] : null;
+  // Otherwise the checked keys not read or written in this transaction are read again;
+  // `meta` too when the connection has no block left, or while reads are awaited anyway.
+  const read = checks.map((key) => (seen.has(key) || key === added ? null : kv.get(key)));
   const waits = read.filter((r) => r);
   const last = waits.length || !usable(tx) ? tx.objectStore("meta").get("commit") : null;
   if (last) waits.push(last);
   return new Promise((resolve, reject) => {
     const write = () => {
       for (let i = 0; i < checks.length; i++) {
+        if (checks[i] === added) continue;
         // A commit in this transaction that wrote the key after the read was issued
         // left its version in `seen`.
         const fresh = read[i] && unwritten(state, checks[i], at);
@@ -309,7 +318,15 @@ export function commit(tx, checks, versions, puts, deletes, onWritten, units) {
         for (const i of rows) {
           const key = puts[i];
           const row = key.startsWith("R/") ? { v: puts[i + 1], n: version, k: indexed.get(key) || [] } : [puts[i + 1], version];
-          tell(kv.put(row, key));
+          if (key === added) {
+            const request = kv.add(row, key);
+            request.onerror = (event) => {
+              if (request.error?.name !== "ConstraintError") return;
+              event.preventDefault();
+              seen.delete(key);
+              resolve(false);
+            };
+          } else tell(kv.put(row, key));
           seen.set(key, String(version));
           wrote.set(key, version);
         }
