@@ -330,6 +330,18 @@ async fn a_new_row_is_added_without_a_read_and_a_row_that_is_there_conflicts_alo
     )
     .await;
     let reads = gets_counted(&gets);
+    // Called from another task (a timer's) while the current transaction still has
+    // requests to answer, so it is alive but not active there: the add, the first
+    // request of its commit, throws at once, and the commit runs in a new transaction
+    // (it was a `TransactionInactiveError` storage error before).
+    let many: Vec<String> = (0..2_000).map(|i| format!("x/{i}")).collect();
+    let (read, late) = join(kv.get_many(&many), async {
+        JsFuture::from(sleep(0)).await.expect("sleep");
+        kv.commit(absent("x/late", "d")).await
+    })
+    .await;
+    assert_eq!(read.expect("read").len(), 2_000);
+    assert_eq!(late.expect("commit d"), KvCommitted::Applied);
     assert_eq!(
         [
             there.expect("commit a"),

@@ -287,8 +287,13 @@ export function commit(tx, checks, versions, puts, deletes, onWritten, units) {
   const waits = read.filter((r) => r);
   const last = waits.length || !usable(tx) ? tx.objectStore("meta").get("commit") : null;
   if (last) waits.push(last);
-  return new Promise((resolve, reject) => {
-    const write = () => {
+  // A commit with nothing to read writes at once, in this call: if its transaction has
+  // finished (a new row's `add` has read nothing in it), its first write throws and
+  // nothing is written; that is thrown from this call, as every call here throws, so
+  // the caller runs it again in a new transaction.
+  let early = null;
+  const answer = new Promise((resolve, reject) => {
+    const write = (now) => {
       for (let i = 0; i < checks.length; i++) {
         if (checks[i] === added) continue;
         // A commit in this transaction that wrote the key after the read was issued
@@ -312,6 +317,7 @@ export function commit(tx, checks, versions, puts, deletes, onWritten, units) {
           }
         }
       };
+      let issued = false;
       try {
         const version = draw(tx, last);
         state.counter = version;
@@ -327,25 +333,33 @@ export function commit(tx, checks, versions, puts, deletes, onWritten, units) {
               resolve(false);
             };
           } else tell(kv.put(row, key));
+          issued = true;
           seen.set(key, String(version));
           wrote.set(key, version);
         }
         for (const key of dropped) {
           tell(kv.delete(key));
+          issued = true;
           seen.set(key, null);
           wrote.set(key, version);
         }
       } catch (error) {
+        if (now && !issued) {
+          early = error;
+          return;
+        }
         // A write that throws (Firefox's connection refuses writes after a full quota
         // with InvalidStateError) must not leave the writes before it to be committed.
         try { tx.abort(); } catch {}
         reject(error);
       }
     };
-    if (waits.length === 0) return write();
+    if (waits.length === 0) return write(true);
     for (const r of waits) r.onerror = failed(tx, reject);
-    waits[waits.length - 1].onsuccess = write;
+    waits[waits.length - 1].onsuccess = () => write(false);
   });
+  if (early) throw early;
+  return answer;
 }
 // What older builds wrote (legacy.rs), read in a new read-write transaction over every
 // store the move writes: up to `limit` rows of the old `records` store (schemas v1–v4),
