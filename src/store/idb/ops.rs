@@ -287,10 +287,11 @@ export function commit(tx, checks, versions, puts, deletes, onWritten, units) {
   const waits = read.filter((r) => r);
   const last = waits.length || !usable(tx) ? tx.objectStore("meta").get("commit") : null;
   if (last) waits.push(last);
-  // A commit with nothing to read writes at once, in this call: if its transaction has
-  // finished (a new row's `add` has read nothing in it), its first write throws and
-  // nothing is written; that is thrown from this call, as every call here throws, so
-  // the caller runs it again in a new transaction.
+  // A commit with nothing to read writes at once, in this call: if its transaction is
+  // not active in this task (a new row's `add` read nothing that would have thrown
+  // first; called from another task while that transaction's requests are pending),
+  // its first write throws and nothing is written; that is thrown from this call, as
+  // every call here throws, so the caller runs it again in a new transaction.
   let early = null;
   const answer = new Promise((resolve, reject) => {
     const write = (now) => {
