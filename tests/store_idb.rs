@@ -329,7 +329,7 @@ async fn a_new_row_is_added_without_a_read_and_a_row_that_is_there_conflicts_alo
         kv.commit(absent("x/new", "c")),
     )
     .await;
-    let reads = gets_counted(&gets);
+    let reads = counted(&gets, "get");
     // Called from another task (a timer's) while the current transaction still has
     // requests to answer, so it is alive but not active there: the add, the first
     // request of its commit, throws at once, and the commit runs in a new transaction
@@ -371,7 +371,7 @@ async fn a_new_row_is_added_without_a_read_and_a_row_that_is_there_conflicts_alo
         .await
         .expect("enqueue");
     assert_eq!(first.outcome, EnqueueOutcome::Created);
-    assert_eq!(gets_counted(&gets), 0, "a new id is not read");
+    assert_eq!(counted(&gets, "get"), 0, "a new id is not read");
     let (again, second) = join(
         store.enqueue(fixture_plan(1, &RELAYS, Policy::All), 2_000),
         store.enqueue(fixture_plan(2, &RELAYS, Policy::All), 2_000),
@@ -396,37 +396,68 @@ async fn a_new_row_is_added_without_a_read_and_a_row_that_is_there_conflicts_alo
         .await
         .expect("enqueue many");
     assert!(many.iter().all(|e| e.outcome == EnqueueOutcome::Created));
-    assert_eq!(gets_counted(&gets), 2, "each row read once");
+    assert_eq!(counted(&gets, "get"), 2, "each row read once");
 }
 
-/// Counts the `get`s of every object store from now on (until the next call).
-fn count_gets() -> JsValue {
-    count_gets_js()
-}
-
-/// How many `get`s were counted since `count_gets`.
-fn gets_counted(counter: &JsValue) -> u32 {
-    js_sys::Reflect::get(counter, &"gets".into())
+/// How many calls of `method` `counter` ([`count_calls`]) counted.
+fn counted(counter: &JsValue, method: &str) -> u32 {
+    js_sys::Reflect::get(counter, &method.into())
         .ok()
         .and_then(|v| v.as_f64())
         .unwrap_or(-1.0) as u32
 }
 
 #[wasm_bindgen(inline_js = r#"
-let original;
-export function countGetsJs() {
-  original ??= IDBObjectStore.prototype.get;
-  const counter = { gets: 0 };
-  IDBObjectStore.prototype.get = function (...args) {
-    counter.gets++;
-    return original.apply(this, args);
-  };
+const originals = {};
+export function countCalls(methods) {
+  const counter = {};
+  for (const m of methods) {
+    const f = (originals[m] ??= IDBObjectStore.prototype[m]);
+    counter[m] = 0;
+    IDBObjectStore.prototype[m] = function (...args) {
+      counter[m]++;
+      return f.apply(this, args);
+    };
+  }
   return counter;
 }
 "#)]
 extern "C" {
-    #[wasm_bindgen(js_name = countGetsJs)]
-    fn count_gets_js() -> JsValue;
+    /// Counts the calls of these methods of every object store from now on (until the
+    /// next call that names them).
+    #[wasm_bindgen(js_name = countCalls)]
+    fn count_calls(methods: Vec<String>) -> JsValue;
+}
+
+fn count_gets() -> JsValue {
+    count_calls(vec!["get".into()])
+}
+
+/// A commit issued as soon as the one before it has committed (in the microtasks of
+/// that transaction's `complete` event) draws its number from the block the one before
+/// reserved, without reading `meta` first: the block is released before the first
+/// commit's caller goes on (it was released after, and the second commit read `meta`).
+#[wasm_bindgen_test]
+async fn a_commit_right_after_the_one_that_reserved_numbers_draws_from_them_without_a_read() {
+    let store = open(&random_name("block")).await;
+    let kv = store.backend();
+    let new_row = |key: &str| KvCommit {
+        checks: vec![KvCheck {
+            key: key.into(),
+            version: None,
+        }],
+        mutations: vec![put(key, "v")],
+    };
+    let gets = count_gets();
+    // The connection's first commit reserves a block: it reads `meta` and its key.
+    let first = kv.commit(new_row("x/a")).await.expect("first");
+    let second = kv.commit(new_row("x/b")).await.expect("second");
+    assert_eq!(
+        (first, second),
+        (KvCommitted::Applied, KvCommitted::Applied)
+    );
+    assert_eq!(counted(&gets, "get"), 2, "the second commit read nothing");
+    store.close();
 }
 
 /// Commit numbers are unique across connections: each takes a block of numbers at a

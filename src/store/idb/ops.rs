@@ -303,8 +303,6 @@ export function commit(tx, checks, versions, puts, deletes, onWritten, units) {
         const version = fresh ? versionOf(read[i].result) : seen.get(checks[i]);
         if (version !== versions[i]) return resolve(false);
       }
-      tx.addEventListener("complete", () => resolve(true));
-      tx.addEventListener("abort", () => reject(tx.error || new DOMException("the transaction was aborted", "AbortError")));
       const writes = rows.length + dropped.length;
       const step = Math.ceil(writes / 100);
       let n = 0;
@@ -321,6 +319,11 @@ export function commit(tx, checks, versions, puts, deletes, onWritten, units) {
       let issued = false;
       try {
         const version = draw(tx, last);
+        // After `draw`'s own listener: a block this transaction reserved is free to
+        // draw from once it commits, before the caller goes on (a commit that follows
+        // at once wrote without reading `meta` first).
+        tx.addEventListener("complete", () => resolve(true));
+        tx.addEventListener("abort", () => reject(tx.error || new DOMException("the transaction was aborted", "AbortError")));
         state.counter = version;
         for (const i of rows) {
           const key = puts[i];
