@@ -60,6 +60,8 @@ pub mod keys;
 pub(crate) mod lease;
 mod memory;
 mod store;
+#[cfg(any(feature = "adapter", feature = "testing"))]
+mod turn;
 
 pub use keys::*;
 pub use memory::MemoryKv;

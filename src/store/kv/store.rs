@@ -1,11 +1,11 @@
 //! [`KvStore`]: the whole [`Store`] over a [`KvBackend`].
 
 use std::cell::{Cell, RefCell};
-#[cfg(any(feature = "adapter", feature = "testing"))]
-use std::task::{Poll, Waker};
 
 use super::keys::{self, LEASES, ROWS};
 use super::lease::{self, Entry, Head, Leases, Overlay};
+#[cfg(any(feature = "adapter", feature = "testing"))]
+use super::turn::Turn;
 use super::{KvBackend, KvCheck, KvCommit, KvCommitted, KvEntry, KvLimits, KvMutation, KvRange};
 use crate::core::semantics::{self, Lookups};
 use crate::core::{
@@ -55,45 +55,6 @@ pub struct KvStore<B> {
     turn: Turn,
 }
 
-/// One operation at a time ([`KvBackend::one_run_at_a_time`]): an operation waits while
-/// another holds the turn, and every waiter is woken when it is given back (the first
-/// polled takes it). A waiter dropped while waiting leaves only its stale waker.
-#[cfg(any(feature = "adapter", feature = "testing"))]
-#[derive(Debug, Default)]
-struct Turn {
-    busy: Cell<bool>,
-    waiting: RefCell<Vec<Waker>>,
-}
-
-/// The turn, held: given back when dropped.
-#[cfg(any(feature = "adapter", feature = "testing"))]
-struct Held<'a>(&'a Turn);
-
-#[cfg(any(feature = "adapter", feature = "testing"))]
-impl Turn {
-    async fn take(&self) -> Held<'_> {
-        std::future::poll_fn(|cx| {
-            if self.busy.replace(true) {
-                self.waiting.borrow_mut().push(cx.waker().clone());
-                return Poll::Pending;
-            }
-            Poll::Ready(())
-        })
-        .await;
-        Held(self)
-    }
-}
-
-#[cfg(any(feature = "adapter", feature = "testing"))]
-impl Drop for Held<'_> {
-    fn drop(&mut self) {
-        self.0.busy.set(false);
-        for waker in self.0.waiting.take() {
-            waker.wake();
-        }
-    }
-}
-
 /// A row as read in a transaction: its version and, when present, what it decoded to
 /// (the record and the index fields its keys were derived from, read once).
 #[derive(Debug)]
@@ -107,6 +68,23 @@ struct Seen {
     lease: Option<((usize, usize), bool)>,
     /// Leased anew by this run's lease row.
     granted: bool,
+}
+
+impl Seen {
+    /// A row as read (`None`s: absent), not checked or leased anew yet.
+    fn read(
+        version: Option<String>,
+        row: Option<Result<(Record, RowIndex), StoreError>>,
+        lease: Option<((usize, usize), bool)>,
+    ) -> Seen {
+        Seen {
+            version,
+            row,
+            checked: false,
+            lease,
+            granted: false,
+        }
+    }
 }
 
 /// What writing one row adds to a commit.
@@ -280,16 +258,7 @@ impl<'a, B: KvBackend> Tx<'a, B> {
         let mut seen = self.seen.borrow_mut();
         for id in ids {
             if !seen.contains_key(id) {
-                seen.insert(
-                    id.clone(),
-                    Seen {
-                        version: None,
-                        row: None,
-                        checked: false,
-                        lease: None,
-                        granted: false,
-                    },
-                );
+                seen.insert(id.clone(), Seen::read(None, None, None));
             }
         }
     }
@@ -385,16 +354,7 @@ impl<'a, B: KvBackend> Tx<'a, B> {
                 }
                 None => (None, None),
             };
-            seen.insert(
-                id,
-                Seen {
-                    version,
-                    row,
-                    checked: false,
-                    lease,
-                    granted: false,
-                },
-            );
+            seen.insert(id, Seen::read(version, row, lease));
         }
         Ok(())
     }
