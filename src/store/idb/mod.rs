@@ -299,8 +299,8 @@ impl KvBackend for IdbKv {
         true
     }
 
-    /// One new row is written with `add` (`ops.rs`); more are read first, while the
-    /// signatures are checked.
+    /// One new row is written with `add` (`ops.rs`); more are read first (a commit of
+    /// several rows would read them anyway).
     fn checks_new_rows(&self, rows: usize) -> bool {
         rows == 1
     }
