@@ -206,12 +206,12 @@ fn put(key: &str, value: &str) -> KvMutation {
     }
 }
 
-/// A commit of `mutations` that checks `key` still has `version`.
-fn checked(key: &str, version: &str, mutations: Vec<KvMutation>) -> KvCommit {
+/// A commit of `mutations` that checks `key` still has `version` (`None`: is absent).
+fn checked(key: &str, version: Option<&str>, mutations: Vec<KvMutation>) -> KvCommit {
     KvCommit {
         checks: vec![KvCheck {
             key: key.into(),
-            version: Some(version.into()),
+            version: version.map(Into::into),
         }],
         mutations,
     }
@@ -247,7 +247,7 @@ async fn two_commits_at_once_in_one_transaction_never_both_pass_a_check_of_one_r
     let v0 = written_in_an_earlier_transaction(kv, key).await;
     let commit = |value: &str| {
         let marker = put(&format!("x/{value}"), "");
-        checked(key, &v0, vec![put(key, value), marker])
+        checked(key, Some(&v0), vec![put(key, value), marker])
     };
     let (a, b) = join(kv.commit(commit("a")), kv.commit(commit("b"))).await;
     let answers = [a.expect("commit a"), b.expect("commit b")];
@@ -267,7 +267,7 @@ async fn two_commits_at_once_in_one_transaction_never_both_pass_a_check_of_one_r
     assert_eq!(row.value, "a");
     assert_ne!(row.version, v0);
     assert_eq!(row.version, marker.version, "one commit, one version");
-    let next = checked(key, &row.version, vec![put(key, "c")]);
+    let next = checked(key, Some(&row.version), vec![put(key, "c")]);
     assert_eq!(kv.commit(next).await.expect("commit"), KvCommitted::Applied);
     let after = kv.get_many(&[key.to_string()]).await.expect("read");
     assert_ne!(
@@ -286,7 +286,7 @@ async fn a_read_answered_after_a_commit_in_its_transaction_does_not_hide_the_wri
     let kv = store.backend();
     let key = "x/k";
     let v0 = written_in_an_earlier_transaction(kv, key).await;
-    let commit = |value: &str| checked(key, &v0, vec![put(key, value)]);
+    let commit = |value: &str| checked(key, Some(&v0), vec![put(key, value)]);
     // Issued in one turn: `a`'s commit, then a read of the row; once the read answers
     // (before the transaction ends), `b`'s commit, checking the version it read.
     let read_then_commit = async {
@@ -312,13 +312,7 @@ async fn a_new_row_is_added_without_a_read_and_a_row_that_is_there_conflicts_alo
     let kv = store.backend();
     let key = "x/k";
     let v0 = written_in_an_earlier_transaction(kv, key).await;
-    let absent = |key: &str, value: &str| KvCommit {
-        checks: vec![KvCheck {
-            key: key.into(),
-            version: None,
-        }],
-        mutations: vec![put(key, value)],
-    };
+    let absent = |key: &str, value: &str| checked(key, None, vec![put(key, value)]);
     let gets = count_gets();
     let (there, other, new) = futures_util::future::join3(
         kv.commit(absent(key, "a")),
@@ -329,7 +323,7 @@ async fn a_new_row_is_added_without_a_read_and_a_row_that_is_there_conflicts_alo
         kv.commit(absent("x/new", "c")),
     )
     .await;
-    let reads = counted(&gets, "get");
+    let reads = gets_counted(&gets);
     // Called from another task (a timer's) while the current transaction still has
     // requests to answer, so it is alive but not active there: the add, the first
     // request of its commit, throws at once, and the commit runs in a new transaction
@@ -371,7 +365,7 @@ async fn a_new_row_is_added_without_a_read_and_a_row_that_is_there_conflicts_alo
         .await
         .expect("enqueue");
     assert_eq!(first.outcome, EnqueueOutcome::Created);
-    assert_eq!(counted(&gets, "get"), 0, "a new id is not read");
+    assert_eq!(gets_counted(&gets), 0, "a new id is not read");
     let (again, second) = join(
         store.enqueue(fixture_plan(1, &RELAYS, Policy::All), 2_000),
         store.enqueue(fixture_plan(2, &RELAYS, Policy::All), 2_000),
@@ -396,41 +390,33 @@ async fn a_new_row_is_added_without_a_read_and_a_row_that_is_there_conflicts_alo
         .await
         .expect("enqueue many");
     assert!(many.iter().all(|e| e.outcome == EnqueueOutcome::Created));
-    assert_eq!(counted(&gets, "get"), 2, "each row read once");
+    assert_eq!(gets_counted(&gets), 2, "each row read once");
 }
 
-/// How many calls of `method` `counter` ([`count_calls`]) counted.
-fn counted(counter: &JsValue, method: &str) -> u32 {
-    js_sys::Reflect::get(counter, &method.into())
+/// How many `get`s `counter` ([`count_gets`]) counted.
+fn gets_counted(counter: &JsValue) -> u32 {
+    js_sys::Reflect::get(counter, &"gets".into())
         .ok()
         .and_then(|v| v.as_f64())
         .unwrap_or(-1.0) as u32
 }
 
 #[wasm_bindgen(inline_js = r#"
-const originals = {};
-export function countCalls(methods) {
-  const counter = {};
-  for (const m of methods) {
-    const f = (originals[m] ??= IDBObjectStore.prototype[m]);
-    counter[m] = 0;
-    IDBObjectStore.prototype[m] = function (...args) {
-      counter[m]++;
-      return f.apply(this, args);
-    };
-  }
+let original;
+export function countGets() {
+  original ??= IDBObjectStore.prototype.get;
+  const counter = { gets: 0 };
+  IDBObjectStore.prototype.get = function (...args) {
+    counter.gets++;
+    return original.apply(this, args);
+  };
   return counter;
 }
 "#)]
 extern "C" {
-    /// Counts the calls of these methods of every object store from now on (until the
-    /// next call that names them).
-    #[wasm_bindgen(js_name = countCalls)]
-    fn count_calls(methods: Vec<String>) -> JsValue;
-}
-
-fn count_gets() -> JsValue {
-    count_calls(vec!["get".into()])
+    /// Counts the `get`s of every object store from now on (until the next call).
+    #[wasm_bindgen(js_name = countGets)]
+    fn count_gets() -> JsValue;
 }
 
 /// A commit issued as soon as the one before it has committed (in the microtasks of
@@ -441,13 +427,7 @@ fn count_gets() -> JsValue {
 async fn a_commit_right_after_the_one_that_reserved_numbers_draws_from_them_without_a_read() {
     let store = open(&random_name("block")).await;
     let kv = store.backend();
-    let new_row = |key: &str| KvCommit {
-        checks: vec![KvCheck {
-            key: key.into(),
-            version: None,
-        }],
-        mutations: vec![put(key, "v")],
-    };
+    let new_row = |key: &str| checked(key, None, vec![put(key, "v")]);
     let gets = count_gets();
     // The connection's first commit reserves a block: it reads `meta` and its key.
     let first = kv.commit(new_row("x/a")).await.expect("first");
@@ -456,7 +436,7 @@ async fn a_commit_right_after_the_one_that_reserved_numbers_draws_from_them_with
         (first, second),
         (KvCommitted::Applied, KvCommitted::Applied)
     );
-    assert_eq!(counted(&gets, "get"), 2, "the second commit read nothing");
+    assert_eq!(gets_counted(&gets), 2, "the second commit read nothing");
     store.close();
 }
 
@@ -470,12 +450,9 @@ async fn connections_never_give_one_version_twice_and_stale_checks_conflict() {
     let name = random_name("blocks");
     let (a, b) = (open(&name).await, open(&name).await);
     let key = "x/k";
-    let commit = |version: &Option<String>, value: &str| KvCommit {
-        checks: vec![KvCheck {
-            key: key.into(),
-            version: version.clone(),
-        }],
-        mutations: vec![put(key, value), put(&format!("x/{value}"), "")],
+    let commit = |version: &Option<String>, value: &str| {
+        let marker = put(&format!("x/{value}"), "");
+        checked(key, version.as_deref(), vec![put(key, value), marker])
     };
     let mut given: Vec<String> = Vec::new();
     let mut version: Option<String> = None;
