@@ -14,9 +14,9 @@
 // out of the .wasm, where the group's status measured 2 002 B (edge 2 008 B) gzipped.
 import { Outbox } from "./nostr_outbox.js";
 import { OutboxError } from "./index.js";
+import { TERMINAL } from "./stages.js";
 
 const MAX_GROUP_SIZE = 256; // core::group::MAX_GROUP_SIZE
-const TERMINAL = new Set(["satisfied", "exhausted", "cancelled", "superseded"]);
 // What a member that changed meanwhile answers (it ended, its deadline passed, it was
 // purged): it is left as it is.
 const MOVED_ON = new Set(["already_terminal", "not_retryable", "not_found", "corrupt_record"]);

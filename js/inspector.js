@@ -16,10 +16,11 @@
 // docs/API.md. Importing it defines the element (once); in a runtime without the DOM it
 // defines nothing.
 import { createOutboxStore } from "./store.js";
+import { STAGES, TERMINAL } from "./stages.js";
 
-export const STAGES = ["draft", "pending", "leased", "retryable", "delivering", "satisfied", "exhausted", "cancelled", "superseded"];
+export { STAGES };
 /** Stages `cancel` accepts (every stage that is not terminal). */
-const CANCELLABLE = new Set(["draft", "pending", "leased", "retryable", "delivering"]);
+const CANCELLABLE = new Set(STAGES.filter((s) => !TERMINAL.has(s)));
 /** Stages whose record may wait for a time (`reschedule` moves it). */
 const WAITING = new Set(["draft", "pending", "retryable", "delivering"]);
 /** True when `r` waits for a time more than a second away: Send now is offered. */

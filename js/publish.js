@@ -20,8 +20,7 @@
 // A record still in delivery (any stage but the terminal ones, e.g. `delivering` once its
 // policy is met while other targets are open) keeps every open relay's promise waiting.
 import { Outbox, normalizeRelayUrl } from "./nostr_outbox.js";
-
-const TERMINAL = ["satisfied", "exhausted", "cancelled", "superseded"];
+import { TERMINAL } from "./stages.js";
 
 /**
  * A relay's publish did not succeed (yet). `queued`: the outbox still delivers it; `detail`:
@@ -107,7 +106,7 @@ export function publishThrough(outbox, relays, event, options = {}) {
     outbox.removeEventListener("change", onChange);
   };
   const settle = (record) => {
-    const terminal = TERMINAL.includes(record.stage);
+    const terminal = TERMINAL.has(record.stage);
     for (const t of record.targets) {
       const w = waiting.get(t.relay);
       if (!w) continue;

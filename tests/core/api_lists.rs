@@ -9,7 +9,7 @@
 
 use std::collections::BTreeSet;
 
-use nostr_outbox::core::ErrorCode;
+use nostr_outbox::core::{ErrorCode, Stage};
 use nostr_outbox::nostr::{Event, RelayUrl};
 use nostr_outbox::store::StoreError;
 
@@ -223,6 +223,61 @@ fn error_codes_are_one_list() {
         StoreError::Backend(String::new()),
     ] {
         assert!(ours.iter().any(|c| c == e.code()), "{e:?}: {}", e.code());
+    }
+}
+
+/// The stages as the JavaScript entries list them (js/stages.js: `STAGES` in
+/// `Stage::ALL`'s order, `TERMINAL` the stages of `Stage::is_terminal`) and as the
+/// TypeScript union `Stage` names them.
+#[test]
+fn stages_are_one_list() {
+    let js = source("js/stages.js");
+    let line = |name: &str| {
+        let from = js
+            .find(&format!("export const {name} ="))
+            .unwrap_or_else(|| panic!("{name} in js/stages.js"));
+        quoted(
+            &js[from..from + js[from..].find(';').expect("its end")],
+            '"',
+        )
+    };
+    let all: Vec<String> = Stage::ALL.iter().map(|s| s.as_str().to_string()).collect();
+    assert_eq!(
+        line("STAGES"),
+        all,
+        "js/stages.js STAGES, in Stage::ALL's order"
+    );
+    let terminal: Vec<String> = Stage::ALL
+        .iter()
+        .filter(|s| s.is_terminal())
+        .map(|s| s.as_str().to_string())
+        .collect();
+    same(
+        "terminal stages",
+        &[
+            ("Stage::is_terminal", terminal),
+            ("js/stages.js TERMINAL", line("TERMINAL")),
+        ],
+    );
+    let types = source("src/js/types.rs");
+    let union = &types[types.find("export type Stage =").expect("the Stage union")..];
+    same(
+        "stages",
+        &[
+            ("Stage::ALL", all),
+            (
+                "Stage (src/js/types.rs)",
+                quoted(&union[..union.find(';').expect("the union's end")], '"'),
+            ),
+        ],
+    );
+    // No other JavaScript entry keeps a list of its own.
+    for f in ["js/groups.js", "js/publish.js", "js/inspector.js"] {
+        let text = source(f);
+        assert!(
+            !text.contains("\"superseded\""),
+            "{f} lists stages: import them from ./stages.js"
+        );
     }
 }
 
