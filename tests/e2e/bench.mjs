@@ -315,7 +315,7 @@ async function benchEnqueue(page) {
         : r.rawKind === "handlers"
           ? "raw adds with success/error handlers per request"
           : r.rawKind === "build"
-            ? "raw puts of rows built in the timed window (JSON doc)"
+            ? "raw puts of rows encoded in the timed window (JSON text)"
             : r.validationOnly ? "API validation only" : `enqueueMany ${JSON.stringify(r.options)}${r.chunk ? ` in chunks of ${r.chunk}` : ""}`;
       line(`   ${what.padEnd(60)} ${ms(r.ms).padStart(9)} (${rate(n, r.ms)})   runs ${list(r.runs)}`);
     }

@@ -395,27 +395,29 @@ const bench = {
   },
 
   /**
-   * Diagnosis of the store's share of `enqueueMany`, in raw calls on the same schema:
-   * "handlers": `add` with a success and an error handler per request (what the store's
-   * glue does to tell existing keys apart); "build": the rows built inside the timed
-   * window (the record encoded as JSON text, the row object assembled) then put.
+   * Diagnosis of the store's share of `enqueueMany`, in raw calls on the same schema (the
+   * `kv` store of schema 6, the keys and values the outbox wrote): "handlers": `add` with
+   * a success and an error handler per request (what the store's glue does to tell
+   * existing keys apart); "build": each record row's JSON text parsed and written again
+   * inside the timed window (what encoding the record costs), then put.
    */
   async rawEnqueueVariant({ durability, kind }) {
     const name = `bench-rawv-${rand()}`;
     const db = await openRawDb(name);
-    const docs = kind === "build" ? ROWS.map((r) => JSON.parse(r.doc)) : null;
+    const entries = ROWS.flatMap((r) => r.kv);
+    const docs = kind === "build" ? entries.map(([, value]) => (value?.v === undefined ? null : JSON.parse(value.v))) : null;
     const t = now();
-    const tx = db.transaction("records", "readwrite", { durability });
-    const store = tx.objectStore("records");
+    const tx = db.transaction("kv", "readwrite", { durability });
+    const store = tx.objectStore("kv");
     if (kind === "handlers") {
       await new Promise((resolve) => {
-        let pending = ROWS.length;
+        let pending = entries.length;
         const settle = () => {
           pending -= 1;
           if (pending === 0) resolve();
         };
-        for (const row of ROWS) {
-          const req = store.add(row);
+        for (const [key, value] of entries) {
+          const req = store.add(value, key);
           req.onsuccess = settle;
           req.onerror = (e) => {
             e.preventDefault();
@@ -424,10 +426,9 @@ const bench = {
         }
       });
     } else {
-      for (let i = 0; i < ROWS.length; i++) {
-        const r = ROWS[i];
-        store.put({ id: r.id, v: r.v, stage: r.stage, dueMs: r.dueMs, createdMs: r.createdMs, eventId: r.eventId, doc: JSON.stringify(docs[i]) });
-      }
+      entries.forEach(([key, value], i) => {
+        store.put(docs[i] === null ? value : { ...value, v: JSON.stringify(docs[i]) }, key);
+      });
     }
     await committed(tx);
     const ms = now() - t;
