@@ -13,7 +13,8 @@
 //   (`nostr-outbox/nostr-tools`, `/applesauce`, `/ndk`, `/welshman`, and the storage adapters
 //   `/memory-storage`, `/durable-object`, `/deno-kv`, `/sqlite`), and the UI entries
 //   (`/store`: a store with `subscribe`/`getSnapshot`; `/react`: `useOutbox`, react a peer;
-//   `/svelte`: a readable store; `/inspector`: the <nostr-outbox-inspector> element), each in `exports`; a lone .d.ts (storage-adapter.d.ts) is a
+//   `/svelte`: a readable store; `/inspector`: the <nostr-outbox-inspector> element; `/stages`:
+//   the record stages as lists, which groups.js, publish.js and inspector.js import), each in `exports`; a lone .d.ts (storage-adapter.d.ts) is a
 //   types-only entry.
 // - edge/ (when scripts/build.sh built it): the edge build (storage adapters, no
 //   IndexedDB) with its own entry, whose `init()` reads the .wasm file where `fetch`
