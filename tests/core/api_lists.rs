@@ -44,6 +44,20 @@ fn quoted(text: &str, quote: char) -> Vec<String> {
         .collect()
 }
 
+/// The strings quoted with `"` from `start` to the next `;` in `text`: a TypeScript
+/// union (`export type X = "a" | "b";`) or a JavaScript list (`export const X = […];`).
+fn listed(text: &str, start: &str) -> Vec<String> {
+    let list = &text[text
+        .find(start)
+        .unwrap_or_else(|| panic!("`{start}` not found"))..];
+    quoted(
+        &list[..list
+            .find(';')
+            .unwrap_or_else(|| panic!("no `;` after `{start}`"))],
+        '"',
+    )
+}
+
 /// The elements of a `const NAME: [&str; N] = [ … ];` list.
 fn const_list(text: &str, name: &str) -> Vec<String> {
     let start = format!("const {name}: [&str;");
@@ -169,16 +183,15 @@ fn error_codes_are_one_list() {
         .map(|c| c.as_str().to_string())
         .collect();
     let types = source("src/js/types.rs");
-    let union = &types[types
-        .find("export type OutboxErrorCode =")
-        .expect("the OutboxErrorCode union")..];
-    let union = &union[..union.find(';').expect("the union's end")];
     let docs = source("docs/API.md");
     same(
         "error codes",
         &[
             ("ErrorCode::ALL", ours.clone()),
-            ("OutboxErrorCode (src/js/types.rs)", quoted(union, '"')),
+            (
+                "OutboxErrorCode (src/js/types.rs)",
+                listed(&types, "export type OutboxErrorCode ="),
+            ),
             (
                 "the codes table of docs/API.md",
                 docs_table(&docs, "\n## Errors"),
@@ -232,15 +245,7 @@ fn error_codes_are_one_list() {
 #[test]
 fn stages_are_one_list() {
     let js = source("js/stages.js");
-    let line = |name: &str| {
-        let from = js
-            .find(&format!("export const {name} ="))
-            .unwrap_or_else(|| panic!("{name} in js/stages.js"));
-        quoted(
-            &js[from..from + js[from..].find(';').expect("its end")],
-            '"',
-        )
-    };
+    let line = |name: &str| listed(&js, &format!("export const {name} ="));
     let all: Vec<String> = Stage::ALL.iter().map(|s| s.as_str().to_string()).collect();
     assert_eq!(
         line("STAGES"),
@@ -260,14 +265,13 @@ fn stages_are_one_list() {
         ],
     );
     let types = source("src/js/types.rs");
-    let union = &types[types.find("export type Stage =").expect("the Stage union")..];
     same(
         "stages",
         &[
             ("Stage::ALL", all),
             (
                 "Stage (src/js/types.rs)",
-                quoted(&union[..union.find(';').expect("the union's end")], '"'),
+                listed(&types, "export type Stage ="),
             ),
         ],
     );
