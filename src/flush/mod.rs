@@ -198,7 +198,8 @@ pub struct TickStats {
     /// Results that arrived after their lease was lost; they changed nothing.
     pub lost_claims: u32,
     /// Claimed records handed back without an attempt: half their lease had passed
-    /// before a relay had room for them (not counted in `attempts`).
+    /// before a relay had room for them (not counted in `attempts`), or, while drafts
+    /// were signed, their lease no longer covered a signer's time.
     #[serde(default)]
     pub released: u32,
     /// Waiting records made due at once because a relay they could not reach answered

@@ -38,13 +38,16 @@ pub const SIGN_TIMEOUT_MS: u64 = 60_000;
 pub fn lease_ms(config: &FlushConfig, sign: SignConfig) -> u64 {
     config
         .lease_ms
-        .max(
-            sign.timeout_ms
-                .saturating_add(sign.pow_ms)
-                .saturating_add(RESOLVE_MS.saturating_mul(3))
-                .saturating_mul(2),
-        )
+        .max(one_draft_ms(sign).saturating_mul(2))
         .min(crate::core::machine::MAX_LEASE_MS)
+}
+
+/// The longest one record's preparation may take: the resolver's three intents, the
+/// mining and the signer.
+fn one_draft_ms(sign: SignConfig) -> u64 {
+    sign.timeout_ms
+        .saturating_add(sign.pow_ms)
+        .saturating_add(RESOLVE_MS.saturating_mul(3))
 }
 
 /// The default [`SignConfig::pow_ms`].
@@ -103,7 +106,13 @@ pub fn is_refusal(message: &str) -> bool {
 /// for the next flush, due at once), after taking over the records leased by flushers
 /// that are gone when `take_over` (the caller holds the Web Lock, as
 /// [`super::RunBounds::take_over`]); asked in claim order until the signer (or the
-/// resolver) is unavailable; nothing when `keep_going` says stop. `sleep(ms)` times the signer out and lets
+/// resolver) is unavailable; nothing when `keep_going` says stop. A record is asked
+/// only while the claim's lease still covers its whole preparation
+/// ([`SignConfig::timeout_ms`], [`SignConfig::pow_ms`], the resolver's time): once a
+/// slow signer (a person approving each on a remote bunker) has used that up, the
+/// records not asked yet are handed back at once ([`Store::release`], reported
+/// `Released`, due now), so no record is asked after its lease may have lapsed (and
+/// signed twice, once by another context that claimed it meanwhile). `sleep(ms)` times the signer out and lets
 /// NIP-13 mining yield. Reports `Signed`, `Retrying` and `Exhausted` to `observer`;
 /// answers the counts: `claimed`, `signed`, `retrying` (the signer unavailable),
 /// `exhausted` (refused, a bad answer, past the deadline), `lost_claims`. The next
@@ -147,6 +156,9 @@ pub async fn sign_drafts<S: Store>(
         Vec::new()
     };
     claimed.extend(store.claim(&request, clock()).await?);
+    // Every record claimed above is leased until at least then.
+    let lease_end = clock().saturating_add(request.lease_ms);
+    let mut asked_any = false;
     for record in claimed {
         stats.claimed += 1;
         if record.stage != Stage::Leased {
@@ -158,6 +170,27 @@ pub async fn sign_drafts<S: Store>(
             outcome: failed.0,
             message: failed.1.clone(),
         };
+        // A helper would be asked for this record: only while its lease covers that.
+        let asks = (record.needs() & NEEDS_RESOLVER != 0 && unresolved.is_none())
+            || (record.is_draft() && unavailable.is_none());
+        if asks && asked_any && clock().saturating_add(one_draft_ms(sign)) > lease_end {
+            match store
+                .release(&record.id, &request.lease_id, record.revision, clock())
+                .await
+            {
+                Ok(next) => {
+                    stats.released += 1;
+                    observer(FlushEvent::Released { record: &next });
+                }
+                Err(e) if e.is_item_error() => {
+                    stats.lost_claims += 1;
+                    observer(FlushEvent::LostClaim { id: &record.id });
+                }
+                Err(e) => return Err(e),
+            }
+            continue;
+        }
+        asked_any |= asks;
         let mut routes = None;
         let mut signing = Signing::NotNeeded;
         if record.needs() & NEEDS_RESOLVER != 0 {

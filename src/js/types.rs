@@ -703,7 +703,8 @@ export interface FlushResult {
   lostClaims: number;
   /**
    * Claimed records handed back without an attempt: half their lease passed before a
-   * relay had room for them. They are due again at once.
+   * relay had room for them, or (drafts) their lease no longer covered a signer's time.
+   * They are due again at once.
    */
   released: number;
   /**

@@ -408,6 +408,95 @@ fn a_draft_leased_by_a_flusher_that_is_gone_is_taken_over_by_the_lock_holder() {
     })
 }
 
+/// A signer a person approves, each signature taking `ms` of `clock`.
+struct SlowSigner<'a> {
+    inner: TestSigner,
+    clock: &'a Cell<u64>,
+    ms: u64,
+}
+
+impl Signer for SlowSigner<'_> {
+    fn sign(&self, template: String) -> LocalBoxFuture<'static, Result<String, String>> {
+        self.clock.set(self.clock.get() + self.ms);
+        self.inner.sign(template)
+    }
+}
+
+#[test]
+fn a_slow_signer_is_asked_only_while_the_lease_covers_it_and_the_rest_is_handed_back() {
+    block_on(async {
+        let store = MemoryStore::in_memory();
+        let config = config(8, 4);
+        for n in 0..5 {
+            let id = format!("d{n}");
+            store
+                .enqueue(draft_plan(&id, 1, &id, 1_000), 1_000)
+                .await
+                .unwrap();
+        }
+        // The lease covers two drafts' worst case (2 × 135 s by default); each
+        // approval here takes 100 s.
+        let clock = Cell::new(2_000);
+        let signer = SlowSigner {
+            inner: TestSigner::new(Mode::Sign),
+            clock: &clock,
+            ms: 100_000,
+        };
+        let mut log = Vec::new();
+        let sleep = |_ms: u64| -> LocalBoxFuture<'static, ()> { Box::pin(async {}) };
+        let pass = sign_drafts(
+            &store,
+            &signer,
+            &config,
+            SignConfig::default(),
+            true,
+            &|| clock.get(),
+            &mut counter(),
+            &sleep,
+            &|| true,
+            &mut |e| {
+                log.push(match e {
+                    FlushEvent::Signed { record } => format!("signed {}", record.id),
+                    FlushEvent::Released { record } => format!("released {}", record.id),
+                    FlushEvent::LostClaim { id } => format!("lost {id}"),
+                    _ => "other".into(),
+                })
+            },
+        )
+        .await
+        .unwrap();
+        // Asked at 0 s and 100 s; at 200 s the lease (270 s) no longer covers another
+        // 135 s: the three left go back unasked, due at once, and none is lost.
+        assert_eq!(signer.inner.asked.get(), 2, "{log:?}");
+        assert_eq!(
+            (pass.claimed, pass.signed, pass.released, pass.lost_claims),
+            (5, 2, 3, 0)
+        );
+        assert_eq!(
+            log,
+            [
+                "signed d0",
+                "signed d1",
+                "released d2",
+                "released d3",
+                "released d4"
+            ]
+        );
+        for n in 2..5 {
+            let r = get(&store, &format!("d{n}")).await;
+            assert_eq!(r.stage, Stage::Draft);
+            assert!(r.lease.is_none());
+            assert_eq!(r.due_ms, Some(202_000));
+            assert_eq!((r.attempts, signer_evidence(&r)), (0, vec![]));
+        }
+        // The next pass signs them (each asked once in all).
+        let mut log = Vec::new();
+        let pass = sign_at(&store, &signer, &config, 202_000, &mut log).await;
+        assert_eq!(pass.signed, 3);
+        assert_eq!(signer.inner.asked.get(), 5);
+    })
+}
+
 #[test]
 fn a_signer_that_never_answers_times_out() {
     block_on(async {
