@@ -405,16 +405,19 @@ fn gets_counted(counter: &JsValue) -> u32 {
 let original;
 export function countGets() {
   original ??= IDBObjectStore.prototype.get;
-  const counter = { gets: 0 };
+  const counter = { gets: 0, keys: [] };
   IDBObjectStore.prototype.get = function (...args) {
+    // A request issued (one that throws, its transaction not active, is not).
+    const request = original.apply(this, args);
     counter.gets++;
-    return original.apply(this, args);
+    counter.keys.push(String(args[0]));
+    return request;
   };
   return counter;
 }
 "#)]
 extern "C" {
-    /// Counts the `get`s of every object store from now on (until the next call).
+    /// Counts the `get`s issued on every object store from now on (until the next call).
     #[wasm_bindgen(js_name = countGets)]
     fn count_gets() -> JsValue;
 }
@@ -438,6 +441,69 @@ async fn a_commit_right_after_the_one_that_reserved_numbers_draws_from_them_with
     );
     assert_eq!(gets_counted(&gets), 2, "the second commit read nothing");
     store.close();
+}
+
+/// An operation whose read is still being answered when another operation, started
+/// from another task, finds the transaction inactive and makes a new one current, still
+/// commits in the transaction of its read (it continues from that read's answer, where
+/// that transaction is active), so its commit reads nothing again: it read its row
+/// again in a third transaction before, two `get`s more (the row and `meta`).
+#[wasm_bindgen_test]
+async fn a_commit_runs_in_the_transaction_of_its_reads_though_another_became_current() {
+    let store = open(&random_name("reads-then-commit")).await;
+    let kv = store.backend();
+    let key = "x/k";
+    written_in_an_earlier_transaction(kv, key).await;
+    let mut keys: Vec<String> = (0..2_000).map(|i| format!("x/{i}")).collect();
+    keys.push(key.to_string());
+    let gets = count_gets();
+    let read_then_commit = async {
+        let read = kv.get_many(&keys).await.expect("read");
+        let version = read[keys.len() - 1].clone().expect("row").version;
+        kv.commit(checked(key, Some(&version), vec![put(key, "a")]))
+            .await
+            .expect("commit")
+    };
+    let other = async {
+        JsFuture::from(sleep(0)).await.expect("sleep");
+        kv.get_many(&["x/other".to_string()]).await.expect("read")
+    };
+    let (committed, _) = join(read_then_commit, other).await;
+    assert_eq!(committed, KvCommitted::Applied);
+    assert_eq!(
+        gets_counted(&gets),
+        2_002,
+        "the 2 001 rows read and the other operation's one, nothing read again"
+    );
+    let now = kv.get_many(&[key.to_string()]).await.expect("read");
+    assert_eq!(now[0].clone().expect("row").value, "a");
+}
+
+/// A claim takes the rows its range read over the claim order answered (the index's
+/// `getAll` answers whole rows): it reads none of them again one by one.
+#[wasm_bindgen_test]
+async fn a_claim_reads_its_records_once() {
+    let store = open(&random_name("claim-reads")).await;
+    let plans: Vec<_> = (0..40)
+        .map(|n| fixture_plan(n, &RELAYS, Policy::All))
+        .collect();
+    store.enqueue_many(plans, 1_000).await.expect("enqueue");
+    let gets = count_gets();
+    let claimed = store
+        .claim(&fixture_claim("tab-a", "l-1", 32, 60_000), 2_000)
+        .await
+        .expect("claim");
+    assert_eq!(claimed.len(), 32);
+    // Read one by one: the lease rows' lock and `meta` (the commit numbers), once per
+    // claim; each of the 32 rows was read once more before.
+    let keys: Vec<String> =
+        js_sys::Array::from(&js_sys::Reflect::get(&gets, &"keys".into()).expect("the keys read"))
+            .iter()
+            .filter_map(|k| k.as_string())
+            .collect();
+    assert_eq!(keys, ["Q/", "commit"], "no record read one by one");
+    let status = store.status().await.expect("status");
+    assert_eq!((status.leased, status.pending), (32, 8));
 }
 
 /// Commit numbers are unique across connections: each takes a block of numbers at a
