@@ -361,10 +361,16 @@ function commitIn(tx, checks, versions, puts, deletes, onWritten, units) {
         const version = draw(tx, last);
         // After `draw`'s own listener: a block this transaction reserved is free to
         // draw from once it commits, before the caller goes on (a commit that follows
-        // at once wrote without reading `meta` first).
-        tx.addEventListener("complete", () => resolve(true));
-        tx.addEventListener("abort", () => reject(tx.error || new DOMException("the transaction was aborted", "AbortError")));
-        state.counter = version;
+        // at once wrote without reading `meta` first). Once a write is issued: a call
+        // whose first write throws (its transaction not active) leaves no listener on
+        // that transaction to settle a promise nobody awaits.
+        const listen = () => {
+          if (issued) return;
+          issued = true;
+          state.counter = version;
+          tx.addEventListener("complete", () => resolve(true));
+          tx.addEventListener("abort", () => reject(tx.error || new DOMException("the transaction was aborted", "AbortError")));
+        };
         for (const i of rows) {
           const key = puts[i];
           const row = key.startsWith("R/") ? { v: puts[i + 1], n: version, k: indexed.get(key) || [] } : [puts[i + 1], version];
@@ -377,16 +383,17 @@ function commitIn(tx, checks, versions, puts, deletes, onWritten, units) {
               resolve(false);
             };
           } else tell(kv.put(row, key));
-          issued = true;
+          listen();
           seen.set(key, String(version));
           wrote.set(key, version);
         }
         for (const key of dropped) {
           tell(kv.delete(key));
-          issued = true;
+          listen();
           seen.set(key, null);
           wrote.set(key, version);
         }
+        listen();
       } catch (error) {
         if (now && !issued) {
           early = error;
