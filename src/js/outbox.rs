@@ -265,11 +265,12 @@ impl OpenConfig {
         ws.validate()?;
         // The owner id is drawn at the end (below); validated with a stand-in of its form.
         let mut flush = FlushConfig::new("outbox-00000000000000000000000000000000");
-        // 128: against 64, a flush of 2 000 to one relay ran 1.34x as fast with 26 % less
-        // CPU, to five relays 1.19x; an answer's wait for its commit grew (p99 279
-        // against 215 ms). 256 was no faster than 128 and doubled that wait
-        // (docs/BENCHMARKS.md, "Claim and group size").
-        flush.batch_size = r.uint32("batchSize", o.batch_size)?.unwrap_or(128);
+        // 64: with each operation in one IndexedDB transaction (store/idb/ops.rs), 128
+        // flushed 2 000 to one relay 1.08x as fast as 64 but an answer waited about twice
+        // as long for its commit (median 289 against 159 ms, p99 469 against 269), and to
+        // five relays 64 was as fast (1.04x) with half the wait (docs/BENCHMARKS.md,
+        // "Claim and group size").
+        flush.batch_size = r.uint32("batchSize", o.batch_size)?.unwrap_or(64);
         flush.concurrency = r.uint32("concurrency", o.concurrency)?.unwrap_or(256);
         flush.low_concurrency = r
             .uint32("lowConcurrency", o.low_concurrency)?

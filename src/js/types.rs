@@ -296,7 +296,7 @@ export interface OutboxOptions {
   relayInfoTtlMs?: number;
   /**
    * Records claimed per flush round (1..=256); attempts are also recorded in groups of
-   * about this many. Default 128. Records of priority `low` are claimed at most
+   * about this many. Default 64. Records of priority `low` are claimed at most
    * 4 × `lowConcurrency` (16 by default) at a time.
    */
   batchSize?: number;

@@ -519,7 +519,7 @@ async function benchFlush(page, { label, n, relayCount, policy, comparePage = nu
   }
   const m = Object.fromEntries(Object.entries(t).map(([k, v]) => [k, median(v)]));
   const pubs = n * relayCount;
-  line(`   outbox flush() (defaults: batch 128, 256 in flight)  ${ms(m.outbox)} (${rate(pubs, m.outbox)} publishes)   runs ${list(t.outbox)}`);
+  line(`   outbox flush() (defaults: batch 64, 256 in flight)  ${ms(m.outbox)} (${rate(pubs, m.outbox)} publishes)   runs ${list(t.outbox)}`);
   for (const w of peerWidths) {
     line(`   nostr-tools, ${String(w).padEnd(3)} events in flight           ${ms(m[`peer${w}`])} (${rate(pubs, m[`peer${w}`])} publishes)   runs ${list(t[`peer${w}`])}`);
   }
