@@ -183,6 +183,17 @@ pub async fn sign_at(
     now: u64,
     log: &mut Vec<String>,
 ) -> TickStats {
+    sign_by(store, signer, config, &|| now, log).await
+}
+
+/// One signing pass (as [`sign_at`]) whose time is `clock`'s.
+pub async fn sign_by(
+    store: &MemoryStore,
+    signer: &dyn Signer,
+    config: &FlushConfig,
+    clock: &dyn Fn() -> u64,
+    log: &mut Vec<String>,
+) -> TickStats {
     let sleep = |_ms: u64| -> LocalBoxFuture<'static, ()> { Box::pin(async {}) };
     sign_drafts(
         store,
@@ -190,7 +201,7 @@ pub async fn sign_at(
         config,
         SignConfig::default(),
         true,
-        &|| now,
+        clock,
         &mut counter(),
         &sleep,
         &|| true,
@@ -443,28 +454,7 @@ fn a_slow_signer_is_asked_only_while_the_lease_covers_it_and_the_rest_is_handed_
             ms: 100_000,
         };
         let mut log = Vec::new();
-        let sleep = |_ms: u64| -> LocalBoxFuture<'static, ()> { Box::pin(async {}) };
-        let pass = sign_drafts(
-            &store,
-            &signer,
-            &config,
-            SignConfig::default(),
-            true,
-            &|| clock.get(),
-            &mut counter(),
-            &sleep,
-            &|| true,
-            &mut |e| {
-                log.push(match e {
-                    FlushEvent::Signed { record } => format!("signed {}", record.id),
-                    FlushEvent::Released { record } => format!("released {}", record.id),
-                    FlushEvent::LostClaim { id } => format!("lost {id}"),
-                    _ => "other".into(),
-                })
-            },
-        )
-        .await
-        .unwrap();
+        let pass = sign_by(&store, &signer, &config, &|| clock.get(), &mut log).await;
         // Asked at 0 s and 100 s; at 200 s the lease (270 s) no longer covers another
         // 135 s: the three left go back unasked, due at once, and none is lost.
         assert_eq!(signer.inner.asked.get(), 2, "{log:?}");
@@ -474,13 +464,7 @@ fn a_slow_signer_is_asked_only_while_the_lease_covers_it_and_the_rest_is_handed_
         );
         assert_eq!(
             log,
-            [
-                "signed d0",
-                "signed d1",
-                "released d2",
-                "released d3",
-                "released d4"
-            ]
+            ["signed d0", "signed d1", "ready d2", "ready d3", "ready d4"]
         );
         for n in 2..5 {
             let r = get(&store, &format!("d{n}")).await;
