@@ -170,9 +170,9 @@ pub async fn sign_drafts<S: Store>(
             outcome: failed.0,
             message: failed.1.clone(),
         };
+        let routed = record.needs() & NEEDS_RESOLVER != 0;
         // A helper would be asked for this record: only while its lease covers that.
-        let asks = (record.needs() & NEEDS_RESOLVER != 0 && unresolved.is_none())
-            || (record.is_draft() && unavailable.is_none());
+        let asks = (routed && unresolved.is_none()) || (record.is_draft() && unavailable.is_none());
         if asks && asked_any && clock().saturating_add(one_draft_ms(sign)) > lease_end {
             match store
                 .release(&record.id, &request.lease_id, record.revision, clock())
@@ -193,7 +193,7 @@ pub async fn sign_drafts<S: Store>(
         asked_any |= asks;
         let mut routes = None;
         let mut signing = Signing::NotNeeded;
-        if record.needs() & NEEDS_RESOLVER != 0 {
+        if routed {
             match &unresolved {
                 Some(failed) => signing = again(failed),
                 None => match resolve(&record, signer).await {

@@ -326,15 +326,8 @@ fn a_context_without_a_signer_neither_claims_nor_wakes_for_drafts() {
 #[test]
 fn an_unavailable_signer_backs_off_without_spending_attempts_and_asks_once_per_run() {
     block_on(async {
-        let store = MemoryStore::in_memory();
+        let store = with_drafts(3).await;
         let config = config(8, 4);
-        for n in 0..3 {
-            let id = format!("d{n}");
-            store
-                .enqueue(draft_plan(&id, 1, &id, 1_000), 1_000)
-                .await
-                .unwrap();
-        }
         let signer = TestSigner::new(Mode::Fail);
         let mut log = Vec::new();
         let pass = sign_at(&store, &signer, &config, 2_000, &mut log).await;
@@ -370,6 +363,20 @@ fn an_unavailable_signer_backs_off_without_spending_attempts_and_asks_once_per_r
             assert_eq!(r.attempt_limit, r.max_attempts);
         }
     })
+}
+
+/// A memory store holding `count` drafts, `d0`, `d1`, … (kind 1, each its id as its
+/// content), filed at 1 000.
+async fn with_drafts(count: u32) -> MemoryStore {
+    let store = MemoryStore::in_memory();
+    for n in 0..count {
+        let id = format!("d{n}");
+        store
+            .enqueue(draft_plan(&id, 1, &id, 1_000), 1_000)
+            .await
+            .unwrap();
+    }
+    store
 }
 
 /// A memory store holding one draft, `d1` (kind 1, content `x`), filed at `at`.
@@ -436,15 +443,8 @@ impl Signer for SlowSigner<'_> {
 #[test]
 fn a_slow_signer_is_asked_only_while_the_lease_covers_it_and_the_rest_is_handed_back() {
     block_on(async {
-        let store = MemoryStore::in_memory();
+        let store = with_drafts(5).await;
         let config = config(8, 4);
-        for n in 0..5 {
-            let id = format!("d{n}");
-            store
-                .enqueue(draft_plan(&id, 1, &id, 1_000), 1_000)
-                .await
-                .unwrap();
-        }
         // The lease covers two drafts' worst case (2 × 135 s by default); each
         // approval here takes 100 s.
         let clock = Cell::new(2_000);

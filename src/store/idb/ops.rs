@@ -31,11 +31,12 @@
 //! an operation's reads and commit share one transaction. And a claim takes the rows
 //! its range read over the claim order answered (an index's `getAll` answers whole
 //! rows) instead of reading each again. Measured side by side (2 000 to one relay, 4
-//! interleaved rounds, against the build before): per 1 000 publishes 1 001 rows read
-//! one by one against 4 561 and 18 transactions against 120; the flush 1.22× as fast
-//! (3 084 against 3 749 ms) with 15 % less CPU; an answer's `OK` → commit took a median
-//! 254 ms against 159 (p99 404 against 296): one transaction per operation, the
-//! recordings wait for the claims' (docs/BENCHMARKS.md).
+//! interleaved rounds, against the build before, both with `batchSize` 128): per 1 000
+//! publishes 1 001 rows read one by one against 4 561 and 18 transactions against 120;
+//! the flush 1.22× as fast (3 084 against 3 749 ms) with 15 % less CPU; an answer's
+//! `OK` → commit took a median 254 ms against 159 (p99 404 against 296): one
+//! transaction per operation, the recordings wait for the claims' (docs/BENCHMARKS.md,
+//! "Claim and group size": why `batchSize` is 64).
 //!
 //! A commit never calls `commit()`: the transaction commits by itself once its last
 //! request has answered, and a write refused on its own (Firefox over quota) aborts it
